@@ -1,0 +1,69 @@
+"""Whole-graph GNN baselines of the paper (section 4.3): `gcn` and `gat`.
+
+Op ids go through an embedding layer (equivalent to one-hot features times a linear map),
+then `layers` message-passing layers with ReLU and dropout, then mean pooling. Trained with
+eq. 5 on the family plus cross-entropy on the coarse label (Table 5 recipe in `paper`).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from narbench.encoder import Encoder, Labels, graph_to_data
+from narbench.graph import ArchGraph
+from narbench.trainer import Trainer
+
+
+class GNNEncoder(Encoder):
+    """Shared body of the whole-graph baselines; subclasses pick the convolution."""
+
+    def __init__(self, num_ops, num_classes, profile, splitter=None) -> None:
+        super().__init__(num_ops, num_classes, profile, splitter)
+        cfg = self.model_config
+        self.embedding = nn.Embedding(num_ops, cfg.hidden)
+        self.convs = nn.ModuleList(self.make_conv(cfg.hidden) for _ in range(cfg.layers))
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.classifier = nn.Linear(cfg.hidden, num_classes)
+
+    def make_conv(self, hidden: int) -> nn.Module:
+        raise NotImplementedError
+
+    def forward(self, batch) -> torch.Tensor:
+        from torch_geometric.nn import global_mean_pool
+
+        h = self.embedding(batch.x)
+        for conv in self.convs:
+            h = self.dropout(torch.relu(conv(h, batch.edge_index)))
+        return global_mean_pool(h, batch.batch)
+
+    def fit(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels) -> None:
+        datas = [graph_to_data(g, self.num_ops, int(c), int(e)) for g, c, e in zip(graphs, labels.cl, labels.ce)]
+        trainer.fit_graph_level(self, datas, self.profile.train, stage=f"train {self.name}")
+
+    def embed(self, trainer: Trainer, graphs: list[ArchGraph]) -> torch.Tensor:
+        datas = [graph_to_data(g, self.num_ops) for g in graphs]
+        return trainer.embed(self, datas, self.profile.eval_batch_size, desc=f"embed {self.name}")
+
+
+class GCNEncoder(GNNEncoder):
+    """Kipf & Welling graph convolutions on the whole computational graph."""
+
+    name = "gcn"
+
+    def make_conv(self, hidden: int) -> nn.Module:
+        from torch_geometric.nn import GCNConv
+
+        return GCNConv(hidden, hidden)
+
+
+class GATEncoder(GNNEncoder):
+    """Graph attention (4 heads, concatenated to `hidden`) on the whole computational graph."""
+
+    name = "gat"
+    heads = 4
+
+    def make_conv(self, hidden: int) -> nn.Module:
+        from torch_geometric.nn import GATConv
+
+        return GATConv(hidden, hidden // self.heads, heads=self.heads)

@@ -1,0 +1,12 @@
+"""narbench: benchmark harness and search engine for Neural Architecture Retrieval.
+
+The path through the package: dataset -> split -> splitter -> encoder -> trainer ->
+embeddings -> retrieval -> metrics -> result. `narbench.run(RunConfig(...))` does all of it.
+"""
+
+from narbench.dataset import GraphDataset, load_dataset
+from narbench.graph import ArchGraph, GraphError
+from narbench.runner import RunConfig, run
+
+__version__ = "0.1.0"
+__all__ = ["ArchGraph", "GraphDataset", "GraphError", "RunConfig", "load_dataset", "run"]

@@ -1,0 +1,114 @@
+"""`narbench` command line: a thin layer over the Python API."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+from narbench import registry
+from narbench.profiles import OBJECTIVES, PROFILES
+
+
+def _parse_param(text: str) -> tuple[str, object]:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    key, value = text.split("=", 1)
+    for cast in (int, float):
+        try:
+            return key, cast(value)
+        except ValueError:
+            pass
+    return key, {"true": True, "false": False}.get(value.lower(), value)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="narbench", description="Neural Architecture Retrieval benchmark")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="train an encoder, retrieve, score, write a result file")
+    run.add_argument("--encoder", default="gcn", help="registered encoder name (see `narbench encoders`)")
+    run.add_argument("--splitter", default=None, help="registered splitter name (default: the encoder's)")
+    run.add_argument("--dataset", default="nas", help="registered dataset name (default: nas)")
+    run.add_argument("--profile", default="quick", choices=sorted(PROFILES), help="data and recipe budget")
+    run.add_argument("--objective", default=None, choices=OBJECTIVES, help="graph-level loss terms (default ce+cl)")
+    run.add_argument("--param", dest="params", action="append", type=_parse_param, default=[],
+                     metavar="KEY=VALUE", help="a splitter parameter (repeatable)")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda, cuda:N")
+    run.add_argument("--out", default="runs", help="directory for the result file (default: runs)")
+    run.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+    sub.add_parser("datasets", help="list registered datasets")
+    sub.add_parser("encoders", help="list registered encoders")
+    sub.add_parser("splitters", help="list registered splitters")
+    return parser
+
+
+def _list(kind: str, console: Console) -> int:
+    table = Table(title=f"registered {kind}s (entry-point group {registry.GROUPS[kind]})")
+    table.add_column("name")
+    table.add_column("provided by")
+    table.add_column("description")
+    from importlib.metadata import entry_points
+
+    for ep in sorted(entry_points(group=registry.GROUPS[kind]), key=lambda e: e.name):
+        dist = ep.dist.name if ep.dist else "?"
+        try:
+            doc = (registry.load(kind, ep.name).__doc__ or "").strip().splitlines()[0]
+        except Exception as exc:  # list it anyway, saying why it cannot be used
+            doc = f"[red]fails to load: {exc}[/red]"
+        table.add_row(ep.name, dist, doc)
+    console.print(table)
+    return 0
+
+
+def _run(args, console: Console) -> int:
+    from narbench.runner import RunConfig, run
+
+    cfg = RunConfig(
+        encoder=args.encoder, splitter=args.splitter, dataset=args.dataset, profile=args.profile,
+        seed=args.seed, device=args.device, objective=args.objective, splitter_params=dict(args.params),
+        out=args.out, progress=not args.no_progress,
+    )
+    ev = run(cfg, console=console)
+    res = ev.result
+    table = Table(title=f"{res.encoder} + {res.splitter} on {res.dataset['name']} ({res.profile}, seed {res.seed})")
+    table.add_column("metric")
+    for k in (20, 50, 100):
+        table.add_column(f"@{k}", justify="right")
+    scores = {**res.metrics, **res.metrics_extra}
+    for label, metric in (("MRR", "mrr"), ("MAP", "map"), ("NDCG", "ndcg"), ("MAP, min(k,|R|)", "map_capped")):
+        table.add_row(label, *[f"{scores[f'{metric}@{k}']:.4f}" for k in (20, 50, 100)])
+    console.print(table)
+    console.print(f"queries {res.num_queries}, corpus {res.num_corpus}, trained on {res.num_train}; device {res.device}")
+    console.print("timings (s): " + ", ".join(f"{k} {v:.1f}" for k, v in res.timings.items()))
+    if ev.path:
+        console.print(f"result written to [bold]{ev.path}[/bold]")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    console = Console(stderr=True)
+    out = Console()
+    from narbench.dataset import CorruptFileError
+    from narbench.runner import ConfigError
+
+    try:
+        if args.command == "run":
+            return _run(args, out)
+        kind = {"datasets": "dataset", "encoders": "encoder", "splitters": "splitter"}[args.command]
+        return _list(kind, out)
+    except registry.UnknownNameError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return 2
+    except (ConfigError, registry.RegistryError, CorruptFileError, FileNotFoundError, RuntimeError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""Datasets: a versioned set of graphs with a fixed split, cached on disk and checksummed.
+
+A dataset provider (registered under the entry-point group `narbench.datasets`) subclasses
+`DatasetProvider` and implements `build()`; `load()` handles caching, the sha256 check and
+the split. Use `narbench.load_dataset(name)`.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from narbench.graph import ArchGraph
+from narbench.store import CorruptFileError, read_graphs, write_graphs
+
+
+def cache_dir() -> Path:
+    """Where generated datasets are cached: `$NARBENCH_CACHE` or `~/.cache/narbench`."""
+    return Path(os.environ.get("NARBENCH_CACHE", Path.home() / ".cache" / "narbench"))
+
+
+@dataclass(frozen=True)
+class Split:
+    """The fixed evaluation split: queries are `test` graphs, the corpus is `train` graphs."""
+
+    train: np.ndarray
+    test: np.ndarray
+    seed: int
+    test_size: float
+
+
+def stratified_split(labels: list[str], *, test_size: float = 0.1, seed: int = 0) -> Split:
+    """Stratified train/test split by label (scikit-learn).
+
+    Labels with fewer than 2 members cannot be queried meaningfully (a query needs at least
+    one relevant corpus item), so they go to the corpus only.
+    """
+    from sklearn.model_selection import train_test_split
+
+    labels_arr = np.asarray(labels)
+    uniq, counts = np.unique(labels_arr, return_counts=True)
+    rare = set(uniq[counts < 2].tolist())
+    idx = np.arange(len(labels_arr))
+    splittable = np.array([lab not in rare for lab in labels_arr], dtype=bool)
+    train, test = train_test_split(
+        idx[splittable], test_size=test_size, stratify=labels_arr[splittable], random_state=seed
+    )
+    train = np.sort(np.concatenate([train, idx[~splittable]]))
+    return Split(train=train.astype(np.int64), test=np.sort(test).astype(np.int64), seed=seed, test_size=test_size)
+
+
+def stratified_subset(indices: np.ndarray, labels: np.ndarray, n: int | None, *, seed: int = 0) -> np.ndarray:
+    """A seeded subset of `n` of `indices` with each label in proportion (all if n is None).
+
+    Each label's members are shuffled and interleaved by their relative position in their
+    label, so any prefix is stratified; unlike scikit-learn's splitters this accepts labels
+    with a single member. Returns sorted indices.
+    """
+    indices = np.asarray(indices, dtype=np.int64)
+    if n is None or n >= len(indices):
+        return np.sort(indices)
+    rng = np.random.default_rng(seed)
+    labels = np.asarray(labels)
+    key = np.empty(len(indices))
+    for lab in np.unique(labels):
+        members = np.flatnonzero(labels == lab)
+        ranks = rng.permutation(len(members))
+        key[members] = (ranks + rng.random()) / len(members)
+    return np.sort(indices[np.argsort(key, kind="stable")[:n]])
+
+
+@dataclass
+class GraphDataset:
+    """A loaded dataset: graphs, op vocabulary, version, content hash and the fixed split."""
+
+    name: str
+    version: str
+    vocab: list[str]
+    graphs: list[ArchGraph]
+    sha256: str
+    split: Split
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.graphs)
+
+    @property
+    def families(self) -> list[str]:
+        return sorted({g.family for g in self.graphs})
+
+    @property
+    def coarse_labels(self) -> list[str]:
+        return sorted({g.coarse for g in self.graphs})
+
+    def family_ids(self) -> np.ndarray:
+        index = {f: i for i, f in enumerate(self.families)}
+        return np.array([index[g.family] for g in self.graphs], dtype=np.int64)
+
+    def coarse_ids(self) -> np.ndarray:
+        index = {c: i for i, c in enumerate(self.coarse_labels)}
+        return np.array([index[g.coarse] for g in self.graphs], dtype=np.int64)
+
+    def describe(self) -> dict[str, Any]:
+        """Provenance for result files."""
+        return {
+            "name": self.name,
+            "version": self.version,
+            "sha256": self.sha256,
+            "num_graphs": len(self.graphs),
+            "num_ops": len(self.vocab),
+            "num_families": len(self.families),
+            "split": {"seed": self.split.seed, "test_size": self.split.test_size,
+                      "train": int(len(self.split.train)), "test": int(len(self.split.test))},
+        }
+
+
+class DatasetProvider:
+    """Base for a registered dataset. Subclasses set `name`, `version` and implement `build`.
+
+    `expected_sha256` pins the content of the default build; a mismatch after a fresh build
+    means the generator is not deterministic and is reported as an error.
+    """
+
+    name: ClassVar[str] = ""
+    version: ClassVar[str] = ""
+    expected_sha256: ClassVar[str | None] = None
+    split_seed: ClassVar[int] = 0
+    test_size: ClassVar[float] = 0.1
+    compress_level: ClassVar[int] = 3
+
+    def build(self) -> tuple[list[ArchGraph], list[str], dict[str, Any]]:
+        """Return (graphs, vocab, header) for this version; header is stored with the data."""
+        raise NotImplementedError
+
+    def cache_path(self, root: Path | None = None) -> Path:
+        return (root or cache_dir()) / f"{self.name}-{self.version}.narg"
+
+    def load(self, root: Path | None = None, *, refresh: bool = False) -> GraphDataset:
+        """Load from the cache, (re)building it when missing, corrupt or `refresh` is set."""
+        path = self.cache_path(root)
+        loaded = None
+        if path.exists() and not refresh:
+            try:
+                loaded = read_graphs(path, self.expected_sha256)
+            except CorruptFileError as exc:
+                warnings.warn(f"dataset cache {path} is corrupt ({exc}); rebuilding it", stacklevel=2)
+        if loaded is None:
+            graphs, vocab, header = self.build()
+            digest = write_graphs(path, graphs, vocab, header, level=self.compress_level)
+            if self.expected_sha256 is not None and digest != self.expected_sha256:
+                raise CorruptFileError(
+                    f"dataset {self.name} {self.version}: freshly built data has sha256 {digest}, "
+                    f"expected {self.expected_sha256}; the build is not reproducible here"
+                )
+            loaded = (graphs, vocab, header, digest)
+        graphs, vocab, header, digest = loaded
+        split = stratified_split([g.family for g in graphs], test_size=self.test_size, seed=self.split_seed)
+        return GraphDataset(self.name, self.version, list(vocab), graphs, digest, split, meta=header)
+
+
+def load_dataset(name: str, *, root: str | os.PathLike | None = None, refresh: bool = False) -> GraphDataset:
+    """Load a registered dataset by name (`nas`, `real`, or a third party's)."""
+    from narbench import registry
+
+    provider_cls = registry.load("dataset", name)
+    return provider_cls().load(Path(root) if root is not None else None, refresh=refresh)

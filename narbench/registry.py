@@ -1,0 +1,55 @@
+"""The one registry mechanism: Python entry points.
+
+Encoders, splitters and datasets are all found through entry-point groups, so the shipped ones
+and a third party's are registered the same way (in a `pyproject.toml`):
+
+    [project.entry-points."narbench.encoders"]
+    my-encoder = "my_package.module:MyEncoder"
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any
+
+GROUPS = {
+    "encoder": "narbench.encoders",
+    "splitter": "narbench.splitters",
+    "dataset": "narbench.datasets",
+}
+
+
+class UnknownNameError(KeyError):
+    """A name that no installed entry point registers; the message lists the known names."""
+
+    def __init__(self, kind: str, name: str, known: list[str]) -> None:
+        self.kind, self.name, self.known = kind, name, known
+        super().__init__(f"unknown {kind} {name!r}; known {kind}s: {', '.join(known) or '(none)'}")
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+class RegistryError(RuntimeError):
+    """A registered entry point exists but cannot be loaded."""
+
+
+def _entry_points(kind: str) -> dict[str, EntryPoint]:
+    eps = entry_points(group=GROUPS[kind])
+    return {ep.name: ep for ep in sorted(eps, key=lambda e: e.name)}
+
+
+def names(kind: str) -> list[str]:
+    """Sorted names registered for `kind` ('encoder', 'splitter' or 'dataset')."""
+    return list(_entry_points(kind))
+
+
+def load(kind: str, name: str) -> Any:
+    """The object registered as `name` for `kind`; `UnknownNameError` lists the known names."""
+    eps = _entry_points(kind)
+    if name not in eps:
+        raise UnknownNameError(kind, name, list(eps))
+    try:
+        return eps[name].load()
+    except Exception as exc:  # a broken plugin must not look like an unknown name
+        raise RegistryError(f"{kind} {name!r} is registered as {eps[name].value!r} but fails to load: {exc}") from exc

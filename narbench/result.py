@@ -1,0 +1,109 @@
+"""Result files: one JSON per run with the metrics and everything needed to reproduce them.
+
+Written atomically (temp file + rename), so an interrupted run never leaves half a result.
+Per-query scores go to a gzip sidecar (`<run_id>.queries.json.gz`) for significance tests.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import platform
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from narbench.store import atomic_write_bytes
+
+SCHEMA_VERSION = 1
+_PACKAGES = ("narbench", "torch", "torch_geometric", "ranx", "numpy", "scikit-learn", "pandas", "zstandard")
+
+
+@dataclass
+class RunResult:
+    """Everything one `narbench run` measured, and how."""
+
+    run_id: str
+    encoder: str
+    splitter: str
+    dataset: dict[str, Any]
+    profile: str
+    seed: int
+    config: dict[str, Any]
+    metrics: dict[str, float]
+    metrics_extra: dict[str, float]
+    timings: dict[str, float]
+    device: str
+    num_queries: int
+    num_corpus: int
+    num_train: int
+    environment: dict[str, Any] = field(default_factory=dict)
+    git_commit: str | None = None
+    created: str = ""
+    schema: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def write(self, out_dir: str | Path, per_query: dict[str, np.ndarray] | None = None) -> Path:
+        """Write `<out_dir>/<run_id>.json` (and the per-query sidecar) atomically."""
+        out_dir = Path(out_dir)
+        path = out_dir / f"{self.run_id}.json"
+        if per_query is not None:
+            sidecar = {name: [round(float(v), 6) for v in vals] for name, vals in per_query.items()}
+            data = gzip.compress(json.dumps(sidecar, sort_keys=True).encode(), mtime=0)
+            atomic_write_bytes(out_dir / f"{self.run_id}.queries.json.gz", data)
+        atomic_write_bytes(path, (json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n").encode())
+        return path
+
+    @classmethod
+    def read(cls, path: str | Path) -> "RunResult":
+        """Load a result file; a malformed one raises ValueError naming the file."""
+        path = Path(path)
+        try:
+            raw = json.loads(path.read_text())
+            return cls(**raw)
+        except (json.JSONDecodeError, TypeError) as exc:
+            raise ValueError(f"{path}: not a valid narbench result file ({exc})") from exc
+
+
+def package_versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name in _PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def environment() -> dict[str, Any]:
+    """Python, platform and package versions of this process."""
+    import torch
+
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "packages": package_versions(),
+        "cuda": torch.version.cuda,
+        "torch_threads": torch.get_num_threads(),
+    }
+
+
+def git_commit(cwd: str | Path | None = None) -> str | None:
+    """The commit of the narbench checkout (with `-dirty` when it has changes), if any."""
+    cwd = Path(cwd) if cwd else Path(__file__).resolve().parent
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10)
+        if sha.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+                               capture_output=True, text=True, timeout=10)
+        return sha.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return None

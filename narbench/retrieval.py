@@ -1,0 +1,36 @@
+"""Retrieval by cosine similarity (eq. 1): exact top-k over the corpus, in batches on a device."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def top_k_cosine(
+    queries: torch.Tensor,
+    corpus: torch.Tensor,
+    k: int = 100,
+    *,
+    batch_size: int = 1024,
+    device: torch.device | str = "cpu",
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Indices and cosine similarities of the `k` most similar corpus rows for each query.
+
+    Exact search. Ties are broken by the smaller corpus index so rankings are deterministic.
+    Returns (indices long [Q, k'], scores float [Q, k']) on the CPU, k' = min(k, len(corpus)).
+    """
+    if queries.ndim != 2 or corpus.ndim != 2 or queries.shape[1] != corpus.shape[1]:
+        raise ValueError(f"embedding shapes do not match: queries {tuple(queries.shape)}, corpus {tuple(corpus.shape)}")
+    k = min(k, corpus.shape[0])
+    c = F.normalize(corpus.to(device, torch.float32), dim=1)
+    out_idx, out_val = [], []
+    for start in range(0, queries.shape[0], batch_size):
+        q = F.normalize(queries[start : start + batch_size].to(device, torch.float32), dim=1)
+        sim = (q @ c.T).cpu().double()
+        # Sort by (-similarity, index): a stable sort on -sim keeps index order among ties.
+        order = torch.sort(-sim, dim=1, stable=True).indices[:, :k]
+        out_idx.append(order)
+        out_val.append(torch.gather(sim, 1, order).float())
+    if not out_idx:
+        return torch.zeros(0, k, dtype=torch.long), torch.zeros(0, k)
+    return torch.cat(out_idx), torch.cat(out_val)

@@ -1,0 +1,157 @@
+"""One trainer for every encoder: device choice, seeding, progress bars, mixed precision.
+
+The same code runs on CUDA when there is one and on the CPU otherwise; `device="cpu"` or
+`"cuda"` forces a choice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from narbench import losses
+from narbench.profiles import TrainConfig
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    """'auto' picks CUDA when available; asking for CUDA without one is an error."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(f"device {device!r} requested but CUDA is not available on this machine")
+    return dev
+
+
+def seed_everything(seed: int) -> None:
+    """Seed python, numpy and torch (all devices)."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+@dataclass
+class History:
+    """Per-epoch mean losses of one training stage."""
+
+    stage: str
+    losses: list[float] = field(default_factory=list)
+
+
+class Trainer:
+    """Runs training loops and batched inference for encoders."""
+
+    def __init__(
+        self,
+        device: str = "auto",
+        seed: int = 0,
+        *,
+        amp: bool | None = None,
+        progress: bool = True,
+        console: Console | None = None,
+    ) -> None:
+        self.device = resolve_device(device)
+        self.seed = seed
+        self.amp = (self.device.type == "cuda") if amp is None else amp
+        self.show_progress = progress and os.environ.get("NARBENCH_NO_PROGRESS") != "1"
+        self.console = console or Console(stderr=True)
+        self.histories: list[History] = []
+
+    # -- plumbing ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def progress(self) -> Iterator[Progress]:
+        prog = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+            console=self.console, disable=not self.show_progress, transient=False,
+        )
+        with prog:
+            yield prog
+
+    def autocast(self):
+        if self.amp and self.device.type == "cuda":
+            return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def loader(self, items: Sequence, batch_size: int, *, shuffle: bool, seed_offset: int = 0):
+        from torch_geometric.loader import DataLoader
+
+        gen = torch.Generator().manual_seed(self.seed + seed_offset)
+        return DataLoader(list(items), batch_size=batch_size, shuffle=shuffle, generator=gen)
+
+    # -- loops ------------------------------------------------------------------------------
+    def fit(
+        self,
+        model: torch.nn.Module,
+        items: Sequence,
+        cfg: TrainConfig,
+        step: Callable[[torch.nn.Module, object], torch.Tensor],
+        *,
+        stage: str = "train",
+        params=None,
+    ) -> History:
+        """Generic loop: `step(model, batch)` returns the loss of one batch on `self.device`."""
+        model.to(self.device).train()
+        opt = torch.optim.Adam(params if params is not None else model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        hist = History(stage)
+        loader = self.loader(items, cfg.batch_size, shuffle=True, seed_offset=len(self.histories))
+        with self.progress() as prog:
+            task = prog.add_task(stage, total=cfg.epochs * len(loader), info="")
+            for epoch in range(cfg.epochs):
+                total, count = 0.0, 0
+                for batch in loader:
+                    batch = batch.to(self.device) if hasattr(batch, "to") else batch
+                    with self.autocast():
+                        loss = step(model, batch)
+                    opt.zero_grad(set_to_none=True)
+                    loss.backward()
+                    opt.step()
+                    total += float(loss.detach())
+                    count += 1
+                    prog.update(task, advance=1, info=f"epoch {epoch + 1}/{cfg.epochs} loss {total / count:.4f}")
+                hist.losses.append(total / max(count, 1))
+        model.eval()
+        self.histories.append(hist)
+        return hist
+
+    def fit_graph_level(self, model: torch.nn.Module, datas: Sequence, cfg: TrainConfig, *, stage: str = "graph") -> History:
+        """Eq. 5 + cross-entropy (eq. 6), or either alone per `cfg.objective`.
+
+        Each Data carries `y_cl` (the contrastive label: the family) and `y_ce` (the class label).
+        `model(batch)` returns embeddings and `model.classifier` maps them to logits.
+        """
+        use_ce = "ce" in cfg.objective.split("+")
+        use_cl = "cl" in cfg.objective.split("+")
+
+        def step(m, batch):
+            emb = m(batch)
+            loss = emb.new_zeros(())
+            if use_cl:
+                loss = loss + losses.supervised_contrastive(emb, batch.y_cl, cfg.temperature)
+            if use_ce:
+                loss = loss + torch.nn.functional.cross_entropy(m.classifier(emb).float(), batch.y_ce)
+            return loss
+
+        return self.fit(model, datas, cfg, step, stage=stage)
+
+    @torch.no_grad()
+    def embed(self, model: torch.nn.Module, datas: Sequence, batch_size: int, *, desc: str = "embed") -> torch.Tensor:
+        """Embeddings of `datas` in order, as a float32 CPU tensor."""
+        model.to(self.device).eval()
+        out = []
+        loader = self.loader(datas, batch_size, shuffle=False)
+        with self.progress() as prog:
+            task = prog.add_task(desc, total=len(loader), info="")
+            for batch in loader:
+                with self.autocast():
+                    out.append(model(batch.to(self.device)).float().cpu())
+                prog.update(task, advance=1)
+        return torch.cat(out) if out else torch.zeros(0, 0)

@@ -1,0 +1,1 @@
+"""Shipped graph splitters, importable as `narbench.splitters` and registered by entry points."""

@@ -1,0 +1,64 @@
+"""Shared fixtures: small datasets built by the tests themselves."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from narbench.dataset import GraphDataset, stratified_split
+from narbench.graph import ArchGraph
+
+
+def chain_graph(name: str, family: str, coarse: str, block: list[int], repeats: int, *, skip: bool) -> ArchGraph:
+    """A stem (op 0), `repeats` copies of `block` (with an optional residual edge), a head (op 1)."""
+    ops = [0]
+    edges = []
+    prev = 0
+    for _ in range(repeats):
+        start = prev
+        for op in block:
+            ops.append(op)
+            edges.append((prev, len(ops) - 1))
+            prev = len(ops) - 1
+        if skip:
+            edges.append((start, prev))
+    ops.append(1)
+    edges.append((prev, len(ops) - 1))
+    return ArchGraph(ops=np.array(ops), edges=np.array(edges).T, name=name, family=family, coarse=coarse, source="test")
+
+
+def toy_graphs(per_family: int = 12, seed: int = 0) -> list[ArchGraph]:
+    """Four families whose blocks differ, each with varying depth; coarse labels cnn/attention."""
+    rng = np.random.default_rng(seed)
+    blocks = {
+        "resnetish": ([2, 3, 4, 2, 3], True, "cnn"),
+        "vggish": ([2, 3, 4], False, "cnn"),
+        "vitish": ([5, 6, 7, 6, 5], True, "attention"),
+        "mlpish": ([6, 4], False, "other"),
+    }
+    graphs = []
+    for fam, (block, skip, coarse) in blocks.items():
+        depths = rng.choice(np.arange(2, 2 + 3 * per_family), size=per_family, replace=False)
+        for i, d in enumerate(depths):
+            graphs.append(chain_graph(f"{fam}-{i}", fam, coarse, block, int(d), skip=skip))
+    return graphs
+
+
+@pytest.fixture
+def toy_dataset() -> GraphDataset:
+    graphs = toy_graphs()
+    split = stratified_split([g.family for g in graphs], test_size=0.25, seed=0)
+    vocab = [f"op{i}" for i in range(8)]
+    return GraphDataset("toy", "0", vocab, graphs, "0" * 64, split)
+
+
+PLUGIN_DIR = __import__("pathlib").Path(__file__).resolve().parent / "plugin"
+
+
+@pytest.fixture
+def plugin(monkeypatch, tmp_path):
+    """Install the test-only distribution `narbench-testplugin` (on sys.path) and a fresh cache."""
+    monkeypatch.syspath_prepend(str(PLUGIN_DIR))
+    monkeypatch.setenv("NARBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("NARBENCH_NO_PROGRESS", "1")
+    return PLUGIN_DIR

@@ -1,0 +1,31 @@
+import pytest
+
+from narbench import registry
+
+
+def test_shipped_plugins_are_registered_by_entry_points():
+    assert {"gcn", "gat", "random"} <= set(registry.names("encoder"))
+    assert "none" in registry.names("splitter")
+    assert "nas" in registry.names("dataset")
+    from narbench.baselines.gnn import GCNEncoder
+
+    assert registry.load("encoder", "gcn") is GCNEncoder
+
+
+def test_third_party_distribution_registers_encoder_and_dataset(plugin):
+    assert "ophist" in registry.names("encoder")
+    assert "toy" in registry.names("dataset")
+    cls = registry.load("encoder", "ophist")
+    assert cls.__module__ == "narbench_testplugin"
+
+
+def test_unknown_name_lists_known_names():
+    with pytest.raises(registry.UnknownNameError) as err:
+        registry.load("encoder", "nope")
+    message = str(err.value)
+    assert "unknown encoder 'nope'" in message and "gcn" in message and "gat" in message
+
+
+def test_broken_plugin_is_not_reported_as_unknown(plugin):
+    with pytest.raises(registry.RegistryError, match="broken.*fails to load"):
+        registry.load("encoder", "broken")

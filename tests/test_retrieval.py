@@ -1,0 +1,27 @@
+import pytest
+import torch
+
+from narbench.retrieval import top_k_cosine
+
+
+def test_matches_brute_force_and_batches():
+    g = torch.Generator().manual_seed(0)
+    q, c = torch.randn(37, 8, generator=g), torch.randn(101, 8, generator=g)
+    idx, val = top_k_cosine(q, c, k=10, batch_size=7)
+    sim = torch.nn.functional.normalize(q, dim=1) @ torch.nn.functional.normalize(c, dim=1).T
+    ref_val, ref_idx = sim.topk(10, dim=1)
+    assert torch.equal(idx, ref_idx)
+    assert torch.allclose(val, ref_val, atol=1e-6)
+
+
+def test_ties_broken_by_corpus_index_and_k_clipped():
+    q = torch.tensor([[1.0, 0.0]])
+    c = torch.tensor([[0.0, 1.0], [2.0, 0.0], [1.0, 0.0], [3.0, 0.0]])
+    idx, val = top_k_cosine(q, c, k=100)
+    assert idx.tolist() == [[1, 2, 3, 0]]
+    assert val[0, :3].tolist() == pytest.approx([1.0, 1.0, 1.0])
+
+
+def test_shape_mismatch_is_an_error():
+    with pytest.raises(ValueError, match="do not match"):
+        top_k_cosine(torch.zeros(2, 3), torch.zeros(4, 5))

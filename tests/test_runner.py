@@ -1,0 +1,78 @@
+import json
+
+import numpy as np
+import pytest
+
+from narbench.metrics import METRICS
+from narbench.result import RunResult
+from narbench.runner import ConfigError, RunConfig, run
+
+
+def _run(ds, tmp_path, **kw):
+    kw.setdefault("profile", "smoke")
+    return run(RunConfig(out=str(tmp_path), progress=False, **kw), dataset=ds)
+
+
+def test_gcn_run_writes_complete_result(toy_dataset, tmp_path):
+    ev = _run(toy_dataset, tmp_path, encoder="gcn")
+    data = json.loads(ev.path.read_text())
+    assert set(METRICS) == set(data["metrics"])
+    assert all(0.0 <= v <= 1.0 for v in data["metrics"].values())
+    assert data["dataset"]["name"] == "toy" and data["dataset"]["sha256"] == "0" * 64
+    assert data["encoder"] == "gcn" and data["splitter"] == "none" and data["profile"] == "smoke"
+    assert data["config"]["profile"]["model"]["hidden"] == 32
+    assert set(data["timings"]) >= {"data", "train", "embed", "retrieve", "score", "total"}
+    assert data["environment"]["packages"]["torch"] and data["environment"]["packages"]["ranx"]
+    assert "git_commit" in data and data["device"] == "cpu"
+    assert data["num_queries"] == len(toy_dataset.split.test)
+    assert (tmp_path / f"{data['run_id']}.queries.json.gz").exists()
+    assert RunResult.read(ev.path).metrics == data["metrics"]
+
+
+def test_same_seed_same_metrics(toy_dataset, tmp_path):
+    a = _run(toy_dataset, tmp_path / "a", encoder="gcn", seed=3).result.metrics
+    b = _run(toy_dataset, tmp_path / "b", encoder="gcn", seed=3).result.metrics
+    assert a == b
+
+
+def test_trained_gnn_beats_random_floor(toy_dataset, tmp_path):
+    gcn = _run(toy_dataset, tmp_path, encoder="gcn").result.metrics
+    floor = np.mean([_run(toy_dataset, tmp_path, encoder="random", seed=s).result.metrics["ndcg@20"] for s in range(3)])
+    assert gcn["ndcg@20"] > floor + 0.1
+
+
+def test_whole_graph_encoder_rejects_a_splitter(toy_dataset, tmp_path):
+    with pytest.raises(ConfigError, match="takes no splitter"):
+        _run(toy_dataset, tmp_path, encoder="gcn", splitter="motif")
+
+
+def test_unknown_profile_and_objective(toy_dataset, tmp_path):
+    with pytest.raises(ConfigError, match="unknown profile 'huge'"):
+        _run(toy_dataset, tmp_path, encoder="gcn", profile="huge")
+    with pytest.raises(ConfigError, match="unknown objective"):
+        _run(toy_dataset, tmp_path, encoder="gcn", objective="mse")
+
+
+def test_objective_is_recorded(toy_dataset, tmp_path):
+    ev = _run(toy_dataset, tmp_path, encoder="gat", objective="ce")
+    assert ev.result.config["encoder"]["train"]["objective"] == "ce"
+    assert len(ev.result.config["training_history"]) == 1
+
+
+def test_no_result_file_when_run_fails(toy_dataset, tmp_path, monkeypatch):
+    import narbench.runner as runner
+
+    def fail(*a, **k):
+        raise RuntimeError("scoring crashed")
+
+    monkeypatch.setattr(runner, "score_rankings", fail)
+    with pytest.raises(RuntimeError, match="scoring crashed"):
+        _run(toy_dataset, tmp_path, encoder="random")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_malformed_result_file(tmp_path):
+    bad = tmp_path / "r.json"
+    bad.write_text("{not json")
+    with pytest.raises(ValueError, match="not a valid narbench result file"):
+        RunResult.read(bad)

@@ -1,0 +1,34 @@
+import pytest
+import torch
+
+from narbench.trainer import resolve_device, seed_everything
+
+
+def test_auto_device_is_cpu_without_cuda():
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert resolve_device("auto").type == expected
+    assert resolve_device("cpu").type == "cpu"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_forcing_cuda_without_cuda_is_a_clear_error():
+    with pytest.raises(RuntimeError, match="CUDA is not available"):
+        resolve_device("cuda")
+
+
+def test_seeding_is_reproducible():
+    seed_everything(5)
+    a = torch.randn(3)
+    seed_everything(5)
+    assert torch.equal(a, torch.randn(3))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_gcn_trains_on_gpu(toy_dataset, tmp_path):
+    from narbench.runner import RunConfig, run
+
+    ev = run(RunConfig(encoder="gcn", profile="smoke", device="cuda", out=str(tmp_path), progress=False),
+             dataset=toy_dataset)
+    assert ev.result.device.startswith("cuda")
+    assert ev.result.metrics["mrr@20"] > 0.5
