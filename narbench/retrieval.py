@@ -26,11 +26,20 @@ def top_k_cosine(
     out_idx, out_val = [], []
     for start in range(0, queries.shape[0], batch_size):
         q = F.normalize(queries[start : start + batch_size].to(device, torch.float32), dim=1)
-        sim = (q @ c.T).cpu().double()
-        # Sort by (-similarity, index): a stable sort on -sim keeps index order among ties.
-        order = torch.sort(-sim, dim=1, stable=True).indices[:, :k]
-        out_idx.append(order)
-        out_val.append(torch.gather(sim, 1, order).float())
+        sim = q @ c.T
+        val, idx = torch.topk(sim, k, dim=1)
+        val, idx = val.cpu(), idx.cpu()
+        # Exact tie-break by corpus index: rows whose k-th value is tied with items left out are
+        # re-ranked with a full stable sort (rare); within the top k, order by (-score, index).
+        left_out_ties = (sim == val[:, -1:].to(sim.device)).sum(1).cpu() > (val == val[:, -1:]).sum(1)
+        for row in torch.nonzero(left_out_ties).flatten().tolist():
+            order = torch.sort(-sim[row].cpu(), stable=True).indices[:k]
+            idx[row], val[row] = order, sim[row].cpu()[order]
+        by_index = torch.sort(idx, dim=1, stable=True)
+        by_score = torch.sort(-torch.gather(val, 1, by_index.indices), dim=1, stable=True)
+        idx = torch.gather(by_index.values, 1, by_score.indices)
+        out_idx.append(idx)
+        out_val.append(-by_score.values)
     if not out_idx:
         return torch.zeros(0, k, dtype=torch.long), torch.zeros(0, k)
     return torch.cat(out_idx), torch.cat(out_val)

@@ -63,6 +63,9 @@ def resolve(cfg: RunConfig) -> tuple[type[Encoder], Splitter, str]:
     """Load the encoder class and build the splitter; raise on unknown names or bad combos."""
     encoder_cls = registry.load("encoder", cfg.encoder)
     splitter_name = cfg.splitter or encoder_cls.default_splitter
+    known = registry.names("splitter")
+    if splitter_name not in known:
+        raise registry.UnknownNameError("splitter", splitter_name, known)
     if not encoder_cls.uses_splitter and splitter_name != "none":
         raise ConfigError(
             f"encoder {cfg.encoder!r} embeds whole graphs and takes no splitter; use --splitter none "

@@ -25,3 +25,14 @@ def test_ties_broken_by_corpus_index_and_k_clipped():
 def test_shape_mismatch_is_an_error():
     with pytest.raises(ValueError, match="do not match"):
         top_k_cosine(torch.zeros(2, 3), torch.zeros(4, 5))
+
+
+def test_ties_straddling_k_keep_smallest_indices():
+    q = torch.tensor([[1.0, 0.0]])
+    c = torch.tensor([[0.0, 1.0]] * 3 + [[1.0, 0.0]] * 5 + [[1.0, 1.0]])
+    idx, _ = top_k_cosine(q, c, k=3)
+    assert idx.tolist() == [[3, 4, 5]]
+    many = torch.eye(3)[torch.randint(0, 3, (40,), generator=torch.Generator().manual_seed(0))]
+    idx, val = top_k_cosine(many[:7], many, k=12, batch_size=3)
+    sim = torch.nn.functional.normalize(many[:7], dim=1) @ torch.nn.functional.normalize(many, dim=1).T
+    assert torch.equal(idx, torch.sort(-sim, dim=1, stable=True).indices[:, :12])

@@ -1,0 +1,39 @@
+"""The shipped encoders and splitters import under the narbench namespace from a wheel too."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_editable_install_maps_baselines_and_splitters():
+    import narbench.baselines.gnn
+    import narbench.splitters.none
+
+    assert Path(narbench.baselines.gnn.__file__).resolve().parent == ROOT / "baselines"
+    assert Path(narbench.splitters.none.__file__).resolve().parent == ROOT / "splitters"
+
+
+@pytest.mark.slow
+def test_wheel_install_imports_namespaced_packages(tmp_path):
+    wheel_dir, site = tmp_path / "wheel", tmp_path / "site"
+    pip = [sys.executable, "-m", "pip"]
+    subprocess.run(pip + ["wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheel_dir), str(ROOT)],
+                   check=True, capture_output=True)
+    wheel = next(wheel_dir.glob("narbench-*.whl"))
+    subprocess.run(pip + ["install", "-q", "--no-deps", "--target", str(site), str(wheel)], check=True,
+                   capture_output=True)
+    assert not (site / "baselines").exists() and not (site / "splitters").exists()
+    code = (
+        "import narbench.baselines.gnn, narbench.splitters.none, narbench.datasets.nas;"
+        "from importlib.metadata import entry_points;"
+        "print(narbench.baselines.gnn.__file__);"
+        "print(sorted(e.name for e in entry_points(group='narbench.encoders') if e.dist.name == 'narbench'))"
+    )
+    out = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(site)!r}); {code}"],
+                         check=True, capture_output=True, text=True, cwd=tmp_path).stdout.splitlines()
+    assert out[0].startswith(str(site))
+    assert {"gcn", "gat"} <= set(eval(out[1]))
