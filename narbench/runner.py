@@ -148,6 +148,7 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
         "encoder": encoder.config(),
         "splitter": {"name": splitter_name, "params": splitter.params()},
         "training_history": [asdict(h) for h in trainer.histories],
+        "encoder_stats": dict(getattr(encoder, "stats", {})),
     }
     result = RunResult(
         run_id=run_id,

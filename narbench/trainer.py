@@ -108,7 +108,10 @@ class Trainer:
             for epoch in range(cfg.epochs):
                 total, count = 0.0, 0
                 for batch in loader:
-                    batch = batch.to(self.device) if hasattr(batch, "to") else batch
+                    if isinstance(batch, (list, tuple)):  # e.g. (motif batch, context batch)
+                        batch = [b.to(self.device) for b in batch]
+                    else:
+                        batch = batch.to(self.device)
                     with self.autocast():
                         loss = step(model, batch)
                     opt.zero_grad(set_to_none=True)

@@ -1,0 +1,205 @@
+"""`ours`: the paper's method (sections 3.2-3.5, Algorithm 1).
+
+1. A splitter (the `motif` splitter by default) cuts each graph into motifs G_s; the parts
+   overlap by edges and the macro graph G_m joins parts that share one.
+2. Stage 1, motif level (eq. 3-4): a GCN F_s embeds each motif, a GCN F_c embeds its context
+   graph G_c (the motif plus its k-hop neighbours in G); InfoNCE with cosine similarity, the
+   motif's own context as the positive and the other contexts in the batch as negatives.
+   Each distinct motif (same ops and internal edges) is one training example.
+3. Stage 2, graph level (eq. 5-6): F_s is frozen; every distinct motif is embedded once
+   (an embedding cache) and the macro graph, whose nodes carry the motif embeddings H_sg*,
+   is embedded by a GCN F_m. Loss: eq. 5 over same-family positives + cross-entropy on the
+   family through a classifier head (`--objective` picks either or both, Table 3).
+4. Inference (eq. 8): F(A) = F_m(Agg[F_s(Mss(A))]).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict
+
+import numpy as np
+import torch
+from torch import nn
+
+from narbench import losses
+from narbench.encoder import Encoder, Labels
+from narbench.graph import ArchGraph
+from narbench.splitter import Partition
+from narbench.trainer import Trainer
+
+
+class GCNStack(nn.Module):
+    """`layers` GCN layers (eq. 3) with ReLU and dropout, then mean pooling per graph.
+
+    With `num_ops` the input is op ids through an embedding (= one-hot times a linear map);
+    without, the input is float node features of width `hidden`.
+    """
+
+    def __init__(self, hidden: int, layers: int, dropout: float, num_ops: int | None = None) -> None:
+        super().__init__()
+        from torch_geometric.nn import GCNConv
+
+        self.embedding = nn.Embedding(num_ops, hidden) if num_ops is not None else nn.Linear(hidden, hidden)
+        self.convs = nn.ModuleList(GCNConv(hidden, hidden) for _ in range(layers))
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, batch) -> torch.Tensor:
+        from torch_geometric.nn import global_mean_pool
+
+        h = self.embedding(batch.x)
+        for conv in self.convs:
+            h = self.dropout(torch.relu(conv(h, batch.edge_index)))
+        return global_mean_pool(h, batch.batch, size=batch.num_graphs)
+
+
+class MacroModel(nn.Module):
+    """F_m and the classifier head f: what stage 2 trains and inference runs."""
+
+    def __init__(self, hidden: int, layers: int, dropout: float, num_classes: int) -> None:
+        super().__init__()
+        self.f_m = GCNStack(hidden, layers, dropout)
+        self.classifier = nn.Linear(hidden, num_classes)
+
+    def forward(self, batch) -> torch.Tensor:
+        return self.f_m(batch)
+
+
+class MotifPairModel(nn.Module):
+    """F_s and F_c: what stage 1 trains (F_c is discarded after training)."""
+
+    def __init__(self, num_ops: int, hidden: int, layers: int, dropout: float) -> None:
+        super().__init__()
+        self.f_s = GCNStack(hidden, layers, dropout, num_ops)
+        self.f_c = GCNStack(hidden, layers, dropout, num_ops)
+
+
+def induced(graph: ArchGraph, nodes: np.ndarray):
+    """The subgraph of `graph` induced by sorted `nodes`, as a PyG Data with op-id features."""
+    from torch_geometric.data import Data
+
+    src, dst = graph.edges
+    keep = np.isin(src, nodes) & np.isin(dst, nodes)
+    local = np.searchsorted(nodes, graph.edges[:, keep])
+    return Data(x=torch.as_tensor(graph.ops[nodes]), edge_index=torch.as_tensor(local), num_nodes=len(nodes))
+
+
+def neighbourhood(graph: ArchGraph, nodes: np.ndarray, hops: int) -> np.ndarray:
+    """`nodes` plus every node within `hops` edges of them (either direction), sorted."""
+    src, dst = graph.edges
+    current = np.asarray(nodes)
+    for _ in range(hops):
+        touch = np.isin(src, current) | np.isin(dst, current)
+        current = np.union1d(current, np.concatenate([src[touch], dst[touch]]))
+    return current
+
+
+def data_key(data) -> bytes:
+    """Exact signature of a subgraph Data: equal keys mean equal ops and local edges."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(data.x.numpy().astype("<i8").tobytes())
+    h.update(data.edge_index.numpy().astype("<i8").tobytes())
+    return h.digest()
+
+
+class MotifEncoder(Encoder):
+    """Motif sampling, macro graphs and two-stage contrastive training (the paper's method)."""
+
+    name = "ours"
+    uses_splitter = True
+    default_splitter = "motif"
+    ce_label = "family"
+    context_hops = 1
+
+    def __init__(self, num_ops, num_classes, profile, splitter=None) -> None:
+        super().__init__(num_ops, num_classes, profile, splitter)
+        cfg = self.model_config
+        self.pair = MotifPairModel(num_ops, cfg.hidden, cfg.layers, cfg.dropout)
+        self.macro = MacroModel(cfg.hidden, cfg.layers, cfg.dropout, num_classes)
+        self._partitions: dict[str, Partition] = {}
+        self._motif_cache: dict[bytes, torch.Tensor] = {}
+        self.stats: dict[str, float] = {}
+
+    def config(self) -> dict:
+        out = super().config()
+        out.update(motif_train=asdict(self.profile.motif_train), context_hops=self.context_hops)
+        return out
+
+    # -- motifs -----------------------------------------------------------------------------
+    def partition(self, graph: ArchGraph) -> Partition:
+        key = graph.content_hash()
+        if key not in self._partitions:
+            self._partitions[key] = self.splitter.split(graph)
+        return self._partitions[key]
+
+    def _motifs(self, trainer: Trainer, graphs: list[ArchGraph], desc: str) -> list[list[tuple[bytes, object, np.ndarray]]]:
+        """Per graph, per part: (motif key, motif Data, part nodes)."""
+        out = []
+        with trainer.progress() as prog:
+            task = prog.add_task(desc, total=len(graphs), info="")
+            for g in graphs:
+                parts = []
+                for nodes in self.partition(g).parts:
+                    data = induced(g, nodes)
+                    parts.append((data_key(data), data, nodes))
+                out.append(parts)
+                prog.update(task, advance=1)
+        return out
+
+    def _embed_motifs(self, trainer: Trainer, motifs) -> None:
+        """Fill the cache with F_s embeddings of every motif not embedded yet (eval mode)."""
+        todo: dict[bytes, object] = {}
+        for parts in motifs:
+            for key, data, _ in parts:
+                if key not in self._motif_cache and key not in todo:
+                    todo[key] = data
+        if todo:
+            emb = trainer.embed(self.pair.f_s, list(todo.values()), self.profile.motif_train.batch_size,
+                                desc=f"embed {len(todo)} motifs")
+            self._motif_cache.update(zip(todo.keys(), emb))
+
+    def _macro_datas(self, graphs: list[ArchGraph], motifs, labels: Labels | None = None):
+        from torch_geometric.data import Data
+
+        datas = []
+        for i, (g, parts) in enumerate(zip(graphs, motifs)):
+            x = torch.stack([self._motif_cache[key] for key, _, _ in parts])
+            data = Data(x=x, edge_index=torch.as_tensor(self.partition(g).macro_edges), num_nodes=len(parts))
+            if labels is not None:
+                data.y_cl = torch.tensor([int(labels.cl[i])])
+                data.y_ce = torch.tensor([int(labels.ce[i])])
+            datas.append(data)
+        return datas
+
+    # -- Encoder API ------------------------------------------------------------------------
+    def fit(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels) -> None:
+        motifs = self._motifs(trainer, graphs, "split train graphs")
+        # Stage 1: one (motif, context) pair per distinct motif, first occurrence's context.
+        pairs: dict[bytes, tuple] = {}
+        for g, parts in zip(graphs, motifs):
+            for key, data, nodes in parts:
+                if key not in pairs:
+                    pairs[key] = (data, induced(g, neighbourhood(g, nodes, self.context_hops)))
+        self.stats.update(train_motifs=sum(len(p) for p in motifs), distinct_train_motifs=len(pairs))
+        temperature = self.profile.motif_train.temperature
+
+        def motif_step(model: MotifPairModel, batch) -> torch.Tensor:
+            motif_batch, context_batch = batch
+            return losses.info_nce(model.f_s(motif_batch), model.f_c(context_batch), temperature)
+
+        if len(pairs) >= 2:
+            trainer.fit(self.pair, list(pairs.values()), self.profile.motif_train, motif_step, stage="stage 1: motifs")
+        self.pair.eval()
+        for p in self.pair.f_s.parameters():
+            p.requires_grad_(False)
+        # Stage 2: macro graphs of frozen motif embeddings.
+        self._embed_motifs(trainer, motifs)
+        datas = self._macro_datas(graphs, motifs, labels)
+        trainer.fit_graph_level(self.macro, datas, self.profile.train, stage="stage 2: macro graphs")
+
+    def embed(self, trainer: Trainer, graphs: list[ArchGraph]) -> torch.Tensor:
+        motifs = self._motifs(trainer, graphs, "split graphs")
+        self._embed_motifs(trainer, motifs)
+        datas = self._macro_datas(graphs, motifs)
+        self.stats["mean_parts"] = float(np.mean([len(p) for p in motifs])) if motifs else 0.0
+        return trainer.embed(self.macro, datas, self.profile.eval_batch_size, desc="embed macro graphs")
