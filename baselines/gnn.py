@@ -15,19 +15,22 @@ from narbench.graph import ArchGraph
 from narbench.trainer import Trainer
 
 
-class GNNEncoder(Encoder):
-    """Shared body of the whole-graph baselines; subclasses pick the convolution."""
+class GNNStack(nn.Module):
+    """Input layer, `layers` message-passing layers with ReLU and dropout, mean pooling per graph.
 
-    def __init__(self, num_ops, num_classes, profile, splitter=None) -> None:
-        super().__init__(num_ops, num_classes, profile, splitter)
-        cfg = self.model_config
-        self.embedding = nn.Embedding(num_ops, cfg.hidden)
-        self.convs = nn.ModuleList(self.make_conv(cfg.hidden) for _ in range(cfg.layers))
-        self.dropout = nn.Dropout(cfg.dropout)
-        self.classifier = nn.Linear(cfg.hidden, num_classes)
+    With `num_ops`, node features are op ids through an embedding (= one-hot times a linear
+    map); without, they are float vectors of width `hidden` (standardised by batch norm).
+    `conv(hidden)` builds one message-passing layer.
+    """
 
-    def make_conv(self, hidden: int) -> nn.Module:
-        raise NotImplementedError
+    def __init__(self, conv, hidden: int, layers: int, dropout: float, num_ops: int | None = None) -> None:
+        super().__init__()
+        if num_ops is not None:
+            self.embedding = nn.Embedding(num_ops, hidden)
+        else:
+            self.embedding = nn.Sequential(nn.BatchNorm1d(hidden), nn.Linear(hidden, hidden))
+        self.convs = nn.ModuleList(conv(hidden) for _ in range(layers))
+        self.dropout = nn.Dropout(dropout)
 
     def forward(self, batch) -> torch.Tensor:
         from torch_geometric.nn import global_mean_pool
@@ -35,7 +38,34 @@ class GNNEncoder(Encoder):
         h = self.embedding(batch.x)
         for conv in self.convs:
             h = self.dropout(torch.relu(conv(h, batch.edge_index)))
-        return global_mean_pool(h, batch.batch)
+        return global_mean_pool(h, batch.batch, size=batch.num_graphs)
+
+
+def gcn_conv(hidden: int) -> nn.Module:
+    from torch_geometric.nn import GCNConv
+
+    return GCNConv(hidden, hidden)
+
+
+def gat_conv(hidden: int, heads: int = 4) -> nn.Module:
+    from torch_geometric.nn import GATConv
+
+    return GATConv(hidden, hidden // heads, heads=heads)
+
+
+class GNNEncoder(Encoder):
+    """Shared body of the whole-graph baselines; subclasses pick the convolution."""
+
+    conv = staticmethod(gcn_conv)
+
+    def __init__(self, num_ops, num_classes, profile, splitter=None) -> None:
+        super().__init__(num_ops, num_classes, profile, splitter)
+        cfg = self.model_config
+        self.stack = GNNStack(self.conv, cfg.hidden, cfg.layers, cfg.dropout, num_ops)
+        self.classifier = nn.Linear(cfg.hidden, num_classes)
+
+    def forward(self, batch) -> torch.Tensor:
+        return self.stack(batch)
 
     def fit(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels) -> None:
         datas = [graph_to_data(g, self.num_ops, int(c), int(e)) for g, c, e in zip(graphs, labels.cl, labels.ce)]
@@ -50,20 +80,11 @@ class GCNEncoder(GNNEncoder):
     """Kipf & Welling graph convolutions on the whole computational graph."""
 
     name = "gcn"
-
-    def make_conv(self, hidden: int) -> nn.Module:
-        from torch_geometric.nn import GCNConv
-
-        return GCNConv(hidden, hidden)
+    conv = staticmethod(gcn_conv)
 
 
 class GATEncoder(GNNEncoder):
     """Graph attention (4 heads, concatenated to `hidden`) on the whole computational graph."""
 
     name = "gat"
-    heads = 4
-
-    def make_conv(self, hidden: int) -> nn.Module:
-        from torch_geometric.nn import GATConv
-
-        return GATConv(hidden, hidden // self.heads, heads=self.heads)
+    conv = staticmethod(gat_conv)

@@ -23,34 +23,11 @@ import torch
 from torch import nn
 
 from narbench import losses
+from narbench.baselines.gnn import GNNStack, gcn_conv
 from narbench.encoder import Encoder, Labels
 from narbench.graph import ArchGraph
 from narbench.splitter import Partition
 from narbench.trainer import Trainer
-
-
-class GCNStack(nn.Module):
-    """`layers` GCN layers (eq. 3) with ReLU and dropout, then mean pooling per graph.
-
-    With `num_ops` the input is op ids through an embedding (= one-hot times a linear map);
-    without, the input is float node features of width `hidden`.
-    """
-
-    def __init__(self, hidden: int, layers: int, dropout: float, num_ops: int | None = None) -> None:
-        super().__init__()
-        from torch_geometric.nn import GCNConv
-
-        self.embedding = nn.Embedding(num_ops, hidden) if num_ops is not None else nn.Linear(hidden, hidden)
-        self.convs = nn.ModuleList(GCNConv(hidden, hidden) for _ in range(layers))
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, batch) -> torch.Tensor:
-        from torch_geometric.nn import global_mean_pool
-
-        h = self.embedding(batch.x)
-        for conv in self.convs:
-            h = self.dropout(torch.relu(conv(h, batch.edge_index)))
-        return global_mean_pool(h, batch.batch, size=batch.num_graphs)
 
 
 class MacroModel(nn.Module):
@@ -58,7 +35,7 @@ class MacroModel(nn.Module):
 
     def __init__(self, hidden: int, layers: int, dropout: float, num_classes: int) -> None:
         super().__init__()
-        self.f_m = GCNStack(hidden, layers, dropout)
+        self.f_m = GNNStack(gcn_conv, hidden, layers, dropout)
         self.classifier = nn.Linear(hidden, num_classes)
 
     def forward(self, batch) -> torch.Tensor:
@@ -70,8 +47,8 @@ class MotifPairModel(nn.Module):
 
     def __init__(self, num_ops: int, hidden: int, layers: int, dropout: float) -> None:
         super().__init__()
-        self.f_s = GCNStack(hidden, layers, dropout, num_ops)
-        self.f_c = GCNStack(hidden, layers, dropout, num_ops)
+        self.f_s = GNNStack(gcn_conv, hidden, layers, dropout, num_ops)
+        self.f_c = GNNStack(gcn_conv, hidden, layers, dropout, num_ops)
 
 
 def induced(graph: ArchGraph, nodes: np.ndarray):
@@ -156,6 +133,8 @@ class MotifEncoder(Encoder):
         if todo:
             emb = trainer.embed(self.pair.f_s, list(todo.values()), self.profile.motif_train.batch_size,
                                 desc=f"embed {len(todo)} motifs")
+            # Stage 1 trains directions only (cosine similarity): keep H_sg* on the unit sphere.
+            emb = torch.nn.functional.normalize(emb, dim=1)
             self._motif_cache.update(zip(todo.keys(), emb))
 
     def _macro_datas(self, graphs: list[ArchGraph], motifs, labels: Labels | None = None):

@@ -28,7 +28,7 @@ class TrainConfig:
     batch_size: int = 512
     lr: float = 1e-3
     weight_decay: float = 0.0
-    temperature: float = 1.0
+    temperature: float = 0.1
     objective: str = "ce+cl"
 
     def __post_init__(self) -> None:
@@ -72,7 +72,7 @@ PROFILES: dict[str, Profile] = {
         name="quick",
         model=ModelConfig(hidden=128, layers=3, dropout=0.1),
         train=TrainConfig(epochs=5, batch_size=128, lr=1e-3),
-        motif_train=TrainConfig(epochs=2, batch_size=256, lr=1e-2),
+        motif_train=TrainConfig(epochs=6, batch_size=256, lr=1e-2),
         max_train=6000,
     ),
     "paper": Profile(name="paper"),
