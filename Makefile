@@ -15,7 +15,7 @@ setup: $(STAMP)
 
 ## The main job: benchmark on the default dataset (nas), quick profile, CPU or GPU.
 run: setup
-	$(BIN)/narbench run --encoder gcn --splitter none --dataset nas
+	$(BIN)/narbench run --encoder ours --splitter motif --dataset nas
 
 ## The whole test suite (GPU tests skip themselves without CUDA).
 test: setup

@@ -35,7 +35,7 @@ CELLS = {
 
 
 def cell_key(encoder: str, splitter: str, objective: str | None) -> str:
-    return f"{encoder}+{splitter}" + (f" [{objective}]" if objective else "")
+    return f"{encoder}+{splitter}" + (f" ({objective})" if objective else "")
 
 
 def existing(out: Path) -> set[tuple]:

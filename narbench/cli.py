@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from narbench import registry
@@ -29,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="train an encoder, retrieve, score, write a result file")
-    run.add_argument("--encoder", default="gcn", help="registered encoder name (see `narbench encoders`)")
+    run.add_argument("--encoder", default="ours", help="registered encoder name (see `narbench encoders`)")
     run.add_argument("--splitter", default=None, help="registered splitter name (default: the encoder's)")
     run.add_argument("--dataset", default="nas", help="registered dataset name (default: nas)")
     run.add_argument("--profile", default="quick", choices=sorted(PROFILES), help="data and recipe budget")
@@ -40,6 +41,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda, cuda:N")
     run.add_argument("--out", default="runs", help="directory for the result file (default: runs)")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+    build = sub.add_parser("build-real", help="extract the `real` dataset from the model zoos (needs the zoo extra)")
+    build.add_argument("--out", required=True, help="build folder (per-model results; resumable)")
+    build.add_argument("--jobs", type=int, default=1, help="extraction processes in parallel")
+    build.add_argument("--limit", type=int, default=None, help="only this many specs, spread over the zoos")
+    build.add_argument("--only", action="append", default=None, help="spec glob or substring (repeatable)")
+    build.add_argument("--timeout", type=float, default=180.0, help="seconds per model before it is killed")
+    build.add_argument("--mem-limit-gb", type=float, default=8.0, help="address-space limit per worker")
+    build.add_argument("--retry-failed", action="store_true", help="run models that failed before again")
 
     sub.add_parser("datasets", help="list registered datasets")
     sub.add_parser("encoders", help="list registered encoders")
@@ -100,13 +110,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "run":
             return _run(args, out)
+        if args.command == "build-real":
+            from narbench.zoo.build import build_real
+
+            build_real(args.out, jobs=args.jobs, limit=args.limit, only=args.only, timeout=args.timeout,
+                       mem_limit_gb=args.mem_limit_gb, retry_failed=args.retry_failed)
+            return 0
         kind = {"datasets": "dataset", "encoders": "encoder", "splitters": "splitter"}[args.command]
         return _list(kind, out)
     except registry.UnknownNameError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
         return 2
     except (ConfigError, registry.RegistryError, CorruptFileError, FileNotFoundError, RuntimeError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
         return 2
 
 

@@ -32,9 +32,11 @@ def top_k_cosine(
         # Exact tie-break by corpus index: rows whose k-th value is tied with items left out are
         # re-ranked with a full stable sort (rare); within the top k, order by (-score, index).
         left_out_ties = (sim == val[:, -1:].to(sim.device)).sum(1).cpu() > (val == val[:, -1:]).sum(1)
-        for row in torch.nonzero(left_out_ties).flatten().tolist():
-            order = torch.sort(-sim[row].cpu(), stable=True).indices[:k]
-            idx[row], val[row] = order, sim[row].cpu()[order]
+        rows = torch.nonzero(left_out_ties).flatten()
+        if len(rows):
+            full = sim[rows.to(sim.device)]
+            order = torch.sort(-full, dim=1, stable=True).indices[:, :k]
+            idx[rows], val[rows] = order.cpu(), torch.gather(full, 1, order).cpu()
         by_index = torch.sort(idx, dim=1, stable=True)
         by_score = torch.sort(-torch.gather(val, 1, by_index.indices), dim=1, stable=True)
         idx = torch.gather(by_index.values, 1, by_score.indices)

@@ -63,3 +63,10 @@ def test_corrupt_dataset_cache_is_rebuilt(plugin, tmp_path, capsys):
                      "--out", str(tmp_path / "out2")]) == 0
     second = json.loads(next((tmp_path / "out2").glob("*.json")).read_text())["dataset"]["sha256"]
     assert first == second
+
+
+def test_missing_real_artifact_is_a_clear_error(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("NARBENCH_REAL_FILE", str(tmp_path / "nope.narg"))
+    code = main(["run", "--encoder", "gcn", "--splitter", "none", "--dataset", "real", "--out", str(tmp_path)])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2 and "does not exist" in err and "narbench[zoo]" in err and "build-real" in err

@@ -1,0 +1,76 @@
+"""The `real` dataset: computational graphs of real-world architectures (paper section 4.1).
+
+The graphs are extracted from the timm, torchvision and transformers model zoos by
+`narbench.zoo.build.build_real` (`narbench build-real --out DIR`), which needs the optional
+`zoo` extra. The result ships as package data, `narbench/data/real-1.0.narg`, so loading the
+dataset needs none of the zoo packages; its content is pinned by `expected_sha256`.
+
+`NARBENCH_REAL_FILE=/path/to/real-1.0.narg` loads a locally built file instead (its sha256 is
+then reported, not checked against the pin, because zoo versions change graphs).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from importlib import resources
+from pathlib import Path
+from typing import Any, ClassVar
+
+from narbench.dataset import DatasetProvider, GraphDataset, stratified_split
+from narbench.graph import ArchGraph
+from narbench.store import read_graphs
+
+ARTIFACT = "real-1.0.narg"
+ENV_FILE = "NARBENCH_REAL_FILE"
+
+
+class ArtifactMissingError(FileNotFoundError):
+    """The shipped `real` dataset file is not in this installation."""
+
+
+def shipped_path() -> Path:
+    """Where the packaged artifact lives (`narbench/data/real-1.0.narg`)."""
+    return Path(str(resources.files("narbench"))) / "data" / ARTIFACT
+
+
+class RealDataset(DatasetProvider):
+    """Real-world architectures from the model zoos; family = defining module / model type."""
+
+    name = "real"
+    version = "1.0"
+    #: sha256 of the canonical payload of the shipped artifact; set when the artifact is built.
+    expected_sha256: ClassVar[str | None] = None
+
+    def artifact_path(self) -> tuple[Path, bool]:
+        """(path, pinned): the env override if set (not pinned), else the shipped file."""
+        override = os.environ.get(ENV_FILE)
+        if override:
+            return Path(override), False
+        return shipped_path(), True
+
+    def _read(self) -> tuple[list[ArchGraph], list[str], dict[str, Any], str]:
+        path, pinned = self.artifact_path()
+        if not path.is_file():
+            where = f"${ENV_FILE} points to {path}, which does not exist" if not pinned else \
+                f"the packaged artifact {path} is missing from this installation"
+            raise ArtifactMissingError(
+                f"dataset {self.name} {self.version}: {where}. Build it with "
+                f"`pip install 'narbench[zoo]' && narbench build-real --out DIR` (hours of CPU time; "
+                f"resumable), then copy DIR/{ARTIFACT} to {shipped_path()} or set {ENV_FILE}=DIR/{ARTIFACT}."
+            )
+        expected = self.expected_sha256 if pinned else None
+        if pinned and expected is None:
+            warnings.warn(f"dataset {self.name} {self.version}: no sha256 is pinned yet; "
+                          f"loading {path} unchecked", stacklevel=3)
+        return read_graphs(path, expected)
+
+    def build(self) -> tuple[list[ArchGraph], list[str], dict[str, Any]]:
+        graphs, vocab, header, _ = self._read()
+        return graphs, vocab, header
+
+    def load(self, root: Path | None = None, *, refresh: bool = False) -> GraphDataset:
+        """Read the artifact directly (it is already a checksummed file; nothing is cached)."""
+        graphs, vocab, header, digest = self._read()
+        split = stratified_split([g.family for g in graphs], test_size=self.test_size, seed=self.split_seed)
+        return GraphDataset(self.name, self.version, list(vocab), graphs, digest, split, meta=header)

@@ -1,0 +1,350 @@
+"""Computational graph of one forward pass, read from the autograd graph.
+
+`extract_graph(model, example_inputs)` runs one forward pass and returns a `RawGraph`: one
+autograd node type name per node (`ConvolutionBackward0`, `AddmmBackward0`, ...) and a 2 x E
+producer -> consumer edge index (the reverse of `next_functions`). The same function serves the
+model zoos (the `real` dataset) and a user's own model (narbench search), so both go through the
+same normalisation:
+
+* `AccumulateGrad` (parameter leaves) and `TBackward0` (weight transposes) are dropped and
+  spliced through: their producers are connected to their consumers.
+* `ReshapeAliasBackward0` is renamed `ViewBackward0` (meta and CPU name the same view differently).
+* Attention runs on the math SDPA kernel (`deterministic_kernels`) and transformers models should
+  be built with eager attention, so the graph does not depend on which fused kernel a backend has.
+* The model runs in eval mode (no dropout / drop-path nodes, no randomness) and every floating
+  point parameter requires grad, so frozen layers still appear.
+* Nodes are numbered in a deterministic topological order: the post-order of a depth-first walk
+  from the outputs (in output order) through `next_functions` (in argument order); producers come
+  before consumers. Edges are unique and sorted by (producer, consumer).
+
+torch is imported lazily, and no model-zoo package (timm, torchvision, transformers) is imported
+here at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator, Sequence
+
+import numpy as np
+
+from narbench.graph import ArchGraph
+
+#: Autograd nodes removed (and spliced through) before numbering.
+DROPPED_OPS = frozenset({"AccumulateGrad", "TBackward0"})
+#: Autograd node names that differ between devices for the same operation.
+RENAMED_OPS = {"ReshapeAliasBackward0": "ViewBackward0"}
+
+COARSE_LABELS = ("cnn", "attention", "other")
+
+
+class ExtractionError(RuntimeError):
+    """The forward pass produced no autograd graph (no output depends on a parameter)."""
+
+
+@dataclass
+class RawGraph:
+    """An extracted graph before it is mapped onto a dataset's op vocabulary."""
+
+    ops: list[str]
+    edges: np.ndarray  # int64, shape (2, E), producer -> consumer, sorted, unique
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.ops)
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.edges.shape[1])
+
+    def op_counts(self) -> Counter:
+        return Counter(self.ops)
+
+    def signature(self) -> str:
+        """sha256 of the op names and edges: equal for identical graphs, vocabulary independent."""
+        h = hashlib.sha256()
+        h.update("\n".join(self.ops).encode())
+        h.update(b"|")
+        h.update(np.ascontiguousarray(self.edges, dtype="<i8").tobytes())
+        return h.hexdigest()
+
+    def coarse(self) -> str:
+        return coarse_label(self.ops, self.edges)
+
+    def to_arch_graph(
+        self,
+        vocab: Sequence[str] | dict[str, int],
+        *,
+        name: str,
+        family: str = "",
+        coarse: str | None = None,
+        source: str = "",
+        meta: dict[str, Any] | None = None,
+        unknown: str = "error",
+    ) -> ArchGraph:
+        """Map op names onto `vocab` (a list, or a name -> id dict) and build an `ArchGraph`.
+
+        `unknown`: what to do with an op name not in the vocabulary: "error" (raise KeyError
+        naming the ops), or "extend" (append it; `vocab` must then be a list or dict you own).
+        `coarse` defaults to the rule in `coarse_label`.
+        """
+        index = vocab if isinstance(vocab, dict) else {op: i for i, op in enumerate(vocab)}
+        missing = sorted({op for op in self.ops if op not in index})
+        if missing:
+            if unknown != "extend":
+                raise KeyError(f"graph {name!r}: ops not in the vocabulary: {', '.join(missing)}")
+            for op in missing:
+                index[op] = len(index)
+                if isinstance(vocab, list):
+                    vocab.append(op)
+        ops = np.array([index[op] for op in self.ops], dtype=np.int64)
+        return ArchGraph(
+            ops=ops,
+            edges=self.edges.copy(),
+            name=name,
+            family=family,
+            coarse=coarse if coarse is not None else self.coarse(),
+            source=source,
+            meta=dict(self.meta if meta is None else meta),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ops": list(self.ops), "src": self.edges[0].tolist(), "dst": self.edges[1].tolist(),
+                "meta": self.meta}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "RawGraph":
+        edges = np.array([data["src"], data["dst"]], dtype=np.int64).reshape(2, -1)
+        return cls(ops=list(data["ops"]), edges=edges, meta=dict(data.get("meta", {})))
+
+
+# ----------------------------------------------------------------------------- traversal
+
+
+def iter_tensors(obj: Any, _depth: int = 0) -> Iterator[Any]:
+    """Tensors inside a model output (tensor, tuple/list, dict / ModelOutput, dataclass), in order."""
+    import torch
+
+    if _depth > 8:
+        return
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif isinstance(obj, dict):  # includes transformers' ModelOutput (an OrderedDict)
+        for value in obj.values():
+            yield from iter_tensors(value, _depth + 1)
+    elif isinstance(obj, (list, tuple)):
+        for value in obj:
+            yield from iter_tensors(value, _depth + 1)
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for f in dataclasses.fields(obj):
+            yield from iter_tensors(getattr(obj, f.name, None), _depth + 1)
+
+
+def _producers(node: Any) -> list[Any]:
+    return [fn for fn, _ in node.next_functions if fn is not None]
+
+
+def autograd_graph(outputs: Any) -> RawGraph:
+    """The normalised autograd graph behind `outputs` (see the module docstring)."""
+    roots: list[Any] = []
+    seen_roots: set[Any] = set()
+    for t in iter_tensors(outputs):
+        fn = t.grad_fn
+        if fn is not None and fn not in seen_roots:
+            seen_roots.add(fn)
+            roots.append(fn)
+    if not roots:
+        raise ExtractionError("no output of the forward pass has an autograd graph "
+                              "(do the parameters require grad, and is grad mode on?)")
+
+    # Post-order depth-first walk toward the producers: a topological order (producers first).
+    order: list[Any] = []
+    producers: dict[Any, list[Any]] = {}
+    visited: set[Any] = set()
+    for root in roots:
+        if root in visited:
+            continue
+        visited.add(root)
+        producers[root] = _producers(root)
+        stack = [(root, iter(producers[root]))]
+        while stack:
+            node, it = stack[-1]
+            for child in it:
+                if child not in visited:
+                    visited.add(child)
+                    producers[child] = _producers(child)
+                    stack.append((child, iter(producers[child])))
+                    break
+            else:
+                stack.pop()
+                order.append(node)
+
+    names = {node: RENAMED_OPS.get(type(node).__name__, type(node).__name__) for node in order}
+    kept = [node for node in order if names[node] not in DROPPED_OPS]
+    if not kept:
+        raise ExtractionError("the autograd graph has no operation besides parameter leaves")
+    number = {node: i for i, node in enumerate(kept)}
+    # For every node, the kept nodes it stands for: itself if kept, else its (resolved) producers.
+    resolved: dict[Any, tuple[int, ...]] = {}
+    edge_set: set[tuple[int, int]] = set()
+    for node in order:  # producers are resolved before their consumers
+        srcs: list[int] = []
+        for p in producers[node]:
+            srcs.extend(resolved[p])
+        if node in number:
+            dst = number[node]
+            edge_set.update((s, dst) for s in srcs)
+            resolved[node] = (dst,)
+        else:
+            resolved[node] = tuple(dict.fromkeys(srcs))
+    edges = np.array(sorted(edge_set), dtype=np.int64).reshape(-1, 2).T.copy()
+    return RawGraph(ops=[names[n] for n in kept], edges=edges)
+
+
+# ----------------------------------------------------------------------------- running a model
+
+
+@contextlib.contextmanager
+def deterministic_kernels() -> Iterator[None]:
+    """Force the math scaled-dot-product-attention kernel (decomposed matmul/softmax nodes)."""
+    import torch
+
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError:  # older torch
+        with torch.backends.cuda.sdp_kernel(enable_flash=False, enable_math=True, enable_mem_efficient=False):
+            yield
+        return
+    with sdpa_kernel([SDPBackend.MATH]):
+        yield
+
+
+def prepare_model(model: Any) -> Any:
+    """Eval mode, and every floating point parameter requires grad (frozen layers still show)."""
+    model.eval()
+    for p in model.parameters():
+        if p.is_floating_point() and not p.requires_grad:
+            p.requires_grad_(True)
+    return model
+
+
+def extract_graph(
+    model: Any,
+    example_inputs: Any = (),
+    example_kwargs: dict[str, Any] | None = None,
+    *,
+    prepare: bool = True,
+) -> RawGraph:
+    """Run `model(*example_inputs, **example_kwargs)` once and return its normalised graph.
+
+    `example_inputs` may be a single tensor or a tuple/list of positional arguments. Works on any
+    device where autograd records (CPU, meta, CUDA): put the model and inputs there yourself.
+    For a transformers model, build it with `attn_implementation="eager"` (see
+    `narbench.zoo.sources`) so the graph does not depend on the attention backend.
+    """
+    import torch
+
+    if prepare:
+        prepare_model(model)
+    args = example_inputs if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+    with torch.enable_grad(), deterministic_kernels():
+        out = model(*args, **(example_kwargs or {}))
+        return autograd_graph(out)
+
+
+def model_to_arch_graph(
+    model: Any,
+    example_inputs: Any,
+    vocab: Sequence[str] | dict[str, int],
+    *,
+    name: str,
+    family: str = "",
+    coarse: str | None = None,
+    source: str = "",
+    meta: dict[str, Any] | None = None,
+    example_kwargs: dict[str, Any] | None = None,
+    unknown: str = "error",
+) -> ArchGraph:
+    """`extract_graph` then `RawGraph.to_arch_graph`: a user's model as a dataset-compatible graph."""
+    raw = extract_graph(model, example_inputs, example_kwargs)
+    return raw.to_arch_graph(vocab, name=name, family=family, coarse=coarse, source=source,
+                             meta=meta, unknown=unknown)
+
+
+# ----------------------------------------------------------------------------- coarse label
+
+#: Softmax nodes (names differ between torch versions and kernels).
+SOFTMAX_OPS = frozenset({"SoftmaxBackward0", "SafeSoftmaxBackward0", "LogSoftmaxBackward0"})
+#: Batched matrix products (what `q @ k^T` and `attn @ v` become).
+BMM_OPS = frozenset({"BmmBackward0", "BaddbmmBackward0"})
+CONV_OPS = frozenset({"ConvolutionBackward0", "ConvolutionBackward1", "MkldnnConvolutionBackward0",
+                      "ConvolutionBackwardOverrideable", "SlowConv2DBackward0", "ThnnConv2DBackward0",
+                      "ConvDepthwise2DBackward0", "SlowConvDilated2DBackward0", "SlowConv3DBackward0"})
+DENSE_OPS = frozenset({"AddmmBackward0", "MmBackward0", "LinearBackward0", "MvBackward0"})
+#: How many hops a softmax may sit from the batched matmuls around it (Gemma-2 soft-capping
+#: puts 7 ops between q k^T and the softmax).
+ATTENTION_HOPS = 8
+
+
+def attention_patterns(ops: Sequence[str], edges: np.ndarray, hops: int = ATTENTION_HOPS) -> int:
+    """Softmax nodes with a batched matmul among their ancestors and among their descendants,
+    each within `hops` edges: the `softmax(q k^T) v` pattern of (self- or cross-) attention."""
+    n = len(ops)
+    soft = [i for i, op in enumerate(ops) if op in SOFTMAX_OPS]
+    if not soft:
+        return 0
+    succ: list[list[int]] = [[] for _ in range(n)]
+    pred: list[list[int]] = [[] for _ in range(n)]
+    for s, d in edges.T.tolist():
+        succ[s].append(d)
+        pred[d].append(s)
+
+    def near_bmm(start: int, adj: list[list[int]]) -> bool:
+        frontier, seen = [start], {start}
+        for _ in range(hops):
+            nxt = []
+            for u in frontier:
+                for v in adj[u]:
+                    if v not in seen:
+                        if ops[v] in BMM_OPS:
+                            return True
+                        seen.add(v)
+                        nxt.append(v)
+            frontier = nxt
+        return False
+
+    return sum(1 for i in soft if near_bmm(i, pred) and near_bmm(i, succ))
+
+
+def coarse_label(ops: Sequence[str], edges: np.ndarray) -> str:
+    """The coarse label of a graph, derived from its ops alone (never from its name):
+
+    * ``attention``: at least one attention pattern (`attention_patterns`: a softmax fed by a
+      batched matmul and feeding one). Hybrids (CoAtNet, MobileViT, DETR) are attention.
+    * ``cnn``: otherwise, when there are at least 2 convolutions and they are at least a fifth of
+      the weighted layers (convolution + dense matmul nodes): ResNets, and ConvNeXts whose blocks
+      are one depthwise convolution and two pointwise Linear layers; not an MLP-Mixer or a ViT
+      with a single convolutional stem.
+    * ``other``: everything else (MLPs, MLP-Mixers, RNNs, state-space models, ...).
+    """
+    if attention_patterns(ops, edges) > 0:
+        return "attention"
+    counts = Counter(ops)
+    conv = sum(counts[o] for o in CONV_OPS)
+    dense = sum(counts[o] for o in DENSE_OPS)
+    if conv >= 2 and 5 * conv >= conv + dense:
+        return "cnn"
+    return "other"
+
+
+def summarize_ops(graphs: Iterable[RawGraph]) -> Counter:
+    """How many graphs use each op type."""
+    c: Counter = Counter()
+    for g in graphs:
+        c.update(set(g.ops))
+    return c
