@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -96,7 +97,12 @@ def environment() -> dict[str, Any]:
 
 
 def git_commit(cwd: str | Path | None = None) -> str | None:
-    """The commit of the narbench checkout (with `-dirty` when it has changes), if any."""
+    """The commit of the narbench checkout (with `-dirty` when it has changes), if any.
+
+    `$NARBENCH_GIT_COMMIT` overrides it, for runs from an installed wheel on another machine.
+    """
+    if os.environ.get("NARBENCH_GIT_COMMIT"):
+        return os.environ["NARBENCH_GIT_COMMIT"]
     cwd = Path(cwd) if cwd else Path(__file__).resolve().parent
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10)
