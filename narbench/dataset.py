@@ -151,6 +151,8 @@ class DatasetProvider:
                 warnings.warn(f"dataset cache {path} is corrupt ({exc}); rebuilding it", stacklevel=2)
         if loaded is None:
             graphs, vocab, header = self.build()
+            for graph in graphs:  # a malformed record fails here, named, before anything is cached
+                graph.validate(num_ops=len(vocab))
             digest = write_graphs(path, graphs, vocab, header, level=self.compress_level)
             if self.expected_sha256 is not None and digest != self.expected_sha256:
                 raise CorruptFileError(

@@ -37,3 +37,24 @@ def test_stratified_subset_keeps_proportions_and_is_seeded():
     assert np.array_equal(sub, stratified_subset(idx, labs, 50, seed=3))
     assert not np.array_equal(sub, stratified_subset(idx, labs, 50, seed=4))
     assert np.array_equal(stratified_subset(idx, labs, None), idx)
+
+
+def test_provider_rejects_a_malformed_record_before_caching(tmp_path):
+    import pytest
+
+    from narbench.dataset import DatasetProvider
+    from narbench.graph import ArchGraph, GraphError
+    from tests.conftest import toy_graphs
+
+    class Broken(DatasetProvider):
+        name, version = "broken", "0"
+
+        def build(self):
+            graphs = toy_graphs(per_family=3)
+            graphs.append(ArchGraph(ops=np.array([0, 1]), edges=np.array([[0], [5]]), name="bad-record",
+                                    family="x", coarse="y"))
+            return graphs, [f"op{i}" for i in range(8)], {}
+
+    with pytest.raises(GraphError, match="bad-record.*edge endpoint 5 out of range"):
+        Broken().load(tmp_path)
+    assert list(tmp_path.iterdir()) == []
