@@ -41,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda, cuda:N")
     run.add_argument("--out", default="runs", help="directory for the result file (default: runs)")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    run.add_argument("--save-embeddings", action="store_true",
+                     help="also write the query embeddings (for the leaderboard's t-SNE maps)")
 
     build = sub.add_parser("build-real", help="extract the `real` dataset from the model zoos (needs the zoo extra)")
     build.add_argument("--out", required=True, help="build folder (per-model results; resumable)")
@@ -50,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--timeout", type=float, default=180.0, help="seconds per model before it is killed")
     build.add_argument("--mem-limit-gb", type=float, default=8.0, help="address-space limit per worker")
     build.add_argument("--retry-failed", action="store_true", help="run models that failed before again")
+
+    from narbench import leaderboard
+
+    leaderboard.add_parser(sub)
 
     sub.add_parser("datasets", help="list registered datasets")
     sub.add_parser("encoders", help="list registered encoders")
@@ -81,7 +87,7 @@ def _run(args, console: Console) -> int:
     cfg = RunConfig(
         encoder=args.encoder, splitter=args.splitter, dataset=args.dataset, profile=args.profile,
         seed=args.seed, device=args.device, objective=args.objective, splitter_params=dict(args.params),
-        out=args.out, progress=not args.no_progress,
+        out=args.out, progress=not args.no_progress, save_embeddings=args.save_embeddings,
     )
     ev = run(cfg, console=console)
     res = ev.result
@@ -110,6 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "run":
             return _run(args, out)
+        if args.command == "leaderboard":
+            from narbench import leaderboard
+
+            return leaderboard.main(args)
         if args.command == "build-real":
             from narbench.zoo.build import build_real
 

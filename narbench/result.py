@@ -73,6 +73,18 @@ class RunResult:
             raise ValueError(f"{path}: not a valid narbench result file ({exc})") from exc
 
 
+def write_embeddings(path: str | Path, embeddings: Any, family: list[str], coarse: list[str]) -> Path:
+    """Write query embeddings (float16) and their family / coarse labels to an `.npz`, atomically."""
+    import io
+
+    emb = embeddings.detach().cpu().numpy() if hasattr(embeddings, "detach") else np.asarray(embeddings)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, embeddings=emb.astype(np.float16), family=np.array(family, dtype=str),
+                        coarse=np.array(coarse, dtype=str))
+    atomic_write_bytes(Path(path), buf.getvalue())
+    return Path(path)
+
+
 def package_versions() -> dict[str, str | None]:
     out: dict[str, str | None] = {}
     for name in _PACKAGES:

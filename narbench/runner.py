@@ -20,7 +20,7 @@ from narbench.dataset import GraphDataset, load_dataset, stratified_subset
 from narbench.encoder import Encoder, Labels
 from narbench.metrics import METRICS, score_rankings
 from narbench.profiles import get_profile
-from narbench.result import RunResult, environment, git_commit
+from narbench.result import RunResult, environment, git_commit, write_embeddings
 from narbench.retrieval import top_k_cosine
 from narbench.splitter import Splitter
 from narbench.trainer import Trainer, seed_everything
@@ -45,6 +45,7 @@ class RunConfig:
     out: str | None = "runs"
     progress: bool = True
     top_k: int = 100
+    save_embeddings: bool = False  # also write `<run_id>.embeddings.npz` (query embeddings + labels)
 
 
 @dataclass
@@ -143,7 +144,7 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     now = datetime.now(timezone.utc)
     run_id = f"{dataset.name}-{cfg.encoder}-{splitter_name}-{cfg.profile}-s{cfg.seed}-{now:%Y%m%dT%H%M%S%fZ}"
     config = {
-        "run": {**{k: v for k, v in asdict(cfg).items() if k not in ("out", "progress")}, "dataset": dataset.name},
+        "run": {**{k: v for k, v in asdict(cfg).items() if k not in ("out", "progress", "save_embeddings")}, "dataset": dataset.name},
         "profile": asdict(profile),
         "encoder": encoder.config(),
         "splitter": {"name": splitter_name, "params": splitter.params()},
@@ -169,6 +170,9 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
         git_commit=git_commit(),
         created=now.isoformat(),
     )
+    if cfg.out and cfg.save_embeddings:  # before the result file, which marks the run complete
+        write_embeddings(Path(cfg.out) / f"{run_id}.embeddings.npz", query_emb,
+                         [graphs[i].family for i in query_idx], [graphs[i].coarse for i in query_idx])
     path = result.write(cfg.out, per_query) if cfg.out else None
     return Evaluation(result, path, query_emb, corpus_emb, ranked.numpy(), per_query)
 
