@@ -53,9 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--mem-limit-gb", type=float, default=8.0, help="address-space limit per worker")
     build.add_argument("--retry-failed", action="store_true", help="run models that failed before again")
 
-    from narbench import leaderboard
+    from narbench import gate, leaderboard
 
     leaderboard.add_parser(sub)
+    gate.add_parser(sub)
 
     sub.add_parser("datasets", help="list registered datasets")
     sub.add_parser("encoders", help="list registered encoders")
@@ -116,6 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "run":
             return _run(args, out)
+        if args.command == "check":
+            from narbench import gate
+
+            return gate.main(args)
         if args.command == "leaderboard":
             from narbench import leaderboard
 
