@@ -1,9 +1,9 @@
 """The regression gate: run every registered encoder at a fixed, small budget and compare its
 metrics with a committed reference (`leaderboard/reference.json`).
 
-    narbench gate                         # compare; exit 1 when a metric dropped
-    narbench gate --encoders gcn,ours     # only these encoders
-    narbench gate --update                # deliberately rewrite the reference with this run
+    narbench check                        # compare; exit 1 when a metric dropped
+    narbench check --encoders gcn,ours    # only these encoders
+    narbench check --update               # deliberately rewrite the reference with this run
     python -m narbench.gate ...           # the same without the `narbench` command
 
 Each (dataset, encoder) pair runs the `smoke` profile with seed 0 on the CPU, with
@@ -161,7 +161,7 @@ def load_reference(path: str | Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
-        raise GateError(f"reference file {path} does not exist; create it with `narbench gate --update`") from None
+        raise GateError(f"reference file {path} does not exist; create it with `narbench check --update`") from None
     except (OSError, json.JSONDecodeError) as exc:
         raise GateError(f"reference file {path} is unreadable: {exc}") from exc
     if not isinstance(data, dict) or data.get("version") != REFERENCE_VERSION or not isinstance(data.get("entries"), dict):
@@ -296,7 +296,7 @@ def render(report: GateReport, console: Console, *, strict: bool = False, verbos
     styles = {"dropped": "bold red", "improved": "green", "unchanged": "dim", "new": "cyan"}
     shown = [c for c in report.cells if verbose or c.status != "unchanged"]
     if shown:
-        table = Table(title=f"narbench gate vs {report.reference_path} (tolerance {report.tolerance:g})")
+        table = Table(title=f"narbench check vs {report.reference_path} (tolerance {report.tolerance:g})")
         for col, justify in (("entry", "left"), ("metric", "left"), ("reference", "right"), ("current", "right"),
                              ("delta", "right"), ("status", "left")):
             table.add_column(col, justify=justify)
