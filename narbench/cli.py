@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
     run.add_argument("--save-embeddings", action="store_true",
                      help="also write the query embeddings (for the leaderboard's t-SNE maps)")
+    run.add_argument("--save-weights", action="store_true", help="also write the trained weights (<run_id>.pt)")
+    run.add_argument("--init-from", default=None, metavar="RESULT_OR_CHECKPOINT",
+                     help="start from saved weights: a result .json of a --save-weights run, or its .pt")
 
     build = sub.add_parser("build-real", help="extract the `real` dataset from the model zoos (needs the zoo extra)")
     build.add_argument("--out", required=True, help="build folder (per-model results; resumable)")
@@ -89,6 +92,7 @@ def _run(args, console: Console) -> int:
         encoder=args.encoder, splitter=args.splitter, dataset=args.dataset, profile=args.profile,
         seed=args.seed, device=args.device, objective=args.objective, splitter_params=dict(args.params),
         out=args.out, progress=not args.no_progress, save_embeddings=args.save_embeddings,
+        save_weights=args.save_weights, init_from=args.init_from,
     )
     ev = run(cfg, console=console)
     res = ev.result
@@ -111,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     console = Console(stderr=True)
     out = Console()
+    from narbench.checkpoint import CheckpointError
     from narbench.dataset import CorruptFileError
     from narbench.runner import ConfigError
 
@@ -136,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     except registry.UnknownNameError as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}")
         return 2
-    except (ConfigError, registry.RegistryError, CorruptFileError, FileNotFoundError, RuntimeError) as exc:
+    except (ConfigError, CheckpointError, registry.RegistryError, CorruptFileError, FileNotFoundError,
+            RuntimeError) as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}")
         return 2
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from rich.console import Console
 
-from narbench import registry
+from narbench import checkpoint, registry
 from narbench.dataset import GraphDataset, load_dataset, stratified_subset
 from narbench.encoder import Encoder, Labels
 from narbench.metrics import METRICS, score_rankings
@@ -46,6 +46,8 @@ class RunConfig:
     progress: bool = True
     top_k: int = 100
     save_embeddings: bool = False  # also write `<run_id>.embeddings.npz` (query embeddings + labels)
+    save_weights: bool = False  # also write `<run_id>.pt` (trained encoder weights)
+    init_from: str | None = None  # start from weights: a `.pt` file or a result `.json` that saved them
 
 
 @dataclass
@@ -122,6 +124,7 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     seed_everything(cfg.seed)
     trainer = Trainer(cfg.device, cfg.seed, progress=cfg.progress, console=console)
     encoder = encoder_cls(len(dataset.vocab), n_ce, profile, splitter)
+    init = checkpoint.load_into(encoder, cfg.encoder, dataset.vocab, cfg.init_from) if cfg.init_from else None
 
     t = time.perf_counter()
     encoder.fit(trainer, [graphs[i] for i in train_idx], Labels(fam_ids[train_idx], ce_ids[train_idx], n_ce))
@@ -144,12 +147,14 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     now = datetime.now(timezone.utc)
     run_id = f"{dataset.name}-{cfg.encoder}-{splitter_name}-{cfg.profile}-s{cfg.seed}-{now:%Y%m%dT%H%M%S%fZ}"
     config = {
-        "run": {**{k: v for k, v in asdict(cfg).items() if k not in ("out", "progress", "save_embeddings")}, "dataset": dataset.name},
+        "run": {**{k: v for k, v in asdict(cfg).items() if k not in ("out", "progress", "save_embeddings", "save_weights")},
+                "dataset": dataset.name},
         "profile": asdict(profile),
         "encoder": encoder.config(),
         "splitter": {"name": splitter_name, "params": splitter.params()},
         "training_history": [asdict(h) for h in trainer.histories],
         "encoder_stats": dict(getattr(encoder, "stats", {})),
+        "init": init,
     }
     result = RunResult(
         run_id=run_id,
@@ -170,7 +175,9 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
         git_commit=git_commit(),
         created=now.isoformat(),
     )
-    if cfg.out and cfg.save_embeddings:  # before the result file, which marks the run complete
+    if cfg.out and cfg.save_weights:  # side files first: the result file marks the run complete
+        checkpoint.save(Path(cfg.out) / f"{run_id}{checkpoint.SUFFIX}", encoder, cfg.encoder, dataset.vocab, run_id)
+    if cfg.out and cfg.save_embeddings:
         write_embeddings(Path(cfg.out) / f"{run_id}.embeddings.npz", query_emb,
                          [graphs[i].family for i in query_idx], [graphs[i].coarse for i in query_idx])
     path = result.write(cfg.out, per_query) if cfg.out else None
