@@ -1,4 +1,4 @@
-"""Run the paper's Table 1-3 cells for several seeds and print mean +- std of the nine metrics.
+"""Run the paper's Table 1-3 cells for several seeds, then print the leaderboard's tables for them.
 
     python benchmarks/tables.py --dataset nas --profile quick --seeds 0 1 2 --jobs 2 --out runs/tables
     python benchmarks/tables.py --summarize runs/tables       # only aggregate existing results
@@ -11,18 +11,14 @@ existing results for a cell and seed in --out are reused, so an interrupted swee
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
-from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
 
-from narbench.metrics import METRICS
 from narbench.profiles import TrainConfig
 
 DEFAULT_OBJECTIVE = TrainConfig().objective
@@ -40,12 +36,9 @@ def cell_key(encoder: str, splitter: str, objective: str | None) -> str:
 
 def existing(out: Path) -> set[tuple]:
     """(dataset, encoder, splitter, objective, seed) of the results already in `out`."""
-    found = set()
-    for path in out.glob("*.json"):
-        d = json.loads(path.read_text())
-        found.add((d["dataset"]["name"], d["encoder"], d["splitter"], d["config"]["encoder"]["train"]["objective"],
-                   d["seed"]))
-    return found
+    from narbench import leaderboard
+
+    return {(r.dataset, r.result.encoder, r.result.splitter, r.objective, r.result.seed) for r in leaderboard.collect([out])}
 
 
 def run_cell(args, encoder, splitter, objective, seed) -> None:
@@ -59,30 +52,11 @@ def run_cell(args, encoder, splitter, objective, seed) -> None:
     print(f"{cell_key(encoder, splitter, objective)} seed {seed}: {status}", flush=True)
 
 
-def summarize(out: Path, console: Console, dataset: str | None = None) -> None:
-    import numpy as np
+def summarize(out: Path, console: Console) -> None:
+    """The leaderboard's tables (mean ± std over seeds, significance) for the results in `out`."""
+    from narbench import leaderboard
 
-    groups: dict[tuple, list[dict]] = defaultdict(list)
-    for path in sorted(out.glob("*.json")):
-        d = json.loads(path.read_text())
-        if dataset and d["dataset"]["name"] != dataset:
-            continue
-        obj = d["config"]["encoder"]["train"]["objective"]
-        groups[(d["dataset"]["name"], d["profile"], d["encoder"], d["splitter"], obj)].append(d)
-    for table_name, cells in CELLS.items():
-        table = Table(title=f"{table_name} (mean ± std over seeds)")
-        for col in ("dataset", "profile", "cell", "n", *METRICS, "map_capped@20"):
-            table.add_column(col, justify="right")
-        for (ds, prof, enc, spl, obj), runs in sorted(groups.items()):
-            if not any(enc == e and spl == s and (o is None or o == obj) for e, s, o in cells):
-                continue
-            if table_name != "table3" and obj != "ce+cl" and enc != "random":
-                continue
-            vals = {m: np.array([r["metrics"].get(m, r["metrics_extra"].get(m)) for r in runs]) for m in
-                    (*METRICS, "map_capped@20")}
-            table.add_row(ds, prof, cell_key(enc, spl, obj if table_name == "table3" else None), str(len(runs)),
-                          *[f"{v.mean():.3f}±{v.std():.3f}" for v in vals.values()])
-        console.print(table)
+    leaderboard.print_tables(leaderboard.build_tables(leaderboard.collect([out])), console)
 
 
 def main() -> None:
@@ -113,7 +87,7 @@ def main() -> None:
     console.print(f"{len(todo)} runs to do, {args.jobs} at a time")
     with ThreadPoolExecutor(args.jobs) as pool:
         list(pool.map(lambda t: run_cell(args, *t), todo))
-    summarize(args.out, console, args.dataset)
+    summarize(args.out, console)
 
 
 if __name__ == "__main__":

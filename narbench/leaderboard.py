@@ -21,12 +21,13 @@ import math
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 import numpy as np
 
 from narbench.metrics import METRICS
 from narbench.result import RunResult
+from narbench.store import atomic_write_bytes
 
 KEYS = ("dataset", "profile", "device", "encoder", "splitter", "objective", "init")
 EXTRA = tuple(f"map_capped@{k}" for k in (20, 50, 100))
@@ -228,14 +229,14 @@ def write_aggregate(df, out_dir: str | Path) -> tuple[Path, Path]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     csv = out_dir / "aggregate.csv"
-    csv.write_text(df.to_csv(index=False, float_format="%.6f", lineterminator="\n"))
+    atomic_write_bytes(csv, df.to_csv(index=False, float_format="%.6f", lineterminator="\n").encode())
     rows = []
     for rec in df.to_dict(orient="records"):
         rows.append({k: (None if isinstance(v, float) and math.isnan(v) else
                          round(v, 6) if isinstance(v, float) else
                          int(v) if isinstance(v, (np.integer,)) else v) for k, v in rec.items()})
     js = out_dir / "aggregate.json"
-    js.write_text(json.dumps(rows, indent=2, sort_keys=True) + "\n")
+    atomic_write_bytes(js, (json.dumps(rows, indent=2, sort_keys=True) + "\n").encode())
     return csv, js
 
 
@@ -691,7 +692,7 @@ def write_leaderboard(results_dirs: Iterable[str | Path] = (), out_dir: str | Pa
             plot_paths += plot_tsne(records, out_dir / "plots")
     text = _readme(records, df, tables, plot_paths, out_dir)
     readme = out_dir / "README.md"
-    readme.write_text(text)
+    atomic_write_bytes(readme, text.encode())
     if console is not None:
         print_tables(tables, console)
     return readme

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from narbench.store import atomic_write_bytes
 from narbench.zoo.sources import SOURCES, Spec
 
 DATASET_NAME = "real"
@@ -81,8 +82,6 @@ def result_path(out_dir: Path, spec: Spec) -> Path:
 
 def write_result(out_dir: Path, spec: Spec, result: dict[str, Any]) -> None:
     import zstandard
-
-    from narbench.store import atomic_write_bytes
 
     payload = json.dumps({"key": spec.key, "spec": spec.to_json(), **result}, sort_keys=True).encode()
     atomic_write_bytes(result_path(out_dir, spec), zstandard.ZstdCompressor(level=3).compress(payload))
@@ -283,7 +282,7 @@ def build_real(
     summary["build_seconds"] = round(time.perf_counter() - t_start, 1)
     if not quiet:
         print_summary(summary, console)
-    (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True))
+    atomic_write_bytes(out / "summary.json", json.dumps(summary, indent=1, sort_keys=True).encode())
     return summary
 
 
@@ -454,7 +453,7 @@ def summarize(out: Path, selected: Sequence[Spec], *, assemble: bool = True,
             err = res.get("error", "")
             failed_detail[f"{res['reason']}: {err.split(':')[0] if res['reason'] == 'exception' else ''}".rstrip(": ")] += 1
             failures.append((s.key, res["reason"], err.replace("\n", " ").replace("\t", " ")))
-    (out / "failures.tsv").write_text("".join(f"{k}\t{r}\t{e}\n" for k, r, e in failures))
+    atomic_write_bytes(out / "failures.tsv", "".join(f"{k}\t{r}\t{e}\n" for k, r, e in failures).encode())
 
     vocab = sorted({op for _, g, _ in raws for op in g.ops})
     index = {op: i for i, op in enumerate(vocab)}
