@@ -56,6 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--mem-limit-gb", type=float, default=8.0, help="address-space limit per worker")
     build.add_argument("--retry-failed", action="store_true", help="run models that failed before again")
 
+    sheet = sub.add_parser("datasheet", help="counts per source/family/coarse label, sizes, vocabulary, split")
+    sheet.add_argument("dataset", help="registered dataset name")
+    sheet.add_argument("--markdown", default=None, metavar="FILE", help="also write the datasheet as Markdown")
+    sheet.add_argument("--json", default=None, metavar="FILE", help="also write it as JSON")
+
     from narbench import gate, leaderboard
 
     leaderboard.add_parser(sub)
@@ -111,6 +116,26 @@ def _run(args, console: Console) -> int:
     return 0
 
 
+def _datasheet(args, console: Console) -> int:
+    import json
+    from pathlib import Path
+
+    from rich.markdown import Markdown
+
+    from narbench.datasheet import datasheet
+    from narbench.dataset import load_dataset
+    from narbench.store import atomic_write_bytes
+
+    sheet = datasheet(load_dataset(args.dataset))
+    text = sheet.to_markdown()
+    console.print(Markdown(text))
+    if args.markdown:
+        atomic_write_bytes(Path(args.markdown), text.encode())
+    if args.json:
+        atomic_write_bytes(Path(args.json), json.dumps(sheet.to_json(), indent=1, sort_keys=True).encode())
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     console = Console(stderr=True)
@@ -136,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
             build_real(args.out, jobs=args.jobs, limit=args.limit, only=args.only, timeout=args.timeout,
                        mem_limit_gb=args.mem_limit_gb, retry_failed=args.retry_failed)
             return 0
+        if args.command == "datasheet":
+            return _datasheet(args, out)
         kind = {"datasets": "dataset", "encoders": "encoder", "splitters": "splitter"}[args.command]
         return _list(kind, out)
     except registry.UnknownNameError as exc:

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from narbench.dataset import DatasetProvider, GraphDataset, stratified_split
 from narbench.graph import ArchGraph
-from narbench.store import read_graphs
+from narbench.store import CorruptFileError, read_graphs
 
 ARTIFACT = "real-1.0.narg"
 ENV_FILE = "NARBENCH_REAL_FILE"
@@ -63,7 +63,12 @@ class RealDataset(DatasetProvider):
         if pinned and expected is None:
             warnings.warn(f"dataset {self.name} {self.version}: no sha256 is pinned yet; "
                           f"loading {path} unchecked", stacklevel=3)
-        return read_graphs(path, expected)
+        try:
+            return read_graphs(path, expected)
+        except CorruptFileError as exc:
+            hint = ("reinstall narbench to restore the shipped file" if pinned else
+                    f"rebuild it with `narbench build-real` or unset {ENV_FILE}")
+            raise CorruptFileError(f"dataset {self.name} {self.version}: {exc}; {hint}") from exc
 
     def build(self) -> tuple[list[ArchGraph], list[str], dict[str, Any]]:
         graphs, vocab, header, _ = self._read()

@@ -1,0 +1,108 @@
+"""The `real` dataset loader (pinned artifact, corruption, split) and the datasheet."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from narbench.graph import ArchGraph
+from narbench.store import CorruptFileError, write_graphs
+
+VOCAB = ["AddmmBackward0", "ConvolutionBackward0", "ReluBackward0", "SoftmaxBackward0"]
+
+
+def _chain(ops: list[int], name: str, family: str, coarse: str, source: str) -> ArchGraph:
+    n = len(ops)
+    return ArchGraph(ops, np.array([np.arange(n - 1), np.arange(1, n)]), name, family, coarse, source)
+
+
+def _graphs() -> list[ArchGraph]:
+    """60 distinct chains in 5 families of 12 (two sources), plus 3 singleton families."""
+    out = []
+    for f in range(5):
+        for i in range(12):
+            ops = [f % 4] + [2] * (i + 1) + [(f + 1) % 4]
+            out.append(_chain(ops, f"m{f}-{i}", f"fam{f}", "cnn" if f < 3 else "attention",
+                              "timm" if f % 2 else "transformers"))
+    for s in range(3):
+        out.append(_chain([3] * (20 + s), f"single{s}", f"lonely{s}", "other", "torchvision"))
+    return out
+
+
+@pytest.fixture
+def shipped(tmp_path, monkeypatch):
+    """A small artifact installed as the *shipped* (pinned) file, its sha256 pinned."""
+    from narbench.datasets import real
+
+    path = tmp_path / "data" / real.ARTIFACT
+    digest = write_graphs(path, _graphs(), VOCAB, {"name": "real", "version": "1.0"})
+    monkeypatch.delenv(real.ENV_FILE, raising=False)
+    monkeypatch.setattr(real, "shipped_path", lambda: path)
+    monkeypatch.setattr(real.RealDataset, "expected_sha256", digest)
+    return path, digest
+
+
+def test_pinned_artifact_loads_and_split_is_stratified_and_fixed(shipped):
+    from narbench.datasets.real import RealDataset
+
+    path, digest = shipped
+    ds = RealDataset().load()
+    assert ds.sha256 == digest and len(ds) == 63 and len(ds.families) == 8
+    again = RealDataset().load()
+    assert np.array_equal(ds.split.test, again.split.test) and np.array_equal(ds.split.train, again.split.train)
+    test_fams = Counter(ds.graphs[i].family for i in ds.split.test)
+    # 10% of each 12-member family is queried (stratified), singletons never are.
+    assert all(test_fams[f"fam{f}"] in (1, 2) for f in range(5)), test_fams
+    assert not any(f.startswith("lonely") for f in test_fams)
+    assert sorted(np.concatenate([ds.split.train, ds.split.test]).tolist()) == list(range(63))
+
+
+def test_pinned_artifact_with_other_content_is_rejected(shipped, monkeypatch):
+    from narbench.datasets import real
+
+    path, digest = shipped
+    write_graphs(path, _graphs()[:-1], VOCAB, {"name": "real", "version": "1.0"})  # valid file, other content
+    with pytest.raises(CorruptFileError, match="sha256"):
+        real.RealDataset().load()
+
+
+def test_corrupted_artifact_is_rejected_with_a_clear_error(shipped):
+    from narbench.datasets.real import RealDataset
+
+    path, _ = shipped
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptFileError, match=str(path.name)):
+        RealDataset().load()
+    path.write_bytes(bytes(data[: len(data) // 3]))  # truncated
+    with pytest.raises(CorruptFileError, match="truncated or corrupt"):
+        RealDataset().load()
+
+
+def test_datasheet_counts(shipped):
+    from narbench.datasets.real import RealDataset
+    from narbench.datasheet import datasheet
+
+    ds = RealDataset().load()
+    sheet = datasheet(ds)
+    assert sheet.num_graphs == 63 and sheet.num_families == 8 and sheet.num_ops == 4
+    assert sheet.per_source == {"transformers": 36, "timm": 24, "torchvision": 3}
+    assert sheet.per_coarse == {"cnn": 36, "attention": 24, "other": 3}
+    assert sheet.per_family["fam0"] == 12 and sheet.per_family["lonely2"] == 1
+    assert sheet.split["singleton_families"] == 3 and sheet.split["query_families"] == 5
+    assert sheet.split["corpus"] + sheet.split["queries"] == 63
+    assert sheet.nodes["min"] == 3 and sheet.nodes["max"] == 22
+    md = sheet.to_markdown()
+    assert "| graphs (all distinct) | 63 |" in md and "| cnn | 36 | 57.1% |" in md
+    assert "fam0 (transformers) | 12 |" in md
+
+
+def test_datasheet_cli_writes_markdown(shipped, tmp_path):
+    from narbench.cli import main
+
+    out = tmp_path / "sheet.md"
+    assert main(["datasheet", "real", "--markdown", str(out)]) == 0
+    assert out.read_text().startswith("## Datasheet: `real` 1.0")
