@@ -108,10 +108,16 @@ class Record:
 
     path: Path
     result: RunResult
+    #: set by `collect` when results of one dataset name come from different contents
+    dataset_label: str | None = None
 
     @property
     def dataset(self) -> str:
-        return str(self.result.dataset.get("name", "?"))
+        return self.dataset_label or str(self.result.dataset.get("name", "?"))
+
+    @property
+    def dataset_content(self) -> tuple[str, str]:
+        return str(self.result.dataset.get("version", "?")), str(self.result.dataset.get("sha256", "?"))
 
     @property
     def device(self) -> str:
@@ -181,6 +187,13 @@ def collect(dirs: Iterable[str | Path]) -> list[Record]:
                 continue
             seen.add(path.resolve())
             records.append(read_record(path))
+    # Never average over different dataset contents: label such groups by version and sha256.
+    contents: dict[str, set[tuple[str, str]]] = {}
+    for r in records:
+        contents.setdefault(r.dataset, set()).add(r.dataset_content)
+    records = [r if len(contents[r.dataset]) == 1 else
+               Record(r.path, r.result, f"{r.dataset} {r.dataset_content[0]} ({r.dataset_content[1][:8]})")
+               for r in records]
     records.sort(key=lambda r: (r.result.run_id, str(r.path)))
     return records
 

@@ -16,7 +16,7 @@ N_QUERIES = 80
 
 
 def _write(out, encoder, splitter, seed, per_query, *, dataset="nas", objective="ce+cl", device="cpu",
-           init_from=None, created="2026-01-01T00:00:00+00:00", profile="quick", tag=""):
+           init_from=None, created="2026-01-01T00:00:00+00:00", profile="quick", tag="", sha="ab" * 32):
     """A result file (+ sidecar) whose metrics are the means of `per_query` (one array for all)."""
     per_query = np.asarray(per_query, dtype=np.float64)
     names = lb.ALL_METRICS
@@ -28,7 +28,7 @@ def _write(out, encoder, splitter, seed, per_query, *, dataset="nas", objective=
     res = RunResult(
         run_id=f"{dataset}-{encoder}-{splitter}-{profile}-s{seed}-{objective}{tag}",
         encoder=encoder, splitter=splitter,
-        dataset={"name": dataset, "version": "1.0", "sha256": "ab" * 32},
+        dataset={"name": dataset, "version": "1.0", "sha256": sha},
         profile=profile, seed=seed,
         config={"run": run, "encoder": {"train": {"objective": objective}}},
         metrics={m: means[m] for m in lb.METRICS}, metrics_extra={m: means[m] for m in lb.EXTRA},
@@ -36,6 +36,18 @@ def _write(out, encoder, splitter, seed, per_query, *, dataset="nas", objective=
         created=created,
     )
     return res.write(out, pq)
+
+
+def test_results_on_different_dataset_contents_are_never_averaged(tmp_path):
+    out = tmp_path / "res"
+    for s in range(2):
+        _write(out, "gcn", "none", s, np.full(10, 0.5))
+        _write(out, "gcn", "none", s, np.full(10, 0.9), sha="cd" * 32, tag="-new")
+    _write(out, "gcn", "none", 0, np.full(10, 0.7), dataset="real")
+    df = lb.aggregate(lb.collect([out]))
+    rows = {r["dataset"]: (r["n"], r["ndcg@20 mean"]) for _, r in df.iterrows()}
+    assert rows == {"nas 1.0 (abababab)": (2, pytest.approx(0.5)), "nas 1.0 (cdcdcdcd)": (2, pytest.approx(0.9)),
+                    "real": (1, pytest.approx(0.7))}
 
 
 def _base(seed):

@@ -101,22 +101,33 @@ TRANSFORMERS_HEADS = {
 #: Trivial duplicates: a family that is a renamed copy or re-packaging of another architecture.
 FAMILY_MERGE = {
     # transformers: checkpoints of one architecture published under another model type
-    "camembert": "roberta",
-    "xlm_roberta": "roberta",
+    # (RoBERTa is BERT's architecture with another training recipe: 226 identical graphs in v1.0)
+    "roberta": "bert",
+    "camembert": "bert",
+    "xlm_roberta": "bert",
+    "data2vec_text": "bert",
     "flaubert": "xlm",
     "bert_generation": "bert",
     "megatron_bert": "bert",
     "mt5": "t5",
     "umt5": "t5",
     "mbart": "bart",
-    "data2vec_text": "roberta",
     "marian": "bart",
     "blenderbot_small": "bart",
+    # multimodal wrappers whose graph is their text or vision tower (all identical in v1.0)
+    "aya_vision": "cohere2",
+    "cohere2_vision": "cohere2",
+    "cosmos3_edge_text": "cosmos3_edge",
+    "chinese_clip_vision_model": "clip_vision_model",
+    # timm: a training recipe or a legacy copy of another module's models (identical graphs)
+    "deit": "vision_transformer",
+    "senet": "resnet",
     # the same architecture under each zoo's naming
     "vit": "vision_transformer",
     "swin": "swin_transformer",
     "mobilenet_v2": "mobilenetv2",
     "mobilenet_v3": "mobilenetv3",
+    "inception": "inception_v3",
 }
 
 
