@@ -81,6 +81,18 @@ def test_planted_drop_fails_and_names_the_metric(plugins, tmp_path, capsys):
     assert gate.check(ref, tolerance=0.06, encoders=ENCODERS, datasets=["toy"]).passed()
 
 
+def test_reference_made_on_other_dataset_content_fails(plugins, tmp_path):
+    ref = tmp_path / "reference.json"
+    gate.check(ref, encoders=ENCODERS, datasets=["toy"], update=True)
+    data = json.loads(ref.read_text())
+    data["entries"]["toy/ophist/none"]["config"]["dataset_sha256"] = "0" * 64
+    ref.write_text(json.dumps(data))
+    report = gate.check(ref, encoders=ENCODERS, datasets=["toy"])
+    assert not report.passed()
+    assert [k for k, _ in report.errors] == ["toy/ophist/none"] and "dataset content changed" in report.errors[0][1]
+    assert {c.key for c in report.cells} == {"toy/random/none"}
+
+
 def test_unavailable_dataset_is_skipped_with_a_warning(plugins, tmp_path, capsys):
     ref = tmp_path / "reference.json"
     report = gate.check(ref, encoders=["ophist"], datasets=["toy", "real"], update=True)
