@@ -106,3 +106,17 @@ def test_datasheet_cli_writes_markdown(shipped, tmp_path):
     out = tmp_path / "sheet.md"
     assert main(["datasheet", "real", "--markdown", str(out)]) == 0
     assert out.read_text().startswith("## Datasheet: `real` 1.0")
+
+
+def test_shipped_artifact_is_pinned_large_and_distinct():
+    """The packaged `real` file: sha256 pinned and checked, the issue's size floor, no duplicates."""
+    from narbench.datasets.real import RealDataset, shipped_path
+
+    assert shipped_path().is_file(), "narbench/data/real-1.0.narg is missing from the package"
+    assert RealDataset.expected_sha256 is not None
+    ds = RealDataset().load()  # raises if the content does not match the pin
+    assert ds.sha256 == RealDataset.expected_sha256
+    assert len(ds) >= 12_517 and len(ds.families) >= 150
+    assert len({g.content_hash() for g in ds.graphs}) == len(ds)
+    assert set(ds.coarse_labels) <= {"cnn", "attention", "other"}
+    assert {g.source for g in ds.graphs} == {"timm", "torchvision", "transformers"}

@@ -463,7 +463,8 @@ def summarize(out: Path, selected: Sequence[Spec], *, assemble: bool = True,
     for s, raw, info in raws:
         meta = {"model": s.model, "task": s.task, "variant": {k: v for k, v in s.variant},
                 "device": info.get("device"), "params": info.get("params"), "shrunk": bool(info.get("shrunk", False))}
-        g = raw.to_arch_graph(index, name=s.key, family=s.family, source=s.source, meta=meta)
+        # the coarse rule walks the graph: compute it only for graphs that are kept
+        g = raw.to_arch_graph(index, name=s.key, family=s.family, coarse="", source=s.source, meta=meta)
         h = g.content_hash()
         if h in first_by_hash:
             keep = first_by_hash[h]
@@ -472,6 +473,7 @@ def summarize(out: Path, selected: Sequence[Spec], *, assemble: bool = True,
             if keep.family != g.family:
                 cross_family[f"{keep.family}|{g.family}"] += 1
             continue
+        g.coarse = raw.coarse()
         first_by_hash[h] = g
         graphs.append(g)
 
