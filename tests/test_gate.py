@@ -93,7 +93,8 @@ def test_reference_made_on_other_dataset_content_fails(plugins, tmp_path):
     assert {c.key for c in report.cells} == {"toy/random/none"}
 
 
-def test_unavailable_dataset_is_skipped_with_a_warning(plugins, tmp_path, capsys):
+def test_unavailable_dataset_is_skipped_with_a_warning(plugins, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("NARBENCH_REAL_FILE", str(tmp_path / "no-such-real.narg"))  # make `real` unavailable
     ref = tmp_path / "reference.json"
     report = gate.check(ref, encoders=["ophist"], datasets=["toy", "real"], update=True)
     assert [name for name, _ in report.skipped] == ["real"]
