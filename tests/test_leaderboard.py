@@ -219,3 +219,39 @@ def test_save_embeddings_and_tsne(toy_dataset, tmp_path):
             assert set(z["coarse"]) <= {"cnn", "attention", "other"}
     paths = lb.plot_tsne(lb.collect([out]), tmp_path / "plots")
     assert [p.name for p in paths] == ["tsne-toy-smoke-cpu.png"] and paths[0].stat().st_size > 1000
+
+
+def _tables_script():
+    """benchmarks/tables.py (a script, not a package module) loaded by path."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "tables.py"
+    spec = importlib.util.spec_from_file_location("narbench_tables_script", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_sweep_script_table4_starts_from_the_nas_run_with_weights(tmp_path):
+    tables = _tables_script()
+    args = argparse.Namespace(dataset="real", profile="quick", device="cpu", out=tmp_path, pretrained=None)
+    # No nas source yet: the Table 4 cell is skipped, the scratch cell still runs.
+    assert tables.command(args, "ours", "motif", "ce+cl", tables.PRETRAINED, 1) is None
+    scratch = tables.command(args, "ours", "motif", "ce+cl", tables.SCRATCH, 1)
+    assert "--init-from" not in scratch and "--save-weights" in scratch
+    # A nas run of another seed, one without weights, and the matching one with weights.
+    other_seed = _write(tmp_path, "ours", "motif", 0, _base(0))
+    other_seed.with_name(other_seed.name.replace(".json", ".pt")).write_bytes(b"w")
+    _write(tmp_path, "ours", "motif", 1, _base(1), tag="-a")
+    with_weights = _write(tmp_path, "ours", "motif", 1, _base(1), tag="-b")
+    assert tables.command(args, "ours", "motif", "ce+cl", tables.PRETRAINED, 1) is None
+    with_weights.with_name(with_weights.name.replace(".json", ".pt")).write_bytes(b"w")
+    cmd = tables.command(args, "ours", "motif", "ce+cl", tables.PRETRAINED, 1)
+    assert cmd[cmd.index("--init-from") + 1] == str(with_weights)
+    assert "--save-embeddings" not in cmd
+    # Seed 0 of the Table 1 encoders saves embeddings for the t-SNE maps; other cells do not.
+    assert "--save-embeddings" in tables.command(args, "gat", "none", "ce+cl", tables.SCRATCH, 0)
+    assert "--save-embeddings" not in tables.command(args, "ours", "random", "ce+cl", tables.SCRATCH, 0)
+    # Results already in --out are recognised per (dataset, cell, init, seed).
+    assert ("nas", "ours", "motif", "ce+cl", "scratch", 1) in tables.existing(tmp_path)
