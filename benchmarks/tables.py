@@ -24,11 +24,11 @@ from pathlib import Path
 
 from rich.console import Console
 
+from narbench.leaderboard import PRETRAINED, SCRATCH
 from narbench.profiles import TrainConfig
 
 DEFAULT_OBJECTIVE = TrainConfig().objective
 
-SCRATCH, PRETRAINED = "scratch", "pretrained"  # the leaderboard's `init` values
 CELLS = {  # (encoder, splitter, objective or None for the default, init)
     "table1": [(e, s, None, SCRATCH) for e, s in (("ours", "motif"), ("gcn", "none"), ("gat", "none"), ("random", "none"))],
     "table2": [("ours", s, None, SCRATCH) for s in ("node-number", "motif-number", "random", "motif")],

@@ -29,6 +29,9 @@ from narbench.metrics import METRICS
 from narbench.result import RunResult
 from narbench.store import atomic_write_bytes
 
+#: `init` of a run: trained from scratch, or initialised from another run (config.run.init_from)
+SCRATCH, PRETRAINED = "scratch", "pretrained"
+
 KEYS = ("dataset", "profile", "device", "encoder", "splitter", "objective", "init")
 EXTRA = tuple(f"map_capped@{k}" for k in (20, 50, 100))
 ALL_METRICS = METRICS + EXTRA
@@ -85,8 +88,8 @@ PAPER: dict[str, dict[str, dict[str, tuple[float, ...]]]] = {
     },
     "table4": {
         "real": {
-            "scratch": (0.825, 0.826, 0.826, 0.593, 0.577, 0.545, 0.705, 0.692, 0.678),
-            "pretrained": (0.821, 0.838, 0.839, 0.596, 0.584, 0.573, 0.712, 0.703, 0.706),
+            SCRATCH: (0.825, 0.826, 0.826, 0.593, 0.577, 0.545, 0.705, 0.692, 0.678),
+            PRETRAINED: (0.821, 0.838, 0.839, 0.596, 0.584, 0.573, 0.712, 0.703, 0.706),
         },
     },
 }
@@ -134,7 +137,7 @@ class Record:
     @property
     def init(self) -> str:
         """`scratch`, or `pretrained` when the run was initialised from another (config.run.init_from)."""
-        return "pretrained" if ((self.result.config or {}).get("run") or {}).get("init_from") else "scratch"
+        return PRETRAINED if ((self.result.config or {}).get("run") or {}).get("init_from") else SCRATCH
 
     @property
     def key(self) -> tuple[str, ...]:
@@ -310,7 +313,7 @@ _T1_ORDER = {"random (floor)": 0, "gcn": 1, "gat": 2, "ours+motif": 3}
 def _table_specs():
     def t1(k):
         enc, split, obj, init = k[3], k[4], k[5], k[6]
-        if init != "scratch":
+        if init != SCRATCH:
             return None
         if enc == "random":
             return "random (floor)", None
@@ -322,18 +325,18 @@ def _table_specs():
         return None
 
     def t2(k):
-        if k[3] == "ours" and k[5] == DEFAULT_OBJECTIVE and k[6] == "scratch":
+        if k[3] == "ours" and k[5] == DEFAULT_OBJECTIVE and k[6] == SCRATCH:
             return f"ours+{k[4]}", k[4]
         return None
 
     def t3(k):
-        if k[3] == "ours" and k[4] == "motif" and k[6] == "scratch":
+        if k[3] == "ours" and k[4] == "motif" and k[6] == SCRATCH:
             return f"ours+motif, {k[5]}", k[5]
         return None
 
     def t4(k):
         if k[3] == "ours" and k[4] == "motif" and k[5] == DEFAULT_OBJECTIVE:
-            return ("ours+motif, from scratch" if k[6] == "scratch" else "ours+motif, initialised from nas"), k[6]
+            return ("ours+motif, from scratch" if k[6] == SCRATCH else "ours+motif, initialised from nas"), k[6]
         return None
 
     return [
@@ -351,7 +354,7 @@ _PAPER_NAMES = {
     "table1": {"gcn": "GCN", "gat": "GAT", "ours+motif": "Ours"},
     "table2": {"node-number": "Node Num", "motif-number": "Motif Num", "random": "Random", "motif": "Ours"},
     "table3": {"ce": "CE", "cl": "CL", "ce+cl": "CE+CL"},
-    "table4": {"scratch": "Training from Scratch", "pretrained": "Pre-training with NAS"},
+    "table4": {SCRATCH: "Training from Scratch", PRETRAINED: "Pre-training with NAS"},
 }
 
 
@@ -374,7 +377,7 @@ def build_tables(records: list[Record], df=None, *, stat_test: str = "student") 
                       {m: st[f"{m} std"] for m in COLUMNS})
             by_setting.setdefault(key[:3], []).append((row, pkey))
         if number == 4:  # rows only where initialised results exist
-            by_setting = {s: rows for s, rows in by_setting.items() if any(r.key[6] != "scratch" for r, _ in rows)}
+            by_setting = {s: rows for s, rows in by_setting.items() if any(r.key[6] != SCRATCH for r, _ in rows)}
         blocks = []
         paper = PAPER[paper_key]
         for setting, rows in sorted(by_setting.items()):
@@ -624,7 +627,7 @@ def _row_label(r: dict) -> str:
     label = _method_label(key)
     if r["encoder"] != "random" and r["objective"] != DEFAULT_OBJECTIVE:
         label += f" ({r['objective']})"
-    if r["init"] != "scratch":
+    if r["init"] != SCRATCH:
         label += f" [{r['init']}]"
     return label
 
@@ -645,7 +648,7 @@ def plot_tsne(records: list[Record], out_dir: str | Path, *, max_points: int = T
     panels: dict[tuple[str, str, str], list[tuple[str, Path]]] = {}
     for key, by_seed in select_runs(records).items():
         name = wanted.get((key[3], key[4]))
-        if name is None or key[5] != DEFAULT_OBJECTIVE or key[6] != "scratch":
+        if name is None or key[5] != DEFAULT_OBJECTIVE or key[6] != SCRATCH:
             continue
         for seed in sorted(by_seed):
             if by_seed[seed].embeddings.is_file():
