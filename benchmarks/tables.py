@@ -137,7 +137,7 @@ def main() -> None:
                 if (args.dataset, *cell) not in done and cell not in todo:
                     todo.append(cell)
     console.print(f"{len(todo)} runs to do, {args.jobs} at a time")
-    with ThreadPoolExecutor(args.jobs) as pool:
+    with ThreadPoolExecutor(1 if args.dry_run else args.jobs) as pool:  # dry run: commands in order
         list(pool.map(lambda t: run_cell(args, *t), todo))
     if not args.dry_run:
         summarize(args.out, console)
