@@ -53,3 +53,17 @@ def load(kind: str, name: str) -> Any:
         return eps[name].load()
     except Exception as exc:  # a broken plugin must not look like an unknown name
         raise RegistryError(f"{kind} {name!r} is registered as {eps[name].value!r} but fails to load: {exc}") from exc
+
+
+def origin(kind: str, name: str) -> dict[str, str | None]:
+    """Where `name` comes from: its entry point and the distribution (name, version) registering it.
+
+    Recorded in result files, so a submitted encoder's results say which package version made them.
+    """
+    eps = _entry_points(kind)
+    if name not in eps:
+        raise UnknownNameError(kind, name, list(eps))
+    ep = eps[name]
+    dist = ep.dist
+    return {"name": name, "value": ep.value, "distribution": dist.metadata["Name"] if dist else None,
+            "version": dist.version if dist else None}

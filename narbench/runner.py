@@ -171,7 +171,8 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
         num_queries=int(len(query_idx)),
         num_corpus=int(len(corpus_idx)),
         num_train=int(len(train_idx)),
-        environment=environment(),
+        environment={**environment(), "entry_points": {"encoder": registry.origin("encoder", cfg.encoder),
+                                                       "splitter": registry.origin("splitter", splitter_name)}},
         git_commit=git_commit(),
         created=now.isoformat(),
     )

@@ -147,6 +147,19 @@ def test_tables_best_bold_paper_numbers_and_significance(results):
     assert t2["ours+node-number"].marks.get("ndcg@20") == lb.SIG_MARK
 
 
+def test_submitted_encoder_is_a_table1_row_with_significance(results):
+    """A third-party encoder's result files (any name, any splitter) land in Table 1, after the paper's rows."""
+    for seed in range(3):
+        _write(results, "my-encoder", "none", seed, _base(seed) - 0.2)
+        _write(results, "my-encoder", "none", seed, _base(seed), objective="cl", tag="-cl")  # not Table 1
+    t1 = _table(lb.build_tables(lb.collect([results])), 1)
+    nas = next(b for b in t1.blocks if b.dataset == "nas" and b.rows)
+    rows = {r.label: r for r in nas.rows}
+    assert list(rows) == ["random (floor)", "gcn", "gat", "ours+motif", "my-encoder"]
+    assert rows["my-encoder"].n == 3 and rows["my-encoder"].marks.get("ndcg@20") == lb.SIG_MARK
+    assert "| my-encoder | 3 |" in lb.tables_markdown([t1])
+
+
 def test_seed_matching_uses_only_common_seeds(results):
     recs = lb.collect([results])
     sel = lb.select_runs(recs)

@@ -17,6 +17,11 @@ def test_third_party_distribution_registers_encoder_and_dataset(plugin):
     assert "toy" in registry.names("dataset")
     cls = registry.load("encoder", "ophist")
     assert cls.__module__ == "narbench_testplugin"
+    origin = registry.origin("encoder", "ophist")  # what a result file records of a submitted encoder
+    assert origin["distribution"] == "narbench-testplugin" and origin["version"]
+    assert origin["value"].startswith("narbench_testplugin:")
+    with pytest.raises(registry.UnknownNameError):
+        registry.origin("encoder", "nope")
 
 
 def test_unknown_name_lists_known_names():

@@ -23,6 +23,10 @@ def test_gcn_run_writes_complete_result(toy_dataset, tmp_path):
     assert data["config"]["profile"]["model"]["hidden"] == 32
     assert set(data["timings"]) >= {"data", "train", "embed", "retrieve", "score", "total"}
     assert data["environment"]["packages"]["torch"] and data["environment"]["packages"]["ranx"]
+    origin = data["environment"]["entry_points"]["encoder"]
+    assert origin["distribution"] == "narbench" and origin["version"] == data["environment"]["packages"]["narbench"]
+    assert origin["value"] == "narbench.baselines.gnn:GCNEncoder"
+    assert data["environment"]["entry_points"]["splitter"]["name"] == "none"
     assert "git_commit" in data and data["device"] == "cpu"
     assert data["num_queries"] == len(toy_dataset.split.test)
     assert (tmp_path / f"{data['run_id']}.queries.json.gz").exists()
