@@ -44,15 +44,20 @@ def names(kind: str) -> list[str]:
     return list(_entry_points(kind))
 
 
-def load(kind: str, name: str) -> Any:
-    """The object registered as `name` for `kind`; `UnknownNameError` lists the known names."""
+def _entry_point(kind: str, name: str) -> EntryPoint:
     eps = _entry_points(kind)
     if name not in eps:
         raise UnknownNameError(kind, name, list(eps))
+    return eps[name]
+
+
+def load(kind: str, name: str) -> Any:
+    """The object registered as `name` for `kind`; `UnknownNameError` lists the known names."""
+    ep = _entry_point(kind, name)
     try:
-        return eps[name].load()
+        return ep.load()
     except Exception as exc:  # a broken plugin must not look like an unknown name
-        raise RegistryError(f"{kind} {name!r} is registered as {eps[name].value!r} but fails to load: {exc}") from exc
+        raise RegistryError(f"{kind} {name!r} is registered as {ep.value!r} but fails to load: {exc}") from exc
 
 
 def origin(kind: str, name: str) -> dict[str, str | None]:
@@ -60,10 +65,7 @@ def origin(kind: str, name: str) -> dict[str, str | None]:
 
     Recorded in result files, so a submitted encoder's results say which package version made them.
     """
-    eps = _entry_points(kind)
-    if name not in eps:
-        raise UnknownNameError(kind, name, list(eps))
-    ep = eps[name]
+    ep = _entry_point(kind, name)
     dist = ep.dist
     return {"name": name, "value": ep.value, "distribution": dist.metadata["Name"] if dist else None,
             "version": dist.version if dist else None}
