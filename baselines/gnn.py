@@ -2,7 +2,9 @@
 
 Op ids go through an embedding layer (equivalent to one-hot features times a linear map),
 then `layers` message-passing layers with ReLU and dropout, then mean pooling. Trained with
-eq. 5 on the family plus cross-entropy on the coarse label (Table 5 recipe in `paper`).
+eq. 5 plus cross-entropy through a classifier head on the labels of the run's protocol
+(`narbench.protocol`: the family by default; the coarse label under `paper`, section 4.3),
+with the Table 5 recipe in the `paper` profile.
 """
 
 from __future__ import annotations

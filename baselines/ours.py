@@ -8,8 +8,9 @@
    Each distinct motif (same ops and internal edges) is one training example.
 3. Stage 2, graph level (eq. 5-6): F_s is frozen; every distinct motif is embedded once
    (an embedding cache) and the macro graph, whose nodes carry the motif embeddings H_sg*,
-   is embedded by a GCN F_m. Loss: eq. 5 over same-family positives + cross-entropy on the
-   family through a classifier head (`--objective` picks either or both, Table 3).
+   is embedded by a GCN F_m. Loss: eq. 5 + cross-entropy through a classifier head, on the
+   labels the run's protocol gives (`narbench.protocol`; the family under both shipped
+   protocols, as section 3.5 says); `--objective` picks either term or both (Table 3).
 4. Inference (eq. 8): F(A) = F_m(Agg[F_s(Mss(A))]).
 """
 
@@ -85,7 +86,7 @@ class MotifEncoder(Encoder):
     name = "ours"
     uses_splitter = True
     default_splitter = "motif"
-    ce_label = "family"
+    paper_labels = ("family", "family")  # section 3.5: eq. 5 and the classifier on the model family
     context_hops = 1
 
     def __init__(self, num_ops, num_classes, profile, splitter=None) -> None:

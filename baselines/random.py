@@ -17,6 +17,10 @@ class RandomEncoder(Encoder):
     """Embeddings drawn from N(0, I), seeded by the trainer's seed and the graph's content."""
 
     name = "random"
+    trainable = False
+
+    def config(self) -> dict:
+        return {**super().config(), "dim": self.model_config.hidden}
 
     def fit(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels) -> None:
         return None

@@ -2,9 +2,14 @@
 
     python benchmarks/tables.py --dataset nas --profile quick --seeds 0 1 2 --jobs 2 --out runs/tables
     python benchmarks/tables.py --dataset real --profile quick --jobs 2 --out runs/tables
+    python benchmarks/tables.py --dataset real --split unseen --tables table1 --out runs/tables
+    python benchmarks/tables.py --dataset real --protocol paper --tables table1 --out runs/tables
     python benchmarks/tables.py --summarize runs/tables       # only aggregate existing results
 
-Cells: Table 1 = ours+motif, gcn, gat (and the random floor); Table 2 = ours with each
+`--split` and `--protocol` pass through to every run (`narbench run --split/--protocol`).
+Cells: Table 1 = ours+motif, gcn, gat and the training-free floors (random, ophist,
+ophist-tfidf, wl; a floor's result holds under every protocol, so it is run once per split);
+Table 2 = ours with each
 splitter; Table 3 = ours with each objective; Table 4 (real only) = ours+motif initialised
 from the `nas` ours+motif run of the same profile and seed found in --pretrained (default
 --out), so run `nas` first. Seed 0 of the Table 1 encoders also saves its query embeddings
@@ -30,7 +35,9 @@ from narbench.profiles import TrainConfig
 DEFAULT_OBJECTIVE = TrainConfig().objective
 
 CELLS = {  # (encoder, splitter, objective or None for the default, init)
-    "table1": [(e, s, None, SCRATCH) for e, s in (("ours", "motif"), ("gcn", "none"), ("gat", "none"), ("random", "none"))],
+    "table1": [(e, s, None, SCRATCH) for e, s in (("ophist", "none"), ("ophist-tfidf", "none"), ("wl", "none"),
+                                                  ("random", "none"), ("ours", "motif"), ("gcn", "none"),
+                                                  ("gat", "none"))],
     "table2": [("ours", s, None, SCRATCH) for s in ("node-number", "motif-number", "random", "motif")],
     "table3": [("ours", "motif", o, SCRATCH) for o in ("ce", "cl", "ce+cl")],
     "table4": [("ours", "motif", None, SCRATCH), ("ours", "motif", None, PRETRAINED)],
@@ -43,11 +50,21 @@ def cell_key(encoder: str, splitter: str, objective: str | None, init: str = SCR
 
 
 def existing(out: Path) -> set[tuple]:
-    """(dataset, encoder, splitter, objective, init, seed) of the results already in `out`."""
+    """(dataset, split, protocol, encoder, splitter, objective, init, seed) of the results in `out`.
+
+    A training-free encoder's protocol is `any` (it holds under every protocol)."""
     from narbench import leaderboard
 
-    return {(r.dataset, r.result.encoder, r.result.splitter, r.objective, r.init, r.result.seed)
-            for r in leaderboard.collect([out])}
+    return {(r.dataset, r.result.split, r.protocol, r.result.encoder, r.result.splitter, r.objective, r.init,
+             r.result.seed) for r in leaderboard.collect([out])}
+
+
+def cell_protocol(encoder: str, protocol: str) -> str:
+    """The protocol a cell's result is filed under: `any` for a training-free encoder."""
+    from narbench import registry
+    from narbench.leaderboard import ANY_PROTOCOL
+
+    return protocol if registry.load("encoder", encoder).trainable else ANY_PROTOCOL
 
 
 def pretrained_source(folder: Path, profile: str, seed: int) -> Path | None:
@@ -68,7 +85,8 @@ def pretrained_source(folder: Path, profile: str, seed: int) -> Path | None:
 def command(args, encoder, splitter, objective, init, seed) -> list[str] | None:
     """The `narbench run` command line of one cell and seed; None when a Table 4 source is missing."""
     cmd = [sys.executable, "-m", "narbench.cli", "run", "--encoder", encoder, "--splitter", splitter,
-           "--dataset", args.dataset, "--profile", args.profile, "--seed", str(seed), "--device", args.device,
+           "--dataset", args.dataset, "--split", args.split, "--protocol", args.protocol,
+           "--profile", args.profile, "--seed", str(seed), "--device", args.device,
            "--out", str(args.out), "--no-progress", "--objective", objective]
     if (encoder, splitter, objective, init) == ("ours", "motif", DEFAULT_OBJECTIVE, SCRATCH):
         cmd.append("--save-weights")  # the Table 4 source when this dataset is `nas`
@@ -109,6 +127,8 @@ def summarize(out: Path, console: Console) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", default="nas")
+    parser.add_argument("--split", default="standard", help="a split of the dataset (real: standard or unseen)")
+    parser.add_argument("--protocol", default="family", help="family (default) or paper")
     parser.add_argument("--profile", default="quick")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--tables", nargs="+", default=None, choices=list(CELLS),
@@ -134,7 +154,8 @@ def main() -> None:
         for enc, spl, obj, init in CELLS[name]:
             for seed in args.seeds:
                 cell = (enc, spl, obj or DEFAULT_OBJECTIVE, init, seed)
-                if (args.dataset, *cell) not in done and cell not in todo:
+                filed = (args.dataset, args.split, cell_protocol(enc, args.protocol), *cell)
+                if filed not in done and cell not in todo:
                     todo.append(cell)
     console.print(f"{len(todo)} runs to do, {args.jobs} at a time")
     with ThreadPoolExecutor(1 if args.dry_run else args.jobs) as pool:  # dry run: commands in order

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from narbench import registry
 from narbench.profiles import OBJECTIVES, PROFILES
+from narbench.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 
 
 def _parse_param(text: str) -> tuple[str, object]:
@@ -33,6 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--encoder", default="ours", help="registered encoder name (see `narbench encoders`)")
     run.add_argument("--splitter", default=None, help="registered splitter name (default: the encoder's)")
     run.add_argument("--dataset", default="nas", help="registered dataset name (default: nas)")
+    run.add_argument("--split", default="standard",
+                     help="a split of the dataset: standard (default) or, on real, unseen (whole zoo models held out)")
+    run.add_argument("--protocol", default=DEFAULT_PROTOCOL, choices=sorted(PROTOCOLS),
+                     help="which labels trainable encoders get: family (default; the same for every encoder) "
+                          "or paper (the paper's setting, for reproduction rows)")
     run.add_argument("--profile", default="quick", choices=sorted(PROFILES), help="data and recipe budget")
     run.add_argument("--objective", default=None, choices=OBJECTIVES, help="graph-level loss terms (default ce+cl)")
     run.add_argument("--param", dest="params", action="append", type=_parse_param, default=[],
@@ -94,14 +100,16 @@ def _run(args, console: Console) -> int:
     from narbench.runner import RunConfig, run
 
     cfg = RunConfig(
-        encoder=args.encoder, splitter=args.splitter, dataset=args.dataset, profile=args.profile,
+        encoder=args.encoder, splitter=args.splitter, dataset=args.dataset, split=args.split,
+        protocol=args.protocol, profile=args.profile,
         seed=args.seed, device=args.device, objective=args.objective, splitter_params=dict(args.params),
         out=args.out, progress=not args.no_progress, save_embeddings=args.save_embeddings,
         save_weights=args.save_weights, init_from=args.init_from,
     )
     ev = run(cfg, console=console)
     res = ev.result
-    table = Table(title=f"{res.encoder} + {res.splitter} on {res.dataset['name']} ({res.profile}, seed {res.seed})")
+    table = Table(title=f"{res.encoder} + {res.splitter} on {res.dataset['name']} · {res.split} "
+                        f"({res.profile}, protocol {res.protocol}, seed {res.seed})")
     table.add_column("metric")
     for k in (20, 50, 100):
         table.add_column(f"@{k}", justify="right")

@@ -2,11 +2,15 @@
 
 A dataset provider (registered under the entry-point group `narbench.datasets`) subclasses
 `DatasetProvider` and implements `build()`; `load()` handles caching, the sha256 check and
-the split. Use `narbench.load_dataset(name)`.
+the splits. Use `narbench.load_dataset(name)`.
+
+Every dataset has the `standard` split (stratified by family); a provider may add others
+(`real` adds `unseen`, whole zoo models on one side) by overriding `DatasetProvider.splits`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -26,12 +30,19 @@ def cache_dir() -> Path:
 
 @dataclass(frozen=True)
 class Split:
-    """The fixed evaluation split: queries are `test` graphs, the corpus is `train` graphs."""
+    """A fixed evaluation split: queries are `test` graphs, the corpus is `train` graphs."""
 
     train: np.ndarray
     test: np.ndarray
     seed: int
     test_size: float
+    name: str = "standard"
+    rule: str = ""  # one sentence saying how the split was made (for datasheets)
+
+    def describe(self) -> dict[str, Any]:
+        """Provenance for result files: name, rule parameters and sizes."""
+        return {"name": self.name, "seed": self.seed, "test_size": self.test_size,
+                "train": int(len(self.train)), "test": int(len(self.test))}
 
 
 def stratified_split(labels: list[str], *, test_size: float = 0.1, seed: int = 0) -> Split:
@@ -51,7 +62,50 @@ def stratified_split(labels: list[str], *, test_size: float = 0.1, seed: int = 0
         idx[splittable], test_size=test_size, stratify=labels_arr[splittable], random_state=seed
     )
     train = np.sort(np.concatenate([train, idx[~splittable]]))
-    return Split(train=train.astype(np.int64), test=np.sort(test).astype(np.int64), seed=seed, test_size=test_size)
+    rule = (f"stratified by family, {1 - test_size:g}/{test_size:g} (scikit-learn `train_test_split`, seed {seed}); "
+            "families with one graph go to the corpus only")
+    return Split(train=train.astype(np.int64), test=np.sort(test).astype(np.int64), seed=seed, test_size=test_size,
+                 rule=rule)
+
+
+def group_split(labels: list[str], groups: list[str], *, test_size: float = 0.1, seed: int = 0,
+                name: str = "unseen", group_rule: str = "group") -> Split:
+    """A split that keeps every group whole: a query's group has no member in the corpus.
+
+    Per label with at least two distinct groups, the groups are ordered by sha256 of
+    `"<seed>:<group>"` (fixed on any machine and library version) and taken for the test side
+    in that order while the test side holds fewer than `test_size` of the label's graphs,
+    always at least one group and never all of them, so every queried label keeps a relevant
+    corpus item. Labels with a single group go to the corpus only.
+    """
+    labels_arr, groups_arr = np.asarray(labels, dtype=object), np.asarray(groups, dtype=object)
+    if labels_arr.shape != groups_arr.shape:
+        raise ValueError(f"{len(labels_arr)} labels but {len(groups_arr)} groups")
+    sizes: dict[tuple[str, str], int] = {}
+    for lab, grp in zip(labels_arr.tolist(), groups_arr.tolist()):
+        sizes[(lab, grp)] = sizes.get((lab, grp), 0) + 1
+    by_label: dict[str, list[str]] = {}
+    for lab, grp in sizes:
+        by_label.setdefault(lab, []).append(grp)
+    test_groups: set[tuple[str, str]] = set()
+    for lab, grps in by_label.items():
+        if len(grps) < 2:
+            continue
+        total = sum(sizes[(lab, g)] for g in grps)
+        ordered = sorted(grps, key=lambda g: hashlib.sha256(f"{seed}:{g}".encode()).hexdigest())
+        taken = 0
+        for g in ordered[:-1]:
+            if taken >= test_size * total:
+                break
+            test_groups.add((lab, g))
+            taken += sizes[(lab, g)]
+    is_test = np.array([(lab, grp) in test_groups for lab, grp in zip(labels_arr.tolist(), groups_arr.tolist())],
+                       dtype=bool)
+    idx = np.arange(len(labels_arr), dtype=np.int64)
+    rule = (f"whole groups ({group_rule}) on one side: per family with at least two groups, groups in the order of "
+            f"sha256(\"{seed}:<group>\") go to the queries while they hold under {test_size:g} of the family's graphs "
+            "(at least one group, never all); families with one group go to the corpus only")
+    return Split(train=idx[~is_test], test=idx[is_test], seed=seed, test_size=test_size, name=name, rule=rule)
 
 
 def stratified_subset(indices: np.ndarray, labels: np.ndarray, n: int | None, *, seed: int = 0) -> np.ndarray:
@@ -74,9 +128,20 @@ def stratified_subset(indices: np.ndarray, labels: np.ndarray, n: int | None, *,
     return np.sort(indices[np.argsort(key, kind="stable")[:n]])
 
 
+class UnknownSplitError(KeyError):
+    """A split name the dataset does not have; the message lists the ones it has."""
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
 @dataclass
 class GraphDataset:
-    """A loaded dataset: graphs, op vocabulary, version, content hash and the fixed split."""
+    """A loaded dataset: graphs, op vocabulary, version, content hash and its fixed splits.
+
+    `split` is the `standard` split; `splits` maps every split's name to its `Split` (at least
+    `standard`).
+    """
 
     name: str
     version: str
@@ -85,9 +150,19 @@ class GraphDataset:
     sha256: str
     split: Split
     meta: dict[str, Any] = field(default_factory=dict)
+    splits: dict[str, Split] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.splits = {"standard": self.split, **{k: v for k, v in self.splits.items() if k != "standard"}}
 
     def __len__(self) -> int:
         return len(self.graphs)
+
+    def get_split(self, name: str = "standard") -> Split:
+        """The split called `name`; `UnknownSplitError` lists the dataset's splits."""
+        if name not in self.splits:
+            raise UnknownSplitError(f"dataset {self.name!r} has no split {name!r}; its splits: {', '.join(self.splits)}")
+        return self.splits[name]
 
     @property
     def families(self) -> list[str]:
@@ -105,8 +180,8 @@ class GraphDataset:
         index = {c: i for i, c in enumerate(self.coarse_labels)}
         return np.array([index[g.coarse] for g in self.graphs], dtype=np.int64)
 
-    def describe(self) -> dict[str, Any]:
-        """Provenance for result files."""
+    def describe(self, split: str = "standard") -> dict[str, Any]:
+        """Provenance for result files (with the split the run used)."""
         return {
             "name": self.name,
             "version": self.version,
@@ -114,8 +189,7 @@ class GraphDataset:
             "num_graphs": len(self.graphs),
             "num_ops": len(self.vocab),
             "num_families": len(self.families),
-            "split": {"seed": self.split.seed, "test_size": self.split.test_size,
-                      "train": int(len(self.split.train)), "test": int(len(self.split.test))},
+            "split": self.get_split(split).describe(),
         }
 
 
@@ -136,6 +210,16 @@ class DatasetProvider:
     def build(self) -> tuple[list[ArchGraph], list[str], dict[str, Any]]:
         """Return (graphs, vocab, header) for this version; header is stored with the data."""
         raise NotImplementedError
+
+    def splits(self, graphs: list[ArchGraph]) -> dict[str, Split]:
+        """Every fixed split of this dataset by name; `standard` is stratified by family."""
+        return {"standard": stratified_split([g.family for g in graphs], test_size=self.test_size, seed=self.split_seed)}
+
+    def dataset(self, graphs: list[ArchGraph], vocab: list[str], header: dict[str, Any], digest: str) -> GraphDataset:
+        """The loaded `GraphDataset` with its splits."""
+        splits = self.splits(graphs)
+        return GraphDataset(self.name, self.version, list(vocab), graphs, digest, splits["standard"], meta=header,
+                            splits=splits)
 
     def cache_path(self, root: Path | None = None) -> Path:
         return (root or cache_dir()) / f"{self.name}-{self.version}.narg"
@@ -160,9 +244,7 @@ class DatasetProvider:
                     f"expected {self.expected_sha256}; the build is not reproducible here"
                 )
             loaded = (graphs, vocab, header, digest)
-        graphs, vocab, header, digest = loaded
-        split = stratified_split([g.family for g in graphs], test_size=self.test_size, seed=self.split_seed)
-        return GraphDataset(self.name, self.version, list(vocab), graphs, digest, split, meta=header)
+        return self.dataset(*loaded)
 
 
 def load_dataset(name: str, *, root: str | os.PathLike | None = None, refresh: bool = False) -> GraphDataset:

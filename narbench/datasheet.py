@@ -36,6 +36,8 @@ class Datasheet:
     edges: dict[str, float]
     split: dict[str, int]
     header: dict[str, Any] = field(default_factory=dict)
+    #: per split name: its rule, corpus/query/family counts and the near-duplicate share
+    splits: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -56,6 +58,15 @@ class Datasheet:
         versions = self.header.get("versions")
         if versions:
             lines.append("| built with | " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) + " |")
+        if self.splits:
+            lines += ["", "| split | corpus | queries | families queried | queries with a near-duplicate "
+                      f"of their family in the corpus (op-histogram cosine >= {NEAR_DUPLICATE}) |",
+                      "|---|---:|---:|---:|---:|"]
+            for name, sp in self.splits.items():
+                lines.append(f"| `{name}` | {sp['corpus']:,} | {sp['queries']:,} | {sp['query_families']:,} | "
+                             f"{100 * sp['near_duplicate_share']:.1f}% |")
+            lines.append("")
+            lines += [f"- `{name}`: {sp['rule']}." for name, sp in self.splits.items()]
         for title, counts in (("source", self.per_source), ("coarse label", self.per_coarse)):
             fams = Counter(s for v in self.family_sources.values() for s in v.split("+")) \
                 if title == "source" else None
@@ -98,6 +109,33 @@ def _dist(values: list[int]) -> dict[str, float]:
     return out
 
 
+#: op-histogram cosine at or above which two graphs count as near-duplicates (depth, head,
+#: activation variants of one model have the same op mix up to scale)
+NEAR_DUPLICATE = 0.999
+
+
+def near_duplicate_share(ds: GraphDataset, split) -> float:
+    """Share of `split`'s queries with a same-family corpus graph of op-histogram cosine >= NEAR_DUPLICATE.
+
+    A query with such a twin is found by counting ops alone; the higher this share, the more a
+    split measures near-duplicate detection rather than retrieval of related designs.
+    """
+    from narbench.baselines.floors import op_counts
+
+    if len(split.test) == 0:
+        return 0.0
+    counts = op_counts(ds.graphs, len(ds.vocab))
+    unit = counts / np.maximum(np.linalg.norm(counts, axis=1, keepdims=True), 1e-12)
+    fam = np.array([g.family for g in ds.graphs])
+    hits = 0
+    for f in np.unique(fam[split.test]):
+        q = split.test[fam[split.test] == f]
+        c = split.train[fam[split.train] == f]
+        if len(c):
+            hits += int(((unit[q] @ unit[c].T).max(axis=1) >= NEAR_DUPLICATE).sum())
+    return hits / len(split.test)
+
+
 def datasheet(ds: GraphDataset) -> Datasheet:
     """Compute the datasheet of a loaded dataset."""
     per_family = Counter(g.family for g in ds.graphs)
@@ -118,4 +156,8 @@ def datasheet(ds: GraphDataset) -> Datasheet:
                "query_families": len(query_families),
                "singleton_families": sum(1 for v in per_family.values() if v == 1)},
         header=header,
+        splits={name: {"rule": sp.rule, "corpus": int(len(sp.train)), "queries": int(len(sp.test)),
+                       "query_families": len({ds.graphs[i].family for i in sp.test}),
+                       "near_duplicate_share": round(near_duplicate_share(ds, sp), 4)}
+                for name, sp in ds.splits.items()},
     )

@@ -32,14 +32,17 @@ class Encoder(torch.nn.Module):
     """Base class. Subclasses implement `fit` and `embed`.
 
     Class attributes: `name`; `uses_splitter` (False: the encoder reads whole graphs and only
-    accepts the `none` splitter); `default_splitter`; `ce_label` ("coarse" or "family": which
-    label the cross-entropy head predicts, as the paper does per method).
+    accepts the `none` splitter); `default_splitter`; `trainable` (False for training-free
+    encoders such as the floors: they see no labels, so their results hold under every
+    protocol); `paper_labels` ((contrastive label, classifier label) under the `paper`
+    protocol, see `narbench.protocol`; the default is the paper's baselines' coarse labels).
     """
 
     name: ClassVar[str] = ""
     uses_splitter: ClassVar[bool] = False
     default_splitter: ClassVar[str] = "none"
-    ce_label: ClassVar[str] = "coarse"
+    trainable: ClassVar[bool] = True
+    paper_labels: ClassVar[tuple[str, str]] = ("coarse", "coarse")
 
     def __init__(self, num_ops: int, num_classes: int, profile: Profile, splitter: Splitter | None = None) -> None:
         super().__init__()
@@ -56,12 +59,24 @@ class Encoder(torch.nn.Module):
         """Everything that defines this encoder, recorded in the result file."""
         from dataclasses import asdict
 
-        return {"model": asdict(self.profile.model), "train": asdict(self.profile.train), "ce_label": self.ce_label}
+        if not self.trainable:
+            return {"trainable": False}
+        return {"model": asdict(self.profile.model), "train": asdict(self.profile.train), "trainable": True}
 
     def fit(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels) -> None:
+        """Train on the training graphs (a subset of the corpus; never the queries).
+
+        `labels.cl[i]` / `labels.ce[i]` are the contrastive and classifier label ids of
+        `graphs[i]`, as the run's protocol assigns them; `trainer` gives the device, seed,
+        progress bars and the generic training loops. Training-free encoders return at once.
+        """
         raise NotImplementedError
 
     def embed(self, trainer: Trainer, graphs: list[ArchGraph]) -> torch.Tensor:
+        """One embedding per graph, in order: a float tensor [len(graphs), D] (any device).
+
+        Retrieval ranks corpus graphs by cosine similarity of these vectors (eq. 1).
+        """
         raise NotImplementedError
 
 

@@ -5,12 +5,15 @@ and the extra directories, and regenerates `<out_dir>/aggregate.csv`, `aggregate
 `plots/*.png` and `README.md`. The output depends only on the result files: same inputs give
 byte-identical markdown and CSV (no timestamps, sorted iteration, fixed float formatting).
 
-Grouping: one leaderboard row per (dataset, profile, device kind, encoder, splitter,
-objective, init); several runs of one row with the same seed count once (the latest by
-`created`, then `run_id`). Significance (Tables 1 and 2): ranx's paired Student's t-test
-between the row with the best mean NDCG@20 and every other row of the same dataset / profile /
-device kind, on per-query scores from the `.queries.json.gz` sidecars, seed-matched (only the
-seeds both rows have) with the queries pooled over those seeds.
+Grouping: one leaderboard row per `Key` (dataset, split, profile, device kind, protocol,
+encoder, splitter, objective, init); several runs of one row with the same seed count once
+(the latest by `created`, then `run_id`). A table block is one *setting* (dataset, split,
+profile, device kind, protocol): runs of different protocols are never ranked together. A
+training-free encoder saw no labels, so its rows (protocol `any`) appear in the block of every
+protocol of their dataset / split / profile / device kind. Significance (Tables 1 and 2):
+ranx's paired Student's t-test between the row with the best mean NDCG@20 and every other
+row of the block, on per-query scores from the `.queries.json.gz` sidecars, seed-matched
+(only the seeds both rows have) with the queries pooled over those seeds.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import math
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 import numpy as np
 
@@ -32,7 +35,30 @@ from narbench.store import atomic_write_bytes
 #: `init` of a run: trained from scratch, or initialised from another run (config.run.init_from)
 SCRATCH, PRETRAINED = "scratch", "pretrained"
 
-KEYS = ("dataset", "profile", "device", "encoder", "splitter", "objective", "init")
+#: protocol of a training-free encoder's rows: it saw no labels, so it belongs to every protocol
+ANY_PROTOCOL = "any"
+
+
+class Key(NamedTuple):
+    """What one leaderboard row (and one line of aggregate.csv) is a result of."""
+
+    dataset: str
+    split: str
+    profile: str
+    device: str
+    protocol: str
+    encoder: str
+    splitter: str
+    objective: str
+    init: str
+
+    @property
+    def setting(self) -> tuple[str, str, str, str, str]:
+        """(dataset, split, profile, device, protocol): one block of each table."""
+        return self[:5]
+
+
+KEYS = Key._fields
 EXTRA = tuple(f"map_capped@{k}" for k in (20, 50, 100))
 ALL_METRICS = METRICS + EXTRA
 # Table columns: ranx's nine metrics, with the capped MAP next to ranx's MAP.
@@ -140,9 +166,19 @@ class Record:
         return PRETRAINED if ((self.result.config or {}).get("run") or {}).get("init_from") else SCRATCH
 
     @property
-    def key(self) -> tuple[str, ...]:
+    def trained(self) -> bool:
+        """False for a training-free encoder (its result file records no training labels)."""
+        return (self.result.config or {}).get("labels") is not None
+
+    @property
+    def protocol(self) -> str:
+        return str(self.result.protocol) if self.trained else ANY_PROTOCOL
+
+    @property
+    def key(self) -> Key:
         r = self.result
-        return (self.dataset, r.profile, self.device, r.encoder, r.splitter, self.objective, self.init)
+        return Key(self.dataset, str(r.split), r.profile, self.device, self.protocol, r.encoder, r.splitter,
+                   self.objective, self.init)
 
     @property
     def sidecar(self) -> Path:
@@ -201,9 +237,9 @@ def collect(dirs: Iterable[str | Path]) -> list[Record]:
     return records
 
 
-def select_runs(records: Iterable[Record]) -> dict[tuple[str, ...], dict[int, Record]]:
+def select_runs(records: Iterable[Record]) -> dict[Key, dict[int, Record]]:
     """Group key -> {seed: record}; of several runs with one seed, the latest (created, run_id)."""
-    out: dict[tuple[str, ...], dict[int, Record]] = {}
+    out: dict[Key, dict[int, Record]] = {}
     for rec in sorted(records, key=lambda r: (r.result.created or "", r.result.run_id, str(r.path))):
         out.setdefault(rec.key, {})[int(rec.result.seed)] = rec
     return dict(sorted(out.items()))
@@ -262,7 +298,7 @@ def write_aggregate(df, out_dir: str | Path) -> tuple[Path, Path]:
 @dataclass
 class Row:
     label: str
-    key: tuple[str, ...]
+    key: Key
     n: int
     mean: dict[str, float]
     std: dict[str, float]
@@ -272,20 +308,20 @@ class Row:
 
 @dataclass
 class Block:
-    """The rows of one table for one dataset / profile / device kind (or paper rows only)."""
+    """The rows of one table for one setting (or paper rows only, `setting` None)."""
 
     dataset: str
-    profile: str | None
-    device: str | None
+    setting: tuple[str, str, str, str, str] | None
     rows: list[Row]
     paper: list[tuple[str, tuple[float, ...]]]
     notes: list[str] = field(default_factory=list)
 
     @property
     def title(self) -> str:
-        if self.profile is None:
+        if self.setting is None:
             return f"{self.dataset} (no narbench results yet)"
-        return f"{self.dataset} · {self.profile} · {self.device}"
+        ds, split, profile, device, protocol = self.setting
+        return f"{ds} · split {split} · {profile} · {device} · protocol {protocol}"
 
 
 @dataclass
@@ -297,46 +333,45 @@ class LeaderTable:
     empty_note: str | None = None
 
 
-def _method_label(key: tuple[str, ...]) -> str:
-    _, _, _, enc, split, _, _ = key
-    if enc == "random":
-        return "random (floor)"
-    return enc if split == "none" else f"{enc}+{split}"
+def _method_label(key: Key) -> str:
+    if key.protocol == ANY_PROTOCOL:
+        return f"{key.encoder} (floor)"
+    return key.encoder if key.splitter == "none" else f"{key.encoder}+{key.splitter}"
 
 
 # Each table: (number, title, row filter over group keys, row label, paper key of a row, sig test?)
 _SPLITTER_ORDER = {"node-number": 0, "motif-number": 1, "random": 2, "motif": 3}
 _OBJ_ORDER = {"ce": 0, "cl": 1, "ce+cl": 2}
-_T1_ORDER = {"random (floor)": 0, "gcn": 1, "gat": 2, "ours+motif": 3}
+_T1_ORDER = {"random (floor)": 0, "ophist (floor)": 1, "ophist-tfidf (floor)": 2, "wl (floor)": 3,
+             "gcn": 4, "gat": 5, "ours+motif": 6}
 
 
 def _table_specs():
-    def t1(k):
-        enc, split, obj, init = k[3], k[4], k[5], k[6]
-        if init != SCRATCH:
+    def t1(k: Key):
+        if k.init != SCRATCH:
             return None
-        if enc == "random":
-            return "random (floor)", None
-        if obj != DEFAULT_OBJECTIVE:
+        if k.protocol == ANY_PROTOCOL:  # training-free floors
+            return _method_label(k), None
+        if k.objective != DEFAULT_OBJECTIVE:
             return None
-        if enc == "ours" and split != "motif":  # ours' other splitters are Table 2
+        if k.encoder == "ours" and k.splitter != "motif":  # ours' other splitters are Table 2
             return None
         label = _method_label(k)  # any other encoder (gcn, gat, a submitted one) is a Table 1 row
         return label, label
 
-    def t2(k):
-        if k[3] == "ours" and k[5] == DEFAULT_OBJECTIVE and k[6] == SCRATCH:
-            return f"ours+{k[4]}", k[4]
+    def t2(k: Key):
+        if k.encoder == "ours" and k.objective == DEFAULT_OBJECTIVE and k.init == SCRATCH:
+            return f"ours+{k.splitter}", k.splitter
         return None
 
-    def t3(k):
-        if k[3] == "ours" and k[4] == "motif" and k[6] == SCRATCH:
-            return f"ours+motif, {k[5]}", k[5]
+    def t3(k: Key):
+        if k.encoder == "ours" and k.splitter == "motif" and k.init == SCRATCH:
+            return f"ours+motif, {k.objective}", k.objective
         return None
 
-    def t4(k):
-        if k[3] == "ours" and k[4] == "motif" and k[5] == DEFAULT_OBJECTIVE:
-            return ("ours+motif, from scratch" if k[6] == SCRATCH else "ours+motif, initialised from nas"), k[6]
+    def t4(k: Key):
+        if k.encoder == "ours" and k.splitter == "motif" and k.objective == DEFAULT_OBJECTIVE:
+            return ("ours+motif, from scratch" if k.init == SCRATCH else "ours+motif, initialised from nas"), k.init
         return None
 
     return [
@@ -364,41 +399,55 @@ def build_tables(records: list[Record], df=None, *, stat_test: str = "student") 
         df = aggregate(records)
     selected = select_runs(records)
     sidecars: dict[Path, dict[str, np.ndarray] | None] = {}
-    stats = {tuple(r[k] for k in KEYS): r for r in df.to_dict(orient="records")}
+    stats = {Key(*(r[k] for k in KEYS)): r for r in df.to_dict(orient="records")}
     tables = []
     for number, title, pick, order, paper_key, sig in _table_specs():
-        by_setting: dict[tuple[str, str, str], list[tuple[Row, str | None]]] = {}
-        for key, st in sorted(stats.items()):
-            picked = pick(key)
-            if picked is None:
-                continue
-            label, pkey = picked
-            row = Row(label, key, int(st["n"]), {m: st[f"{m} mean"] for m in COLUMNS},
-                      {m: st[f"{m} std"] for m in COLUMNS})
-            by_setting.setdefault(key[:3], []).append((row, pkey))
+        by_setting = _by_setting(stats, pick)
         if number == 4:  # rows only where initialised results exist
-            by_setting = {s: rows for s, rows in by_setting.items() if any(r.key[6] != SCRATCH for r, _ in rows)}
+            by_setting = {s: rows for s, rows in by_setting.items() if any(r.key.init != SCRATCH for r in rows)}
         blocks = []
         paper = PAPER[paper_key]
         for setting, rows in sorted(by_setting.items()):
-            rows = [r for r, _ in sorted(rows, key=lambda rp: (order(rp[0].label), rp[0].label))]
+            rows = sorted(rows, key=lambda r: (order(r.label), r.label))
             _mark_best(rows)
-            block = Block(*setting, rows, _paper_rows(paper_key, setting[0]))
+            block = Block(setting[0], setting, rows, _paper_rows(paper_key, setting[0]))
             if sig and len(rows) > 1:
                 block.notes.extend(_significance(rows, selected, sidecars, stat_test))
             blocks.append(block)
         covered = {b.dataset for b in blocks}
         if number != 4:
             for ds in sorted(set(paper) - covered):
-                blocks.append(Block(ds, None, None, [], _paper_rows(paper_key, ds)))
+                blocks.append(Block(ds, None, [], _paper_rows(paper_key, ds)))
         notes = [MAP_NOTE, "Bold: the best of our rows in each column (mean over seeds, at the shown precision). "
                  "Cells: mean ± sample std over seeds; n = number of seeds."]
         empty = None
         if number == 4 and not blocks:
             empty = ("No results with `config.run.init_from` set yet; the paper's numbers for reference:")
-            blocks.append(Block("real", None, None, [], _paper_rows(paper_key, "real")))
+            blocks.append(Block("real", None, [], _paper_rows(paper_key, "real")))
         tables.append(LeaderTable(number, title, blocks, notes, empty))
     return tables
+
+
+def _by_setting(stats: dict[Key, dict], pick) -> dict[tuple, list[Row]]:
+    """The rows `pick` selects, per setting; training-free rows join every protocol's setting.
+
+    A setting with only training-free rows is a block of its own (protocol `any`).
+    """
+    trained: dict[tuple, list[Row]] = {}
+    free: dict[tuple, list[Row]] = {}
+    for key, st in sorted(stats.items()):
+        picked = pick(key)
+        if picked is None:
+            continue
+        row = Row(picked[0], key, int(st["n"]), {m: st[f"{m} mean"] for m in COLUMNS},
+                  {m: st[f"{m} std"] for m in COLUMNS})
+        (free if key.protocol == ANY_PROTOCOL else trained).setdefault(key.setting, []).append(row)
+    out = {s: list(rows) for s, rows in trained.items()}
+    for setting, rows in free.items():
+        homes = [s for s in trained if s[:4] == setting[:4]]
+        for home in homes or [setting]:
+            out.setdefault(home, []).extend(rows)
+    return out
 
 
 def _paper_rows(paper_key: str, dataset: str) -> list[tuple[str, tuple[float, ...]]]:
@@ -593,42 +642,40 @@ def _save(fig, path: Path) -> None:
 
 
 def plot_ndcg(df, out_dir: str | Path) -> list[Path]:
-    """One bar chart per dataset / profile / device kind: NDCG@20/50/100 per row, std error bars."""
+    """One bar chart per setting: NDCG@20/50/100 per row, std error bars."""
     plt = _plt()
     out = []
-    settings = sorted({(r["dataset"], r["profile"], r["device"]) for r in df.to_dict(orient="records")})
-    for ds, prof, dev in settings:
-        sub = df[(df["dataset"] == ds) & (df["profile"] == prof) & (df["device"] == dev)]
-        sub = sub.sort_values(list(KEYS))
-        labels = [_row_label(r) for r in sub.to_dict(orient="records")]
+    stats = {Key(*(r[k] for k in KEYS)): r for r in df.to_dict(orient="records")}
+    for setting, rows in sorted(_by_setting(stats, lambda k: (_row_label(k), None)).items()):
+        rows = sorted(rows, key=lambda r: r.key)
+        labels = [r.label for r in rows]
         x = np.arange(len(labels))
         fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(labels) + 2), 4.2))
         width = 0.27
         for i, k in enumerate((20, 50, 100)):
-            means = sub[f"ndcg@{k} mean"].to_numpy(dtype=float)
-            stds = sub[f"ndcg@{k} std"].to_numpy(dtype=float)  # NaN (one seed): no error bar
+            means = np.array([stats[r.key][f"ndcg@{k} mean"] for r in rows], dtype=float)
+            stds = np.array([stats[r.key][f"ndcg@{k} std"] for r in rows], dtype=float)  # NaN (one seed): no bar
             ax.bar(x + (i - 1) * width, means, width, yerr=stds, capsize=2, label=f"NDCG@{k}")
         ax.set_xticks(x)
         ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
         ax.set_ylim(0, 1.12)
         ax.set_ylabel("NDCG (mean ± std over seeds)")
-        ax.set_title(f"{ds} · {prof} · {dev}")
+        ax.set_title(" · ".join(setting))
         ax.legend(fontsize=8, loc="upper center", ncol=3, frameon=False)
         ax.grid(axis="y", alpha=0.3)
-        path = Path(out_dir) / f"ndcg-{ds}-{prof}-{dev}.png"
+        path = Path(out_dir) / f"ndcg-{'-'.join(setting)}.png"
         _save(fig, path)
         plt.close(fig)
         out.append(path)
     return out
 
 
-def _row_label(r: dict) -> str:
-    key = tuple(r[k] for k in KEYS)
+def _row_label(key: Key) -> str:
     label = _method_label(key)
-    if r["encoder"] != "random" and r["objective"] != DEFAULT_OBJECTIVE:
-        label += f" ({r['objective']})"
-    if r["init"] != SCRATCH:
-        label += f" [{r['init']}]"
+    if key.protocol != ANY_PROTOCOL and key.objective != DEFAULT_OBJECTIVE:
+        label += f" ({key.objective})"
+    if key.init != SCRATCH:
+        label += f" [{key.init}]"
     return label
 
 
@@ -645,14 +692,14 @@ def plot_tsne(records: list[Record], out_dir: str | Path, *, max_points: int = T
 
     plt = _plt()
     wanted = {("gcn", "none"): "gcn", ("gat", "none"): "gat", ("ours", "motif"): "ours+motif"}
-    panels: dict[tuple[str, str, str], list[tuple[str, Path]]] = {}
+    panels: dict[tuple[str, ...], list[tuple[str, Path]]] = {}
     for key, by_seed in select_runs(records).items():
-        name = wanted.get((key[3], key[4]))
-        if name is None or key[5] != DEFAULT_OBJECTIVE or key[6] != SCRATCH:
+        name = wanted.get((key.encoder, key.splitter))
+        if name is None or key.objective != DEFAULT_OBJECTIVE or key.init != SCRATCH:
             continue
         for seed in sorted(by_seed):
             if by_seed[seed].embeddings.is_file():
-                panels.setdefault(key[:3], []).append((name, by_seed[seed].embeddings))
+                panels.setdefault(key.setting, []).append((name, by_seed[seed].embeddings))
                 break
     out = []
     order = {"gcn": 0, "gat": 1, "ours+motif": 2}

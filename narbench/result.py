@@ -21,7 +21,10 @@ import numpy as np
 
 from narbench.store import atomic_write_bytes
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: Schema-1 files (before protocols) trained eq. 5 on the family and the classifier on
+#: `config.encoder.ce_label`; `RunResult.read` names their protocol from that.
+MIXED_PROTOCOL = "schema1-mixed"
 _PACKAGES = ("narbench", "torch", "torch_geometric", "ranx", "numpy", "scikit-learn", "pandas", "zstandard")
 
 
@@ -46,6 +49,8 @@ class RunResult:
     environment: dict[str, Any] = field(default_factory=dict)
     git_commit: str | None = None
     created: str = ""
+    split: str = "standard"
+    protocol: str = "family"
     schema: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -68,9 +73,25 @@ class RunResult:
         path = Path(path)
         try:
             raw = json.loads(path.read_text())
+            if isinstance(raw, dict) and raw.get("schema") == 1:
+                raw = _from_schema1(raw)
             return cls(**raw)
-        except (json.JSONDecodeError, TypeError) as exc:
+        except (json.JSONDecodeError, TypeError, AttributeError) as exc:
             raise ValueError(f"{path}: not a valid narbench result file ({exc})") from exc
+
+
+def _from_schema1(raw: dict[str, Any]) -> dict[str, Any]:
+    """A schema-1 result as schema 2: the standard split, and the protocol its labels were.
+
+    Schema 1 had one split and no protocol: eq. 5 on the family, the classifier head on
+    `config.encoder.ce_label`. A run with no training (e.g. `random`) saw no labels.
+    """
+    cfg = raw.get("config") or {}
+    trained = bool(cfg.get("training_history"))
+    ce = (cfg.get("encoder") or {}).get("ce_label", "coarse")
+    protocol = "family" if (ce == "family" or not trained) else MIXED_PROTOCOL
+    labels = {"cl": "family", "ce": ce} if trained else None
+    return {**raw, "config": {**cfg, "labels": cfg.get("labels", labels)}, "split": "standard", "protocol": protocol}
 
 
 def write_embeddings(path: str | Path, embeddings: Any, family: list[str], coarse: list[str]) -> Path:

@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
+
+
+def tiebreak_keys(graphs) -> np.ndarray:
+    """A label-free tie-break order for corpus graphs: the first 60 bits of each content hash.
+
+    Equal scores are ordered by this key, which depends only on the graph itself (not on its
+    label, its position in the corpus or the corpus' storage order).
+    """
+    return np.array([int(g.content_hash()[:15], 16) for g in graphs], dtype=np.int64)
 
 
 def top_k_cosine(
@@ -13,14 +23,25 @@ def top_k_cosine(
     *,
     batch_size: int = 1024,
     device: torch.device | str = "cpu",
+    tiebreak: np.ndarray | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Indices and cosine similarities of the `k` most similar corpus rows for each query.
 
-    Exact search. Ties are broken by the smaller corpus index so rankings are deterministic.
-    Returns (indices long [Q, k'], scores float [Q, k']) on the CPU, k' = min(k, len(corpus)).
+    Exact search. Equal scores are ordered by `tiebreak` (one int64 key per corpus row, smaller
+    first; see `tiebreak_keys`), or by the corpus index when it is None, so rankings are
+    deterministic. Returns (indices long [Q, k'], scores float [Q, k']) on the CPU,
+    k' = min(k, len(corpus)); indices refer to the given corpus order.
     """
     if queries.ndim != 2 or corpus.ndim != 2 or queries.shape[1] != corpus.shape[1]:
         raise ValueError(f"embedding shapes do not match: queries {tuple(queries.shape)}, corpus {tuple(corpus.shape)}")
+    if tiebreak is not None:
+        tiebreak = np.asarray(tiebreak)
+        if tiebreak.shape != (corpus.shape[0],):
+            raise ValueError(f"tiebreak needs one key per corpus row ({corpus.shape[0]}), got shape {tiebreak.shape}")
+        # Rank in key order (index tie-break there = key tie-break), then map back.
+        perm = torch.as_tensor(np.argsort(tiebreak, kind="stable"))
+        idx, val = top_k_cosine(queries, corpus[perm], k, batch_size=batch_size, device=device)
+        return perm[idx], val
     k = min(k, corpus.shape[0])
     c = F.normalize(corpus.to(device, torch.float32), dim=1)
     out_idx, out_val = [], []

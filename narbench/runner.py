@@ -16,12 +16,13 @@ import numpy as np
 from rich.console import Console
 
 from narbench import checkpoint, registry
-from narbench.dataset import GraphDataset, load_dataset, stratified_subset
+from narbench.dataset import GraphDataset, UnknownSplitError, load_dataset, stratified_subset
 from narbench.encoder import Encoder, Labels
 from narbench.metrics import METRICS, score_rankings
 from narbench.profiles import get_profile
+from narbench.protocol import DEFAULT_PROTOCOL, Protocol, get_protocol
 from narbench.result import RunResult, environment, git_commit, write_embeddings
-from narbench.retrieval import top_k_cosine
+from narbench.retrieval import tiebreak_keys, top_k_cosine
 from narbench.splitter import Splitter
 from narbench.trainer import Trainer, seed_everything
 
@@ -37,6 +38,8 @@ class RunConfig:
     encoder: str = "gcn"
     splitter: str | None = None
     dataset: str = "nas"
+    split: str = "standard"  # a split of the dataset (`dataset.splits`): real has `standard` and `unseen`
+    protocol: str = DEFAULT_PROTOCOL  # which labels trainable encoders get (`narbench.protocol`)
     profile: str = "quick"
     seed: int = 0
     device: str = "auto"
@@ -82,16 +85,25 @@ def resolve(cfg: RunConfig) -> tuple[type[Encoder], Splitter, str]:
     return encoder_cls, splitter, splitter_name
 
 
-def select(dataset: GraphDataset, profile, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def select(dataset: GraphDataset, profile, seed: int, split: str = "standard") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(train, corpus, query) indices for a profile: stratified subsets of the fixed split."""
     fam = np.array([g.family for g in dataset.graphs])
-    split = dataset.split
+    split = dataset.get_split(split)
     train = stratified_subset(split.train, fam[split.train], profile.max_train, seed=seed)
     corpus = stratified_subset(split.train, fam[split.train], profile.max_corpus, seed=seed)
     queries = stratified_subset(split.test, fam[split.test], profile.max_queries, seed=seed)
     # A query is only meaningful when its family has at least one corpus item.
     queries = queries[np.isin(fam[queries], fam[corpus])]
     return train, corpus, queries
+
+
+def make_labels(dataset: GraphDataset, protocol: Protocol, encoder_cls: type[Encoder], idx: np.ndarray) -> tuple[Labels, dict]:
+    """The protocol's training labels for graphs `idx`, and their record for the result file."""
+    ids = {"family": (dataset.family_ids(), len(dataset.families)),
+           "coarse": (dataset.coarse_ids(), len(dataset.coarse_labels))}
+    cl, ce = protocol.labels(encoder_cls)
+    labels = Labels(ids[cl][0][idx], ids[ce][0][idx], ids[ce][1])
+    return labels, ({"cl": cl, "ce": ce, "num_ce_classes": ids[ce][1]} if encoder_cls.trainable else None)
 
 
 def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console | None = None) -> Evaluation:
@@ -106,28 +118,30 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     overrides = {"objective": cfg.objective} if cfg.objective else {}
     try:
         profile = get_profile(cfg.profile, **overrides)
+        protocol = get_protocol(cfg.protocol)
     except (KeyError, ValueError) as exc:
         raise ConfigError(str(exc.args[0])) from exc
 
     t = time.perf_counter()
     if dataset is None:
         dataset = load_dataset(cfg.dataset)
-    train_idx, corpus_idx, query_idx = select(dataset, profile, cfg.seed)
+    try:
+        train_idx, corpus_idx, query_idx = select(dataset, profile, cfg.seed, cfg.split)
+    except UnknownSplitError as exc:
+        raise ConfigError(str(exc)) from exc
     timings["data"] = time.perf_counter() - t
 
     graphs = dataset.graphs
     fam_ids = dataset.family_ids()
-    ce_ids, n_ce = (dataset.coarse_ids(), len(dataset.coarse_labels))
-    if encoder_cls.ce_label == "family":
-        ce_ids, n_ce = fam_ids, len(dataset.families)
+    labels, label_record = make_labels(dataset, protocol, encoder_cls, train_idx)
 
     seed_everything(cfg.seed)
     trainer = Trainer(cfg.device, cfg.seed, progress=cfg.progress, console=console)
-    encoder = encoder_cls(len(dataset.vocab), n_ce, profile, splitter)
+    encoder = encoder_cls(len(dataset.vocab), labels.num_ce_classes, profile, splitter)
     init = checkpoint.load_into(encoder, cfg.encoder, dataset.vocab, cfg.init_from) if cfg.init_from else None
 
     t = time.perf_counter()
-    encoder.fit(trainer, [graphs[i] for i in train_idx], Labels(fam_ids[train_idx], ce_ids[train_idx], n_ce))
+    encoder.fit(trainer, [graphs[i] for i in train_idx], labels)
     timings["train"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -136,7 +150,9 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     timings["embed"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    ranked, _ = top_k_cosine(query_emb, corpus_emb, cfg.top_k, device=trainer.device)
+    corpus_graphs = [graphs[i] for i in corpus_idx]
+    ranked, _ = top_k_cosine(query_emb, corpus_emb, cfg.top_k, device=trainer.device,
+                             tiebreak=tiebreak_keys(corpus_graphs))
     timings["retrieve"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -145,11 +161,13 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     timings["total"] = time.perf_counter() - t_start
 
     now = datetime.now(timezone.utc)
-    run_id = f"{dataset.name}-{cfg.encoder}-{splitter_name}-{cfg.profile}-s{cfg.seed}-{now:%Y%m%dT%H%M%S%fZ}"
+    run_id = (f"{dataset.name}-{cfg.split}-{cfg.encoder}-{splitter_name}-{cfg.profile}-{protocol.name}-s{cfg.seed}-"
+              f"{now:%Y%m%dT%H%M%S%fZ}")
     config = {
         "run": {**{k: v for k, v in asdict(cfg).items() if k not in ("out", "progress", "save_embeddings", "save_weights")},
                 "dataset": dataset.name},
         "profile": asdict(profile),
+        "labels": label_record,
         "encoder": encoder.config(),
         "splitter": {"name": splitter_name, "params": splitter.params()},
         "training_history": [asdict(h) for h in trainer.histories],
@@ -160,7 +178,9 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
         run_id=run_id,
         encoder=cfg.encoder,
         splitter=splitter_name,
-        dataset=dataset.describe(),
+        dataset=dataset.describe(cfg.split),
+        split=cfg.split,
+        protocol=protocol.name,
         profile=cfg.profile,
         seed=cfg.seed,
         config=config,

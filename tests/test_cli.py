@@ -32,7 +32,7 @@ def test_unknown_profile_is_rejected_by_argparse(capsys):
 def test_listing_commands(capsys, plugin):
     assert main(["encoders"]) == 0
     out = capsys.readouterr().out
-    assert "gcn" in out and "gat" in out and "ophist" in out and "fails to load" in out
+    assert "gcn" in out and "gat" in out and "nodefreq" in out and "fails to load" in out
     assert main(["datasets"]) == 0
     out = capsys.readouterr().out
     assert "nas" in out and "toy" in out
@@ -41,13 +41,13 @@ def test_listing_commands(capsys, plugin):
 
 
 def test_run_through_cli_with_third_party_plugin(plugin, tmp_path, capsys):
-    code = main(["run", "--encoder", "ophist", "--dataset", "toy", "--profile", "smoke",
+    code = main(["run", "--encoder", "nodefreq", "--dataset", "toy", "--profile", "smoke",
                  "--out", str(tmp_path), "--no-progress"])
     assert code == 0
     files = [p for p in tmp_path.iterdir() if p.suffix == ".json"]
     assert len(files) == 1
     data = json.loads(files[0].read_text())
-    assert data["encoder"] == "ophist" and data["dataset"]["name"] == "toy"
+    assert data["encoder"] == "nodefreq" and data["dataset"]["name"] == "toy"
     assert len(data["dataset"]["sha256"]) == 64
     assert "MRR" in capsys.readouterr().out
 

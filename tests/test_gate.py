@@ -1,6 +1,6 @@
 """The regression gate (`narbench.gate`) and the pytest plugin (`narbench.pytest_plugin`).
 
-Everything runs on the `toy` dataset with the training-free `ophist` / `edgeop` / `random`
+Everything runs on the `toy` dataset with the training-free `nodefreq` / `edgeop` / `random`
 encoders (test-only distributions on sys.path), so each test takes seconds, not minutes.
 """
 
@@ -19,12 +19,12 @@ from narbench.pytest_plugin import assert_no_regression
 pytest_plugins = ["pytester"]
 
 EXAMPLE_DIR = Path(__file__).resolve().parent / "plugin_example"
-ENCODERS = ["ophist", "random"]
+ENCODERS = ["nodefreq", "random"]
 
 
 @pytest.fixture
 def plugins(plugin, monkeypatch):
-    """Both test-only distributions (ophist + toy, and the documented example `edgeop`)."""
+    """Both test-only distributions (nodefreq + toy, and the documented example `edgeop`)."""
     monkeypatch.syspath_prepend(str(EXAMPLE_DIR))
     monkeypatch.setenv("COLUMNS", "200")  # rich: no wrapped lines in the captured output
     return plugin
@@ -45,11 +45,11 @@ def _edit(path: Path, key: str, metric: str, delta: float) -> float:
 
 def test_update_writes_reference_and_same_run_passes(plugins, tmp_path, capsys):
     ref = tmp_path / "leaderboard" / "reference.json"
-    assert _cli(["--reference", str(ref), "--encoders", "ophist,random", "--datasets", "toy", "--update"]) == 0
+    assert _cli(["--reference", str(ref), "--encoders", "nodefreq,random", "--datasets", "toy", "--update"]) == 0
     data = json.loads(ref.read_text())
     assert data["version"] == 1 and data["tolerance"] == gate.DEFAULT_TOLERANCE
-    assert set(data["entries"]) == {"toy/ophist/none", "toy/random/none"}
-    entry = data["entries"]["toy/ophist/none"]
+    assert set(data["entries"]) == {"toy/nodefreq/none", "toy/random/none"}
+    entry = data["entries"]["toy/nodefreq/none"]
     assert {"mrr@20", "map@50", "ndcg@100", "map_capped@20"} <= set(entry["metrics"])
     assert entry["config"]["profile"] == "smoke" and entry["config"]["seed"] == 0
     assert not list(ref.parent.glob("*.tmp"))  # atomic write leaves no temp file
@@ -59,23 +59,23 @@ def test_update_writes_reference_and_same_run_passes(plugins, tmp_path, capsys):
     assert {c.status for c in report.cells} == {"unchanged"}
     assert len(report.cells) == 2 * 12
     capsys.readouterr()
-    assert _cli(["--reference", str(ref), "--encoders", "ophist", "--encoders", "random", "--datasets", "toy"]) == 0
+    assert _cli(["--reference", str(ref), "--encoders", "nodefreq", "--encoders", "random", "--datasets", "toy"]) == 0
     assert "gate passed" in capsys.readouterr().out
 
 
 def test_planted_drop_fails_and_names_the_metric(plugins, tmp_path, capsys):
     ref = tmp_path / "reference.json"
     gate.check(ref, encoders=ENCODERS, datasets=["toy"], update=True)
-    _edit(ref, "toy/ophist/none", "ndcg@20", +0.05)  # the reference claims more than we get
+    _edit(ref, "toy/nodefreq/none", "ndcg@20", +0.05)  # the reference claims more than we get
     _edit(ref, "toy/random/none", "mrr@20", -0.05)  # ... and less here: an improvement
     capsys.readouterr()
     assert _cli(["--reference", str(ref), "--encoders", ",".join(ENCODERS), "--datasets", "toy"]) == 1
     out = capsys.readouterr().out
     assert "gate failed" in out and "1 metric(s) dropped" in out
-    assert "toy/ophist/none ndcg@20" in out and "(-0.050000)" in out
+    assert "toy/nodefreq/none ndcg@20" in out and "(-0.050000)" in out
     assert "improved" in out and "unchanged" in out
     report = gate.check(ref, encoders=ENCODERS, datasets=["toy"])
-    assert [(c.key, c.metric) for c in report.dropped] == [("toy/ophist/none", "ndcg@20")]
+    assert [(c.key, c.metric) for c in report.dropped] == [("toy/nodefreq/none", "ndcg@20")]
     assert [(c.key, c.metric) for c in report.improved] == [("toy/random/none", "mrr@20")]
     # a tolerance larger than the planted drop lets it through
     assert gate.check(ref, tolerance=0.06, encoders=ENCODERS, datasets=["toy"]).passed()
@@ -85,40 +85,40 @@ def test_reference_made_on_other_dataset_content_fails(plugins, tmp_path):
     ref = tmp_path / "reference.json"
     gate.check(ref, encoders=ENCODERS, datasets=["toy"], update=True)
     data = json.loads(ref.read_text())
-    data["entries"]["toy/ophist/none"]["config"]["dataset_sha256"] = "0" * 64
+    data["entries"]["toy/nodefreq/none"]["config"]["dataset_sha256"] = "0" * 64
     ref.write_text(json.dumps(data))
     report = gate.check(ref, encoders=ENCODERS, datasets=["toy"])
     assert not report.passed()
-    assert [k for k, _ in report.errors] == ["toy/ophist/none"] and "dataset content changed" in report.errors[0][1]
+    assert [k for k, _ in report.errors] == ["toy/nodefreq/none"] and "dataset content changed" in report.errors[0][1]
     assert {c.key for c in report.cells} == {"toy/random/none"}
 
 
 def test_unavailable_dataset_is_skipped_with_a_warning(plugins, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("NARBENCH_REAL_FILE", str(tmp_path / "no-such-real.narg"))  # make `real` unavailable
     ref = tmp_path / "reference.json"
-    report = gate.check(ref, encoders=["ophist"], datasets=["toy", "real"], update=True)
+    report = gate.check(ref, encoders=["nodefreq"], datasets=["toy", "real"], update=True)
     assert [name for name, _ in report.skipped] == ["real"]
     assert "not available" in report.skipped[0][1]
-    assert set(json.loads(ref.read_text())["entries"]) == {"toy/ophist/none"}
+    assert set(json.loads(ref.read_text())["entries"]) == {"toy/nodefreq/none"}
     capsys.readouterr()
-    assert _cli(["--reference", str(ref), "--encoders", "ophist", "--datasets", "toy,real"]) == 0
+    assert _cli(["--reference", str(ref), "--encoders", "nodefreq", "--datasets", "toy,real"]) == 0
     out = capsys.readouterr().out
     assert "warning: skipped dataset real" in out and "gate passed" in out
 
 
 def test_missing_entry_fails_only_when_strict_and_missing_file_is_an_error(plugins, tmp_path, capsys):
     ref = tmp_path / "reference.json"
-    gate.check(ref, encoders=["ophist"], datasets=["toy"], update=True)
-    args = ["--reference", str(ref), "--encoders", "ophist,random", "--datasets", "toy"]
+    gate.check(ref, encoders=["nodefreq"], datasets=["toy"], update=True)
+    args = ["--reference", str(ref), "--encoders", "nodefreq,random", "--datasets", "toy"]
     assert _cli(args) == 0
     assert "no reference entry for toy/random/none" in capsys.readouterr().out
     assert _cli([*args, "--strict"]) == 1
-    assert _cli(["--reference", str(tmp_path / "nope.json"), "--encoders", "ophist", "--datasets", "toy"]) == 2
+    assert _cli(["--reference", str(tmp_path / "nope.json"), "--encoders", "nodefreq", "--datasets", "toy"]) == 2
     assert "--update" in capsys.readouterr().err
     assert _cli(["--reference", str(ref), "--encoders", "nope", "--datasets", "toy"]) == 2
     # --update keeps the entries it did not run
     gate.check(ref, encoders=["random"], datasets=["toy"], update=True)
-    assert set(json.loads(ref.read_text())["entries"]) == {"toy/ophist/none", "toy/random/none"}
+    assert set(json.loads(ref.read_text())["entries"]) == {"toy/nodefreq/none", "toy/random/none"}
 
 
 def test_assert_no_regression_message_lists_every_drop():

@@ -15,9 +15,15 @@ from narbench.result import RunResult
 N_QUERIES = 80
 
 
+FLOORS = ("random", "ophist", "wl")
+
+
 def _write(out, encoder, splitter, seed, per_query, *, dataset="nas", objective="ce+cl", device="cpu",
-           init_from=None, created="2026-01-01T00:00:00+00:00", profile="quick", tag="", sha="ab" * 32):
-    """A result file (+ sidecar) whose metrics are the means of `per_query` (one array for all)."""
+           init_from=None, created="2026-01-01T00:00:00+00:00", profile="quick", tag="", sha="ab" * 32,
+           split="standard", protocol="family"):
+    """A result file (+ sidecar) whose metrics are the means of `per_query` (one array for all).
+
+    The floors (FLOORS) record no training labels, as the runner writes them."""
     per_query = np.asarray(per_query, dtype=np.float64)
     names = lb.ALL_METRICS
     pq = {m: per_query for m in names}
@@ -26,11 +32,13 @@ def _write(out, encoder, splitter, seed, per_query, *, dataset="nas", objective=
     if init_from:
         run["init_from"] = init_from
     res = RunResult(
-        run_id=f"{dataset}-{encoder}-{splitter}-{profile}-s{seed}-{objective}{tag}",
+        run_id=f"{dataset}-{split}-{encoder}-{splitter}-{profile}-{protocol}-s{seed}-{objective}{tag}",
         encoder=encoder, splitter=splitter,
         dataset={"name": dataset, "version": "1.0", "sha256": sha},
         profile=profile, seed=seed,
-        config={"run": run, "encoder": {"train": {"objective": objective}}},
+        config={"run": run, "encoder": {"train": {"objective": objective}},
+                "labels": None if encoder in FLOORS else {"cl": "family", "ce": "family"}},
+        split=split, protocol=protocol,
         metrics={m: means[m] for m in lb.METRICS}, metrics_extra={m: means[m] for m in lb.EXTRA},
         timings={"total": 1.0}, device=device, num_queries=len(per_query), num_corpus=100, num_train=50,
         created=created,
@@ -163,8 +171,8 @@ def test_submitted_encoder_is_a_table1_row_with_significance(results):
 def test_seed_matching_uses_only_common_seeds(results):
     recs = lb.collect([results])
     sel = lb.select_runs(recs)
-    key_ours = next(k for k in sel if k[3] == "ours" and k[4] == "motif")
-    key_gcn = next(k for k in sel if k[3] == "gcn")
+    key_ours = next(k for k in sel if k.encoder == "ours" and k.splitter == "motif")
+    key_gcn = next(k for k in sel if k.encoder == "gcn")
     a, b, seeds = lb.paired_scores(sel[key_ours], {1: sel[key_gcn][1]}, "ndcg@20")
     assert seeds == [1] and len(a) == len(b) == N_QUERIES
     a, b, seeds = lb.paired_scores(sel[key_ours], sel[key_gcn], "ndcg@20")
@@ -191,14 +199,14 @@ def test_write_leaderboard_is_byte_identical(results, tmp_path):
     ra = lb.write_leaderboard([results], out_a, tsne=False)
     rb = lb.write_leaderboard([results], out_b, tsne=False)
     assert ra.read_bytes() == rb.read_bytes()
-    for name in ("aggregate.csv", "aggregate.json", "plots/ndcg-nas-quick-cpu.png"):
+    for name in ("aggregate.csv", "aggregate.json", "plots/ndcg-nas-standard-quick-cpu-family.png"):
         assert (out_a / name).read_bytes() == (out_b / name).read_bytes(), name
     first = ra.read_bytes()
     assert lb.write_leaderboard([results], out_a, tsne=False).read_bytes() == first  # rerun in place
     text = first.decode()
-    assert "plots/ndcg-nas-quick-cpu.png" in text and "## Table 1" in text and "## Table 4" in text
+    assert "plots/ndcg-nas-standard-quick-cpu-family.png" in text and "## Table 1" in text and "## Table 4" in text
     csv = (out_a / "aggregate.csv").read_text().splitlines()
-    assert csv[0].startswith("dataset,profile,device,encoder,splitter,objective,init,n,seeds,")
+    assert csv[0].startswith("dataset,split,profile,device,protocol,encoder,splitter,objective,init,n,seeds,")
     assert len(csv) == 1 + 5  # five configurations
     assert any(",gat,none,ce+cl,scratch,4,0 1 2 3," in ln for ln in csv)
 
@@ -231,7 +239,7 @@ def test_save_embeddings_and_tsne(toy_dataset, tmp_path):
             assert z["embeddings"].shape[0] == ev.result.num_queries == len(z["family"]) == len(z["coarse"])
             assert set(z["coarse"]) <= {"cnn", "attention", "other"}
     paths = lb.plot_tsne(lb.collect([out]), tmp_path / "plots")
-    assert [p.name for p in paths] == ["tsne-toy-smoke-cpu.png"] and paths[0].stat().st_size > 1000
+    assert [p.name for p in paths] == ["tsne-toy-standard-smoke-cpu-family.png"] and paths[0].stat().st_size > 1000
 
 
 def _tables_script():
@@ -248,7 +256,8 @@ def _tables_script():
 
 def test_sweep_script_table4_starts_from_the_nas_run_with_weights(tmp_path):
     tables = _tables_script()
-    args = argparse.Namespace(dataset="real", profile="quick", device="cpu", out=tmp_path, pretrained=None)
+    args = argparse.Namespace(dataset="real", split="standard", protocol="family", profile="quick", device="cpu",
+                              out=tmp_path, pretrained=None)
     # No nas source yet: the Table 4 cell is skipped, the scratch cell still runs.
     assert tables.command(args, "ours", "motif", "ce+cl", tables.PRETRAINED, 1) is None
     scratch = tables.command(args, "ours", "motif", "ce+cl", tables.SCRATCH, 1)
@@ -266,5 +275,12 @@ def test_sweep_script_table4_starts_from_the_nas_run_with_weights(tmp_path):
     # Seed 0 of the Table 1 encoders saves embeddings for the t-SNE maps; other cells do not.
     assert "--save-embeddings" in tables.command(args, "gat", "none", "ce+cl", tables.SCRATCH, 0)
     assert "--save-embeddings" not in tables.command(args, "ours", "random", "ce+cl", tables.SCRATCH, 0)
-    # Results already in --out are recognised per (dataset, cell, init, seed).
-    assert ("nas", "ours", "motif", "ce+cl", "scratch", 1) in tables.existing(tmp_path)
+    # Results already in --out are recognised per (dataset, split, protocol, cell, init, seed);
+    # a floor's under protocol `any`, so one run serves every protocol.
+    assert ("nas", "standard", "family", "ours", "motif", "ce+cl", "scratch", 1) in tables.existing(tmp_path)
+    _write(tmp_path, "wl", "none", 0, _base(0))
+    assert ("nas", "standard", "any", "wl", "none", "ce+cl", "scratch", 0) in tables.existing(tmp_path)
+    assert tables.cell_protocol("wl", "paper") == "any" and tables.cell_protocol("gcn", "paper") == "paper"
+    cmd = tables.command(argparse.Namespace(**{**vars(args), "split": "unseen", "protocol": "paper"}),
+                         "gcn", "none", "ce+cl", tables.SCRATCH, 0)
+    assert cmd[cmd.index("--split"):cmd.index("--split") + 4] == ["--split", "unseen", "--protocol", "paper"]

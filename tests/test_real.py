@@ -120,3 +120,24 @@ def test_shipped_artifact_is_pinned_large_and_distinct():
     assert len({g.content_hash() for g in ds.graphs}) == len(ds)
     assert set(ds.coarse_labels) <= {"cnn", "attention", "other"}
     assert {g.source for g in ds.graphs} == {"timm", "torchvision", "transformers"}
+
+
+def test_shipped_unseen_split_holds_out_whole_zoo_models():
+    """No zoo model (any variant, task head, or the same name in another zoo) on both sides."""
+    from narbench.dataset import load_dataset
+    from narbench.datasets.real import model_group
+
+    ds = load_dataset("real")
+    assert set(ds.splits) == {"standard", "unseen"} and ds.split is ds.splits["standard"]
+    unseen = ds.splits["unseen"]
+    group = np.array([model_group(g) for g in ds.graphs])
+    family = np.array([g.family for g in ds.graphs])
+    models = np.array([g.meta["model"] for g in ds.graphs])
+    assert not set(group[unseen.train]) & set(group[unseen.test])
+    assert not {(f, m) for f, m in zip(family[unseen.test], models[unseen.test])} & \
+        {(f, m) for f, m in zip(family[unseen.train], models[unseen.train])}
+    assert set(family[unseen.test]) <= set(family[unseen.train])
+    assert len(unseen.test) >= 1000 and len(unseen.train) + len(unseen.test) == len(ds)
+    # the standard split, by contrast, has variants of a query's model in the corpus
+    std = ds.splits["standard"]
+    assert set(group[std.train]) & set(group[std.test])

@@ -13,11 +13,11 @@ def test_shipped_plugins_are_registered_by_entry_points():
 
 
 def test_third_party_distribution_registers_encoder_and_dataset(plugin):
-    assert "ophist" in registry.names("encoder")
+    assert "nodefreq" in registry.names("encoder")
     assert "toy" in registry.names("dataset")
-    cls = registry.load("encoder", "ophist")
+    cls = registry.load("encoder", "nodefreq")
     assert cls.__module__ == "narbench_testplugin"
-    origin = registry.origin("encoder", "ophist")  # what a result file records of a submitted encoder
+    origin = registry.origin("encoder", "nodefreq")  # what a result file records of a submitted encoder
     assert origin["distribution"] == "narbench-testplugin" and origin["version"]
     assert origin["value"].startswith("narbench_testplugin:")
     with pytest.raises(registry.UnknownNameError):

@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import torch
 
@@ -36,3 +37,25 @@ def test_ties_straddling_k_keep_smallest_indices():
     idx, val = top_k_cosine(many[:7], many, k=12, batch_size=3)
     sim = torch.nn.functional.normalize(many[:7], dim=1) @ torch.nn.functional.normalize(many, dim=1).T
     assert torch.equal(idx, torch.sort(-sim, dim=1, stable=True).indices[:, :12])
+
+
+def test_tiebreak_keys_order_equal_scores_not_the_corpus_index():
+    q = torch.tensor([[1.0, 0.0]])
+    c = torch.tensor([[1.0, 0.0]] * 4 + [[0.0, 1.0]])
+    idx, _ = top_k_cosine(q, c, k=3, tiebreak=np.array([40, 10, 30, 20, 0]))
+    assert idx.tolist() == [[1, 3, 2]]  # equal scores by key; the orthogonal row (key 0) last
+    idx, _ = top_k_cosine(q, c, k=5, tiebreak=np.array([40, 10, 30, 20, 0]), batch_size=1)
+    assert idx.tolist() == [[1, 3, 2, 0, 4]]
+    with pytest.raises(ValueError, match="one key per corpus row"):
+        top_k_cosine(q, c, tiebreak=np.arange(3))
+
+
+def test_tiebreak_keys_depend_on_the_graph_only():
+    from narbench.graph import ArchGraph
+    from narbench.retrieval import tiebreak_keys
+
+    a = ArchGraph(ops=[0, 1], edges=[[0], [1]], name="a", family="x", coarse="c")
+    b = ArchGraph(ops=[0, 2], edges=[[0], [1]], name="b", family="x", coarse="c")
+    a_other_label = ArchGraph(ops=[0, 1], edges=[[0], [1]], name="a2", family="y", coarse="d")
+    ka, kb, ka2 = tiebreak_keys([a, b, a_other_label])
+    assert ka == ka2 and ka != kb

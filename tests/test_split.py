@@ -58,3 +58,55 @@ def test_provider_rejects_a_malformed_record_before_caching(tmp_path):
     with pytest.raises(GraphError, match="bad-record.*edge endpoint 5 out of range"):
         Broken().load(tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def _grouped():
+    """Family -> zoo models -> variants: fam a has 4 models, b has 2, c has 1 (never queried)."""
+    labels, groups = [], []
+    for fam, models in (("a", {"a1": 5, "a2": 3, "a3": 8, "a4": 4}), ("b", {"b1": 6, "b2": 2}), ("c", {"c1": 7})):
+        for model, n in models.items():
+            labels += [fam] * n
+            groups += [f"{fam}/{model}"] * n
+    return labels, groups
+
+
+def test_group_split_keeps_every_group_on_one_side():
+    from narbench.dataset import group_split
+
+    labels, groups = _grouped()
+    split = group_split(labels, groups, test_size=0.1, seed=0)
+    g = np.array(groups)
+    assert not set(g[split.train]) & set(g[split.test])  # no zoo model on both sides
+    assert sorted(np.concatenate([split.train, split.test]).tolist()) == list(range(len(labels)))
+    lab = np.array(labels)
+    assert set(lab[split.test]) == {"a", "b"}  # c has one model: corpus only
+    for fam in set(lab[split.test]):  # every queried family keeps corpus items
+        assert (lab[split.train] == fam).any()
+    # at least 10% of each queried family, one group at a time, never all groups
+    for fam, size in (("a", 20), ("b", 8)):
+        taken = set(g[split.test][lab[split.test] == fam])
+        assert 1 <= len(taken) < len(set(g[lab == fam])) and (lab[split.test] == fam).sum() >= 0.1 * size
+    again = group_split(labels, groups, test_size=0.1, seed=0)
+    assert np.array_equal(split.test, again.test) and split.name == "unseen"
+    other = [group_split(labels, groups, test_size=0.1, seed=s).test.tolist() for s in range(1, 6)]
+    assert any(t != split.test.tolist() for t in other)  # the seed picks the groups
+
+
+def test_group_split_is_independent_of_row_order():
+    from narbench.dataset import group_split
+
+    labels, groups = _grouped()
+    perm = np.random.default_rng(0).permutation(len(labels))
+    split = group_split(labels, groups, seed=0)
+    shuffled = group_split([labels[i] for i in perm], [groups[i] for i in perm], seed=0)
+    assert sorted(np.array(groups)[split.test].tolist()) == sorted(np.array(groups)[perm][shuffled.test].tolist())
+
+
+def test_unknown_split_names_the_known_ones(toy_dataset):
+    import pytest
+
+    from narbench.dataset import UnknownSplitError
+
+    assert list(toy_dataset.splits) == ["standard"] and toy_dataset.get_split() is toy_dataset.split
+    with pytest.raises(UnknownSplitError, match="no split 'unseen'; its splits: standard"):
+        toy_dataset.get_split("unseen")

@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar
 
-from narbench.dataset import DatasetProvider, GraphDataset, stratified_split
+from narbench.dataset import DatasetProvider, GraphDataset, Split, group_split
 from narbench.graph import ArchGraph
 from narbench.store import CorruptFileError, read_graphs
 
@@ -75,8 +75,31 @@ class RealDataset(DatasetProvider):
         graphs, vocab, header, _ = self._read()
         return graphs, vocab, header
 
+    def splits(self, graphs: list[ArchGraph]) -> dict[str, Split]:
+        """`standard` (stratified by family) and `unseen` (whole zoo models on one side).
+
+        `unseen` groups graphs by `model_group`: every graph derived from one zoo model (all
+        its variants: depth, stage depth, heads, activation, bias, pooling, headless, task
+        heads) is on the same side, so a query is a model none of whose variants is in the
+        corpus; a family keeps queries only where it has at least two zoo models.
+        """
+        out = super().splits(graphs)
+        out["unseen"] = group_split([g.family for g in graphs], [model_group(g) for g in graphs],
+                                    test_size=self.test_size, seed=self.split_seed, name="unseen",
+                                    group_rule="a group is one zoo model: `<family>/<model name>`, every variant and "
+                                               "task head of it included")
+        return out
+
     def load(self, root: Path | None = None, *, refresh: bool = False) -> GraphDataset:
         """Read the artifact directly (it is already a checksummed file; nothing is cached)."""
-        graphs, vocab, header, digest = self._read()
-        split = stratified_split([g.family for g in graphs], test_size=self.test_size, seed=self.split_seed)
-        return GraphDataset(self.name, self.version, list(vocab), graphs, digest, split, meta=header)
+        return self.dataset(*self._read())
+
+
+def model_group(graph: ArchGraph) -> str:
+    """The zoo model a graph derives from: `<family>/<model name>` (model type for transformers).
+
+    Taken from the build's provenance (`meta["model"]`, the name the zoo registers; variants
+    and task heads keep their model's name), never from the graph itself. One name in two zoos
+    (timm's and torchvision's `vgg16`) is one model: the family is shared and so is the group.
+    """
+    return f"{graph.family}/{graph.meta.get('model', graph.name)}"

@@ -14,10 +14,10 @@ from narbench.encoder import Encoder
 from narbench.graph import ArchGraph
 
 
-class OpHistogramEncoder(Encoder):
-    """A training-free encoder: the normalised histogram of op types."""
+class NodeFrequencyEncoder(Encoder):
+    """A training-free encoder: the frequency of each op type (counts over the number of nodes)."""
 
-    name = "ophist"
+    name = "nodefreq"
 
     def fit(self, trainer, graphs, labels):
         return None
