@@ -97,7 +97,7 @@ def select(dataset: GraphDataset, profile, seed: int, split: str = "standard") -
     return train, corpus, queries
 
 
-def make_labels(dataset: GraphDataset, protocol: Protocol, encoder_cls: type[Encoder], idx: np.ndarray) -> tuple[Labels, dict]:
+def make_labels(dataset: GraphDataset, protocol: Protocol, encoder_cls: type[Encoder], idx: np.ndarray) -> tuple[Labels, dict | None]:
     """The protocol's training labels for graphs `idx`, and their record for the result file."""
     ids = {"family": (dataset.family_ids(), len(dataset.families)),
            "coarse": (dataset.coarse_ids(), len(dataset.coarse_labels))}
@@ -145,12 +145,12 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     timings["train"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    corpus_emb = encoder.embed(trainer, [graphs[i] for i in corpus_idx])
+    corpus_graphs = [graphs[i] for i in corpus_idx]
+    corpus_emb = encoder.embed(trainer, corpus_graphs)
     query_emb = encoder.embed(trainer, [graphs[i] for i in query_idx])
     timings["embed"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    corpus_graphs = [graphs[i] for i in corpus_idx]
     ranked, _ = top_k_cosine(query_emb, corpus_emb, cfg.top_k, device=trainer.device,
                              tiebreak=tiebreak_keys(corpus_graphs))
     timings["retrieve"] = time.perf_counter() - t
