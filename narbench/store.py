@@ -12,8 +12,8 @@ import hashlib
 import io
 import json
 import os
+import secrets
 import struct
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -30,18 +30,24 @@ class CorruptFileError(IOError):
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write `data` to `path` through a temp file and rename: readers never see half a file."""
+    """Write `data` to `path` through a temp file and rename: readers never see half a file.
+
+    The file gets the mode any new file gets (0666 less the umask, usually 0644): the temp file
+    is created with `os.open(..., 0o666)`, not `tempfile.mkstemp`, whose 0600 would make result
+    files unreadable to other users of a shared results folder.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
     try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 
