@@ -67,9 +67,16 @@ def build_parser() -> argparse.ArgumentParser:
     sheet.add_argument("--markdown", default=None, metavar="FILE", help="also write the datasheet as Markdown")
     sheet.add_argument("--json", default=None, metavar="FILE", help="also write it as JSON")
 
-    from narbench import gate, leaderboard
+    lb = sub.add_parser("leaderboard", help="aggregate result files into the leaderboard (tables, plots)")
+    lb.add_argument("--results", action="append", default=[], metavar="DIR",
+                    help="extra directory of result files (repeatable; <out>/results is always read)")
+    lb.add_argument("--out", default="leaderboard", help="leaderboard directory (default: leaderboard)")
+    lb.add_argument("--no-plots", action="store_true", help="skip the plots")
+    lb.add_argument("--no-tsne", action="store_true", help="skip the t-SNE maps (slowest part)")
+    lb.add_argument("--test", default="student", choices=("student", "fisher"), help="paired significance test")
 
-    leaderboard.add_parser(sub)
+    from narbench import gate
+
     gate.add_parser(sub)
 
     sub.add_parser("datasets", help="list registered datasets")
@@ -144,6 +151,19 @@ def _datasheet(args, console: Console) -> int:
     return 0
 
 
+def _leaderboard(args, out: Console, err: Console) -> int:
+    from narbench.leaderboard import write_leaderboard
+
+    try:
+        readme = write_leaderboard(args.results, args.out, plots=not args.no_plots, tsne=not args.no_tsne,
+                                   stat_test=args.test, console=out)
+    except (ValueError, FileNotFoundError) as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        return 2
+    out.print(f"leaderboard written to [bold]{readme}[/bold]")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     console = Console(stderr=True)
@@ -160,9 +180,7 @@ def main(argv: list[str] | None = None) -> int:
 
             return gate.main(args)
         if args.command == "leaderboard":
-            from narbench import leaderboard
-
-            return leaderboard.main(args)
+            return _leaderboard(args, out, console)
         if args.command == "build-real":
             from narbench.zoo.build import build_real
 

@@ -212,15 +212,12 @@ def test_write_leaderboard_is_byte_identical(results, tmp_path):
 
 
 def test_cli_parser_and_main(results, tmp_path, capsys):
-    parser = argparse.ArgumentParser()
-    sub = parser.add_subparsers(dest="command")
-    lb.add_parser(sub)
-    args = parser.parse_args(["leaderboard", "--results", str(results), "--out", str(tmp_path / "lb"), "--no-plots"])
-    assert lb.main(args) == 0
+    from narbench.cli import main
+
+    assert main(["leaderboard", "--results", str(results), "--out", str(tmp_path / "lb"), "--no-plots"]) == 0
     assert (tmp_path / "lb" / "README.md").is_file()
     assert "Table 1" in capsys.readouterr().out
-    args = parser.parse_args(["leaderboard", "--results", str(tmp_path / "missing"), "--out", str(tmp_path / "lb")])
-    assert lb.main(args) == 2
+    assert main(["leaderboard", "--results", str(tmp_path / "missing"), "--out", str(tmp_path / "lb")]) == 2
 
 
 def test_save_embeddings_and_tsne(toy_dataset, tmp_path):
