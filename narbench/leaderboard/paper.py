@@ -2,57 +2,50 @@
 
 from __future__ import annotations
 
-from narbench.leaderboard.records import PRETRAINED, SCRATCH
+import csv
+import io
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
 
-# Published numbers of Pei et al. (ICLR 2024), Tables 1-4, on *their* data (not ours):
-# MRR@20/50/100, MAP@20/50/100, NDCG@20/50/100 per row. Their MAP is the min(k, |R|)
-# convention, comparable with our `map_capped@k`, not with ranx's `map@k`.
-PAPER: dict[str, dict[str, dict[str, tuple[float, ...]]]] = {
-    "table1": {
-        "real": {
-            "gcn": (0.737, 0.745, 0.774, 0.598, 0.560, 0.510, 0.686, 0.672, 0.628),
-            "gat": (0.756, 0.776, 0.787, 0.542, 0.541, 0.538, 0.610, 0.598, 0.511),
-            "ours+motif": (0.825, 0.826, 0.826, 0.593, 0.577, 0.545, 0.705, 0.692, 0.678),
-        },
-        "nas": {
-            "gcn": (1.000, 1.000, 1.000, 0.927, 0.854, 0.858, 0.953, 0.902, 0.906),
-            "gat": (1.000, 1.000, 1.000, 0.941, 0.899, 0.901, 0.961, 0.933, 0.935),
-            "ours+motif": (1.000, 1.000, 1.000, 0.952, 0.932, 0.935, 0.969, 0.960, 0.958),
-        },
-    },
-    "table2": {
-        "real": {
-            "node-number": (0.807, 0.809, 0.809, 0.551, 0.539, 0.537, 0.694, 0.682, 0.667),
-            "motif-number": (0.817, 0.820, 0.823, 0.591, 0.522, 0.518, 0.692, 0.669, 0.661),
-            "random": (0.801, 0.802, 0.804, 0.589, 0.543, 0.536, 0.699, 0.675, 0.668),
-            "motif": (0.825, 0.826, 0.826, 0.593, 0.577, 0.545, 0.705, 0.692, 0.678),
-        },
-        "nas": {
-            "node-number": (0.999, 0.999, 0.999, 0.941, 0.885, 0.883, 0.962, 0.926, 0.924),
-            "motif-number": (0.998, 0.998, 0.998, 0.931, 0.872, 0.874, 0.956, 0.917, 0.919),
-            "random": (1.000, 1.000, 1.000, 0.919, 0.826, 0.824, 0.949, 0.881, 0.883),
-            "motif": (1.000, 1.000, 1.000, 0.952, 0.936, 0.935, 0.969, 0.957, 0.958),
-        },
-    },
-    "table3": {
-        "real": {
-            "ce": (0.824, 0.828, 0.829, 0.583, 0.573, 0.539, 0.703, 0.693, 0.692),
-            "cl": (0.565, 0.572, 0.573, 0.334, 0.348, 0.373, 0.502, 0.455, 0.451),
-            "ce+cl": (0.825, 0.826, 0.826, 0.593, 0.577, 0.545, 0.705, 0.692, 0.678),
-        },
-        "nas": {
-            "ce": (1.000, 1.000, 1.000, 0.953, 0.921, 0.923, 0.969, 0.952, 0.950),
-            "cl": (0.925, 0.925, 0.925, 0.750, 0.658, 0.656, 0.829, 0.762, 0.764),
-            "ce+cl": (1.000, 1.000, 1.000, 0.952, 0.932, 0.935, 0.969, 0.955, 0.958),
-        },
-    },
-    "table4": {
-        "real": {
-            SCRATCH: (0.825, 0.826, 0.826, 0.593, 0.577, 0.545, 0.705, 0.692, 0.678),
-            PRETRAINED: (0.821, 0.838, 0.839, 0.596, 0.584, 0.573, 0.712, 0.703, 0.706),
-        },
-    },
-}
+from narbench.metrics import KS
+
+#: The published numbers as data: `narbench/data/paper_tables.csv`, one row per (table, dataset, row)
+#: with the paper's nine columns (checked against the paper's text by tests/leaderboard/test_paper.py).
+PAPER_FILE = "paper_tables.csv"
+#: The paper's column names, in file order, and the narbench metric each one is shown under: their
+#: MAP is the min(k, |R|) convention, comparable with our `map_capped@k`, not with ranx's `map@k`.
+PAPER_COLUMNS = {**{f"MRR@{k}": f"mrr@{k}" for k in KS}, **{f"MAP@{k}": f"map_capped@{k}" for k in KS},
+                 **{f"NDCG@{k}": f"ndcg@{k}" for k in KS}}
+
+
+@dataclass(frozen=True)
+class PaperRow:
+    """One row of one of the paper's tables: `row` names the configuration (`gcn`, `motif`, `ce`,
+    `scratch`, ...), `name` is the paper's own row label, `scores` maps narbench metric -> value."""
+
+    table: int
+    dataset: str
+    row: str
+    name: str
+    scores: dict[str, float]
+
+
+def load_paper(path: str | Path | None = None) -> list[PaperRow]:
+    """The rows of the paper's Tables 1-4, in file order (default: the packaged CSV)."""
+    text = Path(path).read_text() if path else resources.files("narbench").joinpath("data", PAPER_FILE).read_text()
+    rows = []
+    for rec in csv.DictReader(io.StringIO(text)):
+        scores = {metric: float(rec[col]) for col, metric in PAPER_COLUMNS.items()}
+        rows.append(PaperRow(int(rec["table"]), rec["dataset"], rec["row"], rec["paper_row"], scores))
+    return rows
+
+
+#: table number -> dataset -> the paper's rows for it, in the paper's order
+PAPER: dict[int, dict[str, list[PaperRow]]] = {}
+for _row in load_paper():
+    PAPER.setdefault(_row.table, {}).setdefault(_row.dataset, []).append(_row)
+
 PAPER_LABEL = "paper (their data)"
 MAP_NOTE = (
     "MAP convention: `MAP@k` is ranx's AP@k (divides by all relevant items |R|, the TREC "
@@ -62,15 +55,6 @@ MAP_NOTE = (
 )
 
 
-_PAPER_NAMES = {
-    "table1": {"gcn": "GCN", "gat": "GAT", "ours+motif": "Ours"},
-    "table2": {"node-number": "Node Num", "motif-number": "Motif Num", "random": "Random", "motif": "Ours"},
-    "table3": {"ce": "CE", "cl": "CL", "ce+cl": "CE+CL"},
-    "table4": {SCRATCH: "Training from Scratch", PRETRAINED: "Pre-training with NAS"},
-}
-
-
-
-def paper_rows(paper_key: str, dataset: str) -> list[tuple[str, tuple[float, ...]]]:
-    rows = PAPER.get(paper_key, {}).get(dataset, {})
-    return [(f"{PAPER_LABEL}: {_PAPER_NAMES[paper_key][k]}", v) for k, v in rows.items()]
+def paper_rows(table: int, dataset: str) -> list[tuple[str, dict[str, float]]]:
+    """(label, scores) of the paper's rows of `table` for `dataset`, labelled as theirs."""
+    return [(f"{PAPER_LABEL}: {r.name}", r.scores) for r in PAPER.get(table, {}).get(dataset, [])]

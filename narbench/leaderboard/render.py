@@ -6,7 +6,6 @@ import math
 
 from narbench.leaderboard.paper import MAP_NOTE
 from narbench.leaderboard.tables import COLUMNS, HEADERS, LeaderTable, Row
-from narbench.metrics import METRICS
 
 
 def _fmt(row: Row, m: str) -> str:
@@ -17,17 +16,9 @@ def _fmt(row: Row, m: str) -> str:
     return text + row.marks.get(m, "")
 
 
-def _paper_cells(vals: tuple[float, ...]) -> list[str]:
-    by_metric = dict(zip(METRICS, (f"{v:.3f}" for v in vals)))
-    out = []
-    for m in COLUMNS:
-        if m.startswith("map@"):
-            out.append("—")  # the paper's MAP is the min(k, |R|) convention: shown under MAPc
-        elif m.startswith("map_capped@"):
-            out.append(by_metric["map@" + m.split("@")[1]])
-        else:
-            out.append(by_metric[m])
-    return out
+def _paper_cells(scores: dict[str, float]) -> list[str]:
+    # the paper's MAP is the min(k, |R|) convention: shown under MAPc, a dash under MAP
+    return [f"{scores[m]:.3f}" if m in scores else "—" for m in COLUMNS]
 
 
 def tables_markdown(tables: list[LeaderTable]) -> str:

@@ -37,7 +37,7 @@ class Block:
     dataset: str
     setting: tuple[str, str, str, str, str] | None
     rows: list[Row]
-    paper: list[tuple[str, tuple[float, ...]]]
+    paper: list[tuple[str, dict[str, float]]]
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -99,13 +99,13 @@ def _table_specs():
         return None
 
     return [
-        (1, "Encoders (paper Table 1)", t1, lambda lab: _T1_ORDER.get(lab, 9), "table1", True),
+        (1, "Encoders (paper Table 1)", t1, lambda lab: _T1_ORDER.get(lab, 9), 1, True),
         (2, "Graph splitters with `ours` (paper Table 2)", t2,
-         lambda lab: _SPLITTER_ORDER.get(lab.split("+", 1)[1], 9), "table2", True),
+         lambda lab: _SPLITTER_ORDER.get(lab.split("+", 1)[1], 9), 2, True),
         (3, "Objectives with `ours+motif` (paper Table 3)", t3,
-         lambda lab: _OBJ_ORDER.get(lab.split(", ")[1], 9), "table3", False),
+         lambda lab: _OBJ_ORDER.get(lab.split(", ")[1], 9), 3, False),
         (4, "Transfer: `ours+motif` on real, from scratch vs initialised from nas (paper Table 4)", t4,
-         lambda lab: 0 if "scratch" in lab else 1, "table4", False),
+         lambda lab: 0 if "scratch" in lab else 1, 4, False),
     ]
 
 
@@ -118,29 +118,29 @@ def build_tables(records: list[Record], df=None, *, stat_test: str = "student") 
     sidecars: dict[Path, dict[str, np.ndarray] | None] = {}
     stats = {Key(*(r[k] for k in KEYS)): r for r in df.to_dict(orient="records")}
     tables = []
-    for number, title, pick, order, paper_key, sig in _table_specs():
+    for number, title, pick, order, _, sig in _table_specs():
         by_setting = _by_setting(stats, pick)
         if number == 4:  # rows only where initialised results exist
             by_setting = {s: rows for s, rows in by_setting.items() if any(r.key.init != SCRATCH for r in rows)}
         blocks = []
-        paper = PAPER[paper_key]
+        paper = PAPER[number]
         for setting, rows in sorted(by_setting.items()):
             rows = sorted(rows, key=lambda r: (order(r.label), r.label))
             _mark_best(rows)
-            block = Block(setting[0], setting, rows, paper_rows(paper_key, setting[0]))
+            block = Block(setting[0], setting, rows, paper_rows(number, setting[0]))
             if sig and len(rows) > 1:
                 block.notes.extend(block_significance(rows, selected, sidecars, stat_test))
             blocks.append(block)
         covered = {b.dataset for b in blocks}
         if number != 4:
             for ds in sorted(set(paper) - covered):
-                blocks.append(Block(ds, None, [], paper_rows(paper_key, ds)))
+                blocks.append(Block(ds, None, [], paper_rows(number, ds)))
         notes = [MAP_NOTE, "Bold: the best of our rows in each column (mean over seeds, at the shown precision). "
                  "Cells: mean ± sample std over seeds; n = number of seeds."]
         empty = None
         if number == 4 and not blocks:
             empty = ("No results with `config.run.init_from` set yet; the paper's numbers for reference:")
-            blocks.append(Block("real", None, [], paper_rows(paper_key, "real")))
+            blocks.append(Block("real", None, [], paper_rows(number, "real")))
         tables.append(LeaderTable(number, title, blocks, notes, empty))
     return tables
 
