@@ -158,7 +158,7 @@ def _leaderboard(args, out: Console, err: Console) -> int:
         readme = write_leaderboard(args.results, args.out, plots=not args.no_plots, tsne=not args.no_tsne,
                                    stat_test=args.test, console=out)
     except (ValueError, FileNotFoundError) as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        err.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         return 2
     out.print(f"leaderboard written to [bold]{readme}[/bold]")
     return 0

@@ -203,6 +203,8 @@ class DatasetProvider:
     name: ClassVar[str] = ""
     version: ClassVar[str] = ""
     expected_sha256: ClassVar[str | None] = None
+    #: the names `splits()` returns, known without loading the data (result files are checked against them)
+    split_names: ClassVar[tuple[str, ...]] = ("standard",)
     split_seed: ClassVar[int] = 0
     test_size: ClassVar[float] = 0.1
     compress_level: ClassVar[int] = 3
@@ -216,8 +218,11 @@ class DatasetProvider:
         return {"standard": stratified_split([g.family for g in graphs], test_size=self.test_size, seed=self.split_seed)}
 
     def dataset(self, graphs: list[ArchGraph], vocab: list[str], header: dict[str, Any], digest: str) -> GraphDataset:
-        """The loaded `GraphDataset` with its splits."""
+        """The loaded `GraphDataset` with its splits (exactly those `split_names` declares)."""
         splits = self.splits(graphs)
+        if sorted(splits) != sorted(self.split_names):
+            raise ValueError(f"dataset {self.name}: splits() returns {', '.join(splits)} but split_names declares "
+                             f"{', '.join(self.split_names)}; declare every split in split_names")
         return GraphDataset(self.name, self.version, list(vocab), graphs, digest, splits["standard"], meta=header,
                             splits=splits)
 

@@ -166,6 +166,14 @@ def load_reference(path: str | Path) -> dict[str, Any]:
         raise GateError(f"reference file {path} is unreadable: {exc}") from exc
     if not isinstance(data, dict) or data.get("version") != REFERENCE_VERSION or not isinstance(data.get("entries"), dict):
         raise GateError(f"reference file {path} is not a version-{REFERENCE_VERSION} narbench reference")
+    for key, entry in data["entries"].items():
+        metrics = entry.get("metrics") if isinstance(entry, dict) else None
+        if not isinstance(metrics, dict):
+            raise GateError(f"reference file {path}: entry {key} has no metrics")
+        for metric, value in metrics.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+                raise GateError(f"reference file {path}: entry {key} metric {metric} is {value!r}, "
+                                "outside its range [0, 1]")
     return data
 
 

@@ -81,6 +81,16 @@ def test_planted_drop_fails_and_names_the_metric(plugins, tmp_path, capsys):
     assert gate.check(ref, tolerance=0.06, encoders=ENCODERS, datasets=["toy"]).passed()
 
 
+def test_a_reference_value_out_of_range_is_rejected_not_compared(plugins, tmp_path, capsys):
+    ref = tmp_path / "reference.json"
+    gate.check(ref, encoders=["nodefreq"], datasets=["toy"], update=True)
+    _edit(ref, "toy/nodefreq/none", "ndcg@20", +7.5)
+    capsys.readouterr()
+    assert _cli(["--reference", str(ref), "--encoders", "nodefreq", "--datasets", "toy"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"reference file {ref}: entry toy/nodefreq/none metric ndcg@20 is" in err and "outside its range" in err
+
+
 def test_reference_made_on_other_dataset_content_fails(plugins, tmp_path):
     ref = tmp_path / "reference.json"
     gate.check(ref, encoders=ENCODERS, datasets=["toy"], update=True)

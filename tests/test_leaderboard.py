@@ -11,6 +11,8 @@ import pytest
 
 from narbench import leaderboard as lb
 from narbench.result import RunResult
+from narbench.validation import KnownDataset
+from tests.handmade import write_result
 
 N_QUERIES = 80
 
@@ -46,15 +48,16 @@ def _write(out, encoder, splitter, seed, per_query, *, dataset="nas", objective=
     return res.write(out, pq)
 
 
-def test_results_on_different_dataset_contents_are_never_averaged(tmp_path):
+def test_results_on_different_dataset_contents_are_never_averaged(tmp_path, plugin):
+    """`toy` (a registered third-party dataset) pins no content: two contents of it are two datasets."""
     out = tmp_path / "res"
     for s in range(2):
-        _write(out, "gcn", "none", s, np.full(10, 0.5))
-        _write(out, "gcn", "none", s, np.full(10, 0.9), sha="cd" * 32, tag="-new")
-    _write(out, "gcn", "none", 0, np.full(10, 0.7), dataset="real")
+        write_result(out, "gcn", "none", s, np.full(10, 0.5), dataset="toy", version="0")
+        write_result(out, "gcn", "none", s, np.full(10, 0.9), dataset="toy", version="0", sha="cd" * 32, tag="-new")
+    write_result(out, "gcn", "none", 0, np.full(10, 0.7), dataset="real")
     df = lb.aggregate(lb.collect([out]))
     rows = {r["dataset"]: (r["n"], r["ndcg@20 mean"]) for _, r in df.iterrows()}
-    assert rows == {"nas 1.0 (abababab)": (2, pytest.approx(0.5)), "nas 1.0 (cdcdcdcd)": (2, pytest.approx(0.9)),
+    assert rows == {"toy 0 (abababab)": (2, pytest.approx(0.5)), "toy 0 (cdcdcdcd)": (2, pytest.approx(0.9)),
                     "real": (1, pytest.approx(0.7))}
 
 
@@ -183,7 +186,7 @@ def test_seed_matching_uses_only_common_seeds(results):
 def test_table4_only_with_init_from(results, tmp_path):
     assert not any(b.rows for b in _table(lb.build_tables(lb.collect([results])), 4).blocks)
     _write(results, "ours", "motif", 0, _base(0), dataset="real")
-    _write(results, "ours", "motif", 0, _base(0) + 0.01, dataset="real", init_from="runs/nas-ours.pt", tag="-init")
+    _write(results, "ours", "motif", 0, _base(0) * 0.99, dataset="real", init_from="runs/nas-ours.pt", tag="-init")
     t4 = _table(lb.build_tables(lb.collect([results])), 4)
     (block,) = t4.blocks
     assert block.dataset == "real"
@@ -235,7 +238,8 @@ def test_save_embeddings_and_tsne(toy_dataset, tmp_path):
             assert z["embeddings"].dtype == np.float16
             assert z["embeddings"].shape[0] == ev.result.num_queries == len(z["family"]) == len(z["coarse"])
             assert set(z["coarse"]) <= {"cnn", "attention", "other"}
-    paths = lb.plot_tsne(lb.collect([out]), tmp_path / "plots")
+    toy = [KnownDataset("toy", "0", None)]  # the in-memory toy dataset: declared, not registered
+    paths = lb.plot_tsne(lb.collect([out], datasets=toy), tmp_path / "plots")
     assert [p.name for p in paths] == ["tsne-toy-standard-smoke-cpu-family.png"] and paths[0].stat().st_size > 1000
 
 

@@ -42,6 +42,7 @@ class RealDataset(DatasetProvider):
     #: sha256 of the canonical payload of the shipped artifact (`narbench build-real`, 72,246 specs,
     #: torch 2.14.1, timm 1.0.31, torchvision 0.29.1, transformers 5.23.0; 21,630 graphs).
     expected_sha256: ClassVar[str | None] = "5dcf0458a4026e6d994563b20293d76b3017035035e994cf2597ee29dcf527ff"
+    split_names = ("standard", "unseen")
 
     def artifact_path(self) -> tuple[Path, bool]:
         """(path, pinned): the env override if set (not pinned), else the shipped file."""

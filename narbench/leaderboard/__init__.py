@@ -27,22 +27,22 @@ from narbench.leaderboard.records import (
     KEYS,
     PRETRAINED,
     SCRATCH,
-    SIDE_SUFFIX,
     Key,
     Record,
+    RejectedResultsError,
     collect,
     read_record,
     select_runs,
 )
 from narbench.leaderboard.render import print_tables, tables_markdown
-from narbench.leaderboard.significance import ALPHA, SIG_MARK, load_sidecar, paired_scores, paired_test
+from narbench.leaderboard.significance import ALPHA, SIG_MARK, paired_scores, paired_test
 from narbench.leaderboard.tables import COLUMNS, HEADERS, Block, LeaderTable, Row, build_tables
 from narbench.metrics import METRICS
 
 __all__ = [
     "ALL_METRICS", "ALPHA", "ANY_PROTOCOL", "Block", "COLUMNS", "DEFAULT_OBJECTIVE", "EMB_SUFFIX", "EXTRA",
-    "HEADERS", "KEYS", "Key", "LeaderTable", "MAP_NOTE", "METRICS", "PAPER", "PAPER_LABEL", "PRETRAINED", "Record",
-    "Row", "SCRATCH", "SIDE_SUFFIX", "SIG_MARK", "TSNE_MAX_POINTS", "aggregate", "build_tables", "collect",
-    "load_sidecar", "paired_scores", "paired_test", "plot_ndcg", "plot_tsne", "print_tables", "read_record",
+    "HEADERS", "KEYS", "Key", "LeaderTable", "MAP_NOTE", "METRICS", "PAPER", "PAPER_LABEL", "PRETRAINED", "Record", "RejectedResultsError",
+    "Row", "SCRATCH", "SIG_MARK", "TSNE_MAX_POINTS", "aggregate", "build_tables", "collect",
+    "paired_scores", "paired_test", "plot_ndcg", "plot_tsne", "print_tables", "read_record",
     "select_runs", "tables_markdown", "write_aggregate", "write_leaderboard",
 ]

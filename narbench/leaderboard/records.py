@@ -1,17 +1,22 @@
 """Reading result files and grouping them into leaderboard rows.
 
-A `Record` is one result file; its `Key` says which row it belongs to. `collect` reads every
-result file under some folders, `select_runs` keeps one run per (row, seed).
+A `Record` is one validated result file; its `Key` says which row it belongs to. `collect`
+reads and validates every result file under some folders (`narbench.validation`: a file that
+fails is rejected, never averaged in), `select_runs` keeps one run per (row, seed).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
 
-from narbench.metrics import METRICS
+import numpy as np
+
 from narbench.result import RunResult
+from narbench import validation
+from narbench.validation import InvalidResultError, KnownDataset, sidecar_path, validate_result
 
 #: `init` of a run: trained from scratch, or initialised from another run (config.run.init_from)
 SCRATCH, PRETRAINED = "scratch", "pretrained"
@@ -19,7 +24,6 @@ SCRATCH, PRETRAINED = "scratch", "pretrained"
 #: protocol of a training-free encoder's rows: it saw no labels, so it belongs to every protocol
 ANY_PROTOCOL = "any"
 DEFAULT_OBJECTIVE = "ce+cl"
-SIDE_SUFFIX = ".queries.json.gz"
 EMB_SUFFIX = ".embeddings.npz"
 
 
@@ -47,10 +51,12 @@ KEYS = Key._fields
 
 @dataclass(frozen=True)
 class Record:
-    """One result file: the parsed `RunResult` plus the leaderboard's grouping fields."""
+    """One validated result file: the parsed `RunResult`, its per-query scores, its grouping fields."""
 
     path: Path
     result: RunResult
+    #: metric -> per-query scores from the sidecar (`narbench.validation` checked them against the means)
+    per_query: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     #: set by `collect` when results of one dataset name come from different contents
     dataset_label: str | None = None
 
@@ -96,41 +102,45 @@ class Record:
 
     @property
     def sidecar(self) -> Path:
-        return self.path.with_name(self.path.name[: -len(".json")] + SIDE_SUFFIX)
+        return sidecar_path(self.path)
 
     @property
     def embeddings(self) -> Path:
         return self.path.with_name(self.path.name[: -len(".json")] + EMB_SUFFIX)
 
 
+class RejectedResultsError(ValueError):
+    """Result files that failed validation; `errors` holds one `InvalidResultError` per file."""
+
+    def __init__(self, errors: list[InvalidResultError]) -> None:
+        self.errors = errors
+        lines = [f"{len(errors)} result file{'s' if len(errors) > 1 else ''} rejected (nothing was aggregated):"]
+        super().__init__("\n".join(lines + [f"  {e}" for e in errors]))
+
+
 def _is_result_file(path: Path) -> bool:
     return path.is_file() and path.name.endswith(".json") and not path.name.endswith(".queries.json")
 
 
-def read_record(path: Path) -> Record:
-    """Parse one result file; anything malformed raises ValueError naming the file."""
-    result = RunResult.read(path)  # ValueError naming the file on bad JSON / fields
-    scores = {**(result.metrics if isinstance(result.metrics, dict) else {}),
-              **(result.metrics_extra if isinstance(result.metrics_extra, dict) else {})}
-    missing = [m for m in METRICS if m not in scores]
-    if missing or not isinstance(result.dataset, dict) or not isinstance(result.config, dict):
-        raise ValueError(f"{path}: not a valid narbench result file (missing metrics {missing or ''}"
-                         f"{'' if isinstance(result.dataset, dict) else ' dataset'}"
-                         f"{'' if isinstance(result.config, dict) else ' config'})")
-    for m, v in scores.items():
-        if not isinstance(v, (int, float)):
-            raise ValueError(f"{path}: not a valid narbench result file (metric {m} is {v!r})")
-    return Record(path, result)
+def read_record(path: str | Path, *, datasets: Iterable[KnownDataset] | None = None) -> Record:
+    """Read and validate one result file (`narbench.validation`); `InvalidResultError` says why not."""
+    result, per_query = validate_result(path, datasets=datasets)
+    return Record(Path(path), result, per_query)
 
 
-def collect(dirs: Iterable[str | Path]) -> list[Record]:
-    """Every result file under the given directories (recursively), sorted by run_id then path.
+def collect(dirs: Iterable[str | Path], *, datasets: Iterable[KnownDataset] | None = None) -> list[Record]:
+    """Every result file under the given directories (recursively), validated, sorted by run_id then path.
 
-    Sidecars (`.queries.json.gz`, `.embeddings.npz`) are skipped; a directory that does not
-    exist is an error (FileNotFoundError); a malformed result file raises ValueError naming it.
+    Sidecars (`.queries.json.gz`, `.embeddings.npz`) are read with their result file. A directory
+    that does not exist is an error (FileNotFoundError); result files that fail validation, or two
+    files of one run_id, raise `RejectedResultsError` naming every one of them and why.
+    `datasets`: the datasets results may be on (default: the registered ones, see `narbench.validation`).
     """
+    datasets = validation.known_datasets() if datasets is None else list(datasets)
     seen: set[Path] = set()
-    records = []
+    records: list[Record] = []
+    errors: list[InvalidResultError] = []
+    by_run_id: dict[str, Path] = {}
     for d in dirs:
         d = Path(d)
         if not d.is_dir():
@@ -139,13 +149,25 @@ def collect(dirs: Iterable[str | Path]) -> list[Record]:
             if not _is_result_file(path) or path.resolve() in seen:
                 continue
             seen.add(path.resolve())
-            records.append(read_record(path))
+            try:
+                rec = read_record(path, datasets=datasets)
+            except InvalidResultError as exc:
+                errors.append(exc)
+                continue
+            if rec.result.run_id in by_run_id:
+                errors.append(InvalidResultError(path, f"run_id {rec.result.run_id!r} is also "
+                                                       f"{by_run_id[rec.result.run_id]}: one run, counted once"))
+                continue
+            by_run_id[rec.result.run_id] = path
+            records.append(rec)
+    if errors:
+        raise RejectedResultsError(errors)
     # Never average over different dataset contents: label such groups by version and sha256.
     contents: dict[str, set[tuple[str, str]]] = {}
     for r in records:
         contents.setdefault(r.dataset, set()).add(r.dataset_content)
     records = [r if len(contents[r.dataset]) == 1 else
-               Record(r.path, r.result, f"{r.dataset} {r.dataset_content[0]} ({r.dataset_content[1][:8]})")
+               replace(r, dataset_label=f"{r.dataset} {r.dataset_content[0]} ({r.dataset_content[1][:8]})")
                for r in records]
     records.sort(key=lambda r: (r.result.run_id, str(r.path)))
     return records

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
-import json
 import math
 import warnings
 
@@ -15,34 +13,19 @@ ALPHA = 0.05
 SIG_MARK = "†"
 
 
-def load_sidecar(rec: Record, cache: dict) -> dict[str, np.ndarray] | None:
-    path = rec.sidecar
-    if path not in cache:
-        if not path.is_file():
-            cache[path] = None
-        else:
-            try:
-                raw = json.loads(gzip.decompress(path.read_bytes()))
-            except (OSError, ValueError) as exc:
-                raise ValueError(f"{path}: not a valid per-query sidecar ({exc})") from exc
-            cache[path] = {k: np.asarray(v, dtype=np.float64) for k, v in raw.items()}
-    return cache[path]
+def paired_scores(a: dict[int, Record], b: dict[int, Record], metric: str):
+    """Seed-matched per-query scores of two rows (seed -> record each), pooled over the seeds both have.
 
-
-def paired_scores(a: dict[int, Record], b: dict[int, Record], metric: str, cache: dict | None = None):
-    """Seed-matched per-query scores of two rows, pooled over the seeds both have.
-
-    Returns (scores_a, scores_b, seeds used); seeds whose sidecars are missing or whose query
-    counts differ are left out.
+    Returns (scores_a, scores_b, seeds used); a seed whose two runs scored different numbers of
+    queries is left out (they are not the same queries).
     """
-    cache = {} if cache is None else cache
     xs, ys, used = [], [], []
     for seed in sorted(set(a) & set(b)):
-        sa, sb = load_sidecar(a[seed], cache), load_sidecar(b[seed], cache)
-        if sa is None or sb is None or metric not in sa or metric not in sb or len(sa[metric]) != len(sb[metric]):
+        sa, sb = a[seed].per_query.get(metric), b[seed].per_query.get(metric)
+        if sa is None or sb is None or len(sa) != len(sb):
             continue
-        xs.append(sa[metric])
-        ys.append(sb[metric])
+        xs.append(sa)
+        ys.append(sb)
         used.append(seed)
     if not used:
         return np.empty(0), np.empty(0), []

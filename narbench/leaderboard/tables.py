@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 
-import numpy as np
 
 from narbench.leaderboard.aggregate import EXTRA, aggregate
 from narbench.leaderboard.paper import MAP_NOTE, PAPER, paper_rows
@@ -115,7 +113,6 @@ def build_tables(records: list[Record], df=None, *, stat_test: str = "student") 
     if df is None:
         df = aggregate(records)
     selected = select_runs(records)
-    sidecars: dict[Path, dict[str, np.ndarray] | None] = {}
     stats = {Key(*(r[k] for k in KEYS)): r for r in df.to_dict(orient="records")}
     tables = []
     for number, title, pick, order, _, sig in _table_specs():
@@ -129,7 +126,7 @@ def build_tables(records: list[Record], df=None, *, stat_test: str = "student") 
             _mark_best(rows)
             block = Block(setting[0], setting, rows, paper_rows(number, setting[0]))
             if sig and len(rows) > 1:
-                block.notes.extend(block_significance(rows, selected, sidecars, stat_test))
+                block.notes.extend(block_significance(rows, selected, stat_test))
             blocks.append(block)
         covered = {b.dataset for b in blocks}
         if number != 4:
@@ -179,7 +176,7 @@ def _mark_best(rows: list[Row]) -> None:
 
 
 
-def block_significance(rows: list[Row], selected, cache: dict, stat_test: str) -> list[str]:
+def block_significance(rows: list[Row], selected, stat_test: str) -> list[str]:
     best = max(rows, key=lambda r: (-math.inf if math.isnan(r.mean["ndcg@20"]) else r.mean["ndcg@20"], r.label))
     name = {"student": "two-sided paired Student's t-test (ranx `paired_student_t_test`)",
             "fisher": "Fisher's randomization test (ranx `fisher_randomization_test`, 10,000 permutations, seed 0)"}
@@ -191,7 +188,7 @@ def block_significance(rows: list[Row], selected, cache: dict, stat_test: str) -
             continue
         seeds_used: list[int] = []
         for m in COLUMNS:
-            a, b, used = paired_scores(selected[best.key], selected[row.key], m, cache)
+            a, b, used = paired_scores(selected[best.key], selected[row.key], m)
             if not used:
                 continue
             seeds_used = used
