@@ -21,10 +21,14 @@ FLOORS = ("random", "ophist", "wl")
 def write_result(out, encoder, splitter, seed, per_query, *, dataset="nas", objective="ce+cl", device="cpu",
                  init_from=None, created="2026-01-01T00:00:00+00:00", profile="quick", tag="", sha=HAND_MADE_SHA256,
                  split="standard", protocol="family", version="1.0"):
-    """A result file (+ sidecar) whose metrics are the means of `per_query` (one array for every metric)."""
-    per_query = np.asarray(per_query, dtype=np.float64)
-    pq = {m: per_query for m in ALL_METRICS}
-    means = {m: float(np.round(per_query, 6).mean()) for m in ALL_METRICS}
+    """A result file (+ sidecar) whose metrics are the means of `per_query`: one array for every
+    metric, or a dict metric -> array (metrics it leaves out get the first array)."""
+    if isinstance(per_query, dict):
+        first = np.asarray(next(iter(per_query.values())), dtype=np.float64)
+        pq = {m: np.asarray(per_query.get(m, first), dtype=np.float64) for m in ALL_METRICS}
+    else:
+        pq = {m: np.asarray(per_query, dtype=np.float64) for m in ALL_METRICS}
+    means = {m: float(np.round(v, 6).mean()) for m, v in pq.items()}
     run = {"encoder": encoder, "splitter": splitter, "objective": objective, "seed": seed}
     if init_from:
         run["init_from"] = init_from
@@ -37,7 +41,7 @@ def write_result(out, encoder, splitter, seed, per_query, *, dataset="nas", obje
                 "labels": None if encoder in FLOORS else {"cl": "family", "ce": "family"}},
         split=split, protocol=protocol,
         metrics={m: means[m] for m in METRICS}, metrics_extra={m: means[m] for m in ALL_METRICS if m not in METRICS},
-        timings={"total": 1.0}, device=device, num_queries=len(per_query), num_corpus=100, num_train=50,
+        timings={"total": 1.0}, device=device, num_queries=len(pq["ndcg@20"]), num_corpus=100, num_train=50,
         created=created,
     )
     return res.write(out, pq)

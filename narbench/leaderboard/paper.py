@@ -48,10 +48,11 @@ for _row in load_paper():
 
 PAPER_LABEL = "paper (their data)"
 MAP_NOTE = (
-    "MAP convention: `MAP@k` is ranx's AP@k (divides by all relevant items |R|, the TREC "
-    "convention; on `nas` |R| is about 2,700, so MAP@20 <= 0.007 for any encoder). `MAPc@k` is "
-    "`map_capped@k`, the same AP rescaled to divide by min(k, |R|): the paper's MAP column uses that "
-    "convention, so the paper's MAP numbers are shown under MAPc, not MAP."
+    "MAP convention: `MAP@k` is ranx's AP@k, which divides by all relevant items |R| (the TREC convention), so "
+    "MAP@k <= k/|R|: tiny for any encoder when queries have thousands of relevant items (on `nas` with its full "
+    "corpus, |R| is about 2,700 and MAP@20 <= 0.007). `MAPc@k` is `map_capped@k`, the same AP rescaled to divide "
+    "by min(k, |R|): the paper's MAP column uses that convention, so the paper's MAP numbers are shown under MAPc, "
+    "not MAP."
 )
 
 

@@ -2,67 +2,116 @@
 
 from __future__ import annotations
 
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Iterable
 
 from narbench.leaderboard.aggregate import aggregate, write_aggregate
-from narbench.leaderboard.figures import plot_ndcg, plot_tsne
+from narbench.leaderboard.figures import plot_tables, plot_tsne
 from narbench.leaderboard.paper import MAP_NOTE, PAPER_LABEL
 from narbench.leaderboard.records import collect
 from narbench.leaderboard.render import print_tables, tables_markdown
-from narbench.leaderboard.tables import build_tables
+from narbench.leaderboard.tables import PAPER_PROFILES, build_tables
 from narbench.store import atomic_write_bytes
+from narbench.validation import KnownDataset
+
+#: the figures the leaderboard owns in `<out>/plots/` (older names included, so they are cleaned up)
+_OWNED = {"bars": ("table*.png", "ndcg-*.png"), "tsne": ("tsne-*.png",)}
 
 
 def write_leaderboard(results_dirs: Iterable[str | Path] = (), out_dir: str | Path = "leaderboard", *,
-                      plots: bool = True, tsne: bool = True, stat_test: str = "student",
-                      console=None) -> Path:
+                      profiles: Iterable[str] = PAPER_PROFILES, plots: bool = True, tsne: bool = True,
+                      stat_test: str = "student", redraw: bool = False, datasets: Iterable[KnownDataset] | None = None,
+                      console=None, progress: Callable[[str], None] | None = None) -> Path:
     """Regenerate `<out_dir>/README.md`, `aggregate.csv/json` and `plots/` from the result files.
 
-    Reads `<out_dir>/results/` (when it exists) and `results_dirs`. Returns the README path.
-    With `console` (a rich Console) the tables are also printed.
+    Args:
+        results_dirs: folders of result files read besides `<out_dir>/results/` (read when it exists).
+        out_dir: the leaderboard folder.
+        profiles: the profiles shown (default quick and paper); other results are left out, and
+            the README says how many. A profile outside `PAPER_PROFILES` gets blocks of its own
+            without the paper's numbers.
+        plots, tsne: draw the bar charts / the t-SNE maps (the slowest part).
+        stat_test: the paired test of the tables' † (`student` or `fisher`).
+        redraw: redraw every figure, even those whose digest says nothing changed.
+        datasets: the data results may be on (default: the registered datasets, `narbench.validation`).
+        console: a rich Console to print the compact tables on.
+        progress: called with a line of text at every step (the CLI prints them on stderr).
+    Returns:
+        The README's path. Raises `RejectedResultsError` (a ValueError) naming every result
+        file that fails validation, before anything is written.
     """
-    out_dir = Path(out_dir)
+    say = progress or (lambda _text: None)
+    out_dir, profiles, t0 = Path(out_dir), tuple(profiles), time.perf_counter()
     dirs = [out_dir / "results"] if (out_dir / "results").is_dir() else []
     dirs += [Path(d) for d in results_dirs]
-    records = collect(dirs)
+    say(f"reading and validating the result files in {', '.join(map(str, dirs)) or '(no folder)'}")
+    every = collect(dirs, datasets=datasets)
+    records = [r for r in every if r.result.profile in profiles]
+    left_out = Counter(r.result.profile for r in every if r.result.profile not in profiles)
+    say(f"{len(every)} result files valid ({time.perf_counter() - t0:.1f} s); "
+        f"{len(records)} shown, {sum(left_out.values())} of other profiles left out")
     df = aggregate(records)
     write_aggregate(df, out_dir)
+    say(f"aggregated {len(df)} configurations; significance tests")
     tables = build_tables(records, df, stat_test=stat_test)
     plot_paths: list[Path] = []
     if plots and len(df):
-        plot_paths += plot_ndcg(df, out_dir / "plots")
+        plot_paths += _keep_only(plot_tables(tables, out_dir / "plots", redraw=redraw, progress=say),
+                                 out_dir / "plots", _OWNED["bars"])
         if tsne:
-            plot_paths += plot_tsne(records, out_dir / "plots")
-    text = _readme(records, df, tables, plot_paths, out_dir)
+            plot_paths += _keep_only(plot_tsne(records, out_dir / "plots", redraw=redraw, progress=say),
+                                     out_dir / "plots", _OWNED["tsne"])
     readme = out_dir / "README.md"
-    atomic_write_bytes(readme, text.encode())
+    atomic_write_bytes(readme, _readme(records, left_out, df, tables, plot_paths, out_dir, profiles).encode())
+    say(f"done in {time.perf_counter() - t0:.1f} s")
     if console is not None:
-        print_tables(tables, console)
+        print_tables(tables, console, full=readme)
     return readme
 
 
-def _readme(records, df, tables, plot_paths, out_dir: Path) -> str:
+def _keep_only(paths: list[Path], folder: Path, patterns: tuple[str, ...]) -> list[Path]:
+    """Delete the figures of these kinds in `folder` that this run did not produce (stale ones)."""
+    keep = {p.name for p in paths}
+    for pattern in patterns:
+        for old in folder.glob(pattern):
+            if old.name not in keep:
+                old.unlink()
+    return paths
+
+
+def _readme(records, left_out: Counter, df, tables, plot_paths, out_dir: Path, profiles: tuple[str, ...]) -> str:
     datasets = sorted({(r.dataset, r.result.dataset.get("version", "?"), r.result.dataset.get("sha256", "")[:12])
                        for r in records})
+    shown = " and ".join(f"`{p}`" for p in profiles)
     lines = [
         "# narbench leaderboard",
         "",
         "Generated by `narbench leaderboard` from the result files; do not edit by hand. "
-        f"{len(records)} result files, {len(df)} configurations (dataset, profile, device kind, encoder, "
-        "splitter, objective, init). Per-configuration means and stds: [aggregate.csv](aggregate.csv), "
-        "[aggregate.json](aggregate.json).",
+        f"{len(records)} result files of the profiles {shown}, {len(df)} configurations (dataset, split, profile, "
+        "device kind, protocol, encoder, splitter, objective, init). Every result file was validated first "
+        "(metrics within range and equal to its per-query scores, a registered dataset with its pinned content). "
+        "Per-configuration means and stds: [aggregate.csv](aggregate.csv), [aggregate.json](aggregate.json).",
         "",
     ]
+    if left_out:
+        other = ", ".join(f"{n} of profile `{p}`" for p, n in sorted(left_out.items()))
+        lines += [f"Left out: {other} (small models or data subsets: never ranked beside the paper; "
+                  "`narbench leaderboard --profile NAME` adds a profile, in blocks of its own without the paper's "
+                  "numbers).", ""]
     if datasets:
         lines += ["Datasets: " + ", ".join(f"`{n}` {v} (sha256 {s}…)" for n, v, s in datasets) + ".", ""]
     lines += [f"The *{PAPER_LABEL}* rows are the numbers published by Pei et al. (ICLR 2024) on their own "
-              "data sets, which narbench does not reproduce exactly: they are a reference, not a comparison "
-              "on equal terms.", "", MAP_NOTE, ""]
+              f"data sets, shown beside the {' and '.join(f'`{p}`' for p in PAPER_PROFILES)} profiles only; narbench does not reproduce their data exactly: they are a reference, not a "
+              "comparison on equal terms.", "", MAP_NOTE, ""]
     lines.append(tables_markdown(tables))
     if plot_paths:
-        lines += ["## Plots", ""]
+        lines += ["## Plots", "",
+                  "One bar chart per table block (the table's rows and labels, best NDCG@20 first) and t-SNE maps of "
+                  "saved query embeddings. Each PNG carries a digest of what it shows and is redrawn only when that "
+                  "changes, so regenerating on another machine leaves the committed figures as they are "
+                  "(`narbench leaderboard --redraw` draws them all anew).", ""]
         for p in sorted(plot_paths, key=lambda p: p.name):
-            rel = p.relative_to(out_dir).as_posix()
-            lines += [f"![{p.stem}]({rel})", ""]
+            lines += [f"![{p.stem}]({p.relative_to(out_dir).as_posix()})", ""]
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -14,8 +14,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from narbench.result import RunResult
 from narbench import validation
+from narbench.result import RunResult
 from narbench.validation import InvalidResultError, KnownDataset, sidecar_path, validate_result
 
 #: `init` of a run: trained from scratch, or initialised from another run (config.run.init_from)

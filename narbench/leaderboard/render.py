@@ -1,27 +1,31 @@
-"""Rendering the tables: Markdown for the README, rich tables for the terminal."""
+"""Rendering the tables: Markdown for the README (every column), a compact table for the terminal."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
-from narbench.leaderboard.paper import MAP_NOTE
 from narbench.leaderboard.tables import COLUMNS, HEADERS, LeaderTable, Row
 
+#: the terminal's columns: readable at 80 characters; the README has all twelve
+COMPACT = ("ndcg@20", "mrr@20", "map_capped@20")
 
-def _fmt(row: Row, m: str) -> str:
+
+def _fmt(row: Row, m: str, digits: int = 4) -> str:
     mean, std = row.mean[m], row.std[m]
     if math.isnan(mean):
         return "–"
-    text = f"{mean:.4f}" if math.isnan(std) else f"{mean:.4f}±{std:.4f}"
+    text = f"{mean:.{digits}f}" if math.isnan(std) else f"{mean:.{digits}f}±{std:.{digits}f}"
     return text + row.marks.get(m, "")
 
 
-def _paper_cells(scores: dict[str, float]) -> list[str]:
+def _paper_cells(scores: dict[str, float], columns=COLUMNS) -> list[str]:
     # the paper's MAP is the min(k, |R|) convention: shown under MAPc, a dash under MAP
-    return [f"{scores[m]:.3f}" if m in scores else "—" for m in COLUMNS]
+    return [f"{scores[m]:.3f}" if m in scores else "—" for m in columns]
 
 
 def tables_markdown(tables: list[LeaderTable]) -> str:
+    """The tables as Markdown: per block every column, the paper's rows in italics, notes under each table."""
     lines = []
     for t in tables:
         lines += [f"## Table {t.number}: {t.title}", ""]
@@ -33,21 +37,23 @@ def tables_markdown(tables: list[LeaderTable]) -> str:
             lines.append("|---|---:|" + "---:|" * len(COLUMNS))
             for r in b.rows:
                 cells = [f"**{_fmt(r, m)}**" if m in r.bold else _fmt(r, m) for m in COLUMNS]
-                lines.append(f"| {r.label} | {r.n} | " + " | ".join(cells) + " |")
+                lines.append(f"| {r.label} | {r.n_text.replace('*', chr(92) + '*')} | " + " | ".join(cells) + " |")
             for label, vals in b.paper:
                 lines.append(f"| *{label}* | | " + " | ".join(f"*{c}*" for c in _paper_cells(vals)) + " |")
             lines.append("")
-            for note in b.notes:
-                lines += [f"- {note}"]
+            lines += [f"- {note}" for note in b.notes]
             if b.notes:
                 lines.append("")
-        for note in t.notes:
-            lines += [f"*{note}*", ""]
+        lines += [*t.notes, ""]
     return "\n".join(lines)
 
 
-def print_tables(tables: list[LeaderTable], console=None) -> None:
-    """Render the tables in the terminal with rich."""
+def print_tables(tables: list[LeaderTable], console=None, *, full: str | Path | None = None) -> None:
+    """Print a compact table per block (method, n, NDCG@20, MRR@20, MAPc@20) that fits 80 columns.
+
+    `full` names the file with every column and note (the README), printed as a pointer at the end.
+    """
+    from rich import box
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -55,19 +61,26 @@ def print_tables(tables: list[LeaderTable], console=None) -> None:
     console = console or Console()
     for t in tables:
         if t.empty_note:
-            console.print(f"[bold]Table {t.number}: {escape(t.title)}[/bold]\n{escape(t.empty_note)}")
+            console.print(f"[bold]Table {t.number}[/bold]: {escape(t.empty_note)}")
         for b in t.blocks:
-            table = Table(title=f"Table {t.number}: {escape(t.title)} — {escape(b.title)}", title_justify="left")
-            table.add_column("method")
-            table.add_column("n", justify="right")
-            for m in COLUMNS:
-                table.add_column(HEADERS[m], justify="right")
+            if not b.rows:
+                continue
+            table = Table(title=f"[bold]Table {t.number}[/bold] · {escape(b.title)}", title_justify="left",
+                          box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+            table.add_column("method", overflow="fold", ratio=1)
+            table.add_column("n", justify="right", no_wrap=True)
+            for m in COMPACT:
+                table.add_column(HEADERS[m], justify="right", no_wrap=True)
             for r in b.rows:
-                table.add_row(escape(r.label), str(r.n),
-                              *[f"[bold]{escape(_fmt(r, m))}[/bold]" if m in r.bold else escape(_fmt(r, m)) for m in COLUMNS])
+                cells = [escape(_fmt(r, m, 3)) for m in COMPACT]
+                table.add_row(escape(r.label), escape(r.n_text),
+                              *[f"[bold]{c}[/bold]" if m in r.bold else c for m, c in zip(COMPACT, cells)])
             for label, vals in b.paper:
-                table.add_row(f"[dim]{escape(label)}[/dim]", "", *[f"[dim]{c}[/dim]" for c in _paper_cells(vals)])
+                table.add_row(f"[dim]{escape(label)}[/dim]", "", *[f"[dim]{c}[/dim]" for c in _paper_cells(vals, COMPACT)])
             console.print(table)
             for note in b.notes:
-                console.print(f"  {escape(note.replace('**', ''))}")
-    console.print(escape(MAP_NOTE))
+                console.print(f"  {escape(note)}")
+    rule = tables[0].notes[0] if tables and tables[0].notes else ""
+    console.print(escape(rule.replace("**", "")))
+    if full:
+        console.print(f"All twelve metrics, the paper's numbers and notes: [bold]{escape(str(full))}[/bold]")

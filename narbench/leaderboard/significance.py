@@ -11,6 +11,9 @@ from narbench.leaderboard.records import Record
 
 ALPHA = 0.05
 SIG_MARK = "†"
+#: the paired tests narbench runs (both ranx's), as the tables' note names them
+TESTS = {"student": "two-sided paired Student's t-test, ranx `paired_student_t_test`",
+         "fisher": "Fisher's randomization test, ranx `fisher_randomization_test`, 10,000 permutations, seed 0"}
 
 
 def paired_scores(a: dict[int, Record], b: dict[int, Record], metric: str):

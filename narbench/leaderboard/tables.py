@@ -1,24 +1,73 @@
-"""The leaderboard's tables as data: which rows each paper table holds, bold, significance notes."""
+"""The leaderboard's tables as data: which rows each paper table holds, their labels, bold and †.
+
+One rule decides both marks, per column of a block: the *best* cell is the highest mean among
+rows with at least two seeds (a single-seed row is never bold); a cell is bold when it equals
+the best at the shown precision; every other cell is tested against the best row of its column
+with a paired test on per-query scores and marked † when significantly worse. So a bold cell is
+never †, and an unmarked, unbolded cell is not significantly worse than the bold one.
+"""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 
-
 from narbench.leaderboard.aggregate import EXTRA, aggregate
-from narbench.leaderboard.paper import MAP_NOTE, PAPER, paper_rows
-from narbench.leaderboard.records import ANY_PROTOCOL, DEFAULT_OBJECTIVE, KEYS, SCRATCH, Key, Record, select_runs
-from narbench.leaderboard.significance import ALPHA, SIG_MARK, paired_scores, paired_test
+from narbench.leaderboard.paper import PAPER, paper_rows
+from narbench.leaderboard.records import (
+    ANY_PROTOCOL,
+    DEFAULT_OBJECTIVE,
+    KEYS,
+    PRETRAINED,
+    SCRATCH,
+    Key,
+    Record,
+    select_runs,
+)
+from narbench.leaderboard.significance import ALPHA, SIG_MARK, TESTS, paired_scores, paired_test
 from narbench.metrics import METRICS
 
 # Table columns: ranx's nine metrics, with the capped MAP next to ranx's MAP.
 COLUMNS = (*METRICS[:6], *EXTRA, *METRICS[6:])
 HEADERS = {**{m: m.upper() for m in METRICS}, **{m: f"MAPc@{m.split('@')[1]}" for m in EXTRA}}
+#: profiles whose blocks show the paper's numbers; `narbench leaderboard` shows only these by default
+PAPER_PROFILES = ("quick", "paper")
+#: a row with fewer seeds is never bold (nor the reference of a significance test)
+MIN_SEEDS_FOR_BEST = 2
+SINGLE_SEED = "1*"
+
+
+def row_label(key: Key, *, objective: bool = False) -> str:
+    """A configuration's label: `<encoder>[+<splitter>]`, with `(<objective>)` when `objective`,
+    `, pretrained` when it was initialised from other weights; `<encoder> (floor)` when training-free.
+
+    E.g. `gcn`, `ours+motif (ce+cl)`, `ours+motif (cl)`, `ours+motif (ce+cl, pretrained)`, `wl (floor)`.
+    """
+    if key.protocol == ANY_PROTOCOL:
+        return f"{key.encoder} (floor)"
+    method = key.encoder if key.splitter == "none" else f"{key.encoder}+{key.splitter}"
+    details = ([key.objective] if objective else []) + (["pretrained"] if key.init != SCRATCH else [])
+    return f"{method} ({', '.join(details)})" if details else method
+
+
+def row_labels(keys) -> dict[Key, str]:
+    """One label per configuration of a leaderboard, the same in every table and figure.
+
+    A method (encoder + splitter) that the leaderboard holds with more than one objective names
+    the objective in every one of its labels (`ours+motif (ce+cl)` beside `ours+motif (cl)`);
+    one with a single objective does not (`gcn`).
+    """
+    keys = list(keys)
+    objectives: dict[tuple[str, str], set[str]] = {}
+    for k in keys:
+        objectives.setdefault((k.encoder, k.splitter), set()).add(k.objective)
+    return {k: row_label(k, objective=len(objectives[(k.encoder, k.splitter)]) > 1) for k in keys}
 
 
 @dataclass
 class Row:
+    """One configuration's line in a block: its label, seeds, means, stds and marks per column."""
+
     label: str
     key: Key
     n: int
@@ -26,6 +75,10 @@ class Row:
     std: dict[str, float]
     bold: set[str] = field(default_factory=set)
     marks: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def n_text(self) -> str:
+        return SINGLE_SEED if self.n == 1 else str(self.n)
 
 
 @dataclass
@@ -48,6 +101,8 @@ class Block:
 
 @dataclass
 class LeaderTable:
+    """One of the paper's tables: its blocks (one per setting) and the notes said once under it."""
+
     number: int
     title: str
     blocks: list[Block]
@@ -55,94 +110,96 @@ class LeaderTable:
     empty_note: str | None = None
 
 
-def _method_label(key: Key) -> str:
-    if key.protocol == ANY_PROTOCOL:
-        return f"{key.encoder} (floor)"
-    return key.encoder if key.splitter == "none" else f"{key.encoder}+{key.splitter}"
+@dataclass(frozen=True)
+class TableSpec:
+    """Which configurations a table holds (`pick`) and in which order (`order`, the paper's)."""
+
+    number: int
+    title: str
+    pick: object  # Callable[[Key], bool]
+    order: object  # Callable[[Key], object]
 
 
-# Each table: (number, title, row filter over group keys, row label, paper key of a row, sig test?)
-_SPLITTER_ORDER = {"node-number": 0, "motif-number": 1, "random": 2, "motif": 3}
-_OBJ_ORDER = {"ce": 0, "cl": 1, "ce+cl": 2}
-_T1_ORDER = {"random (floor)": 0, "ophist (floor)": 1, "ophist-tfidf (floor)": 2, "wl (floor)": 3,
-             "gcn": 4, "gat": 5, "ours+motif": 6}
+_FLOORS = {"random": 0, "ophist": 1, "ophist-tfidf": 2, "wl": 3}
+_ENCODERS = {"gcn": 0, "gat": 1, "ours": 2}
+_SPLITTERS = {"node-number": 0, "motif-number": 1, "random": 2, "motif": 3}
+_OBJECTIVES = {"ce": 0, "cl": 1, "ce+cl": 2}
 
 
-def _table_specs():
-    def t1(k: Key):
-        if k.init != SCRATCH:
-            return None
-        if k.protocol == ANY_PROTOCOL:  # training-free floors
-            return _method_label(k), None
-        if k.objective != DEFAULT_OBJECTIVE:
-            return None
-        if k.encoder == "ours" and k.splitter != "motif":  # ours' other splitters are Table 2
-            return None
-        label = _method_label(k)  # any other encoder (gcn, gat, a submitted one) is a Table 1 row
-        return label, label
+def _t1(k: Key) -> bool:
+    if k.init != SCRATCH:
+        return False
+    if k.protocol == ANY_PROTOCOL:  # training-free floors
+        return True
+    # any encoder but ours' other splitters (Table 2): gcn, gat, ours+motif, a submitted one
+    return k.objective == DEFAULT_OBJECTIVE and not (k.encoder == "ours" and k.splitter != "motif")
 
-    def t2(k: Key):
-        if k.encoder == "ours" and k.objective == DEFAULT_OBJECTIVE and k.init == SCRATCH:
-            return f"ours+{k.splitter}", k.splitter
-        return None
 
-    def t3(k: Key):
-        if k.encoder == "ours" and k.splitter == "motif" and k.init == SCRATCH:
-            return f"ours+motif, {k.objective}", k.objective
-        return None
+TABLES = (
+    TableSpec(1, "Encoders (paper Table 1)", _t1,
+              lambda k: (k.protocol != ANY_PROTOCOL, _FLOORS.get(k.encoder, 9), _ENCODERS.get(k.encoder, 9), k.encoder)),
+    TableSpec(2, "Graph splitters with `ours` (paper Table 2)",
+              lambda k: k.encoder == "ours" and k.objective == DEFAULT_OBJECTIVE and k.init == SCRATCH,
+              lambda k: (_SPLITTERS.get(k.splitter, 9), k.splitter)),
+    TableSpec(3, "Objectives with `ours+motif` (paper Table 3)",
+              lambda k: k.encoder == "ours" and k.splitter == "motif" and k.init == SCRATCH,
+              lambda k: (_OBJECTIVES.get(k.objective, 9), k.objective)),
+    TableSpec(4, "Transfer: `ours+motif` on real from scratch vs `pretrained`, initialised from the weights of a "
+                 "nas run (`config.run.init_from`; paper Table 4)",
+              lambda k: k.encoder == "ours" and k.splitter == "motif" and k.objective == DEFAULT_OBJECTIVE,
+              lambda k: k.init != SCRATCH),
+)
 
-    def t4(k: Key):
-        if k.encoder == "ours" and k.splitter == "motif" and k.objective == DEFAULT_OBJECTIVE:
-            return ("ours+motif, from scratch" if k.init == SCRATCH else "ours+motif, initialised from nas"), k.init
-        return None
 
-    return [
-        (1, "Encoders (paper Table 1)", t1, lambda lab: _T1_ORDER.get(lab, 9), 1, True),
-        (2, "Graph splitters with `ours` (paper Table 2)", t2,
-         lambda lab: _SPLITTER_ORDER.get(lab.split("+", 1)[1], 9), 2, True),
-        (3, "Objectives with `ours+motif` (paper Table 3)", t3,
-         lambda lab: _OBJ_ORDER.get(lab.split(", ")[1], 9), 3, False),
-        (4, "Transfer: `ours+motif` on real, from scratch vs initialised from nas (paper Table 4)", t4,
-         lambda lab: 0 if "scratch" in lab else 1, 4, False),
-    ]
-
+def rule_note(stat_test: str = "student") -> str:
+    """The one rule of bold and †, said once under each table."""
+    return (f"**Bold**: the best mean of the column among rows with at least {MIN_SEEDS_FOR_BEST} seeds. "
+            f"{SIG_MARK}: significantly worse than that column's best row at p < {ALPHA} ({TESTS[stat_test]} on "
+            "per-query scores of the seeds both rows have, pooled; not corrected for multiple comparisons). "
+            "A cell with neither mark is not significantly worse than the bold one. Cells: mean ± sample std over "
+            f"seeds; n: seeds; `{SINGLE_SEED}`: a single seed (no std, never bold).")
 
 
 def build_tables(records: list[Record], df=None, *, stat_test: str = "student") -> list[LeaderTable]:
-    """The four tables, as data (rendered by `tables_markdown` and `print_tables`)."""
+    """The four tables as data (rendered by `render.tables_markdown` and `render.print_tables`).
+
+    Args:
+        records: validated result files (`collect`); every profile among them gets its blocks,
+            but only blocks of `PAPER_PROFILES` show the paper's numbers.
+        df: their `aggregate` (computed when None).
+        stat_test: `student` (paired t-test) or `fisher` (randomisation test), both ranx's.
+    Returns:
+        Tables 1-4, each with one block per setting, its rows marked by the one rule.
+    """
+    if stat_test not in TESTS:
+        raise ValueError(f"unknown statistical test {stat_test!r} ({', '.join(TESTS)})")
     if df is None:
         df = aggregate(records)
     selected = select_runs(records)
     stats = {Key(*(r[k] for k in KEYS)): r for r in df.to_dict(orient="records")}
     tables = []
-    for number, title, pick, order, _, sig in _table_specs():
-        by_setting = _by_setting(stats, pick)
-        if number == 4:  # rows only where initialised results exist
-            by_setting = {s: rows for s, rows in by_setting.items() if any(r.key.init != SCRATCH for r in rows)}
+    labels = row_labels(stats)
+    for spec in TABLES:
+        by_setting = _by_setting(stats, spec.pick, labels)
+        if spec.number == 4:  # rows only where initialised results exist
+            by_setting = {s: rows for s, rows in by_setting.items() if any(r.key.init == PRETRAINED for r in rows)}
         blocks = []
-        paper = PAPER[number]
         for setting, rows in sorted(by_setting.items()):
-            rows = sorted(rows, key=lambda r: (order(r.label), r.label))
-            _mark_best(rows)
-            block = Block(setting[0], setting, rows, paper_rows(number, setting[0]))
-            if sig and len(rows) > 1:
-                block.notes.extend(block_significance(rows, selected, stat_test))
-            blocks.append(block)
+            rows.sort(key=lambda r: (spec.order(r.key), r.label))
+            paper = paper_rows(spec.number, setting[0]) if setting[2] in PAPER_PROFILES else []
+            blocks.append(Block(setting[0], setting, rows, paper, mark_block(rows, selected, stat_test)))
         covered = {b.dataset for b in blocks}
-        if number != 4:
-            for ds in sorted(set(paper) - covered):
-                blocks.append(Block(ds, None, [], paper_rows(number, ds)))
-        notes = [MAP_NOTE, "Bold: the best of our rows in each column (mean over seeds, at the shown precision). "
-                 "Cells: mean ± sample std over seeds; n = number of seeds."]
         empty = None
-        if number == 4 and not blocks:
-            empty = ("No results with `config.run.init_from` set yet; the paper's numbers for reference:")
-            blocks.append(Block("real", None, [], paper_rows(number, "real")))
-        tables.append(LeaderTable(number, title, blocks, notes, empty))
+        if spec.number == 4 and not blocks:
+            empty = "No results with `config.run.init_from` set yet; the paper's numbers for reference:"
+        if spec.number != 4 or not blocks:
+            for ds in sorted(set(PAPER[spec.number]) - covered):
+                blocks.append(Block(ds, None, [], paper_rows(spec.number, ds)))
+        tables.append(LeaderTable(spec.number, spec.title, blocks, [rule_note(stat_test)], empty))
     return tables
 
 
-def _by_setting(stats: dict[Key, dict], pick) -> dict[tuple, list[Row]]:
+def _by_setting(stats: dict[Key, dict], pick, labels: dict[Key, str]) -> dict[tuple, list[Row]]:
     """The rows `pick` selects, per setting; training-free rows join every protocol's setting.
 
     A setting with only training-free rows is a block of its own (protocol `any`).
@@ -150,10 +207,9 @@ def _by_setting(stats: dict[Key, dict], pick) -> dict[tuple, list[Row]]:
     trained: dict[tuple, list[Row]] = {}
     free: dict[tuple, list[Row]] = {}
     for key, st in sorted(stats.items()):
-        picked = pick(key)
-        if picked is None:
+        if not pick(key):
             continue
-        row = Row(picked[0], key, int(st["n"]), {m: st[f"{m} mean"] for m in COLUMNS},
+        row = Row(labels[key], key, int(st["n"]), {m: st[f"{m} mean"] for m in COLUMNS},
                   {m: st[f"{m} std"] for m in COLUMNS})
         (free if key.protocol == ANY_PROTOCOL else trained).setdefault(key.setting, []).append(row)
     out = {s: list(rows) for s, rows in trained.items()}
@@ -164,39 +220,27 @@ def _by_setting(stats: dict[Key, dict], pick) -> dict[tuple, list[Row]]:
     return out
 
 
-def _mark_best(rows: list[Row]) -> None:
+def mark_block(rows: list[Row], selected: dict[Key, dict[int, Record]], stat_test: str = "student") -> list[str]:
+    """Apply the one rule (module docstring) to the rows of a block; returns notes on what was not tested."""
+    eligible = [r for r in rows if r.n >= MIN_SEEDS_FOR_BEST]
+    if not eligible:
+        return [f"No row has {MIN_SEEDS_FOR_BEST} seeds: nothing is bold or tested."] if rows else []
+    untested: dict[str, str] = {}
     for m in COLUMNS:
-        vals = [round(r.mean[m], 4) for r in rows if not math.isnan(r.mean[m])]
-        if not vals:
+        scored = [r for r in eligible if not math.isnan(r.mean[m])]
+        if not scored:
             continue
-        best = max(vals)
-        for r in rows:
-            if not math.isnan(r.mean[m]) and round(r.mean[m], 4) == best:
+        best = max(scored, key=lambda r: (r.mean[m], r.label))
+        shown = round(best.mean[m], 4)
+        for r in scored:
+            if round(r.mean[m], 4) == shown:
                 r.bold.add(m)
-
-
-
-def block_significance(rows: list[Row], selected, stat_test: str) -> list[str]:
-    best = max(rows, key=lambda r: (-math.inf if math.isnan(r.mean["ndcg@20"]) else r.mean["ndcg@20"], r.label))
-    name = {"student": "two-sided paired Student's t-test (ranx `paired_student_t_test`)",
-            "fisher": "Fisher's randomization test (ranx `fisher_randomization_test`, 10,000 permutations, seed 0)"}
-    notes = [f"{SIG_MARK}: significantly worse than the best row by mean NDCG@20 (**{best.label}**) at p < {ALPHA}, "
-             f"{name.get(stat_test, stat_test)} on per-query scores, seed-matched, queries pooled over the "
-             "common seeds; not corrected for multiple comparisons."]
-    for row in rows:
-        if row is best:
-            continue
-        seeds_used: list[int] = []
-        for m in COLUMNS:
-            a, b, used = paired_scores(selected[best.key], selected[row.key], m)
-            if not used:
+        for r in rows:
+            if m in r.bold or math.isnan(r.mean[m]):
                 continue
-            seeds_used = used
-            p = paired_test(a, b, stat_test)
-            if p < ALPHA and b.mean() < a.mean():
-                row.marks[m] = SIG_MARK
-        if not seeds_used:
-            notes.append(f"{row.label}: not tested (no per-query scores for a seed shared with {best.label}).")
-        else:
-            notes.append(f"{row.label} vs {best.label}: seeds {', '.join(map(str, seeds_used))}.")
-    return notes
+            a, b, used = paired_scores(selected[best.key], selected[r.key], m)
+            if not used:
+                untested[r.label] = best.label
+            elif b.mean() < a.mean() and paired_test(a, b, stat_test) < ALPHA:
+                r.marks[m] = SIG_MARK
+    return [f"{label}: not tested (no seed in common with {best})." for label, best in untested.items()]
