@@ -229,6 +229,17 @@ class DatasetProvider:
     def cache_path(self, root: Path | None = None) -> Path:
         return (root or cache_dir()) / f"{self.name}-{self.version}.narg"
 
+    def data_path(self) -> Path:
+        """The graph file `load` reads (the cache for a generated dataset; it may not exist yet)."""
+        return self.cache_path()
+
+    def check_available(self) -> None:
+        """Raise FileNotFoundError (saying how to get it) when the data cannot be loaded here.
+
+        Checked before a run trains anything. A generated dataset is always available (`load`
+        builds it when it is not cached); one read from a file overrides this.
+        """
+
     def load(self, root: Path | None = None, *, refresh: bool = False) -> GraphDataset:
         """Load from the cache, (re)building it when missing, corrupt or `refresh` is set."""
         path = self.cache_path(root)

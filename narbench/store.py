@@ -135,3 +135,30 @@ def read_graphs(
     except (ValueError, KeyError, struct.error, json.JSONDecodeError) as exc:
         raise CorruptFileError(f"{path}: unreadable payload ({exc})") from exc
     return graphs, vocab, header, digest
+
+
+def read_head(path: str | os.PathLike) -> dict[str, Any]:
+    """The JSON head of a graph file (header, vocab, one record per graph) without its arrays.
+
+    Streams only the start of the compressed file: a second or less where `read_graphs` takes
+    several, and unchecked (the sha256 covers the whole payload). For listings, not for runs.
+    """
+    import zstandard
+
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh, zstandard.ZstdDecompressor().stream_reader(fh) as reader:
+            start = reader.read(len(MAGIC) + 8)
+            if len(start) < len(MAGIC) + 8 or not start.startswith(MAGIC):
+                raise CorruptFileError(f"{path}: not a narbench graph file (bad magic bytes)")
+            (n,) = struct.unpack("<Q", start[len(MAGIC):])
+            chunks, got = [], 0
+            while got < n:
+                chunk = reader.read(min(n - got, 1 << 22))
+                if not chunk:
+                    raise CorruptFileError(f"{path}: truncated")
+                chunks.append(chunk)
+                got += len(chunk)
+        return json.loads(b"".join(chunks))
+    except (zstandard.ZstdError, ValueError) as exc:
+        raise CorruptFileError(f"{path}: unreadable ({exc})") from exc

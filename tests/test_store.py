@@ -86,3 +86,16 @@ def test_atomic_write_gives_the_mode_of_any_new_file(tmp_path):
     assert (tmp_path / "a.json").stat().st_mode & 0o777 == 0o644
     assert (tmp_path / "private.json").stat().st_mode & 0o777 == 0o600
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "private.json"]
+
+
+def test_read_head_gives_records_without_the_arrays(tmp_path):
+    from narbench.store import read_head
+
+    graphs = toy_graphs(per_family=3)
+    write_graphs(tmp_path / "d.narg", graphs, VOCAB, {"version": "x"})
+    head = read_head(tmp_path / "d.narg")
+    assert head["header"] == {"version": "x"} and head["vocab"] == VOCAB
+    assert [r["family"] for r in head["records"]] == [g.family for g in graphs]
+    (tmp_path / "bad.narg").write_bytes(b"junk")
+    with pytest.raises(CorruptFileError):
+        read_head(tmp_path / "bad.narg")

@@ -72,7 +72,7 @@ def test_the_tampered_copy_from_the_issue_is_rejected_with_its_path(tmp_path, ca
     _edit(bad, tamper(0.99))  # in range, consistent seed and run_id: only its sidecar disagrees
     assert "metric ndcg@20 is 0.99 but the mean of its" in _reason(bad, datasets=_registered())
     assert main(["leaderboard", "--out", str(tmp_path / "lb"), "--no-plots"]) == 2
-    err = capsys.readouterr().err.splitlines()
+    err = capsys.readouterr().err.splitlines()[1:]  # after the progress line
     assert err[0] == "error: 1 result file rejected (nothing was aggregated):"
     assert err[1].startswith(f"  {bad}: metric ndcg@20 is 0.99 but the mean of its")
     assert not (tmp_path / "lb" / "README.md").exists() and not (tmp_path / "lb" / "aggregate.csv").exists()
