@@ -67,16 +67,25 @@ class Encoder(torch.nn.Module):
     def fit(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels) -> None:
         """Train on the training graphs (a subset of the corpus; never the queries).
 
-        `labels.cl[i]` / `labels.ce[i]` are the contrastive and classifier label ids of
-        `graphs[i]`, as the run's protocol assigns them; `trainer` gives the device, seed,
-        progress bars and the generic training loops. Training-free encoders return at once.
+        Args:
+            trainer: the device, seed, progress bars and the generic training loops.
+            graphs: the training graphs.
+            labels: `labels.cl[i]` / `labels.ce[i]` are the contrastive and classifier label ids
+                of `graphs[i]`, as the run's protocol assigns them (`labels.num_ce_classes` classes).
+        Returns:
+            None; the encoder's weights are trained in place. Training-free encoders return at once.
         """
         raise NotImplementedError
 
     def embed(self, trainer: Trainer, graphs: list[ArchGraph]) -> torch.Tensor:
-        """One embedding per graph, in order: a float tensor [len(graphs), D] (any device).
+        """Embed graphs for retrieval.
 
-        Retrieval ranks corpus graphs by cosine similarity of these vectors (eq. 1).
+        Args:
+            trainer: the device and batched-inference helpers.
+            graphs: the graphs to embed (corpus or queries).
+        Returns:
+            A float tensor [len(graphs), D] (any device), row i for `graphs[i]`. Retrieval ranks
+            corpus graphs by the cosine similarity of these vectors (eq. 1).
         """
         raise NotImplementedError
 
