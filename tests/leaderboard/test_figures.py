@@ -12,7 +12,12 @@ from tests.handmade import write_result
 
 
 def test_one_chart_per_table_block_named_and_stamped(results, tmp_path):
+    from narbench.leaderboard.figures import chart_order
+
     tables = lb.build_tables(lb.collect([results]))
+    block = tables[0].blocks[0]
+    assert [r.label for r in block.rows] == ["random (floor)", "gcn", "gat", "ours+motif"]  # the table: paper order
+    assert [r.label for r in chart_order(block.rows)] == ["gat", "ours+motif", "gcn", "random (floor)"]  # by score
     paths = lb.plot_tables(tables, tmp_path / "plots")
     assert [p.name for p in paths] == [f"table{n}-nas-standard-quick-cpu-family.png" for n in (1, 2, 3)]
     assert all(len(drawn_from(p)) == 64 for p in paths)
@@ -76,12 +81,14 @@ def test_tsne_colours_the_largest_families_and_says_so(tmp_path, monkeypatch):
 
     def suptitle(self, text, **kw):
         titles.append(text)
+        titles.extend(ax.get_title() for ax in self.axes)
         colours.extend(ax.get_legend_handles_labels()[1] for ax in self.axes)
         return real_suptitle(self, text, **kw)
 
     monkeypatch.setattr(matplotlib.figure.Figure, "suptitle", suptitle)
     lb.plot_tsne(lb.collect([out]), tmp_path / "plots")
     assert "coloured by family" in titles[0] and "the 10 largest of the 14 families" in titles[0]
+    assert titles[1:] == ["gcn, seed 0", "ours+motif, seed 0"]  # the tables' labels, and the seed
     assert colours[0][0] == "other (4 families)" and colours[0][1:] == [f"f{i:02d}" for i in range(10)]
 
 
