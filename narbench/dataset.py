@@ -197,7 +197,9 @@ class DatasetProvider:
     """Base for a registered dataset. Subclasses set `name`, `version` and implement `build`.
 
     `expected_sha256` pins the content of the default build; a mismatch after a fresh build
-    means the generator is not deterministic and is reported as an error.
+    means the generator is not deterministic and is reported as an error (and result files on
+    other content are rejected by the leaderboard). `split_names` lists every split `splits()`
+    returns, so result files can be checked without loading the data.
     """
 
     name: ClassVar[str] = ""
