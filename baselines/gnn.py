@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from narbench.encoder import Encoder, Labels, graph_to_data
+from narbench.encoder import Encoder, Labels, graph_to_data, import_torch_geometric
 from narbench.graph import ArchGraph
 from narbench.trainer import Trainer
 
@@ -27,6 +27,7 @@ class GNNStack(nn.Module):
 
     def __init__(self, conv, hidden: int, layers: int, dropout: float, num_ops: int | None = None) -> None:
         super().__init__()
+        import_torch_geometric()  # before `conv` imports it: without torch_geometric's import-time warning
         if num_ops is not None:
             self.embedding = nn.Embedding(num_ops, hidden)
         else:

@@ -1,4 +1,10 @@
-"""`narbench` command line: a thin layer over the Python API."""
+"""`narbench` command line: all argument parsing and dispatch, one handler per subcommand.
+
+`build_parser` defines every subcommand and wires its handler with `set_defaults(func=...)`.
+A handler takes the parsed arguments and returns the exit status: 0 done, 1 the gate failed,
+2 bad input (said in one line on stderr, before any training), 130 interrupted. Handlers are
+thin: the work is the Python API's (`narbench.run`, `narbench.leaderboard`, `narbench.gate`).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from narbench import registry
+from narbench import __version__, registry
 from narbench.profiles import OBJECTIVES, PROFILES
 from narbench.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 
@@ -26,34 +32,51 @@ def _parse_param(text: str) -> tuple[str, object]:
     return key, {"true": True, "false": False}.get(value.lower(), value)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="narbench", description="Neural Architecture Retrieval benchmark")
-    sub = parser.add_subparsers(dest="command", required=True)
+class _ShowDefaults(argparse.HelpFormatter):
+    """Help that names each option's default, where it has one worth naming."""
 
-    run = sub.add_parser("run", help="train an encoder, retrieve, score, write a result file")
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text or action.default is None or action.default is False or action.default == [] \
+                or action.default == argparse.SUPPRESS:
+            return text
+        return text + " (default: %(default)s)"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `narbench` parser: every subcommand, each with its handler as `func`."""
+    parser = argparse.ArgumentParser(prog="narbench", description="Neural Architecture Retrieval benchmark")
+    parser.add_argument("--version", action="version", version=f"narbench {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    defaults = _ShowDefaults
+
+    run = sub.add_parser("run", help="train an encoder, retrieve, score, write a result file", formatter_class=defaults)
     run.add_argument("--encoder", default="ours", help="registered encoder name (see `narbench encoders`)")
     run.add_argument("--splitter", default=None, help="registered splitter name (default: the encoder's)")
-    run.add_argument("--dataset", default="nas", help="registered dataset name (default: nas)")
+    run.add_argument("--dataset", default="nas", help="registered dataset name (see `narbench datasets`)")
     run.add_argument("--split", default="standard",
-                     help="a split of the dataset: standard (default) or, on real, unseen (whole zoo models held out)")
+                     help="a split of the dataset: standard or, on real, unseen (whole zoo models held out)")
     run.add_argument("--protocol", default=DEFAULT_PROTOCOL, choices=sorted(PROTOCOLS),
-                     help="which labels trainable encoders get: family (default; the same for every encoder) "
+                     help="which labels trainable encoders get: family (the same for every encoder) "
                           "or paper (the paper's setting, for reproduction rows)")
     run.add_argument("--profile", default="quick", choices=sorted(PROFILES), help="data and recipe budget")
-    run.add_argument("--objective", default=None, choices=OBJECTIVES, help="graph-level loss terms (default ce+cl)")
+    run.add_argument("--objective", default=None, choices=OBJECTIVES, help="graph-level loss terms (default: the "
+                                                                         "profile's, ce+cl)")
     run.add_argument("--param", dest="params", action="append", type=_parse_param, default=[],
                      metavar="KEY=VALUE", help="a splitter parameter (repeatable)")
-    run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda, cuda:N")
-    run.add_argument("--out", default="runs", help="directory for the result file (default: runs)")
+    run.add_argument("--seed", type=int, default=0, help="seed of the data subsets, initialisation and training")
+    run.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda or cuda:N")
+    run.add_argument("--out", default="runs", help="folder for the result file")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
     run.add_argument("--save-embeddings", action="store_true",
                      help="also write the query embeddings (for the leaderboard's t-SNE maps)")
     run.add_argument("--save-weights", action="store_true", help="also write the trained weights (<run_id>.pt)")
     run.add_argument("--init-from", default=None, metavar="RESULT_OR_CHECKPOINT",
                      help="start from saved weights: a result .json of a --save-weights run, or its .pt")
+    run.set_defaults(func=cmd_run, interrupted="interrupted; nothing written")
 
-    build = sub.add_parser("build-real", help="extract the `real` dataset from the model zoos (needs the zoo extra)")
+    build = sub.add_parser("build-real", help="extract the `real` dataset from the model zoos (needs the zoo extra)",
+                           formatter_class=defaults)
     build.add_argument("--out", required=True, help="build folder (per-model results; resumable)")
     build.add_argument("--jobs", type=int, default=1, help="extraction processes in parallel")
     build.add_argument("--limit", type=int, default=None, help="only this many specs, spread over the zoos")
@@ -61,43 +84,62 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--timeout", type=float, default=180.0, help="seconds per model before it is killed")
     build.add_argument("--mem-limit-gb", type=float, default=8.0, help="address-space limit per worker")
     build.add_argument("--retry-failed", action="store_true", help="run models that failed before again")
+    build.set_defaults(func=cmd_build_real)
 
     sheet = sub.add_parser("datasheet", help="counts per source/family/coarse label, sizes, vocabulary, split")
     sheet.add_argument("dataset", help="registered dataset name")
     sheet.add_argument("--markdown", default=None, metavar="FILE", help="also write the datasheet as Markdown")
     sheet.add_argument("--json", default=None, metavar="FILE", help="also write it as JSON")
+    sheet.set_defaults(func=cmd_datasheet)
 
-    from narbench import gate, leaderboard
+    lb = sub.add_parser("leaderboard", help="aggregate result files into the leaderboard (tables, plots)",
+                        formatter_class=defaults)
+    lb.add_argument("--results", action="append", default=[], metavar="DIR",
+                    help="extra folder of result files (repeatable; <out>/results is always read)")
+    lb.add_argument("--out", default="leaderboard", help="leaderboard folder")
+    lb.add_argument("--profile", dest="profiles", action="append", default=None, choices=sorted(PROFILES),
+                    help="a profile to show (repeatable; default: quick and paper, the ones comparable with the "
+                         "paper; any other gets blocks of its own without the paper's numbers)")
+    lb.add_argument("--no-plots", action="store_true", help="skip the plots")
+    lb.add_argument("--no-tsne", action="store_true", help="skip the t-SNE maps (the slowest part)")
+    lb.add_argument("--redraw", action="store_true", help="redraw every figure, even those whose inputs are unchanged")
+    lb.add_argument("--test", default="student", choices=("student", "fisher"), help="paired significance test")
+    lb.set_defaults(func=cmd_leaderboard)
 
-    leaderboard.add_parser(sub)
-    gate.add_parser(sub)
+    from narbench import gate
 
-    sub.add_parser("datasets", help="list registered datasets")
-    sub.add_parser("encoders", help="list registered encoders")
-    sub.add_parser("splitters", help="list registered splitters")
+    check = sub.add_parser("check", help="regression gate: smoke-run the encoders and compare with a reference")
+    check.add_argument("--baseline", "--reference", dest="reference", default=gate.DEFAULT_REFERENCE,
+                       help=f"reference JSON (default: {gate.DEFAULT_REFERENCE})")
+    check.add_argument("--tolerance", type=float, default=None,
+                       help=f"allowed drop per metric (default: the reference's, else {gate.DEFAULT_TOLERANCE:g}; "
+                            f"use {gate.CROSS_MACHINE_TOLERANCE:g} against a reference written on another machine)")
+    check.add_argument("--encoders", action="append", default=None, metavar="A,B",
+                       help="only these encoders (comma-separated or repeated; default: all registered)")
+    check.add_argument("--datasets", action="append", default=None, metavar="A,B",
+                       help="only these datasets (default: all registered; unavailable ones are skipped)")
+    check.add_argument("--update", action="store_true", help="rewrite the reference with this run's metrics")
+    check.add_argument("--strict", action="store_true", help="a missing reference entry fails the gate")
+    check.add_argument("--quiet", action="store_true", help="leave unchanged metrics out of the table")
+    check.set_defaults(func=cmd_check)
+
+    sub.add_parser("datasets", help="list registered datasets: version, size, families, splits").set_defaults(
+        func=cmd_datasets)
+    for kind in ("encoder", "splitter"):
+        sub.add_parser(f"{kind}s", help=f"list registered {kind}s").set_defaults(func=cmd_list, kind=kind)
     return parser
 
 
-def _list(kind: str, console: Console) -> int:
-    table = Table(title=f"registered {kind}s (entry-point group {registry.GROUPS[kind]})")
-    table.add_column("name")
-    table.add_column("provided by")
-    table.add_column("description")
-    from importlib.metadata import entry_points
-
-    for ep in sorted(entry_points(group=registry.GROUPS[kind]), key=lambda e: e.name):
-        dist = ep.dist.name if ep.dist else "?"
-        try:
-            doc = (registry.load(kind, ep.name).__doc__ or "").strip().splitlines()[0]
-        except Exception as exc:  # list it anyway, saying why it cannot be used
-            doc = f"[red]fails to load: {exc}[/red]"
-        table.add_row(ep.name, dist, doc)
-    console.print(table)
-    return 0
+def _error(message: str) -> None:
+    Console(stderr=True).print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
 
 
-def _run(args, console: Console) -> int:
-    from narbench.runner import RunConfig, run
+# ------------------------------------------------------------------------------------ handlers
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """`narbench run`: one benchmark run; prints its metrics even when its files cannot be written."""
+    from narbench.runner import ResultWriteError, RunConfig, run
 
     cfg = RunConfig(
         encoder=args.encoder, splitter=args.splitter, dataset=args.dataset, split=args.split,
@@ -106,7 +148,17 @@ def _run(args, console: Console) -> int:
         out=args.out, progress=not args.no_progress, save_embeddings=args.save_embeddings,
         save_weights=args.save_weights, init_from=args.init_from,
     )
-    ev = run(cfg, console=console)
+    try:
+        ev = run(cfg, console=Console(stderr=True))
+    except ResultWriteError as exc:
+        _print_metrics(exc.evaluation, Console())
+        _error(str(exc))
+        return 2
+    _print_metrics(ev, Console())
+    return 0
+
+
+def _print_metrics(ev, console: Console) -> None:
     res = ev.result
     table = Table(title=f"{res.encoder} + {res.splitter} on {res.dataset['name']} · {res.split} "
                         f"({res.profile}, protocol {res.protocol}, seed {res.seed})")
@@ -121,22 +173,31 @@ def _run(args, console: Console) -> int:
     console.print("timings (s): " + ", ".join(f"{k} {v:.1f}" for k, v in res.timings.items()))
     if ev.path:
         console.print(f"result written to [bold]{ev.path}[/bold]")
+
+
+def cmd_build_real(args: argparse.Namespace) -> int:
+    """`narbench build-real`: extract the `real` dataset from the model zoos (resumable)."""
+    from narbench.zoo.build import build_real
+
+    build_real(args.out, jobs=args.jobs, limit=args.limit, only=args.only, timeout=args.timeout,
+               mem_limit_gb=args.mem_limit_gb, retry_failed=args.retry_failed)
     return 0
 
 
-def _datasheet(args, console: Console) -> int:
+def cmd_datasheet(args: argparse.Namespace) -> int:
+    """`narbench datasheet NAME`: what is in a dataset, computed from the loaded data."""
     import json
     from pathlib import Path
 
     from rich.markdown import Markdown
 
-    from narbench.datasheet import datasheet
     from narbench.dataset import load_dataset
+    from narbench.datasheet import datasheet
     from narbench.store import atomic_write_bytes
 
     sheet = datasheet(load_dataset(args.dataset))
     text = sheet.to_markdown()
-    console.print(Markdown(text))
+    Console().print(Markdown(text))
     if args.markdown:
         atomic_write_bytes(Path(args.markdown), text.encode())
     if args.json:
@@ -144,41 +205,110 @@ def _datasheet(args, console: Console) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    console = Console(stderr=True)
-    out = Console()
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    """`narbench leaderboard`: regenerate the leaderboard folder; progress on stderr, compact tables on stdout."""
+    import time
+
+    from narbench.leaderboard import PAPER_PROFILES, write_leaderboard
+
+    err, t0 = Console(stderr=True), time.perf_counter()
+
+    def progress(text: str) -> None:
+        err.print(f"[dim]leaderboard {time.perf_counter() - t0:5.1f}s[/dim] {escape(text)}", soft_wrap=True,
+                  highlight=False)
+
+    readme = write_leaderboard(args.results, args.out, profiles=args.profiles or PAPER_PROFILES,
+                               plots=not args.no_plots, tsne=not args.no_tsne, stat_test=args.test,
+                               redraw=args.redraw, console=Console(), progress=progress)
+    Console().print(f"leaderboard written to [bold]{readme}[/bold]")
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """`narbench check`: the regression gate; 0 passed (or updated), 1 failed."""
+    import time
+
+    from narbench import gate
+
+    t = time.perf_counter()
+    report = gate.check(args.reference, tolerance=args.tolerance, encoders=args.encoders, datasets=args.datasets,
+                        update=args.update, console=Console(stderr=True))
+    console = Console()
+    gate.render(report, console, strict=args.strict, verbose=not args.quiet)
+    console.print(f"gate wall time {time.perf_counter() - t:.1f} s")
+    return 0 if report.passed(args.strict) else 1
+
+
+def cmd_datasets(args: argparse.Namespace) -> int:
+    """`narbench datasets`: every registered dataset with its version, size, families and splits."""
+    from narbench.datasheet import summarize
+
+    table = Table(title=f"registered datasets (entry-point group {registry.GROUPS['dataset']})")
+    for col in ("name", "version", "graphs", "families", "coarse", "splits", "content (sha256)", "provided by",
+                "status"):
+        table.add_column(col, justify="right" if col in ("graphs", "families", "coarse") else "left")
+    for name in registry.names("dataset"):
+        origin = registry.origin("dataset", name)["distribution"] or "?"
+        try:
+            s = summarize(name)
+        except registry.RegistryError as exc:
+            table.add_row(name, "", "", "", "", "", "", origin, f"[red]fails to load: {escape(str(exc))}[/red]")
+            continue
+        count = [f"{v:,}" if v is not None else "–" for v in (s.graphs, s.families, s.coarse)]
+        content = f"pinned {s.pinned_sha256[:12]}…" if s.pinned_sha256 else "not pinned"
+        table.add_row(s.name, s.version, *count, ", ".join(s.splits), content, origin, escape(s.status))
+    Console().print(table)
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """`narbench encoders` / `narbench splitters`: the registered names, who provides them, what they are."""
+    from importlib.metadata import entry_points
+
+    kind = args.kind
+    table = Table(title=f"registered {kind}s (entry-point group {registry.GROUPS[kind]})")
+    table.add_column("name")
+    table.add_column("provided by")
+    table.add_column("description")
+    for ep in sorted(entry_points(group=registry.GROUPS[kind]), key=lambda e: e.name):
+        dist = ep.dist.name if ep.dist else "?"
+        try:
+            doc = (registry.load(kind, ep.name).__doc__ or "").strip().splitlines()[0]
+        except Exception as exc:  # list it anyway, saying why it cannot be used
+            doc = f"[red]fails to load: {escape(str(exc))}[/red]"
+        table.add_row(ep.name, dist, doc)
+    Console().print(table)
+    return 0
+
+
+# ------------------------------------------------------------------------------------ dispatch
+
+
+def _input_errors() -> tuple[type[BaseException], ...]:
+    """The errors that mean bad input (exit 2, one line), as opposed to a bug (a traceback)."""
     from narbench.checkpoint import CheckpointError
-    from narbench.dataset import CorruptFileError
+    from narbench.gate import GateError
+    from narbench.leaderboard import RejectedResultsError
+    from narbench.preflight import PreflightError
     from narbench.runner import ConfigError
+    from narbench.store import CorruptFileError
+    from narbench.validation import InvalidResultError
 
+    return (registry.UnknownNameError, registry.RegistryError, ConfigError, PreflightError, CheckpointError,
+            CorruptFileError, FileNotFoundError, GateError, RejectedResultsError, InvalidResultError)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse `argv` (default: the command line), run the subcommand's handler, return its exit status."""
+    args = build_parser().parse_args(argv)
+    errors = _input_errors()
     try:
-        if args.command == "run":
-            return _run(args, out)
-        if args.command == "check":
-            from narbench import gate
-
-            return gate.main(args)
-        if args.command == "leaderboard":
-            from narbench import leaderboard
-
-            return leaderboard.main(args)
-        if args.command == "build-real":
-            from narbench.zoo.build import build_real
-
-            build_real(args.out, jobs=args.jobs, limit=args.limit, only=args.only, timeout=args.timeout,
-                       mem_limit_gb=args.mem_limit_gb, retry_failed=args.retry_failed)
-            return 0
-        if args.command == "datasheet":
-            return _datasheet(args, out)
-        kind = {"datasets": "dataset", "encoders": "encoder", "splitters": "splitter"}[args.command]
-        return _list(kind, out)
-    except registry.UnknownNameError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
-        return 2
-    except (ConfigError, CheckpointError, registry.RegistryError, CorruptFileError, FileNotFoundError,
-            RuntimeError) as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
+        return args.func(args)
+    except KeyboardInterrupt:
+        Console(stderr=True).print(getattr(args, "interrupted", "interrupted"), soft_wrap=True, highlight=False)
+        return 130
+    except errors as exc:
+        _error(str(exc))
         return 2
 
 

@@ -197,12 +197,16 @@ class DatasetProvider:
     """Base for a registered dataset. Subclasses set `name`, `version` and implement `build`.
 
     `expected_sha256` pins the content of the default build; a mismatch after a fresh build
-    means the generator is not deterministic and is reported as an error.
+    means the generator is not deterministic and is reported as an error (and result files on
+    other content are rejected by the leaderboard). `split_names` lists every split `splits()`
+    returns, so result files can be checked without loading the data.
     """
 
     name: ClassVar[str] = ""
     version: ClassVar[str] = ""
     expected_sha256: ClassVar[str | None] = None
+    #: the names `splits()` returns, known without loading the data (result files are checked against them)
+    split_names: ClassVar[tuple[str, ...]] = ("standard",)
     split_seed: ClassVar[int] = 0
     test_size: ClassVar[float] = 0.1
     compress_level: ClassVar[int] = 3
@@ -216,13 +220,27 @@ class DatasetProvider:
         return {"standard": stratified_split([g.family for g in graphs], test_size=self.test_size, seed=self.split_seed)}
 
     def dataset(self, graphs: list[ArchGraph], vocab: list[str], header: dict[str, Any], digest: str) -> GraphDataset:
-        """The loaded `GraphDataset` with its splits."""
+        """The loaded `GraphDataset` with its splits (exactly those `split_names` declares)."""
         splits = self.splits(graphs)
+        if sorted(splits) != sorted(self.split_names):
+            raise ValueError(f"dataset {self.name}: splits() returns {', '.join(splits)} but split_names declares "
+                             f"{', '.join(self.split_names)}; declare every split in split_names")
         return GraphDataset(self.name, self.version, list(vocab), graphs, digest, splits["standard"], meta=header,
                             splits=splits)
 
     def cache_path(self, root: Path | None = None) -> Path:
         return (root or cache_dir()) / f"{self.name}-{self.version}.narg"
+
+    def data_path(self) -> Path:
+        """The graph file `load` reads (the cache for a generated dataset; it may not exist yet)."""
+        return self.cache_path()
+
+    def check_available(self) -> None:
+        """Raise FileNotFoundError (saying how to get it) when the data cannot be loaded here.
+
+        Checked before a run trains anything. A generated dataset is always available (`load`
+        builds it when it is not cached); one read from a file overrides this.
+        """
 
     def load(self, root: Path | None = None, *, refresh: bool = False) -> GraphDataset:
         """Load from the cache, (re)building it when missing, corrupt or `refresh` is set."""

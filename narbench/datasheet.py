@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -161,3 +162,46 @@ def datasheet(ds: GraphDataset) -> Datasheet:
                        "near_duplicate_share": round(near_duplicate_share(ds, sp), 4)}
                 for name, sp in ds.splits.items()},
     )
+
+
+@dataclass(frozen=True)
+class DatasetSummary:
+    """What `narbench datasets` lists about a registered dataset, read without loading it.
+
+    `graphs`, `families`, `coarse` and `ops` are None when the data is not on this machine yet.
+    """
+
+    name: str
+    version: str
+    splits: tuple[str, ...]
+    pinned_sha256: str | None
+    path: Path
+    status: str
+    graphs: int | None = None
+    families: int | None = None
+    coarse: int | None = None
+    ops: int | None = None
+
+
+def summarize(name: str) -> DatasetSummary:
+    """A registered dataset's version, splits and, when its data is here, its counts (`store.read_head`)."""
+    from narbench import registry
+    from narbench.store import CorruptFileError, read_head
+
+    provider = registry.load("dataset", name)()
+    path = provider.data_path()
+    base = dict(name=provider.name or name, version=str(provider.version), splits=tuple(provider.split_names),
+                pinned_sha256=provider.expected_sha256, path=path)
+    try:
+        provider.check_available()
+    except FileNotFoundError as exc:
+        return DatasetSummary(**base, status=f"not available: {str(exc).split('. ')[0]}")
+    if not path.is_file():
+        return DatasetSummary(**base, status="not built yet (generated on first use, then cached)")
+    try:
+        head = read_head(path)
+    except (CorruptFileError, OSError) as exc:
+        return DatasetSummary(**base, status=f"unreadable ({exc}); reloaded on first use")
+    records = head.get("records", [])
+    return DatasetSummary(**base, status="ready", graphs=len(records), families=len({r["family"] for r in records}),
+                          coarse=len({r["coarse"] for r in records}), ops=len(head.get("vocab", [])))

@@ -7,6 +7,7 @@ encoder turns an `ArchGraph` into tensors (whole graph, macro graph, ...) is its
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -66,16 +67,25 @@ class Encoder(torch.nn.Module):
     def fit(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels) -> None:
         """Train on the training graphs (a subset of the corpus; never the queries).
 
-        `labels.cl[i]` / `labels.ce[i]` are the contrastive and classifier label ids of
-        `graphs[i]`, as the run's protocol assigns them; `trainer` gives the device, seed,
-        progress bars and the generic training loops. Training-free encoders return at once.
+        Args:
+            trainer: the device, seed, progress bars and the generic training loops.
+            graphs: the training graphs.
+            labels: `labels.cl[i]` / `labels.ce[i]` are the contrastive and classifier label ids
+                of `graphs[i]`, as the run's protocol assigns them (`labels.num_ce_classes` classes).
+        Returns:
+            None; the encoder's weights are trained in place. Training-free encoders return at once.
         """
         raise NotImplementedError
 
     def embed(self, trainer: Trainer, graphs: list[ArchGraph]) -> torch.Tensor:
-        """One embedding per graph, in order: a float tensor [len(graphs), D] (any device).
+        """Embed graphs for retrieval.
 
-        Retrieval ranks corpus graphs by cosine similarity of these vectors (eq. 1).
+        Args:
+            trainer: the device and batched-inference helpers.
+            graphs: the graphs to embed (corpus or queries).
+        Returns:
+            A float tensor [len(graphs), D] (any device), row i for `graphs[i]`. Retrieval ranks
+            corpus graphs by the cosine similarity of these vectors (eq. 1).
         """
         raise NotImplementedError
 
@@ -88,3 +98,16 @@ def graph_to_data(graph: ArchGraph, num_ops: int, cl: int | None = None, ce: int
     if ce is not None:
         data.y_ce = torch.tensor([ce], dtype=torch.long)
     return data
+
+
+def import_torch_geometric() -> None:
+    """Import `torch_geometric.nn` without the warning its import raises; a no-op once imported.
+
+    torch_geometric (2.8) applies `torch.jit.script` to two of its classes while it is being
+    imported, and torch deprecates `torch.jit.script` (a DeprecationWarning, a FutureWarning in
+    some builds), so every GNN run printed a warning about code narbench never calls. The filter
+    covers this one import and that one message; a `torch.jit.script` call of your own still warns.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*`?torch\.jit\.script`? is (deprecated|not supported)")
+        import torch_geometric.nn  # noqa: F401

@@ -4,7 +4,9 @@ metrics with a committed reference (`leaderboard/reference.json`).
     narbench check                        # compare; exit 1 when a metric dropped
     narbench check --encoders gcn,ours    # only these encoders
     narbench check --update               # deliberately rewrite the reference with this run
-    python -m narbench.gate ...           # the same without the `narbench` command
+    python -m narbench check ...          # the same without the `narbench` command
+
+The command line lives in `narbench.cli`; this module is the Python API (`check`, `render`).
 
 Each (dataset, encoder) pair runs the `smoke` profile with seed 0 on the CPU, with
 `torch.use_deterministic_algorithms(True)` and a fixed number of CPU threads, so the same
@@ -25,10 +27,8 @@ paper's tables plus `map_capped@k`.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
-import sys
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
@@ -330,50 +330,3 @@ def render(report: GateReport, console: Console, *, strict: bool = False, verbos
                       + (f", {len(report.missing)} missing reference entr(y/ies)" if strict and report.missing else ""))
         for c in drops:
             console.print(f"  [red]{escape(c.key)} {c.metric}: {c.reference:.6f} -> {c.current:.6f} ({c.delta:+.6f})[/red]")
-
-
-# -- command line -----------------------------------------------------------------------------------
-def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Add the `check` subcommand (the regression gate) to the `narbench` CLI's subparsers."""
-    p = subparsers.add_parser("check", help="regression gate: smoke-run the encoders and compare with a reference")
-    _add_arguments(p)
-    return p
-
-
-def _add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--baseline", "--reference", dest="reference", default=DEFAULT_REFERENCE,
-                   help=f"reference JSON (default: {DEFAULT_REFERENCE})")
-    p.add_argument("--tolerance", type=float, default=None,
-                   help=f"allowed drop per metric (default: the reference's, else {DEFAULT_TOLERANCE:g}; "
-                        f"use {CROSS_MACHINE_TOLERANCE:g} against a reference written on another machine)")
-    p.add_argument("--encoders", action="append", default=None, metavar="A,B",
-                   help="only these encoders (comma-separated or repeated; default: all registered)")
-    p.add_argument("--datasets", action="append", default=None, metavar="A,B",
-                   help="only these datasets (default: all registered; unavailable ones are skipped)")
-    p.add_argument("--update", action="store_true", help="rewrite the reference with this run's metrics")
-    p.add_argument("--strict", action="store_true", help="a missing reference entry fails the gate")
-    p.add_argument("--quiet", action="store_true", help="leave unchanged metrics out of the table")
-
-
-def main(args: argparse.Namespace) -> int:
-    """Run the gate for parsed `args`; 0 passed (or updated), 1 failed, 2 could not run."""
-    from narbench import registry
-
-    console = Console()
-    err = Console(stderr=True)
-    t = time.perf_counter()
-    try:
-        report = check(args.reference, tolerance=args.tolerance, encoders=args.encoders, datasets=args.datasets,
-                       update=args.update, console=err)
-    except (GateError, registry.UnknownNameError) as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}")
-        return 2
-    render(report, console, strict=args.strict, verbose=not getattr(args, "quiet", False))
-    console.print(f"gate wall time {time.perf_counter() - t:.1f} s")
-    return 0 if report.passed(args.strict) else 1
-
-
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="python -m narbench.gate", description=__doc__.splitlines()[0])
-    _add_arguments(parser)
-    sys.exit(main(parser.parse_args()))

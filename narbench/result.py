@@ -22,6 +22,8 @@ import numpy as np
 from narbench.store import atomic_write_bytes
 
 SCHEMA_VERSION = 2
+#: the per-query sidecar of `<run_id>.json`: `<run_id>.queries.json.gz`
+SIDECAR_SUFFIX = ".queries.json.gz"
 #: Schema-1 files (before protocols) trained eq. 5 on the family and the classifier on
 #: `config.encoder.ce_label`; `RunResult.read` names their protocol from that.
 MIXED_PROTOCOL = "schema1-mixed"
@@ -63,7 +65,7 @@ class RunResult:
         if per_query is not None:
             sidecar = {name: [round(float(v), 6) for v in vals] for name, vals in per_query.items()}
             data = gzip.compress(json.dumps(sidecar, sort_keys=True).encode(), mtime=0)
-            atomic_write_bytes(out_dir / f"{self.run_id}.queries.json.gz", data)
+            atomic_write_bytes(out_dir / f"{self.run_id}{SIDECAR_SUFFIX}", data)
         atomic_write_bytes(path, (json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n").encode())
         return path
 

@@ -15,13 +15,13 @@ from typing import Any
 import numpy as np
 from rich.console import Console
 
-from narbench import checkpoint, registry
+from narbench import checkpoint, preflight, registry
 from narbench.dataset import GraphDataset, UnknownSplitError, load_dataset, stratified_subset
-from narbench.encoder import Encoder, Labels
+from narbench.encoder import Encoder, Labels, import_torch_geometric
 from narbench.metrics import METRICS, score_rankings
 from narbench.profiles import get_profile
 from narbench.protocol import DEFAULT_PROTOCOL, Protocol, get_protocol
-from narbench.result import RunResult, environment, git_commit, write_embeddings
+from narbench.result import SIDECAR_SUFFIX, RunResult, environment, git_commit, write_embeddings
 from narbench.retrieval import tiebreak_keys, top_k_cosine
 from narbench.splitter import Splitter
 from narbench.trainer import Trainer, seed_everything
@@ -31,9 +31,28 @@ class ConfigError(ValueError):
     """An invalid combination of run options (the message says which and why)."""
 
 
+class ResultWriteError(OSError):
+    """The run finished but its files could not be written; `evaluation` holds what it measured.
+
+    Nothing of the run is left in the output folder (files written before the failure are removed).
+    """
+
+    def __init__(self, evaluation: "Evaluation", out: str, cause: OSError) -> None:
+        self.evaluation = evaluation
+        super().__init__(f"cannot write the result to {out}: {cause.strerror or cause}; nothing was written")
+
+
 @dataclass(frozen=True)
 class RunConfig:
-    """Options of one benchmark run (the CLI flags of `narbench run`)."""
+    """Options of one benchmark run (the CLI flags of `narbench run`).
+
+    `encoder`, `splitter` (None: the encoder's default) and `dataset` are registered names;
+    `split` a split of the dataset; `protocol` which labels trainable encoders get; `profile`
+    the data and recipe budget (`narbench.profiles`); `objective` overrides the profile's loss
+    terms; `splitter_params` are the splitter's parameters; `device` is auto, cpu, cuda or
+    cuda:N; `out` the folder for the result file (None: write nothing); `top_k` the ranking
+    depth; `init_from` a checkpoint (`.pt`) or the result `.json` of a run that saved one.
+    """
 
     encoder: str = "gcn"
     splitter: str | None = None
@@ -107,9 +126,20 @@ def make_labels(dataset: GraphDataset, protocol: Protocol, encoder_cls: type[Enc
 
 
 def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console | None = None) -> Evaluation:
-    """Run one benchmark configuration end to end and (if `cfg.out`) write its result file.
+    """Run one benchmark configuration end to end and, if `cfg.out`, write its result file.
 
-    `dataset` overrides loading `cfg.dataset` by name (for in-memory datasets).
+    Args:
+        cfg: the run's options.
+        dataset: an in-memory dataset to use instead of loading `cfg.dataset` by name.
+        console: where progress bars go (default: stderr).
+    Returns:
+        An `Evaluation`: the `RunResult`, the path of its file (None without `cfg.out`), the
+        embeddings, the rankings and the per-query scores.
+    Raises:
+        Before loading or training anything (`narbench.preflight`): `ConfigError`,
+        `PreflightError`, `registry.UnknownNameError`, `checkpoint.CheckpointError`, or the
+        dataset's FileNotFoundError. After the run: `ResultWriteError`, holding the evaluation,
+        when the files cannot be written; an interrupted run writes nothing.
     """
     console = console or Console(stderr=True)
     timings: dict[str, float] = {}
@@ -121,6 +151,7 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
         protocol = get_protocol(cfg.protocol)
     except (KeyError, ValueError) as exc:
         raise ConfigError(str(exc.args[0])) from exc
+    preflight.check(cfg, dataset_given=dataset is not None)
 
     t = time.perf_counter()
     if dataset is None:
@@ -135,6 +166,8 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     fam_ids = dataset.family_ids()
     labels, label_record = make_labels(dataset, protocol, encoder_cls, train_idx)
 
+    if encoder_cls.trainable:
+        import_torch_geometric()  # the trainer's data loaders import it: without its import-time warning
     seed_everything(cfg.seed)
     trainer = Trainer(cfg.device, cfg.seed, progress=cfg.progress, console=console)
     encoder = encoder_cls(len(dataset.vocab), labels.num_ce_classes, profile, splitter)
@@ -196,13 +229,30 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
         git_commit=git_commit(),
         created=now.isoformat(),
     )
-    if cfg.out and cfg.save_weights:  # side files first: the result file marks the run complete
-        checkpoint.save(Path(cfg.out) / f"{run_id}{checkpoint.SUFFIX}", encoder, cfg.encoder, dataset.vocab, run_id)
-    if cfg.out and cfg.save_embeddings:
-        write_embeddings(Path(cfg.out) / f"{run_id}.embeddings.npz", query_emb,
-                         [graphs[i].family for i in query_idx], [graphs[i].coarse for i in query_idx])
-    path = result.write(cfg.out, per_query) if cfg.out else None
-    return Evaluation(result, path, query_emb, corpus_emb, ranked.numpy(), per_query)
+    evaluation = Evaluation(result, None, query_emb, corpus_emb, ranked.numpy(), per_query)
+    if cfg.out:
+        evaluation.path = _write(cfg, evaluation, encoder, dataset, [graphs[i] for i in query_idx])
+    return evaluation
+
+
+def _write(cfg: RunConfig, ev: Evaluation, encoder: Encoder, dataset: GraphDataset, queries: list) -> Path:
+    """Write the run's files into `cfg.out`: all of them, or (interrupted, failed) none."""
+    out, run_id = Path(cfg.out), ev.result.run_id
+    files = [out / f"{run_id}{SIDECAR_SUFFIX}", out / f"{run_id}.json"]
+    try:  # side files first: the result file, written last, marks the run complete
+        if cfg.save_weights:
+            files.append(checkpoint.save(out / f"{run_id}{checkpoint.SUFFIX}", encoder, cfg.encoder, dataset.vocab,
+                                         run_id))
+        if cfg.save_embeddings:
+            files.append(write_embeddings(out / f"{run_id}.embeddings.npz", ev.query_embeddings,
+                                          [g.family for g in queries], [g.coarse for g in queries]))
+        return ev.result.write(out, ev.per_query)
+    except BaseException as exc:
+        for path in files:
+            path.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise ResultWriteError(ev, cfg.out, exc) from exc
+        raise
 
 
 def _device_name(device) -> str:

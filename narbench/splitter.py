@@ -58,7 +58,16 @@ class Splitter:
         self.config = config if config is not None else self.Config(**params)
 
     def split(self, graph: ArchGraph) -> Partition:
+        """Cut `graph` into subgraphs.
+
+        Args:
+            graph: one computational graph (its node ids are 0..graph.num_nodes-1).
+        Returns:
+            A `Partition`: the node ids of every part (parts may overlap) and the macro-graph
+            edges between parts. Deterministic: the same graph and parameters give the same parts.
+        """
         raise NotImplementedError
 
     def params(self) -> dict[str, Any]:
+        """The splitter's parameters (its `Config`) as a dict, recorded in every result file."""
         return asdict(self.config)

@@ -12,8 +12,8 @@ import hashlib
 import io
 import json
 import os
+import secrets
 import struct
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -30,18 +30,24 @@ class CorruptFileError(IOError):
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write `data` to `path` through a temp file and rename: readers never see half a file."""
+    """Write `data` to `path` through a temp file and rename: readers never see half a file.
+
+    The file gets the mode any new file gets (0666 less the umask, usually 0644): the temp file
+    is created with `os.open(..., 0o666)`, not `tempfile.mkstemp`, whose 0600 would make result
+    files unreadable to other users of a shared results folder.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
     try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 
@@ -129,3 +135,30 @@ def read_graphs(
     except (ValueError, KeyError, struct.error, json.JSONDecodeError) as exc:
         raise CorruptFileError(f"{path}: unreadable payload ({exc})") from exc
     return graphs, vocab, header, digest
+
+
+def read_head(path: str | os.PathLike) -> dict[str, Any]:
+    """The JSON head of a graph file (header, vocab, one record per graph) without its arrays.
+
+    Streams only the start of the compressed file: a second or less where `read_graphs` takes
+    several, and unchecked (the sha256 covers the whole payload). For listings, not for runs.
+    """
+    import zstandard
+
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh, zstandard.ZstdDecompressor().stream_reader(fh) as reader:
+            start = reader.read(len(MAGIC) + 8)
+            if len(start) < len(MAGIC) + 8 or not start.startswith(MAGIC):
+                raise CorruptFileError(f"{path}: not a narbench graph file (bad magic bytes)")
+            (n,) = struct.unpack("<Q", start[len(MAGIC):])
+            chunks, got = [], 0
+            while got < n:
+                chunk = reader.read(min(n - got, 1 << 22))
+                if not chunk:
+                    raise CorruptFileError(f"{path}: truncated")
+                chunks.append(chunk)
+                got += len(chunk)
+        return json.loads(b"".join(chunks))
+    except (zstandard.ZstdError, ValueError) as exc:
+        raise CorruptFileError(f"{path}: unreadable ({exc})") from exc

@@ -55,8 +55,34 @@ def test_bad_init_sources_are_clear_errors(toy_dataset, tmp_path):
         _run(toy_dataset, tmp_path, encoder="gcn", init_from=str(saved.path))
     broken = tmp_path / "broken.pt"
     broken.write_bytes(b"not a checkpoint")
-    with pytest.raises(CheckpointError, match="cannot read"):
+    with pytest.raises(CheckpointError, match="broken.pt is a text file, not a checkpoint torch can read; expected"):
         _run(toy_dataset, tmp_path, encoder="gcn", init_from=str(broken))
+
+
+@pytest.mark.parametrize("content, what", [
+    (b"", "an empty file"),
+    (b"PK\x03\x04junk", "a zip archive"),
+    (b"\x89PNG\r\n", "a PNG image"),
+    (bytes(range(128, 256)), "128 bytes of binary data"),
+    (b'{"a": 1}', "a JSON file"),
+])
+def test_a_file_that_is_not_a_checkpoint_is_described(tmp_path, content, what):
+    from narbench.checkpoint import check
+
+    path = tmp_path / "weights.pt"
+    path.write_bytes(content)
+    with pytest.raises(CheckpointError) as err:
+        check(path, "gcn")
+    assert str(err.value).startswith(f"{path} is {what}, not a checkpoint") and "--save-weights" in str(err.value)
+    torch.save({"something": torch.zeros(2)}, path)
+    with pytest.raises(CheckpointError, match="a torch file but not a narbench checkpoint"):
+        check(path, "gcn")
+    bad_json = tmp_path / "result.json"
+    bad_json.write_text("[1, 2]")
+    with pytest.raises(CheckpointError, match="result.json is a JSON file, not a narbench result file"):
+        check(bad_json, "gcn")
+    with pytest.raises(CheckpointError, match="is a folder, not a checkpoint"):
+        check(tmp_path, "gcn")
 
 
 def test_ours_can_start_from_saved_weights(toy_dataset, tmp_path):

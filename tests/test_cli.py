@@ -1,8 +1,37 @@
+"""The command line (`narbench.cli`): handlers, exit statuses, one-line errors before any training."""
+
+from __future__ import annotations
+
+import errno
 import json
+import os
+import stat
 
 import pytest
 
-from narbench.cli import main
+from narbench import cli
+from narbench.cli import build_parser, main
+
+TOY = ["--dataset", "toy", "--profile", "smoke", "--no-progress"]
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    """Fail the test if a run gets as far as loading data or building its trainer."""
+    import narbench.runner as runner
+
+    def forbidden(*a, **k):
+        raise AssertionError("the run went past its pre-flight checks")
+
+    monkeypatch.setattr(runner, "load_dataset", forbidden)
+    monkeypatch.setattr(runner, "Trainer", forbidden)
+
+
+def _one_error_line(err: str, expected: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith("error: ") and expected in lines[0], lines[0]
+    return lines[0]
 
 
 @pytest.mark.parametrize(
@@ -12,14 +41,122 @@ from narbench.cli import main
         (["run", "--encoder", "gcn", "--splitter", "nope"], "unknown splitter 'nope'; known splitters: "),
         (["run", "--encoder", "gcn", "--dataset", "nope"], "unknown dataset 'nope'; known datasets: "),
         (["run", "--encoder", "gcn", "--splitter", "motif"], "takes no splitter"),
+        (["run", "--encoder", "gcn", "--device", "banana"],
+         "unknown device 'banana'; narbench runs on auto (CUDA when available, else the CPU), cpu, cuda, or cuda:N"),
+        (["run", "--encoder", "gcn", "--device", "cuda:99"], "device 'cuda:99': "),
     ],
 )
-def test_bad_names_exit_nonzero_with_known_names(args, expected, capsys, tmp_path):
+def test_bad_inputs_fail_first_in_one_line(args, expected, capsys, tmp_path, no_training):
     code = main(args + ["--out", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 2
-    assert expected in " ".join(err.split())
+    line = _one_error_line(err, expected)
+    assert "privateuseone" not in line  # not torch's list of internal device types
     assert list(tmp_path.iterdir()) == []
+
+
+def test_out_that_is_a_file_or_under_a_file(capsys, tmp_path, no_training):
+    target = tmp_path / "results.txt"
+    target.write_text("keep me")
+    assert main(["run", "--encoder", "random", "--out", str(target)]) == 2
+    _one_error_line(capsys.readouterr().err, f"output folder {target} is a file, not a folder")
+    assert main(["run", "--encoder", "random", "--out", str(target / "sub")]) == 2
+    _one_error_line(capsys.readouterr().err, f"{target} is a file, not a folder")
+    assert target.read_text() == "keep me" and sorted(p.name for p in tmp_path.iterdir()) == ["results.txt"]
+
+
+def test_out_that_cannot_be_written(capsys, tmp_path, monkeypatch, no_training):
+    out = tmp_path / "ro"
+    out.mkdir()
+    if os.geteuid() == 0:  # root writes anywhere: stand in for a read-only file system
+        import narbench.preflight as preflight
+
+        def read_only(*a, **k):
+            raise OSError(errno.EROFS, "Read-only file system")
+
+        monkeypatch.setattr(preflight.tempfile, "mkstemp", read_only)
+        reason = "Read-only file system"
+    else:
+        out.chmod(stat.S_IRUSR | stat.S_IXUSR)
+        reason = "Permission denied"
+    try:
+        assert main(["run", "--encoder", "random", "--out", str(out / "new")]) == 2
+    finally:
+        out.chmod(0o755)
+    _one_error_line(capsys.readouterr().err, f"output folder {out / 'new'}: cannot write in {out} ({reason})")
+    assert list(out.iterdir()) == []
+
+
+def test_init_from_a_file_that_is_not_a_checkpoint(capsys, tmp_path, no_training):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello")
+    out = tmp_path / "out"
+    assert main(["run", "--encoder", "gcn", "--init-from", str(notes), "--out", str(out)]) == 2
+    _one_error_line(capsys.readouterr().err, f"{notes} is a text file, not a checkpoint torch can read; expected the "
+                                             "`<run_id>.pt` that `narbench run --save-weights` writes")
+    assert not out.exists()
+
+
+def test_missing_real_artifact_fails_before_training(capsys, tmp_path, monkeypatch, no_training):
+    monkeypatch.setenv("NARBENCH_REAL_FILE", str(tmp_path / "nope.narg"))
+    code = main(["run", "--encoder", "gcn", "--splitter", "none", "--dataset", "real", "--out", str(tmp_path / "o")])
+    line = _one_error_line(capsys.readouterr().err, "does not exist")
+    assert code == 2 and "narbench[zoo]" in line and "build-real" in line and not (tmp_path / "o").exists()
+
+
+def test_a_failed_write_still_prints_the_metrics_and_leaves_nothing(plugin, capsys, tmp_path, monkeypatch):
+    from narbench.result import RunResult
+
+    def disk_full(self, out_dir, per_query=None):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(RunResult, "write", disk_full)
+    out = tmp_path / "out"
+    assert main(["run", "--encoder", "nodefreq", *TOY, "--save-embeddings", "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert "MRR" in captured.out and "NDCG" in captured.out and "result written" not in captured.out
+    _one_error_line(captured.err, f"cannot write the result to {out}: No space left on device; nothing was written")
+    assert list(out.iterdir()) == []  # the embeddings written before the failure are gone too
+
+
+def test_ctrl_c_is_one_line_exit_130_and_nothing_written(plugin, capsys, tmp_path, monkeypatch):
+    import narbench.runner as runner
+    from narbench.result import RunResult
+
+    def interrupt(*a, **k):
+        raise KeyboardInterrupt
+
+    out = tmp_path / "out"
+    with monkeypatch.context() as m:
+        m.setattr(runner, "score_rankings", interrupt)  # during the run
+        assert main(["run", "--encoder", "nodefreq", *TOY, "--out", str(out)]) == 130
+    assert capsys.readouterr().err == "interrupted; nothing written\n"
+    assert not out.exists()
+    monkeypatch.setattr(RunResult, "write", interrupt)  # while writing, after the embeddings
+    assert main(["run", "--encoder", "nodefreq", *TOY, "--save-embeddings", "--out", str(out)]) == 130
+    assert capsys.readouterr().err == "interrupted; nothing written\n" and list(out.iterdir()) == []
+
+
+def test_result_files_are_readable_by_others(plugin, capsys, tmp_path):
+    old = os.umask(0o022)
+    try:
+        assert main(["run", "--encoder", "nodefreq", *TOY, "--out", str(tmp_path / "out")]) == 0
+    finally:
+        os.umask(old)
+    files = sorted((tmp_path / "out").iterdir())
+    assert len(files) == 2 and all(p.stat().st_mode & 0o777 == 0o644 for p in files)
+
+
+def test_version_and_run_help_show_the_defaults(capsys):
+    from narbench import __version__
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out.strip() == f"narbench {__version__}"
+    help_text = " ".join(build_parser()._subparsers._group_actions[0].choices["run"].format_help().split())
+    for default in ("(default: ours)", "(default: nas)", "(default: quick)", "(default: family)", "(default: auto)",
+                    "(default: runs)", "(default: standard)"):
+        assert default in help_text
 
 
 def test_unknown_profile_is_rejected_by_argparse(capsys):
@@ -29,44 +166,58 @@ def test_unknown_profile_is_rejected_by_argparse(capsys):
     assert "invalid choice: 'huge'" in capsys.readouterr().err
 
 
-def test_listing_commands(capsys, plugin):
+def test_listing_commands(capsys, plugin, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")
     assert main(["encoders"]) == 0
     out = capsys.readouterr().out
     assert "gcn" in out and "gat" in out and "nodefreq" in out and "fails to load" in out
-    assert main(["datasets"]) == 0
-    out = capsys.readouterr().out
-    assert "nas" in out and "toy" in out
     assert main(["splitters"]) == 0
     assert "none" in capsys.readouterr().out
 
 
-def test_run_through_cli_with_third_party_plugin(plugin, tmp_path, capsys):
-    code = main(["run", "--encoder", "nodefreq", "--dataset", "toy", "--profile", "smoke",
-                 "--out", str(tmp_path), "--no-progress"])
-    assert code == 0
-    files = [p for p in tmp_path.iterdir() if p.suffix == ".json"]
-    assert len(files) == 1
-    data = json.loads(files[0].read_text())
-    assert data["encoder"] == "nodefreq" and data["dataset"]["name"] == "toy"
-    assert len(data["dataset"]["sha256"]) == 64
+def test_datasets_lists_version_size_families_and_splits(capsys, plugin, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")
+    assert cli.cmd_datasets(build_parser().parse_args(["datasets"])) == 0
+    rows = {ln.split("│")[1].strip(): [c.strip() for c in ln.split("│")[1:-1]]
+            for ln in capsys.readouterr().out.splitlines() if ln.count("│") > 5}
+    assert rows["real"][:6] == ["real", "1.0", "21,630", "432", "3", "standard, unseen"]
+    assert rows["real"][6].startswith("pinned 5dcf0458a402") and rows["real"][8] == "ready"
+    assert rows["nas"][:2] == ["nas", "1.0"] and rows["nas"][5] == "standard"
+    assert rows["toy"][8].startswith("not built yet") and rows["toy"][7] == "narbench-testplugin"
+
+
+def test_run_through_the_handler_with_a_third_party_plugin(plugin, tmp_path, capsys):
+    args = build_parser().parse_args(["run", "--encoder", "nodefreq", *TOY, "--out", str(tmp_path)])
+    assert args.func is cli.cmd_run and cli.cmd_run(args) == 0
+    (path,) = [p for p in tmp_path.iterdir() if p.suffix == ".json"]
+    data = json.loads(path.read_text())
+    assert data["encoder"] == "nodefreq" and data["dataset"]["name"] == "toy" and len(data["dataset"]["sha256"]) == 64
     assert "MRR" in capsys.readouterr().out
 
 
 def test_corrupt_dataset_cache_is_rebuilt(plugin, tmp_path, capsys):
     out = tmp_path / "out"
-    assert main(["run", "--encoder", "random", "--dataset", "toy", "--profile", "smoke", "--out", str(out)]) == 0
+    assert main(["run", "--encoder", "random", *TOY, "--out", str(out)]) == 0
     cache = next((tmp_path / "cache").glob("toy-*.narg"))
     first = json.loads(next(out.glob("*.json")).read_text())["dataset"]["sha256"]
     cache.write_bytes(cache.read_bytes()[:100])
     with pytest.warns(UserWarning, match="corrupt"):
-        assert main(["run", "--encoder", "random", "--dataset", "toy", "--profile", "smoke",
-                     "--out", str(tmp_path / "out2")]) == 0
+        assert main(["run", "--encoder", "random", *TOY, "--out", str(tmp_path / "out2")]) == 0
     second = json.loads(next((tmp_path / "out2").glob("*.json")).read_text())["dataset"]["sha256"]
     assert first == second
 
 
-def test_missing_real_artifact_is_a_clear_error(capsys, tmp_path, monkeypatch):
-    monkeypatch.setenv("NARBENCH_REAL_FILE", str(tmp_path / "nope.narg"))
-    code = main(["run", "--encoder", "gcn", "--splitter", "none", "--dataset", "real", "--out", str(tmp_path)])
-    err = " ".join(capsys.readouterr().err.split())
-    assert code == 2 and "does not exist" in err and "narbench[zoo]" in err and "build-real" in err
+def test_leaderboard_handler_prints_progress_and_a_compact_table(tmp_path, capsys, plugin):
+    """Result files of a registered third-party dataset (`toy`, unpinned), through the leaderboard command."""
+    for seed in range(2):
+        assert main(["run", "--encoder", "nodefreq", *TOY, "--seed", str(seed), "--out", str(tmp_path / "lb" / "results")]) == 0
+    capsys.readouterr()
+    args = build_parser().parse_args(["leaderboard", "--out", str(tmp_path / "lb"), "--no-tsne", "--profile", "smoke"])
+    assert args.func is cli.cmd_leaderboard and cli.cmd_leaderboard(args) == 0
+    captured = capsys.readouterr()
+    assert "reading and validating" in captured.err and "done in" in captured.err
+    assert "NDCG@20" in captured.out and "MRR@20" in captured.out and "NDCG@100" not in captured.out
+    assert "README.md" in captured.out and (tmp_path / "lb" / "README.md").is_file()
+    assert main(["leaderboard", "--results", str(tmp_path / "missing"), "--out", str(tmp_path / "lb")]) == 2
+    err = capsys.readouterr().err  # after the progress line: the error, in one line
+    assert err.splitlines()[-1] == f"error: results directory {tmp_path / 'missing'} does not exist"

@@ -6,7 +6,6 @@ encoders (test-only distributions on sys.path), so each test takes seconds, not 
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 from pathlib import Path
@@ -31,9 +30,9 @@ def plugins(plugin, monkeypatch):
 
 
 def _cli(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="narbench")
-    gate.add_parser(parser.add_subparsers(dest="command", required=True))
-    return gate.main(parser.parse_args(["check", *argv]))
+    from narbench.cli import main
+
+    return main(["check", *argv])
 
 
 def _edit(path: Path, key: str, metric: str, delta: float) -> float:

@@ -31,9 +31,11 @@ def test_wheel_install_imports_namespaced_packages(tmp_path):
         "import narbench.baselines.gnn, narbench.splitters.none, narbench.datasets.nas;"
         "from importlib.metadata import entry_points;"
         "print(narbench.baselines.gnn.__file__);"
-        "print(sorted(e.name for e in entry_points(group='narbench.encoders') if e.dist.name == 'narbench'))"
+        "print(sorted(e.name for e in entry_points(group='narbench.encoders') if e.dist.name == 'narbench'));"
+        "from narbench.leaderboard import load_paper; print(len(load_paper()))"
     )
     out = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(site)!r}); {code}"],
                          check=True, capture_output=True, text=True, cwd=tmp_path).stdout.splitlines()
     assert out[0].startswith(str(site))
     assert {"gcn", "gat"} <= set(eval(out[1]))
+    assert out[2] == "22"  # the paper's numbers ship as package data

@@ -34,3 +34,22 @@ def test_unknown_name_lists_known_names():
 def test_broken_plugin_is_not_reported_as_unknown(plugin):
     with pytest.raises(registry.RegistryError, match="broken.*fails to load"):
         registry.load("encoder", "broken")
+
+
+def _registered():
+    from importlib.metadata import entry_points
+
+    return [(kind, ep.name) for kind, group in sorted(registry.GROUPS.items())
+            for ep in sorted(entry_points(group=group), key=lambda e: e.name)]
+
+
+@pytest.mark.parametrize("kind, name", _registered(), ids=lambda v: v)
+def test_every_registered_entry_point_loads_as_its_kind_under_its_name(kind, name):
+    from narbench.dataset import DatasetProvider
+    from narbench.encoder import Encoder
+    from narbench.splitter import Splitter
+
+    obj = registry.load(kind, name)
+    base = {"encoder": Encoder, "splitter": Splitter, "dataset": DatasetProvider}[kind]
+    assert isinstance(obj, type) and issubclass(obj, base), f"{kind} {name!r} is {obj!r}, not a {base.__name__}"
+    assert obj.name == name, f"{kind} entry point {name!r} loads a class whose name is {obj.name!r}"

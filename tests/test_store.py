@@ -71,3 +71,31 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path, monkeypatch):
         atomic_write_bytes(path, b"new content")
     assert path.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temp file left behind
+
+
+def test_atomic_write_gives_the_mode_of_any_new_file(tmp_path):
+    """0666 less the umask (0644 under the usual 022), not mkstemp's 0600; no temp file left."""
+    old = os.umask(0o022)
+    try:
+        atomic_write_bytes(tmp_path / "a.json", b"{}")
+        atomic_write_bytes(tmp_path / "a.json", b"{}")  # replacing keeps the same mode
+        os.umask(0o077)
+        atomic_write_bytes(tmp_path / "private.json", b"{}")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.json").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "private.json").stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "private.json"]
+
+
+def test_read_head_gives_records_without_the_arrays(tmp_path):
+    from narbench.store import read_head
+
+    graphs = toy_graphs(per_family=3)
+    write_graphs(tmp_path / "d.narg", graphs, VOCAB, {"version": "x"})
+    head = read_head(tmp_path / "d.narg")
+    assert head["header"] == {"version": "x"} and head["vocab"] == VOCAB
+    assert [r["family"] for r in head["records"]] == [g.family for g in graphs]
+    (tmp_path / "bad.narg").write_bytes(b"junk")
+    with pytest.raises(CorruptFileError):
+        read_head(tmp_path / "bad.narg")

@@ -42,6 +42,7 @@ class RealDataset(DatasetProvider):
     #: sha256 of the canonical payload of the shipped artifact (`narbench build-real`, 72,246 specs,
     #: torch 2.14.1, timm 1.0.31, torchvision 0.29.1, transformers 5.23.0; 21,630 graphs).
     expected_sha256: ClassVar[str | None] = "5dcf0458a4026e6d994563b20293d76b3017035035e994cf2597ee29dcf527ff"
+    split_names = ("standard", "unseen")
 
     def artifact_path(self) -> tuple[Path, bool]:
         """(path, pinned): the env override if set (not pinned), else the shipped file."""
@@ -50,7 +51,10 @@ class RealDataset(DatasetProvider):
             return Path(override), False
         return shipped_path(), True
 
-    def _read(self) -> tuple[list[ArchGraph], list[str], dict[str, Any], str]:
+    def data_path(self) -> Path:
+        return self.artifact_path()[0]
+
+    def check_available(self) -> None:
         path, pinned = self.artifact_path()
         if not path.is_file():
             where = f"${ENV_FILE} points to {path}, which does not exist" if not pinned else \
@@ -60,6 +64,10 @@ class RealDataset(DatasetProvider):
                 f"`pip install 'narbench[zoo]' && narbench build-real --out DIR` (hours of CPU time; "
                 f"resumable), then copy DIR/{ARTIFACT} to {shipped_path()} or set {ENV_FILE}=DIR/{ARTIFACT}."
             )
+
+    def _read(self) -> tuple[list[ArchGraph], list[str], dict[str, Any], str]:
+        self.check_available()
+        path, pinned = self.artifact_path()
         expected = self.expected_sha256 if pinned else None
         if pinned and expected is None:
             warnings.warn(f"dataset {self.name} {self.version}: no sha256 is pinned yet; "

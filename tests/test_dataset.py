@@ -110,3 +110,23 @@ def test_unknown_split_names_the_known_ones(toy_dataset):
     assert list(toy_dataset.splits) == ["standard"] and toy_dataset.get_split() is toy_dataset.split
     with pytest.raises(UnknownSplitError, match="no split 'unseen'; its splits: standard"):
         toy_dataset.get_split("unseen")
+
+
+def test_provider_declares_every_split_it_returns():
+    """Result files are checked against `split_names` without loading data, so it must list every split."""
+    import pytest
+
+    from narbench.dataset import DatasetProvider
+    from narbench.datasets.real import RealDataset
+    from tests.conftest import toy_graphs
+
+    class Undeclared(DatasetProvider):
+        name, version = "undeclared", "0"
+
+        def splits(self, graphs):
+            return {**super().splits(graphs), "extra": super().splits(graphs)["standard"]}
+
+    graphs = toy_graphs(per_family=12)
+    with pytest.raises(ValueError, match="returns standard, extra but split_names declares standard"):
+        Undeclared().dataset(graphs, ["op"] * 8, {}, "0" * 64)
+    assert RealDataset.split_names == ("standard", "unseen")

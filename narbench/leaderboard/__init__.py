@@ -1,0 +1,68 @@
+"""Leaderboard: aggregate result files over seeds, mirror the paper's Tables 1-4, plot, publish.
+
+`write_leaderboard(results_dirs, out_dir)` reads every result file under `<out_dir>/results/`
+and the extra folders, and regenerates `<out_dir>/aggregate.csv`, `aggregate.json`,
+`plots/*.png` and `README.md`. The output depends only on the result files: same inputs give
+byte-identical files (no timestamps, sorted iteration, fixed float formatting; figures carry a
+digest of what they show and are redrawn only when it changes, see `figures`).
+
+The modules, in the order data flows through them:
+
+- `records`: read and validate result files (`narbench.validation`; a bad file is rejected,
+  never averaged in) and group them: one row per `Key` (dataset, split, profile, device kind,
+  protocol, encoder, splitter, objective, init), one run per seed (the latest).
+- `aggregate`: mean, sample std and n over seeds per row (`aggregate.csv`).
+- `significance`: ranx's paired tests on seed-matched per-query scores.
+- `paper`: the paper's published numbers (`narbench/data/paper_tables.csv`).
+- `tables`: which rows each of Tables 1-4 holds, one label per configuration, and the one rule
+  of bold and † (per column: best mean among rows with two or more seeds; † significantly worse
+  than it). A block is one *setting* (dataset, split, profile, device kind, protocol); a
+  training-free encoder's rows (protocol `any`) join every protocol's block.
+- `render`: Markdown (every column) and a compact terminal table.
+- `figures`: one bar chart per table block, t-SNE maps coloured by family.
+- `publish`: `write_leaderboard`, the README; only `quick` and `paper` results by default.
+"""
+
+from narbench.leaderboard.aggregate import ALL_METRICS, EXTRA, aggregate, write_aggregate
+from narbench.leaderboard.figures import PLOT_VERSION, TSNE_MAX_POINTS, plot_tables, plot_tsne, tsne_panels
+from narbench.leaderboard.paper import MAP_NOTE, PAPER, PAPER_LABEL, PaperRow, load_paper
+from narbench.leaderboard.publish import write_leaderboard
+from narbench.leaderboard.records import (
+    ANY_PROTOCOL,
+    DEFAULT_OBJECTIVE,
+    EMB_SUFFIX,
+    KEYS,
+    PRETRAINED,
+    SCRATCH,
+    Key,
+    Record,
+    RejectedResultsError,
+    collect,
+    read_record,
+    select_runs,
+)
+from narbench.leaderboard.render import print_tables, tables_markdown
+from narbench.leaderboard.significance import ALPHA, SIG_MARK, TESTS, paired_scores, paired_test
+from narbench.leaderboard.tables import (
+    COLUMNS,
+    HEADERS,
+    PAPER_PROFILES,
+    TABLES,
+    Block,
+    LeaderTable,
+    Row,
+    build_tables,
+    mark_block,
+    row_label,
+    row_labels,
+)
+from narbench.metrics import METRICS
+
+__all__ = [
+    "ALL_METRICS", "ALPHA", "ANY_PROTOCOL", "Block", "COLUMNS", "DEFAULT_OBJECTIVE", "EMB_SUFFIX", "EXTRA", "HEADERS",
+    "KEYS", "Key", "LeaderTable", "MAP_NOTE", "METRICS", "PAPER", "PAPER_LABEL", "PAPER_PROFILES", "PLOT_VERSION",
+    "PRETRAINED", "PaperRow", "Record", "RejectedResultsError", "Row", "SCRATCH", "SIG_MARK", "TABLES", "TESTS",
+    "TSNE_MAX_POINTS", "aggregate", "build_tables", "collect", "load_paper", "mark_block", "paired_scores",
+    "paired_test", "plot_tables", "plot_tsne", "print_tables", "read_record", "row_label", "row_labels", "select_runs",
+    "tables_markdown", "tsne_panels", "write_aggregate", "write_leaderboard",
+]

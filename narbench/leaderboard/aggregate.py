@@ -1,0 +1,61 @@
+"""Aggregation over seeds: one row per `Key` with n, the seeds, mean and std of every metric."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from narbench.leaderboard.records import KEYS, Record, select_runs
+from narbench.metrics import METRICS
+from narbench.store import atomic_write_bytes
+
+EXTRA = tuple(f"map_capped@{k}" for k in (20, 50, 100))
+ALL_METRICS = METRICS + EXTRA
+
+
+def aggregate(records: Iterable[Record]):
+    """A pandas DataFrame, one row per group (KEYS): n seeds, the seeds, mean and std per metric.
+
+    std is the sample standard deviation (ddof=1) over seeds; NaN when n == 1.
+    """
+    import pandas as pd
+
+    rows = []
+    for key, by_seed in select_runs(records).items():
+        row: dict[str, Any] = dict(zip(KEYS, key))
+        seeds = sorted(by_seed)
+        row["n"] = len(seeds)
+        row["seeds"] = " ".join(str(s) for s in seeds)
+        for m in ALL_METRICS:
+            vals = [_score(by_seed[s], m) for s in seeds]
+            vals = np.array([v for v in vals if v is not None], dtype=np.float64)
+            row[f"{m} mean"] = float(vals.mean()) if len(vals) else math.nan
+            row[f"{m} std"] = float(vals.std(ddof=1)) if len(vals) > 1 else math.nan
+        rows.append(row)
+    columns = [*KEYS, "n", "seeds", *[f"{m} {s}" for m in ALL_METRICS for s in ("mean", "std")]]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _score(rec: Record, metric: str) -> float | None:
+    v = rec.result.metrics.get(metric, rec.result.metrics_extra.get(metric))
+    return None if v is None else float(v)
+
+
+def write_aggregate(df, out_dir: str | Path) -> tuple[Path, Path]:
+    """`aggregate.csv` (6 decimals) and `aggregate.json` (a list of rows; NaN as null)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    csv = out_dir / "aggregate.csv"
+    atomic_write_bytes(csv, df.to_csv(index=False, float_format="%.6f", lineterminator="\n").encode())
+    rows = []
+    for rec in df.to_dict(orient="records"):
+        rows.append({k: (None if isinstance(v, float) and math.isnan(v) else
+                         round(v, 6) if isinstance(v, float) else
+                         int(v) if isinstance(v, (np.integer,)) else v) for k, v in rec.items()})
+    js = out_dir / "aggregate.json"
+    atomic_write_bytes(js, (json.dumps(rows, indent=2, sort_keys=True) + "\n").encode())
+    return csv, js

@@ -1,0 +1,181 @@
+"""Reading result files and grouping them into leaderboard rows.
+
+A `Record` is one validated result file; its `Key` says which row it belongs to. `collect`
+reads and validates every result file under some folders (`narbench.validation`: a file that
+fails is rejected, never averaged in), `select_runs` keeps one run per (row, seed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from narbench import validation
+from narbench.result import RunResult
+from narbench.validation import InvalidResultError, KnownDataset, sidecar_path, validate_result
+
+#: `init` of a run: trained from scratch, or initialised from another run (config.run.init_from)
+SCRATCH, PRETRAINED = "scratch", "pretrained"
+
+#: protocol of a training-free encoder's rows: it saw no labels, so it belongs to every protocol
+ANY_PROTOCOL = "any"
+DEFAULT_OBJECTIVE = "ce+cl"
+EMB_SUFFIX = ".embeddings.npz"
+
+
+class Key(NamedTuple):
+    """What one leaderboard row (and one line of aggregate.csv) is a result of."""
+
+    dataset: str
+    split: str
+    profile: str
+    device: str
+    protocol: str
+    encoder: str
+    splitter: str
+    objective: str
+    init: str
+
+    @property
+    def setting(self) -> tuple[str, str, str, str, str]:
+        """(dataset, split, profile, device, protocol): one block of each table."""
+        return self[:5]
+
+
+KEYS = Key._fields
+
+
+@dataclass(frozen=True)
+class Record:
+    """One validated result file: the parsed `RunResult`, its per-query scores, its grouping fields."""
+
+    path: Path
+    result: RunResult
+    #: metric -> per-query scores from the sidecar (`narbench.validation` checked them against the means)
+    per_query: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    #: set by `collect` when results of one dataset name come from different contents
+    dataset_label: str | None = None
+
+    @property
+    def dataset(self) -> str:
+        return self.dataset_label or str(self.result.dataset.get("name", "?"))
+
+    @property
+    def dataset_content(self) -> tuple[str, str]:
+        return str(self.result.dataset.get("version", "?")), str(self.result.dataset.get("sha256", "?"))
+
+    @property
+    def device(self) -> str:
+        """Device kind: `cuda` or `cpu` (the GPU model and index dropped)."""
+        return str(self.result.device).split()[0].split(":")[0] or "?"
+
+    @property
+    def objective(self) -> str:
+        cfg = self.result.config or {}
+        obj = ((cfg.get("encoder") or {}).get("train") or {}).get("objective")
+        obj = obj or (cfg.get("run") or {}).get("objective") or ((cfg.get("profile") or {}).get("train") or {}).get("objective")
+        return str(obj or DEFAULT_OBJECTIVE)
+
+    @property
+    def init(self) -> str:
+        """`scratch`, or `pretrained` when the run was initialised from another (config.run.init_from)."""
+        return PRETRAINED if ((self.result.config or {}).get("run") or {}).get("init_from") else SCRATCH
+
+    @property
+    def trained(self) -> bool:
+        """False for a training-free encoder (its result file records no training labels)."""
+        return (self.result.config or {}).get("labels") is not None
+
+    @property
+    def protocol(self) -> str:
+        return str(self.result.protocol) if self.trained else ANY_PROTOCOL
+
+    @property
+    def key(self) -> Key:
+        r = self.result
+        return Key(self.dataset, str(r.split), r.profile, self.device, self.protocol, r.encoder, r.splitter,
+                   self.objective, self.init)
+
+    @property
+    def sidecar(self) -> Path:
+        return sidecar_path(self.path)
+
+    @property
+    def embeddings(self) -> Path:
+        return self.path.with_name(self.path.name[: -len(".json")] + EMB_SUFFIX)
+
+
+class RejectedResultsError(ValueError):
+    """Result files that failed validation; `errors` holds one `InvalidResultError` per file."""
+
+    def __init__(self, errors: list[InvalidResultError]) -> None:
+        self.errors = errors
+        lines = [f"{len(errors)} result file{'s' if len(errors) > 1 else ''} rejected (nothing was aggregated):"]
+        super().__init__("\n".join(lines + [f"  {e}" for e in errors]))
+
+
+def _is_result_file(path: Path) -> bool:
+    return path.is_file() and path.name.endswith(".json") and not path.name.endswith(".queries.json")
+
+
+def read_record(path: str | Path, *, datasets: Iterable[KnownDataset] | None = None) -> Record:
+    """Read and validate one result file (`narbench.validation`); `InvalidResultError` says why not."""
+    result, per_query = validate_result(path, datasets=datasets)
+    return Record(Path(path), result, per_query)
+
+
+def collect(dirs: Iterable[str | Path], *, datasets: Iterable[KnownDataset] | None = None) -> list[Record]:
+    """Every result file under the given directories (recursively), validated, sorted by run_id then path.
+
+    Sidecars (`.queries.json.gz`, `.embeddings.npz`) are read with their result file. A directory
+    that does not exist is an error (FileNotFoundError); result files that fail validation, or two
+    files of one run_id, raise `RejectedResultsError` naming every one of them and why.
+    `datasets`: the datasets results may be on (default: the registered ones, see `narbench.validation`).
+    """
+    datasets = validation.known_datasets() if datasets is None else list(datasets)
+    seen: set[Path] = set()
+    records: list[Record] = []
+    errors: list[InvalidResultError] = []
+    by_run_id: dict[str, Path] = {}
+    for d in dirs:
+        d = Path(d)
+        if not d.is_dir():
+            raise FileNotFoundError(f"results directory {d} does not exist")
+        for path in sorted(d.rglob("*.json")):
+            if not _is_result_file(path) or path.resolve() in seen:
+                continue
+            seen.add(path.resolve())
+            try:
+                rec = read_record(path, datasets=datasets)
+            except InvalidResultError as exc:
+                errors.append(exc)
+                continue
+            if rec.result.run_id in by_run_id:
+                errors.append(InvalidResultError(path, f"run_id {rec.result.run_id!r} is also "
+                                                       f"{by_run_id[rec.result.run_id]}: one run, counted once"))
+                continue
+            by_run_id[rec.result.run_id] = path
+            records.append(rec)
+    if errors:
+        raise RejectedResultsError(errors)
+    # Never average over different dataset contents: label such groups by version and sha256.
+    contents: dict[str, set[tuple[str, str]]] = {}
+    for r in records:
+        contents.setdefault(r.dataset, set()).add(r.dataset_content)
+    records = [r if len(contents[r.dataset]) == 1 else
+               replace(r, dataset_label=f"{r.dataset} {r.dataset_content[0]} ({r.dataset_content[1][:8]})")
+               for r in records]
+    records.sort(key=lambda r: (r.result.run_id, str(r.path)))
+    return records
+
+
+def select_runs(records: Iterable[Record]) -> dict[Key, dict[int, Record]]:
+    """Group key -> {seed: record}; of several runs with one seed, the latest (created, run_id)."""
+    out: dict[Key, dict[int, Record]] = {}
+    for rec in sorted(records, key=lambda r: (r.result.created or "", r.result.run_id, str(r.path))):
+        out.setdefault(rec.key, {})[int(rec.result.seed)] = rec
+    return dict(sorted(out.items()))

@@ -1,0 +1,246 @@
+"""The leaderboard's tables as data: which rows each paper table holds, their labels, bold and †.
+
+One rule decides both marks, per column of a block: the *best* cell is the highest mean among
+rows with at least two seeds (a single-seed row is never bold); a cell is bold when it equals
+the best at the shown precision; every other cell is tested against the best row of its column
+with a paired test on per-query scores and marked † when significantly worse. So a bold cell is
+never †, and an unmarked, unbolded cell is not significantly worse than the bold one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from narbench.leaderboard.aggregate import EXTRA, aggregate
+from narbench.leaderboard.paper import PAPER, paper_rows
+from narbench.leaderboard.records import (
+    ANY_PROTOCOL,
+    DEFAULT_OBJECTIVE,
+    KEYS,
+    PRETRAINED,
+    SCRATCH,
+    Key,
+    Record,
+    select_runs,
+)
+from narbench.leaderboard.significance import ALPHA, SIG_MARK, TESTS, paired_scores, paired_test
+from narbench.metrics import METRICS
+
+# Table columns: ranx's nine metrics, with the capped MAP next to ranx's MAP.
+COLUMNS = (*METRICS[:6], *EXTRA, *METRICS[6:])
+HEADERS = {**{m: m.upper() for m in METRICS}, **{m: f"MAPc@{m.split('@')[1]}" for m in EXTRA}}
+#: profiles whose blocks show the paper's numbers; `narbench leaderboard` shows only these by default
+PAPER_PROFILES = ("quick", "paper")
+#: a row with fewer seeds is never bold (nor the reference of a significance test)
+MIN_SEEDS_FOR_BEST = 2
+SINGLE_SEED = "1*"
+
+
+def row_label(key: Key, *, objective: bool = False) -> str:
+    """A configuration's label: `<encoder>[+<splitter>]`, with `(<objective>)` when `objective`,
+    `, pretrained` when it was initialised from other weights; `<encoder> (floor)` when training-free.
+
+    E.g. `gcn`, `ours+motif (ce+cl)`, `ours+motif (cl)`, `ours+motif (ce+cl, pretrained)`, `wl (floor)`.
+    """
+    if key.protocol == ANY_PROTOCOL:
+        return f"{key.encoder} (floor)"
+    method = key.encoder if key.splitter == "none" else f"{key.encoder}+{key.splitter}"
+    details = ([key.objective] if objective else []) + (["pretrained"] if key.init != SCRATCH else [])
+    return f"{method} ({', '.join(details)})" if details else method
+
+
+def row_labels(keys) -> dict[Key, str]:
+    """One label per configuration of a leaderboard, the same in every table and figure.
+
+    A method (encoder + splitter) that the leaderboard holds with more than one objective names
+    the objective in every one of its labels (`ours+motif (ce+cl)` beside `ours+motif (cl)`);
+    one with a single objective does not (`gcn`).
+    """
+    keys = list(keys)
+    objectives: dict[tuple[str, str], set[str]] = {}
+    for k in keys:
+        objectives.setdefault((k.encoder, k.splitter), set()).add(k.objective)
+    return {k: row_label(k, objective=len(objectives[(k.encoder, k.splitter)]) > 1) for k in keys}
+
+
+@dataclass
+class Row:
+    """One configuration's line in a block: its label, seeds, means, stds and marks per column."""
+
+    label: str
+    key: Key
+    n: int
+    mean: dict[str, float]
+    std: dict[str, float]
+    bold: set[str] = field(default_factory=set)
+    marks: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def n_text(self) -> str:
+        return SINGLE_SEED if self.n == 1 else str(self.n)
+
+
+@dataclass
+class Block:
+    """The rows of one table for one setting (or paper rows only, `setting` None)."""
+
+    dataset: str
+    setting: tuple[str, str, str, str, str] | None
+    rows: list[Row]
+    paper: list[tuple[str, dict[str, float]]]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        if self.setting is None:
+            return f"{self.dataset} (no narbench results yet)"
+        ds, split, profile, device, protocol = self.setting
+        return f"{ds} · split {split} · {profile} · {device} · protocol {protocol}"
+
+
+@dataclass
+class LeaderTable:
+    """One of the paper's tables: its blocks (one per setting) and the notes said once under it."""
+
+    number: int
+    title: str
+    blocks: list[Block]
+    notes: list[str]
+    empty_note: str | None = None
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """Which configurations a table holds (`pick`) and in which order (`order`, the paper's)."""
+
+    number: int
+    title: str
+    pick: object  # Callable[[Key], bool]
+    order: object  # Callable[[Key], object]
+
+
+_FLOORS = {"random": 0, "ophist": 1, "ophist-tfidf": 2, "wl": 3}
+_ENCODERS = {"gcn": 0, "gat": 1, "ours": 2}
+_SPLITTERS = {"node-number": 0, "motif-number": 1, "random": 2, "motif": 3}
+_OBJECTIVES = {"ce": 0, "cl": 1, "ce+cl": 2}
+
+
+def _t1(k: Key) -> bool:
+    if k.init != SCRATCH:
+        return False
+    if k.protocol == ANY_PROTOCOL:  # training-free floors
+        return True
+    # any encoder but ours' other splitters (Table 2): gcn, gat, ours+motif, a submitted one
+    return k.objective == DEFAULT_OBJECTIVE and not (k.encoder == "ours" and k.splitter != "motif")
+
+
+TABLES = (
+    TableSpec(1, "Encoders (paper Table 1)", _t1,
+              lambda k: (k.protocol != ANY_PROTOCOL, _FLOORS.get(k.encoder, 9), _ENCODERS.get(k.encoder, 9), k.encoder)),
+    TableSpec(2, "Graph splitters with `ours` (paper Table 2)",
+              lambda k: k.encoder == "ours" and k.objective == DEFAULT_OBJECTIVE and k.init == SCRATCH,
+              lambda k: (_SPLITTERS.get(k.splitter, 9), k.splitter)),
+    TableSpec(3, "Objectives with `ours+motif` (paper Table 3)",
+              lambda k: k.encoder == "ours" and k.splitter == "motif" and k.init == SCRATCH,
+              lambda k: (_OBJECTIVES.get(k.objective, 9), k.objective)),
+    TableSpec(4, "Transfer: `ours+motif` on real from scratch vs `pretrained`, initialised from the weights of a "
+                 "nas run (`config.run.init_from`; paper Table 4)",
+              lambda k: k.encoder == "ours" and k.splitter == "motif" and k.objective == DEFAULT_OBJECTIVE,
+              lambda k: k.init != SCRATCH),
+)
+
+
+def rule_note(stat_test: str = "student") -> str:
+    """The one rule of bold and †, said once under each table."""
+    return (f"**Bold**: the best mean of the column among rows with at least {MIN_SEEDS_FOR_BEST} seeds. "
+            f"{SIG_MARK}: significantly worse than that column's best row at p < {ALPHA} ({TESTS[stat_test]} on "
+            "per-query scores of the seeds both rows have, pooled; not corrected for multiple comparisons). "
+            "A cell with neither mark is not significantly worse than the bold one. Cells: mean ± sample std over "
+            f"seeds; n: seeds; `{SINGLE_SEED}`: a single seed (no std, never bold).")
+
+
+def build_tables(records: list[Record], df=None, *, stat_test: str = "student") -> list[LeaderTable]:
+    """The four tables as data (rendered by `render.tables_markdown` and `render.print_tables`).
+
+    Args:
+        records: validated result files (`collect`); every profile among them gets its blocks,
+            but only blocks of `PAPER_PROFILES` show the paper's numbers.
+        df: their `aggregate` (computed when None).
+        stat_test: `student` (paired t-test) or `fisher` (randomisation test), both ranx's.
+    Returns:
+        Tables 1-4, each with one block per setting, its rows marked by the one rule.
+    """
+    if stat_test not in TESTS:
+        raise ValueError(f"unknown statistical test {stat_test!r} ({', '.join(TESTS)})")
+    if df is None:
+        df = aggregate(records)
+    selected = select_runs(records)
+    stats = {Key(*(r[k] for k in KEYS)): r for r in df.to_dict(orient="records")}
+    tables = []
+    labels = row_labels(stats)
+    for spec in TABLES:
+        by_setting = _by_setting(stats, spec.pick, labels)
+        if spec.number == 4:  # rows only where initialised results exist
+            by_setting = {s: rows for s, rows in by_setting.items() if any(r.key.init == PRETRAINED for r in rows)}
+        blocks = []
+        for setting, rows in sorted(by_setting.items()):
+            rows.sort(key=lambda r: (spec.order(r.key), r.label))
+            paper = paper_rows(spec.number, setting[0]) if setting[2] in PAPER_PROFILES else []
+            blocks.append(Block(setting[0], setting, rows, paper, mark_block(rows, selected, stat_test)))
+        covered = {b.dataset for b in blocks}
+        empty = None
+        if spec.number == 4 and not blocks:
+            empty = "No results with `config.run.init_from` set yet; the paper's numbers for reference:"
+        if spec.number != 4 or not blocks:
+            for ds in sorted(set(PAPER[spec.number]) - covered):
+                blocks.append(Block(ds, None, [], paper_rows(spec.number, ds)))
+        tables.append(LeaderTable(spec.number, spec.title, blocks, [rule_note(stat_test)], empty))
+    return tables
+
+
+def _by_setting(stats: dict[Key, dict], pick, labels: dict[Key, str]) -> dict[tuple, list[Row]]:
+    """The rows `pick` selects, per setting; training-free rows join every protocol's setting.
+
+    A setting with only training-free rows is a block of its own (protocol `any`).
+    """
+    trained: dict[tuple, list[Row]] = {}
+    free: dict[tuple, list[Row]] = {}
+    for key, st in sorted(stats.items()):
+        if not pick(key):
+            continue
+        row = Row(labels[key], key, int(st["n"]), {m: st[f"{m} mean"] for m in COLUMNS},
+                  {m: st[f"{m} std"] for m in COLUMNS})
+        (free if key.protocol == ANY_PROTOCOL else trained).setdefault(key.setting, []).append(row)
+    out = {s: list(rows) for s, rows in trained.items()}
+    for setting, rows in free.items():
+        homes = [s for s in trained if s[:4] == setting[:4]]
+        for home in homes or [setting]:
+            out.setdefault(home, []).extend(rows)
+    return out
+
+
+def mark_block(rows: list[Row], selected: dict[Key, dict[int, Record]], stat_test: str = "student") -> list[str]:
+    """Apply the one rule (module docstring) to the rows of a block; returns notes on what was not tested."""
+    eligible = [r for r in rows if r.n >= MIN_SEEDS_FOR_BEST]
+    if not eligible:
+        return [f"No row has {MIN_SEEDS_FOR_BEST} seeds: nothing is bold or tested."] if rows else []
+    untested: dict[str, str] = {}
+    for m in COLUMNS:
+        scored = [r for r in eligible if not math.isnan(r.mean[m])]
+        if not scored:
+            continue
+        best = max(scored, key=lambda r: (r.mean[m], r.label))
+        shown = round(best.mean[m], 4)
+        for r in scored:
+            if round(r.mean[m], 4) == shown:
+                r.bold.add(m)
+        for r in rows:
+            if m in r.bold or math.isnan(r.mean[m]):
+                continue
+            a, b, used = paired_scores(selected[best.key], selected[r.key], m)
+            if not used:
+                untested[r.label] = best.label
+            elif b.mean() < a.mean() and paired_test(a, b, stat_test) < ALPHA:
+                r.marks[m] = SIG_MARK
+    return [f"{label}: not tested (no seed in common with {best})." for label, best in untested.items()]

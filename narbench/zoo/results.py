@@ -1,0 +1,40 @@
+"""The build's per-spec result files: one small zstd-compressed JSON per model spec.
+
+Each extracted (or failed) spec is recorded in `<out>/results/<slug>.json.zst` as soon as it is
+done, so an interrupted build resumes where it stopped. A damaged file reads as missing (redone).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from narbench.store import atomic_write_bytes
+from narbench.zoo.sources import Spec
+
+RESULT_SUFFIX = ".json.zst"
+OK, NOT_APPLICABLE, FAILED = "ok", "not-applicable", "failed"
+
+
+def result_path(out_dir: Path, spec: Spec) -> Path:
+    return out_dir / "results" / f"{spec.slug}{RESULT_SUFFIX}"
+
+
+def write_result(out_dir: Path, spec: Spec, result: dict[str, Any]) -> None:
+    import zstandard
+
+    payload = json.dumps({"key": spec.key, "spec": spec.to_json(), **result}, sort_keys=True).encode()
+    atomic_write_bytes(result_path(out_dir, spec), zstandard.ZstdCompressor(level=3).compress(payload))
+
+
+def read_result(out_dir: Path, spec: Spec) -> dict[str, Any] | None:
+    import zstandard
+
+    path = result_path(out_dir, spec)
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(zstandard.ZstdDecompressor().decompress(path.read_bytes()))
+    except Exception:  # noqa: BLE001 - a damaged result is redone
+        return None

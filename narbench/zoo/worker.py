@@ -1,0 +1,290 @@
+"""Extraction workers: subprocesses that extract model specs one at a time, and the pool that drives them.
+
+Each worker is a plain subprocess (`python -m narbench.zoo.worker --worker ...`, never
+multiprocessing, so the caller's `__main__` is not re-imported) with an address-space limit,
+connected through a socket pair. The pool (`run_workers`) hands out specs, kills a worker that
+exceeds the per-model time limit or dies, records every outcome (`narbench.zoo.results`) and
+replaces the worker.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from narbench.zoo.results import FAILED, NOT_APPLICABLE, OK, read_result, write_result
+from narbench.zoo.sources import SOURCES, Spec
+
+
+def _classify(exc: BaseException) -> str:
+    msg = str(exc).lower()
+    if isinstance(exc, MemoryError) or any(s in msg for s in ("can't allocate memory", "out of memory",
+                                                               "bad_alloc", "cannot allocate memory")):
+        return "oom"
+    return "exception"
+
+
+def _set_memory_limit(limit_bytes: int | None) -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if not limit_bytes:
+        return
+    vm = 0
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmSize:"):
+                vm = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    soft = vm + limit_bytes
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def _spawn_worker(log_path: str, mem_limit_bytes: int | None, preload: list[str]):
+    """Start `python -m narbench.zoo.worker --worker` connected through a socket pair.
+
+    A plain subprocess (not multiprocessing) so that the caller's `__main__` is never re-imported.
+    """
+    import socket
+    import sys
+    from multiprocessing.connection import Connection
+
+    parent_sock, child_sock = socket.socketpair()
+    env = dict(os.environ)
+    env["NARBENCH_WORKER_SYS_PATH"] = json.dumps([p for p in sys.path if p])  # appended, never shadowing
+    args = [sys.executable, "-m", "narbench.zoo.worker", "--worker", str(child_sock.fileno()), log_path,
+            str(mem_limit_bytes or 0), ",".join(preload)]
+    log = open(log_path, "ab")
+    try:
+        proc = subprocess.Popen(args, pass_fds=(child_sock.fileno(),), env=env, stdin=subprocess.DEVNULL,
+                                stdout=log, stderr=log, close_fds=True)
+    finally:
+        log.close()
+        child_sock.close()
+    return proc, Connection(parent_sock.detach())
+
+
+def _worker_main(conn, log_path: str, mem_limit_bytes: int | None, preload: list[str]) -> None:
+    """Extract specs sent over `conn` one at a time; reply with a result dict for each."""
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import importlib
+
+    import torch
+
+    torch.set_num_threads(1)
+    for mod in preload:
+        try:
+            importlib.import_module(mod)
+        except Exception as exc:  # noqa: BLE001 - reported per spec later
+            print(f"preload {mod} failed: {exc!r}", flush=True)
+    from narbench.zoo.sources import NotApplicable, extract_spec
+
+    _set_memory_limit(mem_limit_bytes)
+    conn.send({"ready": True})
+    done = 0
+    while True:
+        msg = conn.recv()
+        if msg is None:
+            break
+        spec = Spec.from_json(msg)
+        print(f"--- {spec.key}", flush=True)
+        t0 = time.perf_counter()
+        try:
+            graph, info = extract_spec(spec)
+            res = {"status": OK, "graph": graph.to_json(), "info": info}
+        except NotApplicable as exc:
+            res = {"status": NOT_APPLICABLE, "reason": NOT_APPLICABLE, "error": str(exc)[:300]}
+        except BaseException as exc:  # noqa: BLE001 - every failure is a result
+            errors = getattr(exc, "errors", None)  # AllDevicesFailed: one error per device tried
+            if errors:
+                reason = "oom" if any(_classify(e) == "oom" for _, e in errors) else "exception"
+                res = {"status": FAILED, "reason": reason, "error": f"{type(errors[0][1]).__name__}: {str(exc)[:900]}"}
+            else:
+                res = {"status": FAILED, "reason": _classify(exc), "error": f"{type(exc).__name__}: {str(exc)[:500]}"}
+        res["seconds"] = round(time.perf_counter() - t0, 4)
+        done += 1
+        if done % 50 == 0:  # a full collection costs ~0.2 s with the zoos loaded: not after every model
+            gc.collect()
+        conn.send(res)
+
+
+@dataclass
+class _Worker:
+    slot: int
+    proc: Any = None
+    conn: Any = None
+    ready: bool = False
+    spec: Spec | None = None
+    started: float = 0.0
+    tasks: int = 0
+    spawned_at: float = 0.0
+
+
+def _preload_for(specs: Sequence[Spec]) -> list[str]:
+    mods = {"timm": ["timm"], "torchvision": ["torchvision"], "transformers": ["transformers"]}
+    seen = {s.source for s in specs}
+    return [m for src in SOURCES if src in seen for m in mods[src]]
+
+
+def run_workers(out: Path, todo: list[Spec], all_selected: Sequence[Spec], jobs: int, timeout: float,
+                 mem_limit_gb: float | None, max_tasks: int, console) -> None:
+    from multiprocessing.connection import wait
+
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    preload = _preload_for(todo)
+    mem = int(mem_limit_gb * 2**30) if mem_limit_gb else None
+    startup_timeout = max(300.0, timeout)
+    queue = list(reversed(todo))
+    # The default (no-variant) spec of each model/head: when it fails with an exception (bad
+    # dummy inputs, missing dependency), its variants are recorded as failed without running them.
+    defaults: dict[tuple[str, ...], Spec] = {}
+    for s in all_selected:
+        if not s.variant:
+            defaults.setdefault((s.source, s.model, s.task), s)
+            defaults.setdefault((s.source, s.model), s)
+
+    def default_failure(spec: Spec) -> dict[str, Any] | None:
+        if not spec.variant:
+            return None
+        base = defaults.get((spec.source, spec.model, spec.task)) or defaults.get((spec.source, spec.model))
+        res = read_result(out, base) if base is not None else None
+        if res is None or res.get("status") != FAILED or res.get("reason") != "exception":
+            return None
+        return {"status": FAILED, "reason": "default-failed", "seconds": 0.0,
+                "error": f"not run: {base.key} failed ({res.get('error', '')[:200]})"}
+    workers = [_Worker(slot=i) for i in range(max(1, min(jobs, len(todo))))]
+    counts: Counter = Counter()
+
+    def spawn(w: _Worker) -> None:
+        w.proc, w.conn = _spawn_worker(str(out / "logs" / f"worker-{w.slot}.log"), mem, preload)
+        w.ready, w.spec, w.tasks, w.spawned_at = False, None, 0, time.monotonic()
+
+    def stop(w: _Worker, kill: bool = False) -> None:
+        if w.proc is None:
+            return
+        if not kill:
+            try:
+                w.conn.send(None)
+                w.proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        if w.proc.poll() is None:
+            w.proc.kill()
+            w.proc.wait()
+        w.conn.close()
+        w.proc = None
+
+    def record(spec: Spec, res: dict[str, Any]) -> None:
+        write_result(out, spec, res)
+        counts[res["status"] if res["status"] != FAILED else res["reason"]] += 1
+
+    columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn(), TimeRemainingColumn(), TextColumn("{task.fields[stats]}"))
+    with Progress(*columns, console=console, transient=False) as progress:
+        task = progress.add_task("extracting", total=len(todo), stats="")
+        for w in workers:
+            spawn(w)
+        try:
+            while queue or any(w.spec is not None for w in workers):
+                now = time.monotonic()
+                for w in workers:  # dispatch
+                    if w.proc is None and queue:
+                        spawn(w)
+                    while w.ready and w.spec is None and queue:
+                        spec = queue.pop()
+                        skipped = default_failure(spec)
+                        if skipped is not None:
+                            record(spec, skipped)
+                            progress.advance(task)
+                            continue
+                        w.spec = spec
+                        w.started = time.monotonic()
+                        w.conn.send(w.spec.to_json())
+                        break
+                conns = {w.conn: w for w in workers if w.proc is not None}
+                for conn in wait(list(conns), timeout=0.25):
+                    w = conns[conn]
+                    try:
+                        msg = conn.recv()
+                    except (EOFError, OSError):
+                        msg = None
+                    if msg is None:  # the worker died
+                        try:
+                            code = w.proc.wait(timeout=5)
+                        except subprocess.TimeoutExpired:
+                            code = None
+                        if w.spec is not None:
+                            reason = "oom" if code == -9 else "crash"
+                            record(w.spec, {"status": FAILED, "reason": reason, "seconds": round(now - w.started, 2),
+                                            "error": f"worker exited with code {code}"})
+                            progress.advance(task)
+                        elif not w.ready:
+                            raise RuntimeError(f"extraction worker failed to start (exit code {code}); "
+                                               f"see {out / 'logs'}")
+                        stop(w, kill=True)
+                        continue
+                    if msg.get("ready"):
+                        w.ready = True
+                        continue
+                    spec, w.spec = w.spec, None
+                    w.tasks += 1
+                    record(spec, msg)
+                    progress.advance(task)
+                    if w.tasks >= max_tasks:
+                        stop(w)
+                now = time.monotonic()
+                for w in workers:  # time limits
+                    if w.proc is None:
+                        continue
+                    if w.spec is not None and now - w.started > timeout:
+                        stop(w, kill=True)
+                        record(w.spec, {"status": FAILED, "reason": "timeout", "seconds": round(now - w.started, 2),
+                                        "error": f"no result within {timeout:g} s"})
+                        w.spec = None
+                        progress.advance(task)
+                    elif not w.ready and now - w.spawned_at > startup_timeout:
+                        stop(w, kill=True)
+                        raise RuntimeError(f"extraction worker did not start within {startup_timeout:g} s")
+                progress.update(task, stats=" ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+        finally:
+            for w in workers:
+                stop(w, kill=w.spec is not None)
+
+
+if __name__ == "__main__":  # the worker entry point (see `_spawn_worker`)
+    import sys
+    from multiprocessing.connection import Connection
+
+    if len(sys.argv) == 6 and sys.argv[1] == "--worker":
+        sys.path += [p for p in json.loads(os.environ.get("NARBENCH_WORKER_SYS_PATH", "[]")) if p not in sys.path]
+        _worker_main(Connection(int(sys.argv[2])), sys.argv[3], int(sys.argv[4]) or None,
+                     [m for m in sys.argv[5].split(",") if m])
+    else:
+        sys.exit("usage: python -m narbench.zoo.worker --worker FD LOG MEM_BYTES PRELOAD")
