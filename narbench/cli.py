@@ -211,7 +211,7 @@ def search_command(args) -> int:
     if args.json:
         print(json.dumps(result.to_json(), indent=1))
         return 0
-    print_result(result, Console())
+    print_result(result, Console() if sys.stdout.isatty() else Console(width=150))  # piped: no folded names
     return 0
 
 
