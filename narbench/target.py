@@ -196,6 +196,9 @@ def _extract(label: str, build: Callable[[], Any] | None, instance=None, shape=N
             stage = "input"
             args, kwargs, described = example_inputs(model, dev, shape)
             stage = "forward"
+            if dev == "cpu":  # one small forward pass: intra-op threads only add overhead
+                threads = torch.get_num_threads()
+                torch.set_num_threads(1)
             if instance is not None and dev == "meta" != own:  # the user's weights stay where they are
                 tensors = {k: torch.empty_like(v, device="meta").requires_grad_(v.is_floating_point())
                            for k, v in model.named_parameters()}
@@ -213,6 +216,9 @@ def _extract(label: str, build: Callable[[], Any] | None, instance=None, shape=N
             raise
         except Exception as exc:  # noqa: BLE001 - user code may raise anything; try the other device, then report
             errors.append((dev, stage, exc))
+        finally:
+            if dev == "cpu" and stage == "forward":
+                torch.set_num_threads(threads)
     dev, stage, exc = errors[-1]
     if stage == "construct":
         raise TargetError(f"building {label} failed ({_one_line(exc)}); fix the constructor or pass its "
@@ -285,8 +291,11 @@ def _parse_colon(target: str) -> tuple[str, str] | None:
     return (head, tail) if sep and head and tail and "/" not in tail and "\\" not in tail else None
 
 
-def _map_graph(query: Query, raw_ops: list[str], edges: np.ndarray, vocab: list[str], name: str) -> None:
-    """Fill `query.graph` with the graph over `vocab`; ops it lacks are spliced out (and listed)."""
+def _map_graph(query: Query, raw_ops: list[str], edges: np.ndarray, vocab: list[str], name: str,
+               coarse: str | None = None) -> None:
+    """Fill `query.graph` with the graph over `vocab`; ops it lacks are spliced out (and listed).
+
+    `coarse`: the graph's coarse label if known (else derived from its ops, `coarse_label`)."""
     from collections import Counter
 
     from narbench.zoo.extract import coarse_label
@@ -295,7 +304,7 @@ def _map_graph(query: Query, raw_ops: list[str], edges: np.ndarray, vocab: list[
     counts = Counter(raw_ops)
     query.ops = dict(counts)
     query.unknown_ops = {op: c for op, c in counts.items() if op not in index}
-    query.coarse = coarse_label(raw_ops, edges)
+    query.coarse = coarse or coarse_label(raw_ops, edges)
     keep = np.array([op in index for op in raw_ops], dtype=bool)
     if not keep.all():
         edges = splice(edges, keep)
@@ -439,5 +448,5 @@ def _graph_file(label: str, path: Path, name: str | None, index) -> Query:
                           f"(e.g. {path}:{graphs[0].name})" if graphs else f"{path} holds no graph")
     g = graphs[0]
     q = Query(g.name, "graph-file", info={"file": str(path)})
-    _map_graph(q, [vocab[i] for i in g.ops.tolist()], g.edges, index.vocab, g.name)
+    _map_graph(q, [vocab[i] for i in g.ops.tolist()], g.edges, index.vocab, g.name, coarse=g.coarse or None)
     return q
