@@ -3,8 +3,8 @@
 A target is a `torch.nn.Module` instance (API only) or a string:
 
 * `path/to/file.py:ClassName` or `package.module:ClassName`: built with no arguments (or the
-  `kwargs` given) on the meta device, so a large model costs no memory, and run there (a small
-  model on a small input runs on the CPU, which is faster; see `SMALL_PARAMS`);
+  `kwargs` given) and run on the meta device, so a large model costs no memory (the CPU if
+  that fails);
 * `timm:NAME`, `torchvision:NAME`, `transformers:MODEL_TYPE[/HEAD]`: a zoo model, built and run
   exactly as the `real` build runs it (`narbench.zoo.sources.extract_spec`);
 * a graph file that narbench wrote (`narbench.store`; `FILE:NAME` picks one of several);
@@ -130,20 +130,6 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
 
 
-#: Models up to this many parameters, run on inputs up to `SMALL_INPUT` elements, run on the CPU:
-#: there a forward pass is cheap and takes little memory, while meta tensors run Python reference
-#: kernels (about 0.3 ms per op). Anything larger (an image model, a big model) runs on meta.
-SMALL_PARAMS = 50_000_000
-SMALL_INPUT = 4096
-
-
-def _small(model, args, kwargs) -> bool:
-    import torch
-
-    numel = sum(t.numel() for t in (*args, *kwargs.values()) if isinstance(t, torch.Tensor))
-    return numel <= SMALL_INPUT and sum(p.numel() for p in model.parameters()) <= SMALL_PARAMS
-
-
 def _construct(label: str, build: Callable[[], Any], dev: str):
     import torch
 
@@ -158,41 +144,22 @@ def _construct(label: str, build: Callable[[], Any], dev: str):
 
 
 def _extract(label: str, build: Callable[[], Any] | None, instance=None, shape=None) -> tuple[Any, dict[str, Any]]:
-    """Build (or take) the model and run it once: on the meta device, or on the CPU when the model
-    and its input are small (`SMALL_PARAMS`, `SMALL_INPUT`); the other device if the first fails."""
+    """Build (or take) the model and run it once on the meta device, then on the CPU (an
+    instance: its own device) if meta fails. Meta, not the CPU first: besides costing no memory,
+    it gives the graphs the `real` build recorded for timm (a CPU LSTM or GRU is one fused node,
+    on meta it is its cells' ops), at about 0.2 ms per op (meta runs Python reference kernels)."""
     import torch
     from torch.func import functional_call
 
     from narbench.zoo.extract import extract_graph
 
     errors: list[tuple[str, str, BaseException]] = []
-    own = "cpu"
-    models: dict[str, Any] = {}
-    if instance is not None:
-        own = str(next(instance.parameters(), torch.empty(0)).device)
-        probe = instance
-    else:
-        try:
-            probe = models["meta"] = _construct(label, build, "meta")
-        except TargetError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - some constructors need real tensors: try the CPU
-            errors.append(("meta", "construct", exc))
-            probe = None
-    order = ["meta", own]
-    if probe is not None:
-        try:
-            args, kwargs, _ = example_inputs(probe, "meta", shape)
-            if _small(probe, args, kwargs):
-                order = [own, "meta"]
-        except TargetError:
-            raise
-        except Exception:  # noqa: BLE001 - reported below, per device
-            pass
-    for dev in order if probe is not None else [own]:
+    own = "cpu" if instance is None else str(next(instance.parameters(), torch.empty(0)).device)
+    order = ["meta", own] if own != "meta" else ["meta"]
+    for dev in order:
         stage = "construct"
         try:
-            model = instance if instance is not None else models.get(dev) or _construct(label, build, dev)
+            model = instance if instance is not None else _construct(label, build, dev)
             stage = "input"
             args, kwargs, described = example_inputs(model, dev, shape)
             stage = "forward"

@@ -52,3 +52,10 @@ class BadForward(TinyCNN):
 
 def make_mlp():
     return TinyMLP(width=4)
+
+
+class DataDependent(TinyCNN):
+    """Reads a value in forward (`.item()`): impossible on meta, so it runs on the CPU."""
+
+    def forward(self, x):
+        return super().forward(x) * (2.0 if x.sum().item() > 0 else 1.0)

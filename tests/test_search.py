@@ -84,7 +84,8 @@ def test_file_and_module_targets_agree(index):
     with_kwargs = search(f"{MODELS}:TinyMLP", index=index, kwargs={"width": 4})
     by_factory = search(f"{MODELS}:make_mlp", index=index)
     assert [h.name for h in with_kwargs] == [h.name for h in by_factory]
-    assert with_kwargs.info["device"] == "cpu"  # small model, small input: the CPU is faster
+    assert with_kwargs.info["device"] == "meta"
+    assert search(f"{MODELS}:DataDependent", index=index, input_shape=(1, 3, 32, 32)).info["device"] == "cpu"
 
 
 def test_language_model_gets_token_ids_and_unknown_ops_are_spliced(index):
@@ -149,7 +150,7 @@ def test_zoo_target_is_the_real_graph(index):
 
 @pytest.mark.parametrize("target, extra, expected", [
     ("nowhere/my_net.py:Net", [], "file not found: nowhere/my_net.py"),
-    (f"{MODELS}:Missing", [], "has no 'Missing' \\(it defines: BadForward, Broken, TinyCNN"),
+    (f"{MODELS}:Missing", [], "has no 'Missing' \\(it defines: BadForward, Broken, DataDependent, TinyCNN"),
     (f"{MODELS}:Broken", [], "building .*Broken failed \\(ValueError: bad config\\).*--kwargs"),
     (f"{MODELS}:TinyMLP", [], "building .*TinyMLP failed .*width.*--kwargs"),
     (f"{MODELS}:BadForward", [], "forward pass of .*BadForward.* failed \\(RuntimeError: boom in forward\\)"),
