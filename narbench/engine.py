@@ -3,7 +3,7 @@
 Resolve the target to a graph (`narbench.target`), embed it with the index's encoder
 (`narbench.index`), rank the index's graphs by cosine similarity (`narbench.backends`), and say
 why the top hit is close (the op types the two share most) and whether the query's graph is in
-the index itself (an exact duplicate).
+the index itself (an exact duplicate, ranked first).
 """
 
 from __future__ import annotations
@@ -126,12 +126,16 @@ def search(
         num_nodes, num_edges = query.graph.num_nodes, query.graph.num_edges
         num_nodes += sum(query.unknown_ops.values())
     t_embed = time.perf_counter() - t1
-    rows, scores = _backend(index, backend).search(vec[None], k + len(exclude))
+    first = [r for r in duplicates if r not in exclude]  # an exact duplicate is the closest graph there is
+    rows, scores = _backend(index, backend).search(vec[None], k + len(exclude) + len(first))
+    ranked = dict(zip(rows[0].tolist(), scores[0].tolist()))
+    for r in first:
+        ranked.setdefault(r, float(index.arrays["embeddings"][r].astype("float32") @ vec))
     hits = []
-    for row, score in zip(rows[0].tolist(), scores[0].tolist()):
+    for row in first + [r for r in ranked if r not in first]:
         if row in exclude or row < 0 or len(hits) == k:
             continue
-        hits.append(Hit(rank=len(hits) + 1, similarity=round(float(score), 4), **index.record(row)))
+        hits.append(Hit(rank=len(hits) + 1, similarity=round(float(ranked[row]), 4), **index.record(row)))
     why = explain(query.ops, index.op_counts(index.row_of(hits[0].name))) if hits else ""
     timings = {"index": t_index, "target": query.info.pop("seconds", 0.0), "embed": t_embed,
                "total": time.perf_counter() - t0}
