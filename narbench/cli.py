@@ -107,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     lb.set_defaults(func=cmd_leaderboard)
 
     from narbench import gate
+    add_search_parser(sub)
+    add_index_parser(sub)
 
     check = sub.add_parser("check", help="regression gate: smoke-run the encoders and compare with a reference")
     check.add_argument("--baseline", "--reference", dest="reference", default=gate.DEFAULT_REFERENCE,
@@ -278,6 +280,169 @@ def cmd_list(args: argparse.Namespace) -> int:
             doc = f"[red]fails to load: {escape(str(exc))}[/red]"
         table.add_row(ep.name, dist, doc)
     Console().print(table)
+    return 0
+
+
+# ----------------------------------------------------------------------------- search, index
+
+
+def _shape(text: str) -> tuple[int, ...]:
+    try:
+        shape = tuple(int(x) for x in text.replace("x", ",").split(",") if x.strip())
+    except ValueError:
+        shape = ()
+    if not shape or min(shape) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive integers like 1,3,224,224, got {text!r}")
+    return shape
+
+
+def _json_object(text: str) -> dict:
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object like '{{\"width\": 64}}', got {text!r}")
+    return value
+
+
+def add_search_parser(sub) -> None:
+    p = sub.add_parser("search", help="the real architectures most similar to a model, graph or graph name")
+    p.add_argument("target", metavar="TARGET",
+                   help="FILE.py:CLASS, MODULE:CLASS, timm:NAME, torchvision:NAME, transformers:TYPE[/HEAD], "
+                        "a graph file written by narbench, or the name of a graph in the index")
+    p.add_argument("-k", type=int, default=10, help="number of hits (default 10)")
+    p.add_argument("--encoder", default=None, help="search the index built with this encoder (default: the shipped one)")
+    p.add_argument("--index", default=None, metavar="FILE", help="search this index file")
+    p.add_argument("--backend", default="exact", choices=["exact", "faiss"],
+                   help="exact cosine search (default) or FAISS (pip install 'narbench[faiss]')")
+    p.add_argument("--kwargs", type=_json_object, default=None, metavar="JSON",
+                   help="constructor arguments of CLASS, as a JSON object")
+    p.add_argument("--input-shape", type=_shape, default=None, metavar="N,C,H,W",
+                   help="shape of the example input (default: chosen as the real dataset's build does)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=cmd_search)
+
+
+def cmd_search(args) -> int:
+    """`narbench search`: one-line errors (exit 2), a table or JSON on stdout."""
+    import contextlib
+    import json
+    import warnings
+
+    from narbench.backends import BackendError
+    from narbench.engine import search
+    from narbench.index import IndexFileError
+    from narbench.target import TargetError
+
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):  # user code's prints
+            warnings.simplefilter("ignore")
+            result = search(args.target, args.k, encoder=args.encoder, index=args.index, backend=args.backend,
+                            input_shape=args.input_shape, kwargs=args.kwargs)
+    except (TargetError, IndexFileError, BackendError) as exc:
+        sys.stderr.write(f"narbench search: error: {' '.join(str(exc).split())}\n")
+        return 2
+    if args.json:
+        print(json.dumps(result.to_json(), indent=1))
+        return 0
+    print_result(result, Console() if sys.stdout.isatty() else Console(width=150))  # piped: no folded names
+    return 0
+
+
+def print_result(result, console: Console) -> None:
+    """The hits as a table, then the query, why the top hit is close, and duplicates."""
+    info = result.info
+    how = f" · {info['input']} on {info['device']}" if info.get("device") else ""
+    console.print(f"[bold]{escape(result.query)}[/bold]: {result.num_nodes:,} ops, {result.num_edges:,} edges, "
+                  f"coarse {result.coarse}{escape(how)}")
+    table = Table(title=f"top {len(result.hits)} in {escape(result.index)} · {result.backend}", title_justify="left")
+    for col, justify in (("#", "right"), ("graph", "left"), ("family", "left"), ("coarse", "left"),
+                         ("source", "left"), ("cosine", "right"), ("ops", "right"), ("edges", "right")):
+        table.add_column(col, justify=justify, overflow="fold")
+    for h in result.hits:
+        table.add_row(str(h.rank), escape(h.name), escape(h.family), h.coarse, h.source, f"{h.similarity:.3f}",
+                      f"{h.num_nodes:,}", f"{h.num_edges:,}")
+    console.print(table)
+    if result.hits:
+        console.print(f"why #1 is close: {escape(result.why)}", soft_wrap=True)
+    if result.kind == "index":
+        console.print("in the index: yes, this is an index graph (left out of its own hits)", soft_wrap=True)
+    elif result.duplicate_of:
+        console.print(f"in the index: yes, an exact duplicate of {escape(', '.join(result.duplicate_of))}",
+                      soft_wrap=True)
+    else:
+        console.print("in the index: no exact duplicate", soft_wrap=True)
+    if result.unknown_ops:
+        ops = ", ".join(f"{op} x{c}" for op, c in sorted(result.unknown_ops.items(), key=lambda kv: -kv[1]))
+        console.print(f"not in the index's op vocabulary (spliced out before embedding): {escape(ops)}",
+                      soft_wrap=True)
+
+
+def add_index_parser(sub) -> None:
+    p = sub.add_parser("index", help="build or inspect the search index")
+    isub = p.add_subparsers(dest="index_command", required=True)
+    b = isub.add_parser("build", help="fit an encoder on a whole dataset and embed every graph for search")
+    b.add_argument("--encoder", default=None, help="registered encoder (default: the shipped index's)")
+    b.add_argument("--dataset", default="real", help="registered dataset (default: real)")
+    b.add_argument("--profile", default="quick", choices=sorted(PROFILES), help="training budget and recipe")
+    b.add_argument("--protocol", default=DEFAULT_PROTOCOL, choices=sorted(PROTOCOLS), help="training labels")
+    b.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda, cuda:N")
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--param", dest="params", action="append", type=_parse_param, default=None, metavar="KEY=VALUE",
+                   help="an encoder parameter (repeatable; default: the index defaults, e.g. wl dim=256)")
+    b.add_argument("--max-dim", type=int, default=256, help="wider embeddings are randomly projected (default 256)")
+    b.add_argument("--out", default=None, help="index file (default: $NARBENCH_CACHE/index/index-DATASET-ENCODER.nari)")
+    b.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    b.set_defaults(func=cmd_index_build)
+    i = isub.add_parser("info", help="check an index's hash and describe it")
+    i.add_argument("--encoder", default=None, help="the index built with this encoder (default: the shipped one)")
+    i.add_argument("--index", default=None, metavar="FILE", help="this index file")
+    i.set_defaults(func=cmd_index_info)
+
+
+def cmd_index_build(args) -> int:
+    from pathlib import Path
+
+    from narbench.dataset import CorruptFileError
+    from narbench.index import SHIPPED, IndexConfig, build_index, cache_path, shipped_path, write_index
+    from narbench.runner import ConfigError
+
+    console = Console(stderr=True)
+    encoder = args.encoder or SHIPPED.encoder
+    cfg = IndexConfig(encoder=encoder, dataset=args.dataset, profile=args.profile, protocol=args.protocol,
+                      seed=args.seed, device=args.device, params=dict(args.params) if args.params else None,
+                      max_dim=args.max_dim, progress=not args.no_progress)
+    try:
+        index = build_index(cfg, console=console)
+    except (registry.UnknownNameError, registry.RegistryError, ConfigError, CorruptFileError, ValueError) as exc:
+        sys.stderr.write(f"narbench index build: error: {' '.join(str(exc).split())}\n")
+        return 2
+    path = Path(args.out) if args.out else cache_path(encoder, args.dataset)
+    digest = write_index(index, path)
+    print(f"index written to {path} ({path.stat().st_size / 1e6:.1f} MB): {index.describe()}")
+    print(f"sha256 {digest}")
+    if path.resolve().parent == shipped_path().resolve().parent:
+        print(f'to ship it, set in narbench/index.py: SHIPPED = ShippedIndex("{encoder}", "{digest}")')
+    return 0
+
+
+def cmd_index_info(args) -> int:
+    from narbench.index import IndexFileError, load_index
+
+    try:
+        index = load_index(args.encoder, args.index)
+    except IndexFileError as exc:
+        sys.stderr.write(f"narbench index info: error: {' '.join(str(exc).split())}\n")
+        return 2
+    h = index.header
+    print(f"{index.path}: {index.describe()}")
+    print(f"sha256 {index.sha256} (checked)")
+    print(f"encoder {h['encoder']['name']} params {h['encoder']['params']} profile {h['profile']} "
+          f"protocol {h['protocol']} trained on {h['trained_on']:,} graphs; built with narbench "
+          f"{h.get('narbench_version')}")
     return 0
 
 

@@ -219,9 +219,7 @@ def torchvision_specs() -> list[Spec]:
         module = _tv_module(name)
         fam = family_label(module.rsplit(".", 1)[-1])
         kind = _tv_kind(module)
-        task = {"classification": "classification", "quantization": "classification",
-                "detection": "object-detection", "segmentation": "semantic-segmentation",
-                "video": "video-classification", "optical_flow": "optical-flow"}[kind]
+        task = TV_TASKS[kind]
         specs.append(Spec("torchvision", name, task, (), fam))
         if kind in ("classification", "quantization", "video"):
             specs.append(Spec("torchvision", name, "features", (("headless", True),), fam))
@@ -230,6 +228,11 @@ def torchvision_specs() -> list[Spec]:
         if kind == "optical_flow":
             specs += [Spec("torchvision", name, task, (("num_flow_updates", n),), fam) for n in RAFT_UPDATES]
     return specs
+
+
+#: torchvision model kind (its builder's subpackage) -> task name.
+TV_TASKS = {"classification": "classification", "quantization": "classification", "detection": "object-detection",
+            "segmentation": "semantic-segmentation", "video": "video-classification", "optical_flow": "optical-flow"}
 
 
 def _tv_kind(module: str) -> str:
@@ -262,6 +265,49 @@ def transformers_specs() -> list[Spec]:
     return specs
 
 
+class UnknownModelError(LookupError):
+    """A zoo has no model of that name (the message suggests close names)."""
+
+
+def default_spec(source: str, model: str, task: str | None = None) -> Spec:
+    """The spec of a zoo model's default variant, as the `real` build enumerates it.
+
+    timm and torchvision: the classification (torchvision: the builder's) task; transformers:
+    `model` is a model type and `task` a head of `TRANSFORMERS_HEADS` (default `base`).
+    `UnknownModelError` if the zoo has no such model or head; `ImportError` if the zoo is missing.
+    """
+    import difflib
+
+    def unknown(kind: str, known: list[str]) -> UnknownModelError:
+        near = difflib.get_close_matches(model, known, n=3)
+        return UnknownModelError(f"{source} has no {kind} {model!r}" + (f" (did you mean {', '.join(near)}?)" if near else ""))
+
+    if source == "timm":
+        import timm
+        from timm.models._registry import _model_to_module
+
+        if model not in timm.list_models():
+            raise unknown("model", timm.list_models())
+        return Spec("timm", model, task or "classification", (), family_label(_model_to_module.get(model, model)))
+    if source == "torchvision":
+        from torchvision.models import list_models
+
+        if model not in list_models():
+            raise unknown("model", list_models())
+        module = _tv_module(model)
+        return Spec("torchvision", model, task or TV_TASKS[_tv_kind(module)], (), family_label(module.rsplit(".", 1)[-1]))
+    if source == "transformers":
+        heads = {(m, h) for m, h, _ in transformers_heads()}
+        if not any(m == model for m, _ in heads):
+            raise unknown("model type", sorted({m for m, _ in heads}))
+        if (model, task or "base") not in heads:
+            known = sorted(h for m, h in heads if m == model)
+            raise UnknownModelError(f"transformers model type {model!r} has no head {task or 'base'!r}; "
+                                    f"its heads: {', '.join(known)}")
+        return Spec("transformers", model, task or "base", (), family_label(model))
+    raise ValueError(f"unknown source {source!r}; known: {', '.join(SOURCES)}")
+
+
 def all_specs(sources: Iterable[str] = SOURCES) -> list[Spec]:
     """Every candidate spec, in a fixed order (timm, torchvision, transformers; then by key)."""
     makers = {"timm": timm_specs, "torchvision": torchvision_specs, "transformers": transformers_specs}
@@ -274,17 +320,21 @@ def all_specs(sources: Iterable[str] = SOURCES) -> list[Spec]:
 # ============================================================================ extraction
 
 
-def extract_spec(spec: Spec) -> tuple[RawGraph, dict[str, Any]]:
-    """Build the spec's model, run one forward pass, return (graph, info about how it was run)."""
+def extract_spec(spec: Spec, *, input_shape: tuple[int, ...] | None = None) -> tuple[RawGraph, dict[str, Any]]:
+    """Build the spec's model, run one forward pass, return (graph, info about how it was run).
+
+    `input_shape` replaces the shape of the example input the zoo's rule picks (the main input
+    of a transformers model; token ids stay token ids); None keeps the build's choice.
+    """
     import torch
 
     torch.manual_seed(0)
     if spec.source == "timm":
-        return _extract_timm(spec)
+        return _extract_timm(spec, input_shape)
     if spec.source == "torchvision":
-        return _extract_torchvision(spec)
+        return _extract_torchvision(spec, input_shape)
     if spec.source == "transformers":
-        return _extract_transformers(spec)
+        return _extract_transformers(spec, input_shape)
     if spec.source == "python":  # "module:function" returning (model, example_inputs)
         mod, fn = spec.model.split(":")
         model, inputs = getattr(importlib.import_module(mod), fn)(**spec.options())
@@ -421,7 +471,7 @@ class _TimmDepthHook:
         return False
 
 
-def _extract_timm(spec: Spec) -> tuple[RawGraph, dict[str, Any]]:
+def _extract_timm(spec: Spec, input_shape: tuple[int, ...] | None = None) -> tuple[RawGraph, dict[str, Any]]:
     import timm
     import torch
 
@@ -448,8 +498,8 @@ def _extract_timm(spec: Spec) -> tuple[RawGraph, dict[str, Any]]:
                 raise RuntimeError(f"{n / 1e6:.0f}M parameters: too large to run on the CPU")
         model = build(dev)
         cfg = getattr(model, "pretrained_cfg", None) or {}
-        size = tuple(cfg.get("input_size", (3, 224, 224)))
-        x = torch.randn(1, *size, device=dev)
+        size = tuple(input_shape[1:]) if input_shape else tuple(cfg.get("input_size", (3, 224, 224)))
+        x = torch.randn(*(input_shape or (1, *size)), device=dev)
         return extract_graph(model, x), {"params": _num_params(model), "input_size": list(size)}
 
     return _try_devices(["meta", "cpu"], run)
@@ -458,7 +508,7 @@ def _extract_timm(spec: Spec) -> tuple[RawGraph, dict[str, Any]]:
 # ---------------------------------------------------------------- torchvision
 
 
-def _extract_torchvision(spec: Spec) -> tuple[RawGraph, dict[str, Any]]:
+def _extract_torchvision(spec: Spec, input_shape: tuple[int, ...] | None = None) -> tuple[RawGraph, dict[str, Any]]:
     import torch
     from torchvision.models import get_model_builder
 
@@ -475,6 +525,9 @@ def _extract_torchvision(spec: Spec) -> tuple[RawGraph, dict[str, Any]]:
         kwargs["quantize"] = False
 
     def inputs(dev: str):
+        if input_shape:
+            x = torch.randn(*input_shape, device=dev)
+            return ([x[0]],) if kind == "detection" else (x, x.clone()) if kind == "optical_flow" else (x,)
         if kind == "detection":
             return ([torch.randn(3, 320, 320, device=dev)],)
         if kind == "video":
@@ -734,8 +787,11 @@ def vocab_size(config) -> int:
     return getattr(config, "vocab_size", None) or getattr(_sub(config, "text_config") or config, "vocab_size", 1024) or 1024
 
 
-def transformers_inputs(model, config, head: str, dev: str) -> dict[str, Any]:
-    """Generic dummy inputs from the model's main input name and its forward signature."""
+def transformers_inputs(model, config, head: str, dev: str, shape: tuple[int, ...] | None = None) -> dict[str, Any]:
+    """Generic dummy inputs from the model's main input name and its forward signature.
+
+    `shape` replaces the main input's shape (token ids stay ids, pixel/audio inputs random).
+    """
     import torch
 
     params = inspect.signature(model.forward).parameters
@@ -754,7 +810,7 @@ def transformers_inputs(model, config, head: str, dev: str) -> dict[str, Any]:
         return torch.tensor(vals, dtype=torch.long, device=dev).reshape(shape)
 
     if main == "input_ids" or (main not in params and "input_ids" in params):
-        kw["input_ids"] = ids((1, 2, seq) if head == "multiple-choice" else (1, seq))
+        kw["input_ids"] = ids(shape or ((1, 2, seq) if head == "multiple-choice" else (1, seq)))
         eos = getattr(config, "eos_token_id", None)
         eos = eos[0] if isinstance(eos, (list, tuple)) and eos else eos
         if _is_int(eos) and 0 <= eos < vocab_size(config):  # sequence heads pool at the last <eos>
@@ -767,13 +823,15 @@ def transformers_inputs(model, config, head: str, dev: str) -> dict[str, Any]:
             size = size.get("height", 224), size.get("width", 224)
         h, w = (size, size) if isinstance(size, int) else tuple(size)[:2]
         ch = _cfg_get(config, "num_channels", 3)
-        kw["pixel_values"] = torch.randn(1, ch, h, w, device=dev)
+        kw["pixel_values"] = torch.randn(*(shape or (1, ch, h, w)), device=dev)
     elif main == "input_values":
-        kw["input_values"] = torch.randn(1, 16000, device=dev)
+        kw["input_values"] = torch.randn(*(shape or (1, 16000)), device=dev)
     elif main == "input_features":
         mel = _cfg_get(config, "num_mel_bins")
         src = _cfg_get(config, "max_source_positions")
-        if mel and src:
+        if shape:
+            kw["input_features"] = torch.randn(*shape, device=dev)
+        elif mel and src:
             kw["input_features"] = torch.randn(1, mel, 2 * src, device=dev)
         else:
             feat = (_cfg_get(config, "input_feat_per_channel", 80) or 80) * (_cfg_get(config, "input_channels", 1) or 1)
@@ -789,7 +847,7 @@ def transformers_inputs(model, config, head: str, dev: str) -> dict[str, Any]:
     return kw
 
 
-def _extract_transformers(spec: Spec) -> tuple[RawGraph, dict[str, Any]]:
+def _extract_transformers(spec: Spec, input_shape: tuple[int, ...] | None = None) -> tuple[RawGraph, dict[str, Any]]:
     import torch
 
     cls = _transformers_class(spec.model, spec.task)
@@ -801,7 +859,7 @@ def _extract_transformers(spec: Spec) -> tuple[RawGraph, dict[str, Any]]:
         config = transformers_config(spec.model, variant, shrink=(mode == "cpu-shrunk"))
         with torch.device(dev):
             model = cls._from_config(config, attn_implementation="eager")
-        kw = transformers_inputs(model, config, spec.task, dev)
+        kw = transformers_inputs(model, config, spec.task, dev, input_shape)
         info = {"params": _num_params(model), "shrunk": mode == "cpu-shrunk"}
         try:
             return extract_graph(model, (), kw), info

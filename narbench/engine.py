@@ -1,0 +1,147 @@
+"""The search engine: `search(target)` -> the most similar real architectures (paper eq. 1).
+
+Resolve the target to a graph (`narbench.target`), embed it with the index's encoder
+(`narbench.index`), rank the index's graphs by cosine similarity (`narbench.backends`), and say
+why the top hit is close (the op types the two share most) and whether the query's graph is in
+the index itself (an exact duplicate, ranked first).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from narbench.index import SearchIndex, load_index
+from narbench.target import Query, resolve_target
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One result: rank (1-based), the graph's name and labels, cosine similarity and size."""
+
+    rank: int
+    name: str
+    family: str
+    coarse: str
+    source: str
+    similarity: float
+    num_nodes: int
+    num_edges: int
+
+
+@dataclass
+class SearchResult:
+    """The hits of one search, best first, and what explains them. Iterates like the list of hits."""
+
+    query: str
+    kind: str
+    hits: list[Hit]
+    num_nodes: int
+    num_edges: int
+    coarse: str
+    why: str
+    duplicate_of: list[str] = field(default_factory=list)  # index graphs identical to the query
+    unknown_ops: dict[str, int] = field(default_factory=dict)  # query ops not in the index's vocabulary
+    index: str = ""
+    backend: str = "exact"
+    info: dict[str, Any] = field(default_factory=dict)  # input, device, timings
+
+    def __iter__(self):
+        return iter(self.hits)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __getitem__(self, i):
+        return self.hits[i]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "hits": [asdict(h) for h in self.hits]}
+
+
+def _short(op: str) -> str:
+    return op.removesuffix("Backward0").removesuffix("Backward1")
+
+
+def explain(query_ops: dict[str, int], hit_ops: dict[str, int], top: int = 3) -> str:
+    """One line on why two graphs are close: op-histogram overlap and the ops they share most."""
+    ops = set(query_ops) | set(hit_ops)
+    shared = {op: min(query_ops.get(op, 0), hit_ops.get(op, 0)) for op in ops}
+    union = sum(max(query_ops.get(op, 0), hit_ops.get(op, 0)) for op in ops)
+    overlap = sum(shared.values()) / union if union else 0.0
+    most = [f"{_short(op)} x{c}" for op, c in sorted(shared.items(), key=lambda kv: (-kv[1], kv[0]))[:top] if c]
+    diff = max(ops, key=lambda op: (abs(query_ops.get(op, 0) - hit_ops.get(op, 0)), op), default=None)
+    line = f"{overlap:.0%} of their op counts overlap; most shared: {', '.join(most) or 'none'}"
+    if diff is not None and query_ops.get(diff, 0) != hit_ops.get(diff, 0):
+        delta = query_ops.get(diff, 0) - hit_ops.get(diff, 0)
+        line += f"; largest difference: {_short(diff)} ({'+' if delta > 0 else ''}{delta} in the query)"
+    return line
+
+
+def _backend(index: SearchIndex, name: str):
+    key = f"backend:{name}"
+    backend = index._cache.get(key)
+    if backend is None:
+        from narbench.backends import make_backend
+
+        backend = index._cache[key] = make_backend(name, index.arrays["embeddings"])
+    return backend
+
+
+def search(
+    target: Any,
+    k: int = 10,
+    *,
+    encoder: str | None = None,
+    index: SearchIndex | str | Path | None = None,
+    backend: str = "exact",
+    input_shape: tuple[int, ...] | None = None,
+    kwargs: dict[str, Any] | None = None,
+) -> SearchResult:
+    """The `k` graphs of the index most similar to `target`.
+
+    `target`: an `nn.Module`, `"file.py:Class"`, `"package.module:Class"`, `"timm:resnet50"` (zoo
+    installed), a graph file written by narbench, or a graph name in the index (that graph itself
+    is left out of its hits). `encoder`: use the index built with that encoder (default: the
+    shipped one); `index`: a loaded `SearchIndex` or an index file instead. `input_shape`
+    overrides the example input's shape; `kwargs` are the constructor's arguments.
+    Raises `TargetError`, `IndexFileError` or `BackendError` with a one-line message and fix.
+    """
+    t0 = time.perf_counter()
+    if not isinstance(index, SearchIndex):
+        index = load_index(encoder, index)
+    t_index = time.perf_counter() - t0
+    query: Query = resolve_target(target, index, kwargs=kwargs, input_shape=input_shape)
+    t1 = time.perf_counter()
+    if query.row is not None:
+        vec, exclude = index.arrays["embeddings"][query.row].astype("float32"), {query.row}
+        duplicates = [query.row]
+        size = index.record(query.row)
+        num_nodes, num_edges = size["num_nodes"], size["num_edges"]
+    else:
+        vec, exclude = index.embed([query.graph])[0], set()
+        duplicates = [] if query.unknown_ops else index.duplicates(query.graph)
+        num_nodes, num_edges = query.graph.num_nodes, query.graph.num_edges
+        num_nodes += sum(query.unknown_ops.values())
+    t_embed = time.perf_counter() - t1
+    first = [r for r in duplicates if r not in exclude]  # an exact duplicate is the closest graph there is
+    rows, scores = _backend(index, backend).search(vec[None], k + len(exclude) + len(first))
+    ranked = dict(zip(rows[0].tolist(), scores[0].tolist()))
+    for r in first:
+        ranked.setdefault(r, float(index.arrays["embeddings"][r].astype("float32") @ vec))
+    hits = []
+    for row in first + [r for r in ranked if r not in first]:
+        if row in exclude or row < 0 or len(hits) == k:
+            continue
+        hits.append(Hit(rank=len(hits) + 1, similarity=round(float(ranked[row]), 4), **index.record(row)))
+    why = explain(query.ops, index.op_counts(index.row_of(hits[0].name))) if hits else ""
+    timings = {"index": t_index, "target": query.info.pop("seconds", 0.0), "embed": t_embed,
+               "total": time.perf_counter() - t0}
+    return SearchResult(
+        query=query.label, kind=query.kind, hits=hits, num_nodes=num_nodes, num_edges=num_edges,
+        coarse=query.coarse, why=why, duplicate_of=[index.names[r] for r in duplicates],
+        unknown_ops=query.unknown_ops, index=index.describe(), backend=backend,
+        info={**query.info, "seconds": {k_: round(v, 4) for k_, v in timings.items()}},
+    )

@@ -1,0 +1,419 @@
+"""What `narbench search TARGET` can point at, and how each kind becomes a graph.
+
+A target is a `torch.nn.Module` instance (API only) or a string:
+
+* `path/to/file.py:ClassName` or `package.module:ClassName`: built with no arguments (or the
+  `kwargs` given) and run on the meta device, so a large model costs no memory (the CPU if
+  that fails);
+* `timm:NAME`, `torchvision:NAME`, `transformers:MODEL_TYPE[/HEAD]`: a zoo model, built and run
+  exactly as the `real` build runs it (`narbench.zoo.sources.extract_spec`);
+* a graph file that narbench wrote (`narbench.store`; `FILE:NAME` picks one of several);
+* the name of a graph in the index (`timm/resnet50/classification`).
+
+Every failure is a `TargetError` whose one-line message names the problem and the fix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from narbench.graph import ArchGraph
+
+ZOOS = ("timm", "torchvision", "transformers")
+#: Sequence length of the token ids given to a language model (the `real` build's choice).
+SEQ_LEN = 16
+
+
+class TargetError(ValueError):
+    """A search target that cannot be turned into a graph (message: problem; fix)."""
+
+
+@dataclass
+class Query:
+    """A resolved target: its graph in the index's vocabulary (or its index row) and provenance."""
+
+    label: str
+    kind: str  # module, file, import, zoo, graph-file, index
+    graph: ArchGraph | None = None
+    row: int | None = None  # the target is this index row
+    ops: dict[str, int] = field(default_factory=dict)  # op-type counts, by name
+    unknown_ops: dict[str, int] = field(default_factory=dict)  # ops not in the index's vocabulary
+    coarse: str = ""
+    info: dict[str, Any] = field(default_factory=dict)  # input, device, extraction seconds
+
+
+# ---------------------------------------------------------------------- example inputs
+
+
+def _first_layer(model):
+    import torch.nn as nn
+
+    for mod in model.modules():
+        if mod is not model and next(mod.parameters(recurse=False), None) is not None:
+            return mod
+        if isinstance(mod, (nn.Embedding, nn.EmbeddingBag, nn.RNNBase, nn.TransformerEncoderLayer)):
+            return mod
+    return None
+
+
+def example_inputs(model, device: str, shape: tuple[int, ...] | None = None) -> tuple[tuple, dict, str]:
+    """(args, kwargs, description) of the example input for `model`, chosen as the `real` build does.
+
+    A transformers model gets the build's dummy inputs for its main input, a timm model its
+    `pretrained_cfg["input_size"]`; any other module is read from its first layer with weights:
+    an embedding gets token ids [1, 16], a 2-d (3-d) convolution an image [1, C, 224, 224]
+    (a clip [1, C, 16, 112, 112]), a recurrent or transformer layer a sequence [1, 16, F], a
+    linear layer a vector [1, F]. `shape` overrides the shape (token ids stay integer ids).
+    """
+    import torch
+    import torch.nn as nn
+
+    config = getattr(model, "config", None)
+    if config is not None and hasattr(config, "model_type") and hasattr(model, "main_input_name"):
+        from narbench.zoo.sources import transformers_inputs
+
+        kw = transformers_inputs(model, config, "base", device, shape)
+        main = next(iter(kw.values()))
+        return (), kw, f"{next(iter(kw))} {list(main.shape)}"
+    first = _first_layer(model)
+    ids = isinstance(first, (nn.Embedding, nn.EmbeddingBag))
+    if shape is None:
+        cfg = getattr(model, "pretrained_cfg", None)
+        if isinstance(cfg, dict) and cfg.get("input_size"):
+            shape = (1, *cfg["input_size"])
+        elif ids:
+            shape = (1, SEQ_LEN)
+        elif isinstance(first, (nn.Conv2d, nn.ConvTranspose2d, nn.BatchNorm2d)):
+            shape = (1, first.in_channels if hasattr(first, "in_channels") else first.num_features, 224, 224)
+        elif isinstance(first, (nn.Conv3d, nn.ConvTranspose3d)):
+            shape = (1, first.in_channels, 16, 112, 112)
+        elif isinstance(first, (nn.Conv1d, nn.ConvTranspose1d)):
+            shape = (1, first.in_channels, 1024)
+        elif isinstance(first, nn.RNNBase):
+            shape = (1, SEQ_LEN, first.input_size) if first.batch_first else (SEQ_LEN, 1, first.input_size)
+        elif isinstance(first, nn.TransformerEncoderLayer):
+            d = first.linear1.in_features
+            shape = (1, SEQ_LEN, d) if first.self_attn.batch_first else (SEQ_LEN, 1, d)
+        elif isinstance(first, nn.LayerNorm):
+            shape = (1, SEQ_LEN, *first.normalized_shape)
+        elif isinstance(first, nn.Linear):
+            shape = (1, first.in_features)
+        elif isinstance(first, nn.BatchNorm1d):
+            shape = (1, first.num_features)
+        else:
+            raise TargetError(f"cannot tell what input {type(model).__name__} takes (first layer: "
+                              f"{type(first).__name__ if first is not None else 'none with weights'}); "
+                              "give its shape with --input-shape, e.g. --input-shape 1,3,224,224")
+    shape = tuple(int(s) for s in shape)
+    if ids:
+        n = int(np.prod(shape))
+        x = (torch.arange(n, device=device) % max(first.num_embeddings, 1)).reshape(shape)
+        return (x,), {}, f"token ids {list(shape)}"
+    return (torch.randn(*shape, device=device),), {}, f"tensor {list(shape)}"
+
+
+# ---------------------------------------------------------------------- running a model
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+
+
+def _construct(label: str, build: Callable[[], Any], dev: str):
+    import torch
+
+    from narbench.zoo.extract import prepare_model
+
+    with torch.device(dev):
+        model = build()
+    if not isinstance(model, torch.nn.Module):
+        raise TargetError(f"{label} returned a {type(model).__name__}, not a torch.nn.Module; "
+                          "point at a class or function that returns one")
+    return prepare_model(model)
+
+
+def _extract(label: str, build: Callable[[], Any] | None, instance=None, shape=None) -> tuple[Any, dict[str, Any]]:
+    """Build (or take) the model and run it once on the meta device, then on the CPU (an
+    instance: its own device) if meta fails. Meta, not the CPU first: besides costing no memory,
+    it gives the graphs the `real` build recorded for timm (a CPU LSTM or GRU is one fused node,
+    on meta it is its cells' ops), at about 0.2 ms per op (meta runs Python reference kernels)."""
+    import torch
+    from torch.func import functional_call
+
+    from narbench.zoo.extract import extract_graph
+
+    errors: list[tuple[str, str, BaseException]] = []
+    own = "cpu" if instance is None else str(next(instance.parameters(), torch.empty(0)).device)
+    order = ["meta", own] if own != "meta" else ["meta"]
+    for dev in order:
+        stage = "construct"
+        try:
+            model = instance if instance is not None else _construct(label, build, dev)
+            stage = "input"
+            args, kwargs, described = example_inputs(model, dev, shape)
+            stage = "forward"
+            if dev == "cpu":  # one small forward pass: intra-op threads only add overhead
+                threads = torch.get_num_threads()
+                torch.set_num_threads(1)
+            if instance is not None and dev == "meta" != own:  # the user's weights stay where they are
+                tensors = {k: torch.empty_like(v, device="meta").requires_grad_(v.is_floating_point())
+                           for k, v in model.named_parameters()}
+                tensors.update({k: torch.empty_like(v, device="meta") for k, v in model.named_buffers()})
+                with _eval(model):
+                    raw = extract_graph(lambda *a, **kw: functional_call(model, tensors, a, kw), args, kwargs,
+                                        prepare=False)
+            elif instance is not None:
+                with _eval(model), _grad_params(model):
+                    raw = extract_graph(model, args, kwargs, prepare=False)
+            else:
+                raw = extract_graph(model, args, kwargs)
+            return raw, {"device": dev, "input": described}
+        except TargetError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - user code may raise anything; try the other device, then report
+            errors.append((dev, stage, exc))
+        finally:
+            if dev == "cpu" and stage == "forward":
+                torch.set_num_threads(threads)
+    dev, stage, exc = errors[-1]
+    if stage == "construct":
+        raise TargetError(f"building {label} failed ({_one_line(exc)}); fix the constructor or pass its "
+                          "arguments with --kwargs '{\"name\": value}'") from exc
+    if stage == "input":
+        raise TargetError(f"cannot make an example input for {label} ({_one_line(exc)}); "
+                          "give its shape with --input-shape") from exc
+    shown = f" on {described}" if "described" in locals() else ""
+    raise TargetError(f"the forward pass of {label}{shown} failed ({_one_line(exc)}); if the input does not "
+                      "fit, give the shape the model expects with --input-shape, e.g. --input-shape 1,3,32,32") from exc
+
+
+@contextlib.contextmanager
+def _eval(model):
+    was = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was)
+
+
+@contextlib.contextmanager
+def _grad_params(model):
+    frozen = [p for p in model.parameters() if p.is_floating_point() and not p.requires_grad]
+    for p in frozen:
+        p.requires_grad_(True)
+    try:
+        yield
+    finally:
+        for p in frozen:
+            p.requires_grad_(False)
+
+
+# ---------------------------------------------------------------------- resolving a target
+
+
+def _load_attr(label: str, module, attr: str, where: str):
+    obj = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            import torch
+
+            defined = sorted(k for k, v in vars(module).items() if isinstance(v, type)
+                             and issubclass(v, torch.nn.Module) and v.__module__ == module.__name__)
+            hint = f" (it defines: {', '.join(defined)})" if defined else ""
+            raise TargetError(f"{where} has no {attr!r}{hint}; name a class defined there")
+        obj = getattr(obj, part)
+    return obj
+
+
+def _import_file(path: Path):
+    name = "narbench_target_" + re.sub(r"\W", "_", path.stem)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    sys.path.insert(0, str(path.parent))  # the file's own imports of its neighbours
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - report the user's error in one line
+        sys.modules.pop(name, None)
+        raise TargetError(f"importing {path} failed ({_one_line(exc)}); fix the file") from exc
+    finally:
+        sys.path.remove(str(path.parent))
+    return module
+
+
+def _parse_colon(target: str) -> tuple[str, str] | None:
+    head, sep, tail = target.rpartition(":")
+    return (head, tail) if sep and head and tail and "/" not in tail and "\\" not in tail else None
+
+
+def _map_graph(query: Query, raw_ops: list[str], edges: np.ndarray, vocab: list[str], name: str,
+               coarse: str | None = None) -> None:
+    """Fill `query.graph` with the graph over `vocab`; ops it lacks are spliced out (and listed).
+
+    `coarse`: the graph's coarse label if known (else derived from its ops, `coarse_label`)."""
+    from collections import Counter
+
+    from narbench.zoo.extract import coarse_label
+
+    index = {op: i for i, op in enumerate(vocab)}
+    counts = Counter(raw_ops)
+    query.ops = dict(counts)
+    query.unknown_ops = {op: c for op, c in counts.items() if op not in index}
+    query.coarse = coarse or coarse_label(raw_ops, edges)
+    keep = np.array([op in index for op in raw_ops], dtype=bool)
+    if not keep.all():
+        edges = splice(edges, keep)
+    renum = np.cumsum(keep) - 1
+    ops = np.array([index[op] for op, k in zip(raw_ops, keep) if k], dtype=np.int64)
+    edges = renum[edges] if edges.size else edges.reshape(2, 0)
+    query.graph = ArchGraph(ops=ops, edges=edges, name=name, family="", coarse=query.coarse, source="query")
+
+
+def splice(edges: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """Edges after removing the nodes where `keep` is False, connecting their producers to their
+    consumers (as `narbench.zoo.extract` splices dropped autograd nodes). Node ids unchanged."""
+    n = len(keep)
+    preds: list[list[int]] = [[] for _ in range(n)]
+    for s, d in edges.T.tolist():
+        preds[d].append(s)
+    resolved: dict[int, list[int]] = {}
+    out: set[tuple[int, int]] = set()
+    for v in range(n):  # ids are a topological order (producers first)
+        srcs: list[int] = []
+        for p in preds[v]:
+            srcs.extend([p] if keep[p] else resolved.get(p, []))
+        if keep[v]:
+            out.update((s, v) for s in srcs)
+        else:
+            resolved[v] = list(dict.fromkeys(srcs))
+    return np.array(sorted(out), dtype=np.int64).reshape(-1, 2).T.copy()
+
+
+def resolve_target(target: Any, index, *, kwargs: dict[str, Any] | None = None,
+                   input_shape: tuple[int, ...] | None = None) -> Query:
+    """Turn `target` into a `Query` over `index`'s vocabulary (see the module docstring)."""
+    t0 = time.perf_counter()
+    query = _resolve(target, index, kwargs or {}, tuple(input_shape) if input_shape else None)
+    query.info["seconds"] = time.perf_counter() - t0
+    return query
+
+
+def _resolve(target: Any, index, kwargs: dict[str, Any], shape) -> Query:
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a dependency
+        torch = None
+    if torch is not None and isinstance(target, torch.nn.Module):
+        label = type(target).__name__
+        raw, info = _extract(label, None, instance=target, shape=shape)
+        return _from_raw(Query(label, "module", info=info), raw, index)
+    if isinstance(target, ArchGraph):
+        raise TargetError("an ArchGraph's op ids need their vocabulary; save it with narbench.store.write_graphs "
+                          "and search the file")
+    if not isinstance(target, (str, Path)):
+        raise TargetError(f"cannot search a {type(target).__name__}; give an nn.Module, a FILE.py:CLASS, "
+                          "a MODULE:CLASS, a zoo name (timm:NAME), a graph file or a graph name")
+    target = str(target)
+    colon = _parse_colon(target)
+    if colon and colon[0] in ZOOS:
+        return _zoo(target, *colon, index, shape)
+    if colon and colon[0].endswith(".py"):
+        path = Path(colon[0])
+        if not path.is_file():
+            raise TargetError(f"file not found: {path}; check the path (TARGET is FILE.py:CLASS)")
+        module = _import_file(path)
+        obj = _load_attr(target, module, colon[1], str(path))
+        return _build(target, "file", obj, kwargs, index, shape)
+    if target.endswith(".py"):
+        raise TargetError(f"name the model class too: {target}:ClassName")
+    path, name = (Path(colon[0]), colon[1]) if colon and Path(colon[0]).is_file() else (Path(target), None)
+    if path.is_file():
+        return _graph_file(target, path, name, index)
+    row = index.row_of(target)
+    if row is not None:
+        q = Query(target, "index", row=row, ops=index.op_counts(row), coarse=index.record(row)["coarse"])
+        return q
+    if colon and re.fullmatch(r"[A-Za-z_][\w.]*", colon[0]) and re.fullmatch(r"[A-Za-z_][\w.]*", colon[1]):
+        try:
+            module = importlib.import_module(colon[0])
+        except Exception as exc:  # noqa: BLE001
+            raise TargetError(f"cannot import module {colon[0]!r} ({_one_line(exc)}); install it, or use "
+                              f"FILE.py:CLASS for a file, or a zoo name: {', '.join(z + ':NAME' for z in ZOOS)}") from exc
+        obj = _load_attr(target, module, colon[1], f"module {colon[0]}")
+        return _build(target, "import", obj, kwargs, index, shape)
+    if "/" in target or target.endswith(".narg"):
+        import difflib
+
+        near = difflib.get_close_matches(target, index.names, n=3, cutoff=0.8)
+        hint = f" (close graph names: {', '.join(near)})" if near else ""
+        raise TargetError(f"{target!r} is neither a file nor a graph name in the index{hint}; check the path or name")
+    raise TargetError(f"cannot read TARGET {target!r}: give FILE.py:CLASS, MODULE:CLASS, timm:NAME, torchvision:NAME, "
+                      "transformers:TYPE, a graph file or a graph name from the index")
+
+
+def _from_raw(query: Query, raw, index) -> Query:
+    _map_graph(query, raw.ops, raw.edges, index.vocab, query.label)
+    return query
+
+
+def _build(label: str, kind: str, obj, kwargs: dict[str, Any], index, shape) -> Query:
+    if not callable(obj):
+        raise TargetError(f"{label} is a {type(obj).__name__}, not a class; name an nn.Module class or a function "
+                          "returning one")
+    raw, info = _extract(label, lambda: obj(**kwargs), shape=shape)
+    return _from_raw(Query(label, kind, info=info), raw, index)
+
+
+def _zoo(label: str, zoo: str, name: str, index, shape) -> Query:
+    if importlib.util.find_spec(zoo) is None:
+        raise TargetError(f"zoo {zoo!r} is not installed; pip install {zoo} (or pip install 'narbench[zoo]'), "
+                          "or search a FILE.py:CLASS or graph instead")
+    from narbench.zoo.sources import AllDevicesFailed, NotApplicable, UnknownModelError, default_spec, extract_spec
+
+    model, _, task = name.partition("/")
+    try:
+        spec = default_spec(zoo, model, task or None)
+    except UnknownModelError as exc:
+        raise TargetError(f"{exc}; check the name") from exc
+    except ImportError as exc:
+        raise TargetError(f"zoo {zoo!r} fails to import ({_one_line(exc)}); reinstall it") from exc
+    try:
+        raw, info = extract_spec(spec, input_shape=shape)
+    except (AllDevicesFailed, NotApplicable) as exc:
+        first = exc.first if isinstance(exc, AllDevicesFailed) else exc
+        raise TargetError(f"extracting {label} failed ({_one_line(first)}); "
+                          "if the input does not fit, give its shape with --input-shape") from exc
+    dev = info.get("device", "")
+    return _from_raw(Query(label, "zoo", info={"device": dev, "input": "the real build's input", **info}), raw, index)
+
+
+def _graph_file(label: str, path: Path, name: str | None, index) -> Query:
+    from narbench.store import CorruptFileError, read_graphs
+
+    try:
+        graphs, vocab, _, _ = read_graphs(path)
+    except CorruptFileError as exc:
+        raise TargetError(f"{exc}; give a graph file written by narbench (narbench.store.write_graphs)") from exc
+    if name is not None:
+        graphs = [g for g in graphs if g.name == name]
+        if not graphs:
+            raise TargetError(f"{path} has no graph named {name!r}; check the name")
+    elif len(graphs) != 1:
+        raise TargetError(f"{path} holds {len(graphs)} graphs; pick one with {path}:NAME "
+                          f"(e.g. {path}:{graphs[0].name})" if graphs else f"{path} holds no graph")
+    g = graphs[0]
+    q = Query(g.name, "graph-file", info={"file": str(path)})
+    _map_graph(q, [vocab[i] for i in g.ops.tolist()], g.edges, index.vocab, g.name, coarse=g.coarse or None)
+    return q

@@ -1,0 +1,273 @@
+"""`narbench search`: every target kind, every bad input, the index file, API = CLI, FAISS = exact."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import narbench
+from narbench.backends import ExactBackend, make_backend
+from narbench.cli import main
+from narbench.engine import explain, search
+from narbench.index import SHIPPED, IndexFileError, load_index, read_index, shipped_path
+from narbench.target import resolve_target, splice
+
+HERE = Path(__file__).resolve().parent
+MODELS = HERE / "search_models.py"
+
+
+@pytest.fixture(scope="module")
+def index():
+    return load_index()
+
+
+# ------------------------------------------------------------------ the index
+
+
+def test_shipped_index_loads_with_its_pinned_hash(index):
+    assert index.sha256 == SHIPPED.sha256
+    assert index.encoder_name == SHIPPED.encoder
+    assert len(index) == 21630 and index.arrays["embeddings"].dtype == np.float16
+    assert shipped_path().stat().st_size <= 15_000_000
+    norms = np.linalg.norm(index.embeddings, axis=1)
+    assert np.allclose(norms, 1, atol=1e-2)
+    rec = index.record(0)
+    assert set(rec) == {"name", "family", "coarse", "source", "num_nodes", "num_edges"}
+    assert sum(index.op_counts(0).values()) == rec["num_nodes"]
+
+
+def test_damaged_and_unpinned_index_files_are_refused(tmp_path):
+    data = shipped_path().read_bytes()
+    bad = tmp_path / "bad.nari"
+    bad.write_bytes(data[: len(data) // 2])
+    with pytest.raises(IndexFileError, match="damaged.*narbench index build"):
+        read_index(bad)
+    with pytest.raises(IndexFileError, match="not the pinned"):
+        read_index(shipped_path(), "0" * 64)
+    with pytest.raises(IndexFileError, match="not found"):
+        read_index(tmp_path / "none.nari")
+    assert main(["search", "timm/x", "--index", str(bad)]) == 2
+
+
+def test_unknown_encoder_index_names_the_build_command(capsys):
+    assert main(["search", "x.py:Y", "--encoder", "gcn-not-built"]) == 2
+    err = capsys.readouterr().err
+    assert "narbench index build --encoder gcn-not-built" in err and len(err.strip().splitlines()) == 1
+
+
+# ------------------------------------------------------------------ targets
+
+
+def test_module_instance(index):
+    from tests.search_models import TinyCNN
+
+    model = TinyCNN().train()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    result = narbench.search(model, k=5)
+    assert len(result) == 5 and [h.rank for h in result] == [1, 2, 3, 4, 5]
+    assert result.coarse == "cnn" and result.hits[0].coarse == "cnn"
+    assert all(a.similarity >= b.similarity for a, b in zip(result.hits, result.hits[1:]))
+    assert model.training and all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert "overlap" in result.why and result.duplicate_of == []
+
+
+def test_file_and_module_targets_agree(index):
+    by_file = search(f"{MODELS}:TinyCNN", index=index)
+    by_module = search("tests.search_models:TinyCNN", index=index)
+    assert by_file.kind == "file" and by_module.kind == "import"
+    assert [h.name for h in by_file] == [h.name for h in by_module]
+    with_kwargs = search(f"{MODELS}:TinyMLP", index=index, kwargs={"width": 4})
+    by_factory = search(f"{MODELS}:make_mlp", index=index)
+    assert [h.name for h in with_kwargs] == [h.name for h in by_factory]
+    assert with_kwargs.info["device"] == "meta"
+    assert search(f"{MODELS}:DataDependent", index=index, input_shape=(1, 3, 32, 32)).info["device"] == "cpu"
+
+
+def test_language_model_gets_token_ids_and_unknown_ops_are_spliced(index):
+    result = search(f"{MODELS}:TinyTagger", index=index)
+    assert result.info["input"] == "token ids [1, 16]"
+    assert result.unknown_ops.get("LogSoftmaxBackward0") == 1
+    assert result.hits
+
+
+def test_input_shape_override(index):
+    q = resolve_target(f"{MODELS}:TinyCNN", index, input_shape=(1, 3, 32, 32))
+    assert q.info["input"] == "tensor [1, 3, 32, 32]"
+
+
+def test_saved_graph_and_index_name(index, tmp_path):
+    from narbench.store import write_graphs
+
+    q = resolve_target(f"{MODELS}:TinyCNN", index)
+    path = tmp_path / "q.narg"
+    # a different vocabulary order: ops are matched by name
+    vocab = list(reversed(index.vocab))
+    remap = np.array([vocab.index(op) for op in index.vocab])
+    g = q.graph
+    g2 = type(g)(ops=remap[g.ops], edges=g.edges, name="mine", family="", coarse="cnn")
+    write_graphs(path, [g2], vocab, {})
+    by_file = search(str(path), index=index)
+    assert by_file.kind == "graph-file"
+    assert [h.name for h in by_file] == [h.name for h in search(f"{MODELS}:TinyCNN", index=index)]
+
+    name = index.names[123]
+    by_name = search(name, index=index, k=3)
+    assert by_name.kind == "index" and name not in [h.name for h in by_name] and len(by_name) == 3
+    assert by_name.duplicate_of == [name]
+
+
+def test_exact_duplicate_is_found(index):
+    from narbench.dataset import GraphDataset, stratified_split
+    from narbench.index import IndexConfig, build_index
+
+    q = resolve_target(f"{MODELS}:TinyCNN", index)
+    other = resolve_target(f"{MODELS}:TinyTagger", index)
+    graphs = []
+    for i, (g, fam) in enumerate([(q.graph, "a"), (other.graph, "b"), (q.graph, "a"), (other.graph, "b")]):
+        graphs.append(type(g)(ops=g.ops, edges=g.edges, name=f"g{i}", family=fam, coarse=g.coarse, source="test"))
+    graphs[2].edges = graphs[2].edges[:, :-1]  # not an exact copy any more
+    ds = GraphDataset("mini", "0", index.vocab, graphs, "0" * 64, stratified_split(["a", "b", "a", "b"], test_size=0.5))
+    small = build_index(IndexConfig(encoder="wl", progress=False), dataset=ds)
+    result = search(f"{MODELS}:TinyCNN", index=small, k=4)
+    assert result.duplicate_of == ["g0"] and result.hits[0].name == "g0"
+    assert result.hits[0].similarity == pytest.approx(1.0, abs=1e-3)
+
+
+@pytest.mark.skipif(not any(__import__("importlib.util").util.find_spec(z) for z in ("timm",)),
+                    reason="timm is not installed")
+def test_zoo_target_is_the_real_graph(index):
+    result = search("timm:resnet18", index=index)
+    assert result.kind == "zoo" and result.duplicate_of and result.hits[0].similarity > 0.999
+
+
+# ------------------------------------------------------------------ bad input
+
+
+@pytest.mark.parametrize("target, extra, expected", [
+    ("nowhere/my_net.py:Net", [], "file not found: nowhere/my_net.py"),
+    (f"{MODELS}:Missing", [], "has no 'Missing' \\(it defines: BadForward, Broken, DataDependent, TinyCNN"),
+    (f"{MODELS}:Broken", [], "building .*Broken failed \\(ValueError: bad config\\).*--kwargs"),
+    (f"{MODELS}:TinyMLP", [], "building .*TinyMLP failed .*width.*--kwargs"),
+    (f"{MODELS}:BadForward", [], "forward pass of .*BadForward.* failed \\(RuntimeError: boom in forward\\)"),
+    (f"{MODELS}:TinyCNN", ["--input-shape", "1,4,32,32"], "forward pass .*\\[1, 4, 32, 32\\].*--input-shape"),
+    ("notamodule_xyz:Net", [], "cannot import module 'notamodule_xyz'"),
+    ("no/such/graph", [], "neither a file nor a graph name"),
+    (str(MODELS), [], "name the model class too"),
+])
+def test_bad_targets_give_one_line_and_exit_2(target, extra, expected, capsys):
+    import re
+
+    assert main(["search", target, *extra]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in captured.err and captured.out == ""
+    assert re.search(expected, lines[0]), lines[0]
+
+
+def test_zoo_not_installed_and_unknown_zoo_name(monkeypatch, capsys):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "timm" else real(name, *a))
+    assert main(["search", "timm:resnet50"]) == 2
+    assert "zoo 'timm' is not installed; pip install timm" in capsys.readouterr().err
+    monkeypatch.undo()
+    if real("timm") is not None:
+        assert main(["search", "timm:resnet5O"]) == 2
+        assert "timm has no model 'resnet5O'" in capsys.readouterr().err
+
+
+def test_bad_graph_file(tmp_path, capsys):
+    path = tmp_path / "g.narg"
+    path.write_bytes(b"not a graph file")
+    assert main(["search", str(path)]) == 2
+    assert "cannot decompress" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ API = CLI, output
+
+
+def test_api_and_cli_agree(capsys, index):
+    assert main(["search", f"{MODELS}:TinyCNN", "-k", "7", "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    api = search(f"{MODELS}:TinyCNN", k=7)
+    assert [h["name"] for h in cli["hits"]] == [h.name for h in api]
+    assert [h["similarity"] for h in cli["hits"]] == [h.similarity for h in api]
+    assert cli["why"] == api.why and cli["duplicate_of"] == api.duplicate_of
+
+
+def test_table_output(capsys):
+    assert main(["search", f"{MODELS}:TinyCNN", "-k", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "why #1 is close:" in out and "in the index: no exact duplicate" in out and "cosine" in out
+
+
+def test_explain_names_shared_ops():
+    line = explain({"ConvolutionBackward0": 4, "ReluBackward0": 4}, {"ConvolutionBackward0": 2, "AddBackward0": 1})
+    assert line.startswith("22% of their op counts overlap; most shared: Convolution x2")
+    assert "largest difference: Relu (+4 in the query)" in line
+
+
+def test_splice_connects_producers_to_consumers():
+    edges = np.array([[0, 1, 1, 2], [1, 2, 3, 3]])
+    out = splice(edges, np.array([True, False, True, True]))
+    assert out.T.tolist() == [[0, 2], [0, 3], [2, 3]]
+
+
+# ------------------------------------------------------------------ backends
+
+
+def test_exact_backend_breaks_ties_by_row():
+    emb = np.array([[1, 0], [0, 1], [1, 0], [0.6, 0.8]], dtype=np.float32)
+    rows, scores = ExactBackend(emb).search(np.array([1, 0], dtype=np.float32), 3)
+    assert rows[0].tolist() == [0, 2, 3] and scores[0, 0] == pytest.approx(1.0)
+
+
+def test_faiss_and_exact_agree_on_a_small_corpus(index):
+    pytest.importorskip("faiss")
+    emb = index.embeddings[:3000]
+    queries = index.embeddings[3000:3020]
+    exact = make_backend("exact", emb).search(queries, 10)
+    flat = make_backend("faiss", emb).search(queries, 10)
+    ivf = make_backend("faiss", emb, factory="IVF16,Flat", nprobe=16).search(queries, 10)
+    for got in (flat, ivf):
+        assert np.allclose(got[1], exact[1], atol=1e-4)
+        assert np.mean(got[0][:, 0] == exact[0][:, 0]) >= 0.9  # ties may order differently
+    result = search(f"{MODELS}:TinyCNN", index=index, backend="faiss")
+    assert [h.similarity for h in result] == [h.similarity for h in search(f"{MODELS}:TinyCNN", index=index)]
+
+
+def test_faiss_missing_is_a_clear_error(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "faiss", None)
+    load_index()._cache.pop("backend:faiss", None)
+    assert main(["search", f"{MODELS}:TinyCNN", "--backend", "faiss"]) == 2
+    assert "pip install faiss-cpu" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ building an index
+
+
+@pytest.mark.parametrize("encoder", ["gcn", "ophist"])
+def test_built_index_round_trips_and_embeds_queries_as_the_corpus(encoder, toy_dataset, tmp_path, monkeypatch):
+    from narbench.index import IndexConfig, build_index, write_index
+
+    monkeypatch.setenv("NARBENCH_NO_PROGRESS", "1")
+    built = build_index(IndexConfig(encoder=encoder, profile="smoke", device="cpu", progress=False),
+                        dataset=toy_dataset)
+    path = tmp_path / f"toy-{encoder}.nari"
+    digest = write_index(built, path)
+    again = read_index(path, digest)
+    assert write_index(build_index(IndexConfig(encoder=encoder, profile="smoke", device="cpu", progress=False),
+                                   dataset=toy_dataset), tmp_path / "again.nari") == digest  # reproducible
+    assert bool(again.header["encoder"]["weights"]) == (encoder == "gcn")
+    graphs = {g.name: g for g in toy_dataset.graphs}
+    rows = [0, 5, len(again) - 1]
+    emb = again.embed([graphs[again.names[r]] for r in rows])
+    assert np.allclose(emb, again.embeddings[rows], atol=2e-3)
+    result = search(again.names[0], index=again, k=5)
+    assert result.hits[0].family == again.record(0)["family"]
