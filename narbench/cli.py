@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -97,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     lb.add_argument("--results", action="append", default=[], metavar="DIR",
                     help="extra folder of result files (repeatable; <out>/results is always read)")
     lb.add_argument("--out", default="leaderboard", help="leaderboard folder")
+    lb.add_argument("--readme", default=None, metavar="FILE",
+                    help="rewrite the headline table between the narbench:headline markers of FILE (default: the "
+                         "README.md beside the leaderboard folder, when it has the markers)")
     lb.add_argument("--profile", dest="profiles", action="append", default=None, choices=sorted(PROFILES),
                     help="a profile to show (repeatable; default: quick and paper, the ones comparable with the "
                          "paper; any other gets blocks of its own without the paper's numbers)")
@@ -189,7 +193,6 @@ def cmd_build_real(args: argparse.Namespace) -> int:
 def cmd_datasheet(args: argparse.Namespace) -> int:
     """`narbench datasheet NAME`: what is in a dataset, computed from the loaded data."""
     import json
-    from pathlib import Path
 
     from rich.markdown import Markdown
 
@@ -219,9 +222,15 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         err.print(f"[dim]leaderboard {time.perf_counter() - t0:5.1f}s[/dim] {escape(text)}", soft_wrap=True,
                   highlight=False)
 
+    from narbench.leaderboard.headline import START
+
+    headline = args.readme
+    beside = Path(args.out).resolve().parent / "README.md"
+    if headline is None and beside.is_file() and START in beside.read_text(errors="replace"):
+        headline = beside
     readme = write_leaderboard(args.results, args.out, profiles=args.profiles or PAPER_PROFILES,
                                plots=not args.no_plots, tsne=not args.no_tsne, stat_test=args.test,
-                               redraw=args.redraw, console=Console(), progress=progress)
+                               redraw=args.redraw, readme=headline, console=Console(), progress=progress)
     Console().print(f"leaderboard written to [bold]{readme}[/bold]")
     return 0
 
@@ -454,13 +463,14 @@ def _input_errors() -> tuple[type[BaseException], ...]:
     from narbench.checkpoint import CheckpointError
     from narbench.gate import GateError
     from narbench.leaderboard import RejectedResultsError
+    from narbench.leaderboard.headline import HeadlineError
     from narbench.preflight import PreflightError
     from narbench.runner import ConfigError
     from narbench.store import CorruptFileError
     from narbench.validation import InvalidResultError
 
     return (registry.UnknownNameError, registry.RegistryError, ConfigError, PreflightError, CheckpointError,
-            CorruptFileError, FileNotFoundError, GateError, RejectedResultsError, InvalidResultError)
+            CorruptFileError, FileNotFoundError, GateError, RejectedResultsError, InvalidResultError, HeadlineError)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from narbench.leaderboard.aggregate import aggregate, write_aggregate
 from narbench.leaderboard.figures import plot_tables, plot_tsne
+from narbench.leaderboard.headline import check_markers, update_readme
 from narbench.leaderboard.paper import MAP_NOTE, PAPER_LABEL
 from narbench.leaderboard.records import collect
 from narbench.leaderboard.render import print_tables, tables_markdown
@@ -23,7 +24,8 @@ _OWNED = {"bars": ("table*.png", "ndcg-*.png"), "tsne": ("tsne-*.png",)}
 def write_leaderboard(results_dirs: Iterable[str | Path] = (), out_dir: str | Path = "leaderboard", *,
                       profiles: Iterable[str] = PAPER_PROFILES, plots: bool = True, tsne: bool = True,
                       stat_test: str = "student", redraw: bool = False, datasets: Iterable[KnownDataset] | None = None,
-                      console=None, progress: Callable[[str], None] | None = None) -> Path:
+                      readme: str | Path | None = None, console=None,
+                      progress: Callable[[str], None] | None = None) -> Path:
     """Regenerate `<out_dir>/README.md`, `aggregate.csv/json` and `plots/` from the result files.
 
     Args:
@@ -36,6 +38,9 @@ def write_leaderboard(results_dirs: Iterable[str | Path] = (), out_dir: str | Pa
         stat_test: the paired test of the tables' † (`student` or `fisher`).
         redraw: redraw every figure, even those whose digest says nothing changed.
         datasets: the data results may be on (default: the registered datasets, `narbench.validation`).
+        readme: a file (the project's README) whose headline table, between the markers of
+            `narbench.leaderboard.headline`, is rewritten from these tables; a file without the
+            markers raises `HeadlineError` before anything is written.
         console: a rich Console to print the compact tables on.
         progress: called with a line of text at every step (the CLI prints them on stderr).
     Returns:
@@ -56,6 +61,8 @@ def write_leaderboard(results_dirs: Iterable[str | Path] = (), out_dir: str | Pa
     write_aggregate(df, out_dir)
     say(f"aggregated {len(df)} configurations; significance tests")
     tables = build_tables(records, df, stat_test=stat_test)
+    if readme is not None:
+        check_markers(readme)
     plot_paths: list[Path] = []
     if plots and len(df):
         plot_paths += _keep_only(plot_tables(tables, out_dir / "plots", redraw=redraw, progress=say),
@@ -63,12 +70,14 @@ def write_leaderboard(results_dirs: Iterable[str | Path] = (), out_dir: str | Pa
         if tsne:
             plot_paths += _keep_only(plot_tsne(records, out_dir / "plots", redraw=redraw, progress=say),
                                      out_dir / "plots", _OWNED["tsne"])
-    readme = out_dir / "README.md"
-    atomic_write_bytes(readme, _readme(records, left_out, df, tables, plot_paths, out_dir, profiles).encode())
+    page = out_dir / "README.md"
+    atomic_write_bytes(page, _readme(records, left_out, df, tables, plot_paths, out_dir, profiles).encode())
+    if readme is not None:
+        say(f"headline table in {readme}: " + ("updated" if update_readme(readme, tables) else "unchanged"))
     say(f"done in {time.perf_counter() - t0:.1f} s")
     if console is not None:
-        print_tables(tables, console, full=readme)
-    return readme
+        print_tables(tables, console, full=page)
+    return page
 
 
 def _keep_only(paths: list[Path], folder: Path, patterns: tuple[str, ...]) -> list[Path]:

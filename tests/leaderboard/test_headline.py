@@ -1,0 +1,65 @@
+"""The README's headline table: regenerated between its markers from Table 1, never typed by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from narbench import leaderboard as lb
+from narbench.leaderboard.headline import END, START, HeadlineError, headline_markdown
+from tests.handmade import write_result
+from tests.leaderboard.conftest import N_QUERIES, base
+
+SETTINGS = (("nas", "standard"), ("real", "standard"), ("real", "unseen"))
+
+
+def _three_settings(out, *, skip=()):
+    """gcn beats wl on nas and real-standard; wl beats gcn on real-unseen; 3 seeds each."""
+    for ds, split in SETTINGS:
+        if (ds, split) in skip:
+            continue
+        for s in range(3):
+            q = base(s)
+            unseen = split == "unseen"
+            write_result(out, "gcn", "none", s, q - (0.2 if unseen else 0.0), dataset=ds, split=split)
+            write_result(out, "wl", "none", s, q - (0.0 if unseen else 0.2), dataset=ds, split=split)
+            write_result(out, "random", "none", s, np.full(N_QUERIES, 0.05), dataset=ds, split=split)
+
+
+def test_headline_is_table1_by_split_sorted_by_the_unseen_column(tmp_path):
+    _three_settings(tmp_path / "res")
+    text = headline_markdown(lb.build_tables(lb.collect([tmp_path / "res"])))
+    lines = [ln for ln in text.splitlines() if ln.startswith("| ") and not ln.startswith("| method")]
+    assert [ln.split(" | ")[0] for ln in lines] == ["| wl (floor)", "| gcn", "| random (floor)"]
+    assert "| method | nas · standard | real · standard | real · unseen |" in text
+    wl, gcn = lines[0].split(" | "), lines[1].split(" | ")
+    assert wl[3].startswith("**") and gcn[3].rstrip(" |").endswith("†")  # unseen: wl best, gcn worse
+    assert gcn[1].startswith("**") and wl[1].endswith("†")  # nas: the other way round
+    assert "`quick` profile" in text and "protocol `family`" in text
+
+
+def test_headline_waits_for_every_column(tmp_path):
+    _three_settings(tmp_path / "res", skip={("real", "unseen")})
+    assert headline_markdown(lb.build_tables(lb.collect([tmp_path / "res"]))).startswith("*No `quick`")
+
+
+def test_leaderboard_rewrites_only_the_marked_block_of_the_readme(tmp_path):
+    _three_settings(tmp_path / "lb" / "results")
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# project\n\nintro\n\n{START}\nstale numbers typed by hand\n{END}\n\nmore text\n")
+    lb.write_leaderboard([], tmp_path / "lb", plots=False, readme=readme)
+    text = readme.read_text()
+    assert text.startswith("# project\n\nintro\n\n" + START + "\nNDCG@20") and text.endswith(END + "\n\nmore text\n")
+    assert "stale" not in text and "| wl (floor) |" in text
+    first = text
+    lb.write_leaderboard([], tmp_path / "lb", plots=False, readme=readme)
+    assert readme.read_text() == first  # regenerated identically
+
+
+def test_readme_without_markers_is_refused_before_anything_is_written(tmp_path):
+    _three_settings(tmp_path / "lb" / "results")
+    readme = tmp_path / "README.md"
+    readme.write_text("# no markers\n")
+    with pytest.raises(HeadlineError, match="narbench:headline:start"):
+        lb.write_leaderboard([], tmp_path / "lb", plots=False, readme=readme)
+    assert not (tmp_path / "lb" / "README.md").exists() and readme.read_text() == "# no markers\n"
