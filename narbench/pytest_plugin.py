@@ -62,6 +62,7 @@ def assert_no_regression(
     Returns the compared cells (for further checks). With `update=True` and a file path, the
     entry for this result is written into the reference file (created if needed) instead.
     """
+    __tracebackhide__ = True  # a failure shows the metric table and the caller's test, not this frame
     key = key or gate.entry_key(result)
     if update:
         if not isinstance(reference, (str, Path)):
@@ -88,15 +89,22 @@ def assert_no_regression(
     unknown = sorted(set(ref_metrics) - set(current))
     dropped = [c for c in cells if c.status == "dropped"]
     if dropped or unknown:
-        lines = [f"narbench regression in {key} (tolerance {tol:g}):"]
-        lines += [f"  {c.metric}: {c.reference:.6f} -> {c.current:.6f} ({c.delta:+.6f})" for c in dropped]
-        lines += [f"  {m}: in the reference but not produced by this run" for m in unknown]
-        others = [c for c in cells if c.status != "dropped"]
-        if others:
-            lines.append("  not dropped: " + ", ".join(
-                f"{c.metric} {c.status}" + (f" ({c.delta:+.6f})" if c.status == "improved" else "") for c in others))
-        raise AssertionError("\n".join(lines))
+        raise AssertionError(_failure_table(key, tol, cells, unknown))
     return cells
+
+
+def _failure_table(key: str, tol: float, cells: list, unknown: list[str]) -> str:
+    """Every compared metric, one line each: reference, current, delta, status (dropped first)."""
+    order = {"dropped": 0, "improved": 1, "new": 2, "unchanged": 3}
+    lines = [f"narbench regression in {key} (tolerance {tol:g}): "
+             f"{sum(c.status == 'dropped' for c in cells)} metric(s) dropped",
+             f"  {'metric':<16} {'reference':>10} {'current':>10} {'delta':>10}  status"]
+    for c in sorted(cells, key=lambda c: (order[c.status], c.metric)):
+        ref = "-" if c.reference is None else f"{c.reference:.6f}"
+        delta = "-" if c.delta is None else f"{c.delta:+.6f}"
+        lines.append(f"  {c.metric:<16} {ref:>10} {c.current:>10.6f} {delta:>10}  {c.status}")
+    lines += [f"  {m:<16} in the reference but not produced by this run" for m in unknown]
+    return "\n".join(lines)
 
 
 @pytest.fixture(scope="session")
@@ -130,6 +138,7 @@ def narbench_check(request) -> Callable[..., list]:
     update = bool(request.config.getoption("narbench_update_reference"))
 
     def _check(result, reference, tolerance: float | None = None, key: str | None = None):
+        __tracebackhide__ = True
         return assert_no_regression(result, reference, tolerance, key, update=update)
 
     return _check

@@ -5,11 +5,10 @@ First run, or after a deliberate change:  pytest --narbench-update-reference
 Every CI run afterwards:                  pytest
 """
 
-import os
 from pathlib import Path
 
 REFERENCE = Path(__file__).parent / "narbench-reference.json"
-DATASET = os.environ.get("NARBENCH_EXAMPLE_DATASET", "nas")
+DATASET = "nas"
 
 
 def test_edgeop_does_not_regress(narbench_run, narbench_check):
