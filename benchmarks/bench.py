@@ -1,23 +1,42 @@
-"""narbench benchmarks: prints figures, asserts nothing (performance targets live here, not in tests).
+"""narbench benchmarks: named figures, one line each; asserts nothing (targets live here, not in tests).
 
-    python benchmarks/bench.py [--device auto] [--encoders gcn gat] [--train-graphs 3000]
+    python benchmarks/bench.py                    # every figure (slow: several minutes)
+    python benchmarks/bench.py --only score-nas   # one figure (repeat --only for several)
+    python benchmarks/bench.py --list             # the figure names
 
-Figures: NAS generation time for 30,000 graphs; training throughput (graphs/s) per encoder;
-embedding time per graph; retrieval time per query against the full NAS corpus; and, when the
-motif splitter is installed, motif sampling time per graph.
+Every figure prints one line `name key=value ...`. Figures:
+
+  nas-generation   NAS generation time for 30,000 graphs (best of 3, one process)
+  encoders         per encoder (--encoders): training throughput, embedding and retrieval time on nas
+  motif-nas        motif sampling time per graph on 500 nas graphs (median, max)
+  motif-real       motif sampling + part extraction (every part's subgraph and key) of the whole
+                   `real` set, one process; `digest` fingerprints every partition and key
+  score-nas        ranx scoring of the full nas split (3,000 queries x 27,000 corpus, top 100), warm
+  make-run         `narbench run --encoder ours --splitter motif --dataset nas` (quick profile, what
+                   `make run` runs) in a subprocess, with a fresh cache directory
+  embed-real       embedding time of `ours` against `gcn` on the same `real` graphs, warm caches
+
+Options: --device, --encoders, --train-graphs, --profile (model size for `encoders`),
+--real-graphs (graphs of `real` for embed-real), --limit (only the first N graphs of `real` in
+motif-real, for a quick look).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import torch
-from rich.console import Console
-from rich.table import Table
 
 from narbench import registry
 from narbench.dataset import load_dataset
@@ -25,6 +44,27 @@ from narbench.encoder import Labels
 from narbench.profiles import get_profile
 from narbench.retrieval import top_k_cosine
 from narbench.trainer import Trainer, seed_everything
+
+ROOT = Path(__file__).resolve().parents[1]
+FIGURES: dict[str, object] = {}
+
+
+def figure(name: str):
+    def register(fn):
+        FIGURES[name] = fn
+        return fn
+
+    return register
+
+
+def line(name: str, **fields) -> None:
+    """Print one figure line: `name key=value ...` (floats with 4 significant digits)."""
+    parts = [name]
+    for k, v in fields.items():
+        if isinstance(v, float):
+            v = f"{v:.4g}"
+        parts.append(f"{k}={v}")
+    print(" ".join(parts), flush=True)
 
 
 def timed(fn, repeats: int = 1) -> tuple[float, object]:
@@ -36,34 +76,32 @@ def timed(fn, repeats: int = 1) -> tuple[float, object]:
     return best, out
 
 
-def bench_generation(console: Console) -> None:
+@figure("nas-generation")
+def bench_generation(args) -> None:
     from narbench.datasets.nas import generate
 
     seconds, (graphs, _, _) = timed(lambda: generate(seed=0), repeats=3)
-    console.print(f"NAS generation: {len(graphs):,} graphs in {seconds:.2f} s (best of 3, one process)")
+    line("nas-generation", graphs=len(graphs), seconds=seconds, repeats=3)
 
 
-def bench_encoders(console: Console, names: list[str], device: str, n_train: int, profile_name: str) -> None:
+@figure("encoders")
+def bench_encoders(args) -> None:
     ds = load_dataset("nas")
     rng = np.random.default_rng(0)
-    idx = rng.choice(ds.split.train, size=min(n_train, len(ds.split.train)), replace=False)
+    idx = rng.choice(ds.split.train, size=min(args.train_graphs, len(ds.split.train)), replace=False)
     graphs = [ds.graphs[i] for i in idx]
     fam = ds.family_ids()[idx]
-    profile = get_profile(profile_name)
+    profile = get_profile(args.profile)
     profile = replace(profile, train=replace(profile.train, epochs=1))
-    table = Table(title=f"encoders on nas ({profile_name} model, {len(graphs)} graphs, 1 epoch)")
-    embed_ms: dict[str, tuple[float, float]] = {}
-    for col in ("encoder", "device", "train graphs/s", "embed ms/graph", "repeat embed ms/graph", "retrieve ms/query"):
-        table.add_column(col, justify="right")
     corpus_graphs = [ds.graphs[i] for i in ds.split.train]
     query_graphs = [ds.graphs[i] for i in ds.split.test[:500]]
     # The first fit pays for CUDA/library start-up: do one small fit untimed.
-    cls = registry.load("encoder", names[0])
+    cls = registry.load("encoder", args.encoders[0])
     enc = cls(len(ds.vocab), len(ds.families), profile, registry.load("splitter", cls.default_splitter)())
-    enc.fit(Trainer(device, 0, progress=False), graphs[:64], Labels(fam[:64], fam[:64], len(ds.families)))
-    for name in names:
+    enc.fit(Trainer(args.device, 0, progress=False), graphs[:64], Labels(fam[:64], fam[:64], len(ds.families)))
+    for name in args.encoders:
         seed_everything(0)
-        trainer = Trainer(device, 0, progress=False)
+        trainer = Trainer(args.device, 0, progress=False)
         cls = registry.load("encoder", name)
         splitter = registry.load("splitter", cls.default_splitter)()
         enc = cls(len(ds.vocab), len(ds.families), profile, splitter)
@@ -76,52 +114,141 @@ def bench_encoders(console: Console, names: list[str], device: str, n_train: int
         # Second pass over the same graphs: partitions and motif embeddings are cached, so for
         # `ours` this is the macro-graph GCN alone (the paper's claim: cheaper than whole graphs).
         t_again, _ = timed(lambda: enc.embed(trainer, corpus_graphs))
-        embed_ms[name] = (1000 * t_embed / len(corpus_graphs), 1000 * t_again / len(corpus_graphs))
-        table.add_row(name, str(trainer.device), f"{len(graphs) / t_train:,.0f}", f"{embed_ms[name][0]:.3f}",
-                      f"{embed_ms[name][1]:.3f}", f"{1000 * t_ret / len(query_graphs):.3f}")
-    console.print(table)
-    if "gcn" in embed_ms:
-        for name, (cold, warm) in embed_ms.items():
-            if name != "gcn":
-                console.print(f"embedding time {name} / gcn on the same graphs: {cold / embed_ms['gcn'][0]:.2f}x "
-                              f"(first pass), {warm / embed_ms['gcn'][1]:.2f}x (repeat pass)")
-    console.print(f"(retrieval: exact cosine top-100 over {len(corpus_graphs):,} corpus graphs, batches of 1024)")
+        line("encoders", encoder=name, device=str(trainer.device), model=args.profile, train_graphs=len(graphs),
+             train_graphs_per_s=len(graphs) / t_train, embed_ms_per_graph=1000 * t_embed / len(corpus_graphs),
+             repeat_embed_ms_per_graph=1000 * t_again / len(corpus_graphs),
+             retrieve_ms_per_query=1000 * t_ret / len(query_graphs))
 
 
-def bench_motifs(console: Console) -> None:
-    try:
-        splitter = registry.load("splitter", "motif")()
-    except Exception as exc:  # the motif splitter is optional for this script
-        console.print(f"motif splitter unavailable: {exc}")
-        return
+@figure("motif-nas")
+def bench_motif_nas(args) -> None:
+    splitter = registry.load("splitter", "motif")()
     ds = load_dataset("nas")
     times = []
     for g in ds.graphs[:500]:
         t = time.perf_counter()
         splitter.split(g)
         times.append(time.perf_counter() - t)
-    console.print(f"motif sampling on 500 nas graphs: median {1000 * statistics.median(times):.2f} ms, "
-                  f"max {1000 * max(times):.2f} ms per graph")
+    line("motif-nas", graphs=500, median_ms=1000 * statistics.median(times), max_ms=1000 * max(times))
 
 
-def main() -> None:
+def _motif_encoder(ds, profile_name: str = "quick"):
+    from narbench.baselines.ours import MotifEncoder
+    from narbench.splitters.motif import MotifSplitter
+
+    return MotifEncoder(len(ds.vocab), len(ds.families), get_profile(profile_name), MotifSplitter())
+
+
+def _digest(graphs, enc, motifs) -> str:
+    """sha256 over every graph's parts, macro edges and part keys (equal digests: equal output)."""
+    h = hashlib.sha256()
+    for g, parts in zip(graphs, motifs):
+        p = enc.partition(g)
+        h.update(np.ascontiguousarray(p.macro_edges, dtype="<i8").tobytes())
+        for key, _, nodes in parts:
+            h.update(key)
+            h.update(np.ascontiguousarray(nodes, dtype="<i8").tobytes())
+    return h.hexdigest()[:16]
+
+
+@figure("motif-real")
+def bench_motif_real(args) -> None:
+    ds = load_dataset("real")
+    graphs = ds.graphs[: args.limit] if args.limit else ds.graphs
+    enc = _motif_encoder(ds)
+    trainer = Trainer("cpu", 0, progress=False)
+    seconds, motifs = timed(lambda: enc._motifs(trainer, graphs, "split graphs"))
+    parts = sum(len(p) for p in motifs)
+    distinct = len({key for p in motifs for key, _, _ in p})
+    line("motif-real", graphs=len(graphs), seconds=seconds, jobs=1, parts=parts, distinct=distinct,
+         digest=_digest(graphs, enc, motifs))
+
+
+def _nas_rankings():
+    """(query labels, corpus labels, ranked) for the full nas split: a noisy ranking with hits."""
+    ds = load_dataset("nas")
+    fam = ds.family_ids()
+    q, c = fam[ds.split.test], fam[ds.split.train]
+    rng = np.random.default_rng(0)
+    # embeddings near one point per family: rankings with many (not only) relevant items on top
+    centres = rng.normal(size=(int(fam.max()) + 1, 16)).astype(np.float32)
+    qe = torch.as_tensor(centres[q] + rng.normal(scale=1.5, size=(len(q), 16)).astype(np.float32))
+    ce = torch.as_tensor(centres[c] + rng.normal(scale=1.5, size=(len(c), 16)).astype(np.float32))
+    ranked, _ = top_k_cosine(qe, ce, 100)
+    return q, c, ranked.numpy()
+
+
+@figure("score-nas")
+def bench_score(args) -> None:
+    from narbench.metrics import score_rankings
+
+    q, c, ranked = _nas_rankings()
+    score_rankings(q[:20], c, ranked[:20])  # numba compilation / cache load, untimed
+    seconds, (means, _) = timed(lambda: score_rankings(q, c, ranked))
+    line("score-nas", queries=len(q), corpus=len(c), seconds=seconds, ndcg_at_20=means["ndcg@20"])
+
+
+@figure("make-run")
+def bench_make_run(args) -> None:
+    exe = Path(sys.executable).with_name("narbench")
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "NARBENCH_CACHE": str(Path(tmp) / "cache"), "NARBENCH_NO_PROGRESS": "1"}
+        cmd = [str(exe), "run", "--encoder", "ours", "--splitter", "motif", "--dataset", "nas",
+               "--out", str(Path(tmp) / "runs"), "--no-progress"]
+        t = time.perf_counter()
+        subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+        seconds = time.perf_counter() - t
+        res = json.loads(next((Path(tmp) / "runs").glob("*.json")).read_text())
+    tm = res["timings"]
+    line("make-run", seconds=seconds, cores=os.cpu_count(), train=tm["train"], embed=tm["embed"],
+         score=tm["score"], mrr_at_20=res["metrics"]["mrr@20"])
+
+
+@figure("embed-real")
+def bench_embed_real(args) -> None:
+    ds = load_dataset("real")
+    rng = np.random.default_rng(0)
+    idx = np.sort(rng.choice(len(ds.graphs), size=min(args.real_graphs, len(ds.graphs)), replace=False))
+    graphs = [ds.graphs[i] for i in idx]
+    profile = get_profile("quick")
+    out = {}
+    for name in ("gcn", "ours"):
+        seed_everything(0)
+        trainer = Trainer("cpu", 0, progress=False)
+        cls = registry.load("encoder", name)
+        enc = cls(len(ds.vocab), len(ds.families), profile, registry.load("splitter", cls.default_splitter)())
+        first, _ = timed(lambda: enc.embed(trainer, graphs))  # fills the motif and embedding caches
+        warm, _ = timed(lambda: enc.embed(trainer, graphs))
+        out[name] = (first, warm)
+    line("embed-real", graphs=len(graphs), nodes=sum(g.num_nodes for g in graphs), gcn_seconds=out["gcn"][1],
+         ours_seconds=out["ours"][1], ratio=out["ours"][1] / out["gcn"][1],
+         ours_first_pass_seconds=out["ours"][0], threads=torch.get_num_threads())
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", action="append", default=None, metavar="NAME", help="run only this figure")
+    parser.add_argument("--list", action="store_true", help="list the figure names and exit")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--encoders", nargs="+", default=["gcn", "gat"])
     parser.add_argument("--train-graphs", type=int, default=3000)
-    parser.add_argument("--profile", default="quick", help="whose model size to use (quick or paper)")
-    parser.add_argument("--skip", nargs="*", default=[], choices=["generation", "encoders", "motifs"])
-    args = parser.parse_args()
-    console = Console()
-    console.print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, "
-                  f"cuda {torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'none'}")
-    if "generation" not in args.skip:
-        bench_generation(console)
-    if "encoders" not in args.skip:
-        bench_encoders(console, args.encoders, args.device, args.train_graphs, args.profile)
-    if "motifs" not in args.skip:
-        bench_motifs(console)
+    parser.add_argument("--profile", default="quick", help="model size for `encoders` (quick or paper)")
+    parser.add_argument("--real-graphs", type=int, default=2000, help="graphs of `real` for embed-real")
+    parser.add_argument("--limit", type=int, default=None, help="motif-real: only the first N graphs")
+    args = parser.parse_args(argv)
+    if args.list:
+        print("\n".join(FIGURES))
+        return 0
+    names = args.only or list(FIGURES)
+    unknown = [n for n in names if n not in FIGURES]
+    if unknown:
+        parser.error(f"unknown figure(s) {', '.join(unknown)}; known: {', '.join(FIGURES)}")
+    print(f"# torch {torch.__version__}, threads {torch.get_num_threads()}, cores {os.cpu_count()}, "
+          f"cuda {torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'none'}", flush=True)
+    for name in names:
+        FIGURES[name](args)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
