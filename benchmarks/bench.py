@@ -12,6 +12,8 @@ Every figure prints one line `name key=value ...`. Figures:
   motif-real       motif sampling + part extraction (every part's subgraph and key) of the whole
                    `real` set, one process; `digest` fingerprints every partition and key
   score-nas        ranx scoring of the full nas split (3,000 queries x 27,000 corpus, top 100), warm
+  score-numba      first scoring call in a fresh process: ranx's numba compilation with an empty
+                   cache (cold) and with the cache the first left (warm); import time apart
   make-run         `narbench run --encoder ours --splitter motif --dataset nas` (quick profile, what
                    `make run` runs) in a subprocess, with a fresh cache directory
   embed-real       embedding time of `ours` against `gcn` on the same `real` graphs, warm caches
@@ -186,6 +188,31 @@ def bench_score(args) -> None:
     score_rankings(q[:20], c, ranked[:20])  # numba compilation / cache load, untimed
     seconds, (means, _) = timed(lambda: score_rankings(q, c, ranked))
     line("score-nas", queries=len(q), corpus=len(c), seconds=seconds, ndcg_at_20=means["ndcg@20"])
+
+
+_FIRST_SCORE = """
+import time
+t = time.perf_counter()
+import numpy as np
+import narbench.metrics as m
+import ranx.metrics
+t_import = time.perf_counter() - t
+t = time.perf_counter()
+m.score_rankings(np.array([0, 1]), np.array([0, 1, 0, 1]), np.array([[0, 1, 2, 3], [1, 0, 3, 2]]))
+print(t_import, time.perf_counter() - t)
+"""
+
+
+@figure("score-numba")
+def bench_score_numba(args) -> None:
+    """ranx's numba compilation: first scoring call in a fresh process, cold and warm cache."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "NUMBA_CACHE_DIR": tmp}
+        out = []
+        for _ in range(2):  # cold (empty cache dir), then warm (what the first run left)
+            res = subprocess.run([sys.executable, "-c", _FIRST_SCORE], env=env, check=True, capture_output=True, text=True)
+            out.append([float(x) for x in res.stdout.split()])
+    line("score-numba", cold_seconds=out[0][1], warm_seconds=out[1][1], import_seconds=out[1][0])
 
 
 @figure("make-run")
