@@ -1,0 +1,200 @@
+"""Parts of a graph as flat arrays, and their induced subgraphs, all parts at once.
+
+A `Partition` lists each part's node ids; encoders that work on parts (the paper's `ours`) need
+every part's *induced subgraph* (its nodes' ops and the graph edges between them) and an exact
+key for it, and for some parts the subgraph of the part plus its k-hop neighbourhood (the
+context graph of stage 1). Doing that one part at a time scans every edge once per part
+(O(parts x E) per graph). Here all parts of a graph are handled together in
+O((M + E') log M) numpy work, M = the total part size (sum over parts) and E' = the edges
+counted once per part holding their consumer, i.e. linear in nodes + edges times the overlap.
+
+Conventions (the same as a per-part `induced(graph, nodes)`): a part's local node order is its
+sorted node ids; its edges are the graph edges with both ends in the part, in the graph's edge
+order, as local (producer, consumer) indices; the subgraph's features are the op ids.
+`subgraph_keys` hashes exactly those arrays (blake2b-128 of the int64 op ids, then of the 2 x m
+int64 edge index), so equal keys mean equal ops and local edges.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from narbench.graph import ArchGraph
+from narbench.splitter import Partition
+
+__all__ = ["GraphParts", "Subgraphs", "flatten", "induced_subgraphs", "neighbourhoods", "subgraph_keys"]
+
+
+def flatten(parts) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets [P+1], nodes): part i is `nodes[offsets[i]:offsets[i+1]]` (sorted, unique)."""
+    sizes = np.fromiter((len(p) for p in parts), dtype=np.int64, count=len(parts))
+    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    nodes = np.concatenate(parts).astype(np.int64, copy=False) if len(parts) else np.zeros(0, np.int64)
+    return offsets, nodes
+
+
+@dataclass(frozen=True, eq=False)
+class Subgraphs:
+    """Induced subgraphs of several node sets of one graph, as flat arrays.
+
+    Subgraph i has nodes `nodes[offsets[i]:offsets[i+1]]` (sorted graph node ids) with op ids
+    `ops[...]` (same slice), and local edges `src[e]`, `dst[e]` for e in
+    `edge_offsets[i]:edge_offsets[i+1]` (indices into its node slice, graph edge order).
+    """
+
+    offsets: np.ndarray
+    nodes: np.ndarray
+    ops: np.ndarray
+    edge_offsets: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+
+    def __len__(self) -> int:
+        return self.offsets.shape[0] - 1
+
+    def arrays(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """(op ids [n_i], edge index [2, m_i], int64) of subgraph i."""
+        a, b = self.offsets[i], self.offsets[i + 1]
+        ea, eb = self.edge_offsets[i], self.edge_offsets[i + 1]
+        return self.ops[a:b], np.stack([self.src[ea:eb], self.dst[ea:eb]])
+
+    def data(self, i: int):
+        """Subgraph i as a PyG Data (x = op ids), identical to `induced(graph, nodes_i)`."""
+        import torch
+        from torch_geometric.data import Data
+
+        x, edge_index = self.arrays(i)
+        return Data(x=torch.as_tensor(x), edge_index=torch.as_tensor(edge_index), num_nodes=int(x.shape[0]))
+
+
+def induced_subgraphs(graph: ArchGraph, offsets: np.ndarray, nodes: np.ndarray) -> Subgraphs:
+    """The induced subgraph of every node set (`offsets`, `nodes` as from `flatten`)."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    nodes = np.asarray(nodes, dtype=np.int64)
+    P = offsets.shape[0] - 1
+    n = max(graph.num_nodes, 1)
+    M = nodes.shape[0]
+    part_of = np.repeat(np.arange(P, dtype=np.int64), np.diff(offsets))
+    local = np.arange(M, dtype=np.int64) - offsets[part_of]
+    # membership (part, node) -> index: part-major and node-sorted within a part, so sorted
+    member_key = part_of * n + nodes
+    src, dst = graph.edges
+    E = src.shape[0]
+    if M == 0 or E == 0:
+        empty = np.zeros(0, np.int64)
+        return Subgraphs(offsets, nodes, graph.ops[nodes], np.zeros(P + 1, np.int64), empty, empty)
+    # every edge, once per part that holds its consumer
+    by_node = np.argsort(nodes, kind="stable")
+    node_sorted = nodes[by_node]
+    lo = np.searchsorted(node_sorted, dst, "left")
+    cnt = np.searchsorted(node_sorted, dst, "right") - lo
+    total = int(cnt.sum())
+    eidx = np.repeat(np.arange(E, dtype=np.int64), cnt)
+    start = np.repeat(lo - (np.cumsum(cnt) - cnt), cnt)
+    m_dst = by_node[start + np.arange(total, dtype=np.int64)]
+    e_part = part_of[m_dst]
+    # ... kept when the part holds its producer too
+    want = e_part * n + src[eidx]
+    at = np.minimum(np.searchsorted(member_key, want), M - 1)
+    ok = member_key[at] == want
+    e_part, eidx, m_src, m_dst = e_part[ok], eidx[ok], at[ok], m_dst[ok]
+    order = np.argsort(e_part * E + eidx, kind="stable")  # by part, then graph edge order
+    e_part = e_part[order]
+    edge_offsets = np.searchsorted(e_part, np.arange(P + 1, dtype=np.int64))
+    return Subgraphs(offsets, nodes, graph.ops[nodes], edge_offsets, local[m_src[order]], local[m_dst[order]])
+
+
+def subgraph_keys(sub: Subgraphs) -> list[bytes]:
+    """Per subgraph: blake2b-128 of its int64 op ids, then of its 2 x m int64 edge index."""
+    xs = memoryview(np.ascontiguousarray(sub.ops, dtype="<i8")).cast("B")
+    ss = memoryview(np.ascontiguousarray(sub.src, dtype="<i8")).cast("B")
+    ds = memoryview(np.ascontiguousarray(sub.dst, dtype="<i8")).cast("B")
+    off = (sub.offsets * 8).tolist()
+    eoff = (sub.edge_offsets * 8).tolist()
+    blake = hashlib.blake2b
+    keys = []
+    for i in range(len(off) - 1):
+        h = blake(xs[off[i] : off[i + 1]], digest_size=16)
+        ea, eb = eoff[i], eoff[i + 1]
+        h.update(ss[ea:eb])
+        h.update(ds[ea:eb])
+        keys.append(h.digest())
+    return keys
+
+
+def _adjacency(graph: ArchGraph) -> tuple[np.ndarray, np.ndarray]:
+    """CSR of the undirected adjacency: neighbours of u are `nbr[ptr[u]:ptr[u+1]]`."""
+    src, dst = graph.edges
+    a = np.concatenate([src, dst])
+    b = np.concatenate([dst, src])
+    order = np.argsort(a, kind="stable")
+    ptr = np.zeros(graph.num_nodes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(a, minlength=graph.num_nodes), out=ptr[1:])
+    return ptr, b[order]
+
+
+def neighbourhoods(graph: ArchGraph, offsets: np.ndarray, nodes: np.ndarray, hops: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each node set plus every node within `hops` edges of it (either direction), flattened.
+
+    Same sets as a per-part `neighbourhood(graph, nodes_i, hops)`, sorted within each set.
+    """
+    offsets = np.asarray(offsets, dtype=np.int64)
+    nodes = np.asarray(nodes, dtype=np.int64)
+    P = offsets.shape[0] - 1
+    if hops <= 0 or graph.num_edges == 0 or nodes.shape[0] == 0:
+        return offsets, nodes
+    n = graph.num_nodes
+    ptr, nbr = _adjacency(graph)
+    for _ in range(int(hops)):
+        part_of = np.repeat(np.arange(P, dtype=np.int64), np.diff(offsets))
+        deg = ptr[nodes + 1] - ptr[nodes]
+        total = int(deg.sum())
+        start = np.repeat(ptr[nodes] - (np.cumsum(deg) - deg), deg)
+        reach = nbr[start + np.arange(total, dtype=np.int64)]
+        keys = np.unique(np.concatenate([part_of * n + nodes, np.repeat(part_of, deg) * n + reach]))
+        part_of, nodes = keys // n, keys % n
+        offsets = np.searchsorted(part_of, np.arange(P + 1, dtype=np.int64))
+    return offsets, nodes
+
+
+@dataclass(frozen=True, eq=False)
+class GraphParts:
+    """A graph's partition as flat arrays plus the key of every part's induced subgraph.
+
+    Part i has nodes `nodes[offsets[i]:offsets[i+1]]`; `macro_edges` (2 x M) joins parts;
+    `keys[i]` is `subgraph_keys` of part i. What the parts cache stores per graph.
+    """
+
+    offsets: np.ndarray
+    nodes: np.ndarray
+    macro_edges: np.ndarray
+    keys: tuple[bytes, ...]
+
+    @classmethod
+    def of(cls, graph: ArchGraph, partition: Partition) -> "GraphParts":
+        offsets, nodes = flatten(partition.parts)
+        keys = subgraph_keys(induced_subgraphs(graph, offsets, nodes))
+        return cls(offsets, nodes, partition.macro_edges, tuple(keys))
+
+    @property
+    def num_parts(self) -> int:
+        return self.offsets.shape[0] - 1
+
+    def part(self, i: int) -> np.ndarray:
+        return self.nodes[self.offsets[i] : self.offsets[i + 1]]
+
+    def partition(self) -> Partition:
+        return Partition(parts=tuple(self.part(i) for i in range(self.num_parts)), macro_edges=self.macro_edges)
+
+    def select(self, idx) -> tuple[np.ndarray, np.ndarray]:
+        """(offsets, nodes) of the parts `idx` only, in that order."""
+        idx = np.asarray(idx, dtype=np.int64)
+        sizes = self.offsets[idx + 1] - self.offsets[idx]
+        offsets = np.zeros(idx.shape[0] + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        start = np.repeat(self.offsets[idx] - offsets[:-1], sizes)
+        return offsets, self.nodes[start + np.arange(int(offsets[-1]), dtype=np.int64)]
