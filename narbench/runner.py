@@ -48,6 +48,7 @@ class RunConfig:
     save_embeddings: bool = False  # also write `<run_id>.embeddings.npz` (query embeddings + labels)
     save_weights: bool = False  # also write `<run_id>.pt` (trained encoder weights)
     init_from: str | None = None  # start from weights: a `.pt` file or a result `.json` that saved them
+    jobs: int | None = None  # CPU processes for data preparation (splitting graphs); None: all cores
 
 
 @dataclass
@@ -122,7 +123,7 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
         ce_ids, n_ce = fam_ids, len(dataset.families)
 
     seed_everything(cfg.seed)
-    trainer = Trainer(cfg.device, cfg.seed, progress=cfg.progress, console=console)
+    trainer = Trainer(cfg.device, cfg.seed, progress=cfg.progress, console=console, jobs=cfg.jobs)
     encoder = encoder_cls(len(dataset.vocab), n_ce, profile, splitter)
     init = checkpoint.load_into(encoder, cfg.encoder, dataset.vocab, cfg.init_from) if cfg.init_from else None
 
@@ -147,7 +148,7 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     now = datetime.now(timezone.utc)
     run_id = f"{dataset.name}-{cfg.encoder}-{splitter_name}-{cfg.profile}-s{cfg.seed}-{now:%Y%m%dT%H%M%S%fZ}"
     config = {
-        "run": {**{k: v for k, v in asdict(cfg).items() if k not in ("out", "progress", "save_embeddings", "save_weights")},
+        "run": {**{k: v for k, v in asdict(cfg).items() if k not in ("out", "progress", "save_embeddings", "save_weights", "jobs")},
                 "dataset": dataset.name},
         "profile": asdict(profile),
         "encoder": encoder.config(),
