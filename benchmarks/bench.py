@@ -10,7 +10,9 @@ Every figure prints one line `name key=value ...`. Figures:
   encoders         per encoder (--encoders): training throughput, embedding and retrieval time on nas
   motif-nas        motif sampling time per graph on 500 nas graphs (median, max)
   motif-real       motif sampling + part extraction (every part's subgraph and key) of the whole
-                   `real` set, one process; `digest` fingerprints every partition and key
+                   `real` set, one process, no cache; `digest` fingerprints every partition and key
+  motif-real-cache the same with the parts cache: first run (empty cache, all cores), second run
+                   (a fresh encoder reading the cache); plus the context graphs of every distinct motif
   score-nas        ranx scoring of the full nas split (3,000 queries x 27,000 corpus, top 100), warm
   score-numba      first scoring call in a fresh process: ranx's numba compilation with an empty
                    cache (cold) and with the cache the first left (warm); import time apart
@@ -141,29 +143,59 @@ def _motif_encoder(ds, profile_name: str = "quick"):
     return MotifEncoder(len(ds.vocab), len(ds.families), get_profile(profile_name), MotifSplitter())
 
 
-def _digest(graphs, enc, motifs) -> str:
-    """sha256 over every graph's parts, macro edges and part keys (equal digests: equal output)."""
+def _digest(motifs) -> str:
+    """sha256 over every graph's macro edges, part keys and part nodes (equal digests: equal output)."""
     h = hashlib.sha256()
-    for g, parts in zip(graphs, motifs):
-        p = enc.partition(g)
-        h.update(np.ascontiguousarray(p.macro_edges, dtype="<i8").tobytes())
-        for key, _, nodes in parts:
+    for parts in motifs:
+        h.update(np.ascontiguousarray(parts.macro_edges, dtype="<i8").tobytes())
+        for i, key in enumerate(parts.keys):
             h.update(key)
-            h.update(np.ascontiguousarray(nodes, dtype="<i8").tobytes())
+            h.update(np.ascontiguousarray(parts.part(i), dtype="<i8").tobytes())
     return h.hexdigest()[:16]
+
+
+def _real_graphs(args):
+    ds = load_dataset("real")
+    return ds, (ds.graphs[: args.limit] if args.limit else ds.graphs)
 
 
 @figure("motif-real")
 def bench_motif_real(args) -> None:
-    ds = load_dataset("real")
-    graphs = ds.graphs[: args.limit] if args.limit else ds.graphs
+    """Split + every part's subgraph and key, one process, no parts cache (the first computation)."""
+    ds, graphs = _real_graphs(args)
     enc = _motif_encoder(ds)
-    trainer = Trainer("cpu", 0, progress=False)
+    enc.parts_cache = None
+    trainer = Trainer("cpu", 0, progress=False, jobs=1)
     seconds, motifs = timed(lambda: enc._motifs(trainer, graphs, "split graphs"))
-    parts = sum(len(p) for p in motifs)
-    distinct = len({key for p in motifs for key, _, _ in p})
+    parts = sum(p.num_parts for p in motifs)
+    distinct = len({key for p in motifs for key in p.keys})
     line("motif-real", graphs=len(graphs), seconds=seconds, jobs=1, parts=parts, distinct=distinct,
-         digest=_digest(graphs, enc, motifs))
+         digest=_digest(motifs))
+
+
+@figure("motif-real-cache")
+def bench_motif_real_cache(args) -> None:
+    """First run with an empty parts cache (all cores), then a second run (fresh encoder) reading it."""
+    from narbench.partcache import PartsCache
+
+    ds, graphs = _real_graphs(args)
+    with tempfile.TemporaryDirectory() as tmp:
+        times = []
+        for _ in range(2):
+            enc = _motif_encoder(ds)
+            enc.parts_cache = PartsCache(Path(tmp) / "parts.sqlite")
+            trainer = Trainer("cpu", 0, progress=False)
+            seconds, motifs = timed(lambda: enc._motifs(trainer, graphs, "split graphs"))
+            times.append(seconds)
+            enc.parts_cache.close()
+        first: dict = {}
+        for gi, p in enumerate(motifs):
+            for pi, key in enumerate(p.keys):
+                first.setdefault(key, (gi, pi))
+        t_ctx, _ = timed(lambda: enc._contexts(graphs, motifs, first))
+        size = (Path(tmp) / "parts.sqlite").stat().st_size
+    line("motif-real-cache", graphs=len(graphs), cold_seconds=times[0], jobs=trainer.jobs, warm_seconds=times[1],
+         contexts_seconds=t_ctx, cache_mb=size / 2**20, digest=_digest(motifs))
 
 
 def _nas_rankings():
