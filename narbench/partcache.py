@@ -230,7 +230,13 @@ class PartsCache:
 
 # -- computing ---------------------------------------------------------------------------------
 def compute_parts(splitter: Splitter, graph: ArchGraph) -> GraphParts:
-    """Split one graph and key its parts (what a worker does per graph)."""
+    """Split one graph and key its parts (what a worker does per graph).
+
+    Splitters with a `split_flat(graph) -> (offsets, nodes, macro edges)` method (the segment
+    splitters) skip building a `Partition` of per-part arrays."""
+    split_flat = getattr(splitter, "split_flat", None)
+    if split_flat is not None:
+        return GraphParts.from_flat(graph, *split_flat(graph))
     return GraphParts.of(graph, splitter.split(graph))
 
 

@@ -176,9 +176,15 @@ class GraphParts:
 
     @classmethod
     def of(cls, graph: ArchGraph, partition: Partition) -> "GraphParts":
-        offsets, nodes = flatten(partition.parts)
+        return cls.from_flat(graph, *flatten(partition.parts), partition.macro_edges)
+
+    @classmethod
+    def from_flat(cls, graph: ArchGraph, offsets: np.ndarray, nodes: np.ndarray, macro_edges: np.ndarray) -> "GraphParts":
+        """From flat parts (each sorted and unique, as in a `Partition`), keying every part."""
+        macro = np.asarray(macro_edges, dtype=np.int64)
+        macro = macro.reshape(2, 0) if macro.size == 0 else macro
         keys = subgraph_keys(induced_subgraphs(graph, offsets, nodes))
-        return cls(offsets, nodes, partition.macro_edges, tuple(keys))
+        return cls(np.asarray(offsets, dtype=np.int64), np.asarray(nodes, dtype=np.int64), macro, tuple(keys))
 
     @property
     def num_parts(self) -> int:

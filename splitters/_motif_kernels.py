@@ -1,0 +1,669 @@
+"""Compiled (numba) inner loops of the `motif` splitter: steps 3-4 of its segmentation.
+
+`narbench.splitters.motif` documents the algorithm; this module runs, for one phase, the
+peeling (`MotifSplitter._refine`, up to three rounds), the merging (`_merge`) and the saving
+(`_saving`) exactly as the reference Python (kept in `motif.py` as `_PySegmentation`, which the
+tests compare against): same cuts, same tie-breaks.
+
+Segments are compared as subgraphs: the key of positions lo..hi-1 (`_Seq.key`) is the op
+sequence plus the internal edges, relative to lo. Here every window gets an integer *class id*
+instead (`_window_id`): windows with equal keys get equal ids (a content hash, then an exact
+comparison of ops and edges). Where the reference orders classes by their key bytes (the last
+tie-break of `_refine`'s class order) `_key_less` compares the same byte strings.
+
+A *table* holds the class ids of one call: (window -> id, hash -> first id, next id with the
+same hash, representative lo, hi per id). Entry points: `best_phase` (the phase loop of one
+`_segment` call) and `saving`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+from numba.typed import Dict, List
+
+_I64 = types.int64
+_PAIR = types.UniTuple(types.int64, 2)
+
+
+@njit(cache=True)
+def new_table():
+    wid = Dict.empty(key_type=_I64, value_type=_I64)
+    hid = Dict.empty(key_type=_I64, value_type=_I64)
+    nxt = List.empty_list(_I64)
+    rlo = List.empty_list(_I64)
+    rhi = List.empty_list(_I64)
+    return wid, hid, nxt, rlo, rhi
+
+
+@njit(cache=True, inline="always")
+def _mix(x):
+    x = np.uint64(x)
+    x ^= x >> np.uint64(30)
+    x *= np.uint64(0xBF58476D1CE4E5B9)
+    x ^= x >> np.uint64(27)
+    x *= np.uint64(0x94D049BB133111EB)
+    x ^= x >> np.uint64(31)
+    return x
+
+
+@njit(cache=True, inline="always")
+def _get(d, k, default):
+    if k in d:
+        return d[k]
+    return default
+
+
+@njit(cache=True)
+def _edge_range(ed, lo, hi):
+    return np.searchsorted(ed, lo), np.searchsorted(ed, hi)
+
+
+@njit(cache=True)
+def _content_hash(es, ed, ops, lo, hi):
+    h = _mix(np.uint64(hi - lo) + np.uint64(0x9E3779B97F4A7C15))
+    for p in range(lo, hi):
+        h = _mix(h ^ np.uint64(ops[p] + 1))
+    a, z = _edge_range(ed, lo, hi)
+    for j in range(a, z):
+        if es[j] >= lo:
+            h = _mix(h ^ (np.uint64(es[j] - lo) * np.uint64(0x100000001B3) + np.uint64(ed[j] - lo) + np.uint64(7)))
+    return np.int64(h)
+
+
+@njit(cache=True)
+def _same_window(es, ed, ops, lo1, hi1, lo2, hi2):
+    """Equal keys: same length, ops and internal edges (relative, in (consumer, producer) order)."""
+    if hi1 - lo1 != hi2 - lo2:
+        return False
+    for p in range(hi1 - lo1):
+        if ops[lo1 + p] != ops[lo2 + p]:
+            return False
+    a1, z1 = _edge_range(ed, lo1, hi1)
+    a2, z2 = _edge_range(ed, lo2, hi2)
+    i, j = a1, a2
+    while True:
+        while i < z1 and es[i] < lo1:
+            i += 1
+        while j < z2 and es[j] < lo2:
+            j += 1
+        if i >= z1 or j >= z2:
+            return i >= z1 and j >= z2
+        if es[i] - lo1 != es[j] - lo2 or ed[i] - lo1 != ed[j] - lo2:
+            return False
+        i += 1
+        j += 1
+
+
+@njit(cache=True)
+def _window_id(table, es, ed, ops, n, lo, hi):
+    wid, hid, nxt, rlo, rhi = table
+    w = lo * (n + 1) + hi
+    if w in wid:
+        return wid[w]
+    h = _content_hash(es, ed, ops, lo, hi)
+    c = np.int64(-1)
+    if h in hid:
+        c = hid[h]
+    last = np.int64(-1)
+    while c >= 0:
+        if _same_window(es, ed, ops, rlo[c], rhi[c], lo, hi):
+            wid[w] = c
+            return c
+        last = c
+        c = nxt[c]
+    new = len(rlo)
+    rlo.append(lo)
+    rhi.append(hi)
+    nxt.append(-1)
+    if last >= 0:
+        nxt[last] = new
+    else:
+        hid[h] = new
+    wid[w] = new
+    return new
+
+
+@njit(cache=True)
+def _key_values(es, ed, ops, lo, hi):
+    """The int64 values whose little-endian bytes make `_Seq.key(lo, hi)`."""
+    a, z = _edge_range(ed, lo, hi)
+    m = 0
+    for j in range(a, z):
+        if es[j] >= lo:
+            m += 1
+    out = np.empty(2 + (hi - lo) + 2 * m, dtype=np.int64)
+    out[0] = hi - lo
+    out[1] = m
+    for p in range(lo, hi):
+        out[2 + p - lo] = ops[p]
+    k = 2 + hi - lo
+    for j in range(a, z):
+        if es[j] >= lo:
+            out[k] = es[j] - lo
+            out[k + m] = ed[j] - lo
+            k += 1
+    return out
+
+
+@njit(cache=True)
+def _key_less(table, es, ed, ops, c1, c2):
+    """bytes(key of class c1) < bytes(key of class c2), as Python compares bytes."""
+    rlo, rhi = table[3], table[4]
+    x = _key_values(es, ed, ops, rlo[c1], rhi[c1])
+    y = _key_values(es, ed, ops, rlo[c2], rhi[c2])
+    for i in range(min(x.shape[0], y.shape[0])):
+        if x[i] != y[i]:
+            ux, uy = np.uint64(x[i]), np.uint64(y[i])
+            for b in range(8):
+                bx = (ux >> np.uint64(8 * b)) & np.uint64(0xFF)
+                by = (uy >> np.uint64(8 * b)) & np.uint64(0xFF)
+                if bx != by:
+                    return bx < by
+    return x.shape[0] < y.shape[0]
+
+
+@njit(cache=True)
+def _ids(table, es, ed, ops, n, bounds):
+    out = np.empty(bounds.shape[0] - 1, dtype=np.int64)
+    for i in range(out.shape[0]):
+        out[i] = _window_id(table, es, ed, ops, n, bounds[i], bounds[i + 1])
+    return out
+
+
+@njit(cache=True)
+def _refine(table, es, ed, ops, n, bounds, seed, seed_count, seed_len, max_classes, scratch):
+    """`MotifSplitter._refine` with the seed {seed: (seed_count, seed_len)}. `scratch`: an int64
+    buffer of at least 2 * (n + 1) entries (peeled cuts)."""
+    S = bounds.shape[0] - 1
+    keys = _ids(table, es, ed, ops, n, bounds)
+    K = len(table[3])
+    count = np.zeros(K, dtype=np.int64)
+    length = np.zeros(K, dtype=np.int64)
+    for i in range(S):
+        count[keys[i]] += 1
+        length[keys[i]] = bounds[i + 1] - bounds[i]
+    count[seed] = max(count[seed], seed_count)
+    length[seed] = seed_len
+    # classes: count >= 2 and length >= 2, by (-(count-1)*length, -length, key bytes)
+    listed = np.zeros(K, dtype=np.bool_)
+    cand = np.empty(S + 1, dtype=np.int64)
+    nc = 0
+    for i in range(S + 1):
+        k = keys[i] if i < S else seed
+        if not listed[k]:
+            listed[k] = True
+            if count[k] >= 2 and length[k] >= 2:
+                cand[nc] = k
+                nc += 1
+    arr = cand[:nc].copy()
+    prim = np.empty(nc, dtype=np.int64)
+    for i in range(nc):
+        k = arr[i]
+        prim[i] = -(count[k] - 1) * length[k] * (n + 2) - length[k]
+    order = np.argsort(prim, kind="mergesort")
+    arr = arr[order]
+    prim = prim[order]
+    # ties in (prim): insertion sort by key bytes within each run
+    i = 0
+    while i < nc:
+        j = i + 1
+        while j < nc and prim[j] == prim[i]:
+            j += 1
+        for u in range(i + 1, j):
+            v = u
+            while v > i and _key_less(table, es, ed, ops, arr[v], arr[v - 1]):
+                arr[v], arr[v - 1] = arr[v - 1], arr[v]
+                v -= 1
+        i = j
+    ncls = min(nc, max_classes)
+    classes = arr[:ncls]
+    out = np.empty(bounds.shape[0] + 16, dtype=np.int64)
+    no = 0
+    out[no] = bounds[0]
+    no += 1
+    head = scratch[: n + 1]
+    tail = scratch[n + 1 :]
+    peel = np.empty(ncls, dtype=np.int64)
+    for i in range(S):
+        s, e = bounds[i], bounds[i + 1]
+        ck = count[keys[i]]
+        seglen = e - s
+        npeel = 0
+        for c in classes:
+            if count[c] > ck and length[c] < seglen:
+                peel[npeel] = c
+                npeel += 1
+        nh = 0
+        nt = 0
+        moved = npeel > 0
+        while moved:
+            moved = False
+            for q in range(npeel):
+                c = peel[q]
+                L = length[c]
+                if e - s > L and _window_id(table, es, ed, ops, n, s, s + L) == c:
+                    s += L
+                    head[nh] = s
+                    nh += 1
+                    moved = True
+                    break
+                if e - s > L and _window_id(table, es, ed, ops, n, e - L, e) == c:
+                    tail[nt] = e
+                    nt += 1
+                    e -= L
+                    moved = True
+                    break
+        if no + nh + nt + 1 > out.shape[0]:
+            grown = np.empty(2 * out.shape[0] + nh + nt + 1, dtype=np.int64)
+            grown[:no] = out[:no]
+            out = grown
+        for q in range(nh):
+            out[no] = head[q]
+            no += 1
+        out[no] = e
+        no += 1
+        for q in range(nt - 1, -1, -1):
+            out[no] = tail[q]
+            no += 1
+    res = out[:no].copy()
+    fk = _ids(table, es, ed, ops, n, res)
+    final = np.zeros(len(table[3]), dtype=np.int64)
+    for k in fk:
+        final[k] += 1
+    rep = np.empty(fk.shape[0], dtype=np.bool_)
+    for i in range(fk.shape[0]):
+        rep[i] = final[fk[i]] >= 2
+    return res, rep
+
+
+@njit(cache=True)
+def _same_bounds(x, y):
+    if x.shape[0] != y.shape[0]:
+        return False
+    for i in range(x.shape[0]):
+        if x[i] != y[i]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _refine_all(table, es, ed, ops, n, bounds, seed, seed_count, seed_len, max_classes, scratch):
+    rep = np.zeros(0, dtype=np.bool_)
+    for _ in range(3):  # a class found by peeling can peel again (stem + first variant)
+        prev = bounds
+        bounds, rep = _refine(table, es, ed, ops, n, bounds, seed, seed_count, seed_len, max_classes, scratch)
+        if _same_bounds(bounds, prev):
+            break
+    return bounds, rep
+
+
+@njit(cache=True)
+def _merge(table, es, ed, ops, n, cost, bounds, rounds):
+    """`MotifSplitter._merge`."""
+    for _ in range(rounds):
+        S = bounds.shape[0] - 1
+        keys = _ids(table, es, ed, ops, n, bounds)
+        count = Dict.empty(key_type=_I64, value_type=_I64)
+        for k in keys:
+            count[k] = _get(count, k, 0) + 1
+        pair_index = Dict.empty(key_type=_PAIR, value_type=_I64)
+        pair_x = List.empty_list(_I64)
+        pair_y = List.empty_list(_I64)
+        pair_n = List.empty_list(_I64)
+        pair_w = List.empty_list(_I64)  # sum of cut widths before X
+        pair_of = np.full(max(S - 1, 0), -1, dtype=np.int64)
+        for i in range(S - 1):
+            x, y = keys[i], keys[i + 1]
+            if x != y and count[x] >= 2 and count[y] >= 2:
+                p = np.int64(-1)
+                if (x, y) in pair_index:
+                    p = pair_index[(x, y)]
+                if p < 0:
+                    p = len(pair_x)
+                    pair_index[(x, y)] = p
+                    pair_x.append(x)
+                    pair_y.append(y)
+                    pair_n.append(0)
+                    pair_w.append(0)
+                pair_n[p] += 1
+                pair_w[p] += cost[bounds[i]]
+                pair_of[i] = p
+        best = -1
+        best_n = 0
+        best_w = 0.0
+        for p in range(len(pair_x)):
+            m = pair_n[p]
+            if m < max(2, max(count[pair_x[p]], count[pair_y[p]]) - 1):
+                continue
+            w = float(pair_w[p]) / m
+            if best < 0 or m > best_n or (m == best_n and w < best_w):
+                best, best_n, best_w = p, m, w
+        if best < 0:
+            break
+        keep = np.ones(bounds.shape[0], dtype=np.bool_)
+        for i in range(S - 1):
+            if pair_of[i] == best:
+                keep[i + 1] = False  # the cut inside each XY
+        bounds = bounds[keep]
+    return bounds
+
+
+@njit(cache=True)
+def _phase(table, es, ed, ops, n, cost, a, b, cuts, ref, L, copies, max_classes, scratch):
+    """One phase of `MotifSplitter._segment`: (bounds, repeated flags, nodes covered by repeats)."""
+    bounds = np.empty(cuts.shape[0] + 2, dtype=np.int64)
+    bounds[0] = a
+    bounds[1:-1] = cuts
+    bounds[-1] = b
+    seed = _window_id(table, es, ed, ops, n, ref, ref + L)
+    bounds, rep = _refine_all(table, es, ed, ops, n, bounds, seed, copies, L, max_classes, scratch)
+    merged = _merge(table, es, ed, ops, n, cost, bounds, 4)
+    if not _same_bounds(merged, bounds):
+        bounds, rep = _refine_all(table, es, ed, ops, n, merged, seed, copies, L, max_classes, scratch)
+    covered = 0
+    for i in range(rep.shape[0]):
+        if rep[i]:
+            covered += bounds[i + 1] - bounds[i]
+    return bounds, rep, covered
+
+
+@njit(cache=True)
+def best_phase(es, ed, ops, cost, a, b, members, occurrences, tied, L, copies, max_classes):
+    """The phase loop of `MotifSplitter._segment` over the tied offsets `tied` (in order):
+    (bounds, repeated flags) of the phase covering the most nodes by repeats (the first on
+    ties), or empty arrays when no offset leaves a copy of D inside a..b."""
+    n = ops.shape[0]
+    table = new_table()
+    scratch = np.empty(2 * (n + 1), dtype=np.int64)
+    best_bounds = np.zeros(0, dtype=np.int64)
+    best_rep = np.zeros(0, dtype=np.bool_)
+    best_cov = -1
+    for delta in tied:
+        at = members + delta
+        at = at[(at > a) & (at < b)]
+        if at.shape[0] == 0:
+            continue
+        width = cost[at].max()  # cut width at D's copies
+        cuts = occurrences + delta
+        cuts = cuts[(cuts > a) & (cuts < b)]
+        # an anchor occurrence cutting more tensors than D's boundaries is inside a variant block
+        cuts = np.unique(cuts[cost[cuts] <= width])
+        bounds, rep, covered = _phase(table, es, ed, ops, n, cost, a, b, cuts, at[0], L, copies, max_classes, scratch)
+        if best_cov < 0 or covered > best_cov:
+            best_bounds, best_rep, best_cov = bounds, rep, covered
+    return best_bounds, best_rep
+
+
+@njit(cache=True)
+def saving(es, ed, ops, bounds):
+    """`MotifSplitter._saving`: description length saved, segments compared as subgraphs."""
+    n = ops.shape[0]
+    table = new_table()
+    keys = _ids(table, es, ed, ops, n, bounds)
+    count = Dict.empty(key_type=_I64, value_type=_I64)
+    length = Dict.empty(key_type=_I64, value_type=_I64)
+    for i in range(keys.shape[0]):
+        count[keys[i]] = _get(count, keys[i], 0) + 1
+        length[keys[i]] = bounds[i + 1] - bounds[i]
+    total = 0
+    for k in count:
+        c = count[k]
+        if c >= 2:
+            total += (c - 1) * length[k] - c
+    return total
+
+
+# -- steps 1-2 and 5-6: anchors, phases, recursion, step choice ---------------------------------
+@njit(cache=True)
+def _seg_hash(S, Bpow, lo, hi):
+    return (S[hi] - S[lo]) * Bpow[lo]
+
+
+@njit(cache=True)
+def _best_anchor(dense, S, Bpow, a, b):
+    """`motif._best_anchor`: (found, occurrences, members, length, copies) of the best anchor
+    label of positions a..b-1 (the label saving the most; its group saving the most)."""
+    empty = np.zeros(0, dtype=np.int64)
+    d = dense[a:b]
+    N = d.shape[0]
+    # occurrences by label, positions ascending (a stable sort of d: counting sort, labels < n)
+    K = 0
+    for i in range(N):
+        K = max(K, d[i] + 1)
+    start = np.zeros(K + 1, dtype=np.int64)
+    for i in range(N):
+        start[d[i] + 1] += 1
+    for k in range(K):
+        start[k + 1] += start[k]
+    idx = np.empty(N, dtype=np.int64)
+    fill = start[:-1].copy()
+    for i in range(N):
+        idx[fill[d[i]]] = i
+        fill[d[i]] += 1
+    labs = d[idx]
+    idx = idx + a
+    M = 0
+    for i in range(N - 1):
+        if labs[i + 1] == labs[i]:
+            M += 1
+    if M == 0:
+        return False, empty, empty, 0, 0
+    st = np.empty(M, dtype=np.int64)
+    ln = np.empty(M, dtype=np.int64)
+    lb = np.empty(M, dtype=np.int64)
+    hh = np.empty(M, dtype=np.uint64)
+    j = 0
+    for i in range(N - 1):
+        if labs[i + 1] == labs[i]:
+            st[j] = idx[i]
+            ln[j] = idx[i + 1] - idx[i]
+            lb[j] = labs[i + 1]
+            hh[j] = _seg_hash(S, Bpow, idx[i], idx[i + 1])
+            j += 1
+    # np.lexsort((hh, ln, lb)), stable: the stretches already come by label, so sort each
+    # label's stretches by (ln, hh), stably
+    i = 0
+    while i < M:
+        e = i + 1
+        while e < M and lb[e] == lb[i]:
+            e += 1
+        if e - i > 1:
+            if e - i <= 16:  # insertion sort (stable)
+                for u in range(i + 1, e):
+                    v = u
+                    while v > i and (ln[v] < ln[v - 1] or (ln[v] == ln[v - 1] and hh[v] < hh[v - 1])):
+                        st[v], st[v - 1] = st[v - 1], st[v]
+                        ln[v], ln[v - 1] = ln[v - 1], ln[v]
+                        hh[v], hh[v - 1] = hh[v - 1], hh[v]
+                        v -= 1
+            else:
+                o = np.argsort(hh[i:e], kind="mergesort")
+                o = o[np.argsort(ln[i:e][o], kind="mergesort")]
+                st[i:e] = st[i:e][o]
+                ln[i:e] = ln[i:e][o]
+                hh[i:e] = hh[i:e][o]
+        i = e
+    gid = np.empty(M, dtype=np.int64)
+    G = 0
+    for i in range(M):
+        if i == 0 or lb[i] != lb[i - 1] or ln[i] != ln[i - 1] or hh[i] != hh[i - 1]:
+            G += 1
+        gid[i] = G - 1
+    g0 = np.empty(G, dtype=np.int64)
+    m = np.zeros(G, dtype=np.int64)
+    for i in range(M):
+        if m[gid[i]] == 0:
+            g0[gid[i]] = i
+        m[gid[i]] += 1
+    # runs of equal labels in the sorted occurrences: first / last occurrence per label
+    R = 1
+    for i in range(1, N):
+        if labs[i] != labs[i - 1]:
+            R += 1
+    run_lab = np.empty(R, dtype=np.int64)
+    first_occ = np.empty(R, dtype=np.int64)
+    last_occ = np.empty(R, dtype=np.int64)
+    r = 0
+    run_lab[0], first_occ[0] = labs[0], idx[0]
+    for i in range(1, N):
+        if labs[i] != labs[i - 1]:
+            last_occ[r] = idx[i - 1]
+            r += 1
+            run_lab[r], first_occ[r] = labs[i], idx[i]
+    last_occ[R - 1] = idx[N - 1]
+    contrib = np.zeros(G, dtype=np.int64)
+    for g in range(G):
+        L = ln[g0[g]]
+        h = hh[g0[g]]
+        rr = np.searchsorted(run_lab, lb[g0[g]])
+        lo, hi = first_occ[rr] - L, last_occ[rr] + L
+        if lo >= a and _seg_hash(S, Bpow, lo, first_occ[rr]) == h:
+            m[g] += 1
+        if hi <= b and _seg_hash(S, Bpow, last_occ[rr], hi) == h:
+            m[g] += 1
+        if m[g] >= 2:
+            contrib[g] = (m[g] - 1) * L - m[g]
+    # score per label (groups are sorted by label): the first label with the highest score
+    best_lab = -1
+    best_score = 0
+    best_g0 = 0
+    best_g1 = 0
+    g = 0
+    while g < G:
+        e = g
+        score = 0
+        while e < G and lb[g0[e]] == lb[g0[g]]:
+            score += contrib[e]
+            e += 1
+        if best_lab < 0 or score > best_score:
+            best_lab, best_score, best_g0, best_g1 = lb[g0[g]], score, g, e
+        g = e
+    if best_score <= 0:
+        return False, empty, empty, 0, 0
+    # D: the group of that label saving most; ties: the one that appears first
+    gsel = best_g0
+    for g in range(best_g0 + 1, best_g1):
+        if contrib[g] > contrib[gsel] or (contrib[g] == contrib[gsel] and st[g0[g]] < st[g0[gsel]]):
+            gsel = g
+    n_occ = 0
+    for i in range(N):
+        if labs[i] == best_lab:
+            n_occ += 1
+    occurrences = np.empty(n_occ, dtype=np.int64)
+    k = 0
+    for i in range(N):
+        if labs[i] == best_lab:
+            occurrences[k] = idx[i]
+            k += 1
+    cnt = 0
+    for i in range(M):
+        if gid[i] == gsel:
+            cnt += 1
+    members = np.empty(cnt, dtype=np.int64)
+    k = 0
+    for i in range(M):
+        if gid[i] == gsel:
+            members[k] = st[i]
+            k += 1
+    return True, occurrences, members, ln[g0[gsel]], m[gsel]
+
+
+@njit(cache=True)
+def _pair(a, b):
+    out = np.empty(2, dtype=np.int64)
+    out[0] = a
+    out[1] = b
+    return out
+
+
+@njit(cache=True)
+def _segment_one(dense, S, Bpow, cost, es, ed, ops, a, b, max_phases, max_classes):
+    """One level of `MotifSplitter._segment` for positions a..b-1, without the recursion:
+    (found, bounds, repeated flags, L)."""
+    found, occurrences, members, L, copies = _best_anchor(dense, S, Bpow, a, b)
+    no = np.zeros(0, dtype=np.bool_)
+    if not found:
+        return False, _pair(a, b), no, 0
+    n = ops.shape[0]
+    # step 2: offsets -(L-1)..0 by the mean cut width at D's copies; the tied ones, nearest 0 first
+    mean = np.empty(L, dtype=np.float64)
+    any_finite = False
+    for j in range(L):
+        delta = j - (L - 1)
+        cnt = 0
+        tot = 0
+        for t0 in members:
+            t = t0 + delta
+            if t > a and t < b:
+                cnt += 1
+                tot += cost[min(max(t, 0), n)]
+        if cnt > 0:
+            mean[j] = tot / cnt
+            any_finite = True
+        else:
+            mean[j] = np.inf
+    if not any_finite:
+        return False, _pair(a, b), no, 0
+    limit = mean.min() + 1e-9
+    nt = 0
+    tied = np.empty(min(L, max_phases), dtype=np.int64)
+    for j in range(L - 1, -1, -1):
+        if mean[j] <= limit and nt < max_phases:
+            tied[nt] = j - (L - 1)
+            nt += 1
+    bounds, rep = best_phase(es, ed, ops, cost, a, b, members, occurrences, tied[:nt].copy(), L, copies, max_classes)
+    if bounds.shape[0] == 0:
+        return False, _pair(a, b), no, 0
+    return True, bounds, rep, L
+
+
+@njit(cache=True)
+def _segment(dense, S, Bpow, cost, es, ed, ops, a, b, max_depth, max_phases, max_classes):
+    """`MotifSplitter._segment` from depth 0: bounds [a, ..., b] of positions a..b-1.
+
+    The recursion (step 5: non-repeated stretches with room for two blocks are segmented
+    again, up to `max_depth` levels) runs on an explicit stack, left to right."""
+    out = List.empty_list(_I64)
+    out.append(a)
+    stack = List()  # (segment it: 1 / emit its end: 0, start, end, depth), top = next
+    stack.append((1, a, b, 0))
+    while len(stack) > 0:
+        kind, s, e, depth = stack.pop()
+        if kind == 0:
+            out.append(e)
+            continue
+        found, bounds, rep, L = _segment_one(dense, S, Bpow, cost, es, ed, ops, s, e, max_phases, max_classes)
+        if not found:
+            out.append(e)
+            continue
+        if depth >= max_depth:
+            for q in range(1, bounds.shape[0]):
+                out.append(bounds[q])
+            continue
+        for i in range(bounds.shape[0] - 2, -1, -1):  # pushed right to left: popped left to right
+            s2, e2 = bounds[i], bounds[i + 1]
+            if not rep[i] and e2 - s2 >= max(2 * L, 7):  # room for two copies of another block
+                stack.append((1, s2, e2, depth + 1))
+            else:
+                stack.append((0, s2, e2, depth + 1))
+    res = np.empty(len(out), dtype=np.int64)
+    for i in range(len(out)):
+        res[i] = out[i]
+    return res
+
+
+@njit(cache=True)
+def segment_bounds(dense, S, Bpow, cost, es, ed, ops, max_depth, max_phases, max_classes):
+    """`MotifSplitter.segment_bounds` (step 6): the segmentation of every step s..0 (rows of
+    `dense`, `S`, largest step last), the one saving the most winning; ties keep the larger step."""
+    n = ops.shape[0]
+    best = _pair(0, n)
+    best_score = 0
+    first = True
+    for level in range(dense.shape[0] - 1, -1, -1):
+        bounds = _segment(dense[level], S[level], Bpow, cost, es, ed, ops, 0, n, max_depth, max_phases, max_classes)
+        score = saving(es, ed, ops, bounds)
+        if first or score > best_score:
+            best, best_score, first = bounds, score, False
+    return best
