@@ -18,14 +18,12 @@ matters to the metrics). The per-query values are the ones `ranx.evaluate` gives
 rankings (tests/test_metrics.py compares both paths).
 
 ranx's metric functions are numba functions compiled on first use and cached on disk
-(`cache=True`, next to ranx's sources). When ranx's package directory is not writable the
-cache goes to `<narbench cache>/numba` (`NUMBA_CACHE_DIR`, set before numba is imported, unless
-already set), so the compilation is paid once per machine, not once per run.
+(`cache=True`; `narbench.jit` puts the cache under narbench's cache dir when ranx's package
+directory is not writable), so the compilation is paid once per machine, not once per run.
 """
 
 from __future__ import annotations
 
-import os
 import warnings
 
 import numpy as np
@@ -33,20 +31,6 @@ import numpy as np
 KS = (20, 50, 100)
 METRICS = tuple(f"{m}@{k}" for m in ("mrr", "map", "ndcg") for k in KS)
 _RANX = {"mrr": "reciprocal_rank", "map": "average_precision", "ndcg": "ndcg"}
-
-
-def _numba_cache_dir() -> None:
-    """Point numba's cache at narbench's cache dir when ranx's package dir is not writable."""
-    if "NUMBA_CACHE_DIR" in os.environ or "numba" in __import__("sys").modules:
-        return
-    import importlib.util
-
-    spec = importlib.util.find_spec("ranx")
-    origin = os.path.dirname(spec.origin) if spec and spec.origin else None
-    if origin is None or not os.access(origin, os.W_OK):
-        from narbench.dataset import cache_dir
-
-        os.environ["NUMBA_CACHE_DIR"] = str(cache_dir() / "numba")
 
 
 def ranx_inputs(query_labels: np.ndarray, corpus_labels: np.ndarray, ranked: np.ndarray):
@@ -109,7 +93,9 @@ def score_rankings(
     ranked = np.asarray(ranked)
     if ranked.shape[0] != len(query_labels):
         raise ValueError(f"{ranked.shape[0]} rankings for {len(query_labels)} queries")
-    _numba_cache_dir()
+    from narbench.jit import setup_numba_cache
+
+    setup_numba_cache()
     import ranx.metrics
 
     qrels, run, n_rel = ranx_inputs(query_labels, corpus_labels, ranked)

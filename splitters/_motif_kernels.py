@@ -2,11 +2,14 @@
 
 `narbench.splitters.motif` documents the algorithm; this module runs, for one phase, the
 peeling (`MotifSplitter._refine`, up to three rounds), the merging (`_merge`) and the saving
-(`_saving`) exactly as the reference Python (kept in `motif.py` as `_PySegmentation`, which the
-tests compare against): same cuts, same tie-breaks.
+(`_saving`), and around them steps 1-2 and 5-6 (anchors, phases, recursion, step choice) and
+the encoded sequence itself, exactly as the pure Python splitter did (kept verbatim in
+tests/motif_reference.py; tests compare the two cut for cut): same cuts, same tie-breaks.
 
-Segments are compared as subgraphs: the key of positions lo..hi-1 (`_Seq.key`) is the op
-sequence plus the internal edges, relative to lo. Here every window gets an integer *class id*
+Segments are compared as subgraphs: the key of positions lo..hi-1 is the byte string of the
+int64 values (hi - lo, number of internal edges, the ops of lo..hi-1, the internal edges'
+producers - lo, their consumers - lo), edges in (consumer, producer) order (`_Seq.key` of the
+reference, tests/motif_reference.py). Here every window gets an integer *class id*
 instead (`_window_id`): windows with equal keys get equal ids (a content hash, then an exact
 comparison of ops and edges). Where the reference orders classes by their key bytes (the last
 tie-break of `_refine`'s class order) `_key_less` compares the same byte strings.
@@ -126,7 +129,7 @@ def _window_id(table, es, ed, ops, n, lo, hi):
 
 @njit(cache=True)
 def _key_values(es, ed, ops, lo, hi):
-    """The int64 values whose little-endian bytes make `_Seq.key(lo, hi)`."""
+    """The int64 values whose little-endian bytes make the key of positions lo..hi-1."""
     a, z = _edge_range(ed, lo, hi)
     m = 0
     for j in range(a, z):
@@ -667,3 +670,110 @@ def segment_bounds(dense, S, Bpow, cost, es, ed, ops, max_depth, max_phases, max
         if first or score > best_score:
             best, best_score, first = bounds, score, False
     return best
+
+
+# -- the encoded sequence (eq. 2) and what the segmentation queries ------------------------------
+@njit(cache=True)
+def seq_arrays(ops, src, dst, order, steps, children, consts):
+    """Everything the segmentation reads, for nodes listed in `order` (positions):
+
+    dense [steps+1, n]: per step, the labels of eq. 2 as dense ids ranked by hash value
+        (`motif.encode_sequence` of each step); S [steps+1, n+1]: prefix hashes of each step's
+        label sequence, S[i] = sum_{j<i} x_j B^-j (mod 2^64); Bpow [n+1]: B^i; cost [n+1]: cut
+        width before each position; es, ed: edges as (producer, consumer) positions sorted by
+        (consumer, producer); ops of the positions.
+    `consts`: uint64 (salt op, salt parent, salt child, salt aggregate, salt child aggregate,
+    self factor, B, B^-1), as `motif.encode_levels` uses them.
+    """
+    salt_op, salt_par, salt_child, salt_agg, salt_cagg = consts[0], consts[1], consts[2], consts[3], consts[4]
+    k_self, base, base_inv = consts[5], consts[6], consts[7]
+    n = ops.shape[0]
+    E = src.shape[0]
+    levels = steps + 1
+    hashes = np.empty((levels, n), dtype=np.uint64)
+    for i in range(n):
+        hashes[0, i] = _mix(np.uint64(ops[i]) ^ salt_op)
+    par = np.empty(n, dtype=np.uint64)
+    chi = np.empty(n, dtype=np.uint64)
+    for lv in range(1, levels):
+        h = hashes[lv - 1]
+        par[:] = 0
+        for j in range(E):  # multiset of parents: commutative sum
+            par[dst[j]] += _mix(h[src[j]] ^ salt_par)
+        if children:
+            chi[:] = 0
+            for j in range(E):
+                chi[src[j]] += _mix(h[dst[j]] ^ salt_child)
+        for i in range(n):
+            new = _mix(h[i] * k_self + _mix(par[i] + salt_agg))
+            if children:
+                new = _mix(new ^ _mix(chi[i] + salt_cagg))
+            hashes[lv, i] = new
+    pos = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        pos[order[i]] = i
+    inv_pow = np.empty(n, dtype=np.uint64)
+    Bpow = np.empty(n + 1, dtype=np.uint64)
+    Bpow[0] = 1
+    for i in range(n):
+        inv_pow[i] = np.uint64(1) if i == 0 else inv_pow[i - 1] * base_inv
+        Bpow[i + 1] = Bpow[i] * base
+    dense = np.empty((levels, n), dtype=np.int64)
+    S = np.empty((levels, n + 1), dtype=np.uint64)
+    x = np.empty(n, dtype=np.uint64)
+    for lv in range(levels):
+        for i in range(n):
+            x[i] = hashes[lv, order[i]]
+        srt = np.argsort(x)
+        rank = -1
+        for q in range(n):
+            if q == 0 or x[srt[q]] != x[srt[q - 1]]:
+                rank += 1
+            dense[lv, srt[q]] = rank
+        S[lv, 0] = 0
+        for i in range(n):
+            S[lv, i + 1] = S[lv, i] + x[i] * inv_pow[i]
+    # cut width: cost[t] = producers before t with a consumer at or after t (0 < t < n)
+    last = np.full(n, -1, dtype=np.int64)
+    for j in range(E):
+        ps, pd = pos[src[j]], pos[dst[j]]
+        if pd > last[ps]:
+            last[ps] = pd
+    diff = np.zeros(n + 2, dtype=np.int64)
+    for i in range(n):
+        if last[i] > i:
+            diff[i + 1] += 1
+            diff[last[i] + 1] -= 1
+    cost = np.empty(n + 1, dtype=np.int64)
+    acc = 0
+    for i in range(n + 1):
+        acc += diff[i]
+        cost[i] = acc
+    # edges by (consumer position, producer position): two stable counting sorts
+    cnt = np.zeros(n + 1, dtype=np.int64)
+    for j in range(E):
+        cnt[pos[src[j]] + 1] += 1
+    for i in range(n):
+        cnt[i + 1] += cnt[i]
+    by_ps = np.empty(E, dtype=np.int64)
+    for j in range(E):
+        p = pos[src[j]]
+        by_ps[cnt[p]] = j
+        cnt[p] += 1
+    cnt[:] = 0
+    for j in range(E):
+        cnt[pos[dst[j]] + 1] += 1
+    for i in range(n):
+        cnt[i + 1] += cnt[i]
+    es = np.empty(E, dtype=np.int64)
+    ed = np.empty(E, dtype=np.int64)
+    for q in range(E):
+        j = by_ps[q]
+        p = pos[dst[j]]
+        es[cnt[p]] = pos[src[j]]
+        ed[cnt[p]] = p
+        cnt[p] += 1
+    ops_o = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        ops_o[i] = ops[order[i]]
+    return dense, S, Bpow, cost, es, ed, ops_o

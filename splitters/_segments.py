@@ -69,8 +69,13 @@ def segments_to_flat(graph: ArchGraph, order: np.ndarray, bounds: Any) -> tuple[
     su, sv = seg[src], seg[dst]
     cross = su != sv
     csrc, cu, cv = src[cross], su[cross], sv[cross]
-    # part = the segment's nodes plus the producers of the edges entering it
-    member = np.unique(np.concatenate([seg * n + np.arange(n, dtype=np.int64), cv * n + csrc]))
+    # part = the segment's nodes plus the producers of the edges entering it (never in the
+    # segment itself): (part, node) keys, sorted; node keys come sorted when `order` is 0..n-1
+    own = seg * n + np.arange(n, dtype=np.int64)
+    if own.size > 1 and bool((own[1:] < own[:-1]).any()):
+        own = np.sort(own)
+    entering = np.unique(cv * n + csrc)
+    member = np.sort(np.concatenate([own, entering]), kind="stable") if entering.size else own
     part_of, nodes = np.divmod(member, n)
     offsets = np.searchsorted(part_of, np.arange(nseg + 1, dtype=np.int64))
     if cu.size:

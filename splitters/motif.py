@@ -68,8 +68,11 @@ import numpy as np
 from narbench.graph import ArchGraph
 from narbench.splitter import SplitterConfig
 
-from . import _motif_kernels as _kernels
-from ._segments import SegmentSplitter, checked_order, positions
+from narbench.jit import setup_numba_cache
+
+setup_numba_cache()
+from . import _motif_kernels as _kernels  # noqa: E402
+from ._segments import SegmentSplitter, checked_order
 
 __all__ = ["MotifSplitter", "encode_nodes", "encode_sequence"]
 
@@ -126,68 +129,7 @@ def encode_sequence(
     return dense.reshape(-1).astype(np.int64)
 
 
-class _Seq:
-    """The encoded sequence of one graph with the O(1) queries the segmentation needs."""
-
-    def __init__(self, graph: ArchGraph, order: np.ndarray, steps: int, children: bool) -> None:
-        n = self.n = graph.num_nodes
-        self.steps = int(steps)
-        self._hashes = [h[order] for h in encode_levels(graph, steps, children)]
-        self._levels: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        # prefix hash: S[i] = sum_{j<i} x_j B^-j, hash(l, r) = (S[r] - S[l]) B^l (mod 2^64)
-        inv_pow = np.full(n, _BASE_INV, dtype=_U64)
-        inv_pow[0] = 1
-        self._inv_pow = np.cumprod(inv_pow, dtype=_U64)  # wraps mod 2^64
-        bpow = np.full(n + 1, _BASE, dtype=_U64)
-        bpow[0] = 1
-        self.Bpow = np.cumprod(bpow, dtype=_U64)
-        pos = positions(order)
-        src, dst = graph.edges
-        ps, pd = pos[src], pos[dst]
-        # cut width: cost[t] = producers before t with a consumer at or after t (0 < t < n)
-        last = np.full(n, -1, dtype=np.int64)
-        np.maximum.at(last, ps, pd)
-        has = last > np.arange(n)
-        diff = np.zeros(n + 2, dtype=np.int64)
-        np.add.at(diff, np.flatnonzero(has) + 1, 1)
-        np.add.at(diff, last[has] + 1, -1)
-        self.cost = np.cumsum(diff)[: n + 1]
-        # edges by (consumer position, producer position) for window subgraph signatures
-        e = np.lexsort((ps, pd))
-        self.es, self.ed = ps[e], pd[e]
-        self.es, self.ed = np.ascontiguousarray(self.es), np.ascontiguousarray(self.ed)
-        self.ops = np.ascontiguousarray(graph.ops[order], dtype=np.int64)
-        self.cost = np.ascontiguousarray(self.cost, dtype=np.int64)
-
-    def level(self, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(dense label ids ranked by hash, prefix hashes S) of the step-k sequence."""
-        lv = self._levels.get(k)
-        if lv is None:
-            x = self._hashes[k]
-            _, dense = np.unique(x, return_inverse=True)
-            S = np.zeros(self.n + 1, dtype=_U64)
-            S[1:] = np.cumsum(x * self._inv_pow, dtype=_U64)
-            lv = self._levels[k] = (dense.reshape(-1).astype(np.int64), S)
-        return lv
-
-    def seg_hash(self, S: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        """Content hashes of the stretches lo..hi-1 (arrays) of the sequence with prefixes S."""
-        return (S[hi] - S[lo]) * self.Bpow[lo]
-
-    def key(self, lo: int, hi: int) -> bytes:
-        """The subgraph of positions lo..hi-1: op sequence and internal edges, relative.
-
-        (Documentation of what segments are compared by; the segmentation itself compares
-        integer class ids of the same keys, `_motif_kernels`.)"""
-        a, z = np.searchsorted(self.ed, [lo, hi])
-        es, ed = self.es[a:z], self.ed[a:z]
-        inside = es >= lo
-        return (
-            np.array([hi - lo, int(inside.sum())], dtype=np.int64).tobytes()
-            + self.ops[lo:hi].tobytes()
-            + (es[inside] - lo).tobytes()
-            + (ed[inside] - lo).tobytes()
-        )
+_CONSTS = np.array([_SALT_OP, _SALT_PAR, _SALT_CHILD, _SALT_AGG, _SALT_CAGG, _K_SELF, _BASE, _BASE_INV], dtype=_U64)
 
 
 class MotifSplitter(SegmentSplitter):
@@ -241,13 +183,16 @@ class MotifSplitter(SegmentSplitter):
         n = graph.num_nodes
         if n <= 1:
             return np.array([0, n], dtype=np.int64)
-        seq = _Seq(graph, order, self.config.steps, self.config.children)
+        src, dst = graph.edges
+        # the label sequences of steps 0..s (eq. 2), prefix hashes, cut widths, edges by position;
+        # segments are compared as subgraphs: op sequence + internal edges relative to the start
+        dense, S, Bpow, cost, es, ed, ops = _kernels.seq_arrays(
+            np.ascontiguousarray(graph.ops, dtype=np.int64), np.ascontiguousarray(src), np.ascontiguousarray(dst), np.ascontiguousarray(order, dtype=np.int64),
+            int(self.config.steps), bool(self.config.children), _CONSTS)
         # Context (the stem feeding the first block, the cells feeding the next ones) changes
         # the labels of the first copies of a block; with few copies the repeats at step s can
         # be sub-blocks. Every step s..0 is tried and the segmentation whose segments repeat
         # best as subgraphs (context-free) wins; ties keep the larger step. Steps 1-6 run
         # compiled (`_motif_kernels`).
-        dense = np.stack([seq.level(k)[0] for k in range(seq.steps + 1)])
-        S = np.stack([seq.level(k)[1] for k in range(seq.steps + 1)])
-        return _kernels.segment_bounds(dense, S, seq.Bpow, seq.cost, seq.es, seq.ed, seq.ops, int(self.config.depth),
+        return _kernels.segment_bounds(dense, S, Bpow, cost, es, ed, ops, int(self.config.depth),
                                        int(self.config.max_phases), int(self.max_classes))
