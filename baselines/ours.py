@@ -27,7 +27,7 @@ from narbench.baselines.gnn import GNNStack, gcn_conv
 from narbench.encoder import Encoder, Labels
 from narbench.graph import ArchGraph
 from narbench.partcache import PartsCache, split_graphs
-from narbench.parts import GraphParts, induced_subgraphs, neighbourhoods
+from narbench.parts import GraphParts, adjacency, induced_subgraphs, neighbourhoods
 from narbench.splitter import Partition
 from narbench.trainer import Trainer
 
@@ -104,6 +104,7 @@ class MotifEncoder(Encoder):
         self.pair = MotifPairModel(num_ops, cfg.hidden, cfg.layers, cfg.dropout)
         self.macro = MacroModel(cfg.hidden, cfg.layers, cfg.dropout, num_classes)
         self._parts: dict[str, GraphParts] = {}  # graph content hash -> its parts, for the whole run
+        self._hashes: dict[int, tuple[ArchGraph, str]] = {}  # id(graph) -> (graph, content hash)
         self._motif_data: dict[bytes, object] = {}  # motif key -> its subgraph (first occurrence)
         self._motif_cache: dict[bytes, torch.Tensor] = {}
         self.parts_cache: PartsCache | None = PartsCache()  # on disk, across runs; None: off
@@ -118,8 +119,16 @@ class MotifEncoder(Encoder):
     def partition(self, graph: ArchGraph) -> Partition:
         return self._graph_parts(graph).partition()
 
+    def _content_hash(self, graph: ArchGraph) -> str:
+        """`graph.content_hash()`, computed once per graph object and run (graphs are not
+        modified during a run; the entry keeps the object, so its id is not reused)."""
+        entry = self._hashes.get(id(graph))
+        if entry is None or entry[0] is not graph:
+            entry = self._hashes[id(graph)] = (graph, graph.content_hash())
+        return entry[1]
+
     def _graph_parts(self, graph: ArchGraph) -> GraphParts:
-        key = graph.content_hash()
+        key = self._content_hash(graph)
         if key not in self._parts:
             self._parts[key] = split_graphs(self.splitter, [graph], jobs=1, cache=self.parts_cache, hashes=[key])[0]
         return self._parts[key]
@@ -130,7 +139,7 @@ class MotifEncoder(Encoder):
         Graphs are split once per run (kept in memory) and read from / written to the parts
         cache (`narbench.partcache`); graphs not there are split in `trainer.jobs` processes.
         """
-        hashes = [g.content_hash() for g in graphs]
+        hashes = [self._content_hash(g) for g in graphs]
         todo = [i for i, h in enumerate(hashes) if h not in self._parts]
         if todo:
             got = split_graphs(self.splitter, [graphs[i] for i in todo], jobs=getattr(trainer, "jobs", None),
@@ -161,7 +170,8 @@ class MotifEncoder(Encoder):
         out = {}
         for gi, pis in by_graph.items():
             g, parts = graphs[gi], motifs[gi]
-            sub = induced_subgraphs(g, *neighbourhoods(g, *parts.select(pis), self.context_hops))
+            csr = adjacency(g)
+            sub = induced_subgraphs(g, *neighbourhoods(g, *parts.select(pis), self.context_hops, csr=csr), csr=csr)
             for j, pi in enumerate(pis):
                 out[parts.keys[pi]] = sub.data(j)
         return out

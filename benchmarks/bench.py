@@ -136,12 +136,16 @@ def bench_encoders(args) -> None:
 def bench_motif_nas(args) -> None:
     splitter = registry.load("splitter", "motif")()
     ds = load_dataset("nas")
+    t = time.perf_counter()
+    splitter.split(ds.graphs[500])  # the first call loads (or compiles) the compiled kernels
+    first = time.perf_counter() - t
     times = []
     for g in ds.graphs[:500]:
         t = time.perf_counter()
         splitter.split(g)
         times.append(time.perf_counter() - t)
-    line("motif-nas", graphs=500, median_ms=1000 * statistics.median(times), max_ms=1000 * max(times))
+    line("motif-nas", graphs=500, median_ms=1000 * statistics.median(times), max_ms=1000 * max(times),
+         first_call_ms=1000 * first)
 
 
 def _motif_encoder(ds, profile_name: str = "quick"):

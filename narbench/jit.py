@@ -13,7 +13,7 @@ import importlib.util
 import os
 import sys
 
-_PACKAGES = ("ranx", "narbench.splitters")
+_PACKAGES = ("ranx", "narbench", "narbench.splitters")
 
 
 def setup_numba_cache() -> None:

@@ -10,9 +10,8 @@ cache_dir()`), with one row per (splitter id, graph content hash). The splitter 
 of the splitter's name, its parameters and its code version (`Splitter.code_version()`: the
 source of the splitter's class and base classes), plus the source of `narbench.parts` and
 `narbench.graph` (part keys, topological order) and the row format: changing any of them gives
-new rows and never reads stale ones. A row holds the zstd-compressed parts (node ids
-delta-coded within each part, macro edges, keys) and the blake2b checksum of the uncompressed
-payload. A row that fails its checksum or does not decode is reported (one warning per call
+new rows and never reads stale ones. A row holds the zstd-compressed parts (offsets, node ids and macro
+edges as int32, keys) and the blake2b checksum of the uncompressed payload. A row that fails its checksum or does not decode is reported (one warning per call
 naming the file and the count) and recomputed; a file that is not a readable SQLite database
 is moved aside (`parts.sqlite.corrupt-<time>`), reported and recreated. Two runs may use the
 cache at once: SQLite locks the file, rows are written by the main process only, in one
@@ -39,7 +38,7 @@ from narbench.graph import ArchGraph
 from narbench.parts import GraphParts
 from narbench.splitter import Splitter
 
-FORMAT = 1
+FORMAT = 2
 _HEAD = struct.Struct("<4sIIII")  # magic, format, parts, members, macro edges
 _MAGIC = b"NBPT"
 
@@ -71,24 +70,22 @@ def splitter_id(splitter: Splitter) -> str:
     return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
-# -- row format --------------------------------------------------------------------------------
+# -- row format -------------------------------------------------------------------------------
 def encode_parts(parts: GraphParts) -> tuple[bytes, bytes]:
-    """(zstd-compressed payload, blake2b-128 of the uncompressed payload)."""
+    """(zstd-compressed payload, blake2b-128 of the uncompressed payload).
+
+    Payload: header (magic, format, parts P, members M, macro edges E), then int32 offsets
+    [P+1], nodes [M], macro edges [2E], then the P 16-byte keys."""
     import zstandard
 
     P = parts.num_parts
-    sizes = np.diff(parts.offsets)
-    deltas = np.diff(parts.nodes, prepend=0)
-    deltas[parts.offsets[:-1][sizes > 0]] = parts.nodes[parts.offsets[:-1][sizes > 0]]  # absolute at part starts
     macro = np.asarray(parts.macro_edges, dtype=np.int64).reshape(2, -1)
     payload = b"".join([
         _HEAD.pack(_MAGIC, FORMAT, P, parts.nodes.shape[0], macro.shape[1]),
-        sizes.astype("<i4").tobytes(),
-        deltas.astype("<i4").tobytes(),
-        macro.astype("<i4").tobytes(),
+        np.concatenate([parts.offsets, parts.nodes, macro.reshape(-1)]).astype("<i4").tobytes(),
         b"".join(parts.keys),
     ])
-    return zstandard.ZstdCompressor(level=3).compress(payload), hashlib.blake2b(payload, digest_size=16).digest()
+    return _compressor().compress(payload), hashlib.blake2b(payload, digest_size=16).digest()
 
 
 def decode_parts(blob: bytes, checksum: bytes) -> GraphParts:
@@ -96,28 +93,38 @@ def decode_parts(blob: bytes, checksum: bytes) -> GraphParts:
     import zstandard
 
     try:
-        payload = zstandard.ZstdDecompressor().decompress(blob)
+        payload = _decompressor().decompress(blob)
     except zstandard.ZstdError as exc:
         raise ValueError(f"cannot decompress ({exc})") from exc
     if hashlib.blake2b(payload, digest_size=16).digest() != checksum:
         raise ValueError("checksum mismatch")
     magic, fmt, P, M, E = _HEAD.unpack_from(payload)
-    if magic != _MAGIC or fmt != FORMAT or len(payload) != _HEAD.size + 4 * (P + M + 2 * E) + 16 * P:
+    ints = P + 1 + M + 2 * E
+    if magic != _MAGIC or fmt != FORMAT or len(payload) != _HEAD.size + 4 * ints + 16 * P:
         raise ValueError("bad header")
-    at = _HEAD.size
-    sizes = np.frombuffer(payload, "<i4", P, at).astype(np.int64)
-    at += 4 * P
-    deltas = np.frombuffer(payload, "<i4", M, at).astype(np.int64)
-    at += 4 * M
-    macro = np.frombuffer(payload, "<i4", 2 * E, at).astype(np.int64).reshape(2, E)
-    at += 8 * E
-    keys = tuple(payload[at + 16 * i : at + 16 * (i + 1)] for i in range(P))
-    offsets = np.zeros(P + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    # undo the delta coding: a cumulative sum restarted at each part start
-    csum = np.concatenate([[0], np.cumsum(deltas)])
-    nodes = csum[1:] - np.repeat(csum[offsets[:-1]], sizes)
-    return GraphParts(offsets, nodes, macro, keys)
+    arr = np.frombuffer(payload, "<i4", ints, _HEAD.size).astype(np.int64)
+    at = _HEAD.size + 4 * ints
+    keys = tuple([payload[i : i + 16] for i in range(at, at + 16 * P, 16)])
+    return GraphParts(arr[: P + 1], arr[P + 1 : P + 1 + M], arr[P + 1 + M :].reshape(2, E), keys)
+
+
+_ZSTD: dict[str, object] = {}
+
+
+def _compressor():
+    import zstandard
+
+    if "c" not in _ZSTD:
+        _ZSTD["c"] = zstandard.ZstdCompressor(level=3)
+    return _ZSTD["c"]
+
+
+def _decompressor():
+    import zstandard
+
+    if "d" not in _ZSTD:
+        _ZSTD["d"] = zstandard.ZstdDecompressor()
+    return _ZSTD["d"]
 
 
 # -- the cache file ----------------------------------------------------------------------------
@@ -234,10 +241,20 @@ def compute_parts(splitter: Splitter, graph: ArchGraph) -> GraphParts:
 
     Splitters with a `split_flat(graph) -> (offsets, nodes, macro edges)` method (the segment
     splitters) skip building a `Partition` of per-part arrays."""
-    split_flat = getattr(splitter, "split_flat", None)
-    if split_flat is not None:
-        return GraphParts.from_flat(graph, *split_flat(graph))
+    if _uses_split_flat(type(splitter)):
+        return GraphParts.from_flat(graph, *splitter.split_flat(graph))
     return GraphParts.of(graph, splitter.split(graph))
+
+
+def _uses_split_flat(cls: type) -> bool:
+    """True when the most derived class defining `split` or `split_flat` defines `split_flat`
+    (a subclass overriding `split` alone gets its own `split`)."""
+    for klass in cls.__mro__:
+        if "split_flat" in vars(klass):
+            return True
+        if "split" in vars(klass):
+            return False
+    return False
 
 
 _WORK: tuple[Splitter, Sequence[ArchGraph]] | None = None  # set before forking workers

@@ -4,9 +4,11 @@ A `Partition` lists each part's node ids; encoders that work on parts (the paper
 every part's *induced subgraph* (its nodes' ops and the graph edges between them) and an exact
 key for it, and for some parts the subgraph of the part plus its k-hop neighbourhood (the
 context graph of stage 1). Doing that one part at a time scans every edge once per part
-(O(parts x E) per graph). Here all parts of a graph are handled together in
-O((M + E') log M) numpy work, M = the total part size (sum over parts) and E' = the edges
-counted once per part holding their consumer, i.e. linear in nodes + edges times the overlap.
+(O(parts x E) per graph). Here all parts of a graph are handled together in O(n + E + M + E')
+(plus sorting each part's edges), M = the total part size (sum over parts) and E' = the edges
+counted once per part holding their consumer: linear in nodes + edges times the overlap.
+
+The loops are compiled (numba, `narbench._parts_kernels`).
 
 Conventions (the same as a per-part `induced(graph, nodes)`): a part's local node order is its
 sorted node ids; its edges are the graph edges with both ends in the part, in the graph's edge
@@ -25,7 +27,7 @@ import numpy as np
 from narbench.graph import ArchGraph
 from narbench.splitter import Partition
 
-__all__ = ["GraphParts", "Subgraphs", "flatten", "induced_subgraphs", "neighbourhoods", "subgraph_keys"]
+__all__ = ["GraphParts", "Subgraphs", "adjacency", "flatten", "induced_subgraphs", "neighbourhoods", "subgraph_keys"]
 
 
 def flatten(parts) -> tuple[np.ndarray, np.ndarray]:
@@ -71,41 +73,40 @@ class Subgraphs:
         return Data(x=torch.as_tensor(x), edge_index=torch.as_tensor(edge_index), num_nodes=int(x.shape[0]))
 
 
-def induced_subgraphs(graph: ArchGraph, offsets: np.ndarray, nodes: np.ndarray) -> Subgraphs:
-    """The induced subgraph of every node set (`offsets`, `nodes` as from `flatten`)."""
-    offsets = np.asarray(offsets, dtype=np.int64)
-    nodes = np.asarray(nodes, dtype=np.int64)
-    P = offsets.shape[0] - 1
-    n = max(graph.num_nodes, 1)
-    M = nodes.shape[0]
-    part_of = np.repeat(np.arange(P, dtype=np.int64), np.diff(offsets))
-    local = np.arange(M, dtype=np.int64) - offsets[part_of]
-    # membership (part, node) -> index: part-major and node-sorted within a part, so sorted
-    member_key = part_of * n + nodes
+def induced_subgraphs(graph: ArchGraph, offsets: np.ndarray, nodes: np.ndarray, csr=None) -> Subgraphs:
+    """The induced subgraph of every node set (`offsets`, `nodes` as from `flatten`).
+
+    `csr`: the graph's `adjacency(graph)` when the caller has it already."""
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    nodes = np.ascontiguousarray(nodes, dtype=np.int64)
     src, dst = graph.edges
-    E = src.shape[0]
-    if M == 0 or E == 0:
-        empty = np.zeros(0, np.int64)
-        return Subgraphs(offsets, nodes, graph.ops[nodes], np.zeros(P + 1, np.int64), empty, empty)
-    # every edge, once per part that holds its consumer
-    by_node = np.argsort(nodes, kind="stable")
-    node_sorted = nodes[by_node]
-    lo = np.searchsorted(node_sorted, dst, "left")
-    cnt = np.searchsorted(node_sorted, dst, "right") - lo
-    total = int(cnt.sum())
-    eidx = np.repeat(np.arange(E, dtype=np.int64), cnt)
-    start = np.repeat(lo - (np.cumsum(cnt) - cnt), cnt)
-    m_dst = by_node[start + np.arange(total, dtype=np.int64)]
-    e_part = part_of[m_dst]
-    # ... kept when the part holds its producer too
-    want = e_part * n + src[eidx]
-    at = np.minimum(np.searchsorted(member_key, want), M - 1)
-    ok = member_key[at] == want
-    e_part, eidx, m_src, m_dst = e_part[ok], eidx[ok], at[ok], m_dst[ok]
-    order = np.argsort(e_part * E + eidx, kind="stable")  # by part, then graph edge order
-    e_part = e_part[order]
-    edge_offsets = np.searchsorted(e_part, np.arange(P + 1, dtype=np.int64))
-    return Subgraphs(offsets, nodes, graph.ops[nodes], edge_offsets, local[m_src[order]], local[m_dst[order]])
+    _, _, in_ptr, in_edge = csr if csr is not None else adjacency(graph)
+    edge_offsets, lsrc, ldst = _kernels().induced_edges(
+        graph.num_nodes, np.ascontiguousarray(src), offsets, nodes, in_ptr, in_edge)
+    return Subgraphs(offsets, nodes, graph.ops[nodes], edge_offsets, lsrc, ldst)
+
+
+def adjacency(graph: ArchGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(neighbour ptr, neighbours, in-edge ptr, in-edge ids): the undirected adjacency and the
+    edges into each node (edge ids ascending)."""
+    src, dst = graph.edges
+    return _kernels().csr(graph.num_nodes, np.ascontiguousarray(src), np.ascontiguousarray(dst))
+
+
+_KERNELS = None
+
+
+def _kernels():
+    """`narbench._parts_kernels`, imported on first use (numba start-up is paid only then)."""
+    global _KERNELS
+    if _KERNELS is None:
+        from narbench.jit import setup_numba_cache
+
+        setup_numba_cache()
+        from narbench import _parts_kernels
+
+        _KERNELS = _parts_kernels
+    return _KERNELS
 
 
 def subgraph_keys(sub: Subgraphs) -> list[bytes]:
@@ -126,39 +127,20 @@ def subgraph_keys(sub: Subgraphs) -> list[bytes]:
     return keys
 
 
-def _adjacency(graph: ArchGraph) -> tuple[np.ndarray, np.ndarray]:
-    """CSR of the undirected adjacency: neighbours of u are `nbr[ptr[u]:ptr[u+1]]`."""
-    src, dst = graph.edges
-    a = np.concatenate([src, dst])
-    b = np.concatenate([dst, src])
-    order = np.argsort(a, kind="stable")
-    ptr = np.zeros(graph.num_nodes + 1, dtype=np.int64)
-    np.cumsum(np.bincount(a, minlength=graph.num_nodes), out=ptr[1:])
-    return ptr, b[order]
-
-
-def neighbourhoods(graph: ArchGraph, offsets: np.ndarray, nodes: np.ndarray, hops: int) -> tuple[np.ndarray, np.ndarray]:
+def neighbourhoods(
+    graph: ArchGraph, offsets: np.ndarray, nodes: np.ndarray, hops: int, csr=None
+) -> tuple[np.ndarray, np.ndarray]:
     """Each node set plus every node within `hops` edges of it (either direction), flattened.
 
     Same sets as a per-part `neighbourhood(graph, nodes_i, hops)`, sorted within each set.
+    `csr`: the graph's `adjacency(graph)` when the caller has it already.
     """
-    offsets = np.asarray(offsets, dtype=np.int64)
-    nodes = np.asarray(nodes, dtype=np.int64)
-    P = offsets.shape[0] - 1
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    nodes = np.ascontiguousarray(nodes, dtype=np.int64)
     if hops <= 0 or graph.num_edges == 0 or nodes.shape[0] == 0:
         return offsets, nodes
-    n = graph.num_nodes
-    ptr, nbr = _adjacency(graph)
-    for _ in range(int(hops)):
-        part_of = np.repeat(np.arange(P, dtype=np.int64), np.diff(offsets))
-        deg = ptr[nodes + 1] - ptr[nodes]
-        total = int(deg.sum())
-        start = np.repeat(ptr[nodes] - (np.cumsum(deg) - deg), deg)
-        reach = nbr[start + np.arange(total, dtype=np.int64)]
-        keys = np.unique(np.concatenate([part_of * n + nodes, np.repeat(part_of, deg) * n + reach]))
-        part_of, nodes = keys // n, keys % n
-        offsets = np.searchsorted(part_of, np.arange(P + 1, dtype=np.int64))
-    return offsets, nodes
+    nbr_ptr, nbr, _, _ = csr if csr is not None else adjacency(graph)
+    return _kernels().neighbourhoods(graph.num_nodes, offsets, nodes, nbr_ptr, nbr, int(hops))
 
 
 @dataclass(frozen=True, eq=False)
