@@ -13,6 +13,8 @@ Every figure prints one line `name key=value ...`. Figures:
                    `real` set, one process, no cache; `digest` fingerprints every partition and key
   motif-real-cache the same with the parts cache: first run (empty cache, all cores), second run
                    (a fresh encoder reading the cache); plus the context graphs of every distinct motif
+  motif-numba      first split in a fresh process: the compiled kernels' compilation with an empty
+                   numba cache (cold) and loading them from the cache the first left (warm)
   score-nas        ranx scoring of the full nas split (3,000 queries x 27,000 corpus, top 100), warm
   score-numba      first scoring call in a fresh process: ranx's numba compilation with an empty
                    cache (cold) and with the cache the first left (warm); import time apart
@@ -257,6 +259,34 @@ def bench_score_numba(args) -> None:
             res = subprocess.run([sys.executable, "-c", _FIRST_SCORE], env=env, check=True, capture_output=True, text=True)
             out.append([float(x) for x in res.stdout.split()])
     line("score-numba", cold_seconds=out[0][1], warm_seconds=out[1][1], import_seconds=out[1][0])
+
+
+_FIRST_SPLIT = """
+import time
+t = time.perf_counter()
+import narbench.parts
+from narbench.datasets.nas import generate
+from narbench.partcache import compute_parts
+from narbench.splitters.motif import MotifSplitter
+graph = generate(seed=0, n_classes=1, per_class=1)[0][0]
+t_import = time.perf_counter() - t
+t = time.perf_counter()
+compute_parts(MotifSplitter(), graph)
+print(t_import, time.perf_counter() - t)
+"""
+
+
+@figure("motif-numba")
+def bench_motif_numba(args) -> None:
+    """The motif splitter's and the parts' numba kernels: first split (and keys) in a fresh
+    process with an empty numba cache (compilation) and with the cache the first left."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "NUMBA_CACHE_DIR": tmp}
+        out = []
+        for _ in range(2):
+            res = subprocess.run([sys.executable, "-c", _FIRST_SPLIT], env=env, check=True, capture_output=True, text=True)
+            out.append([float(x) for x in res.stdout.split()])
+    line("motif-numba", cold_seconds=out[0][1], warm_seconds=out[1][1], import_seconds=out[1][0])
 
 
 @figure("make-run")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import itertools
 import json
 import multiprocessing
 import os
@@ -236,6 +237,14 @@ class PartsCache:
 
 
 # -- computing ---------------------------------------------------------------------------------
+def available_cores() -> int:
+    """CPU cores this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
 def compute_parts(splitter: Splitter, graph: ArchGraph) -> GraphParts:
     """Split one graph and key its parts (what a worker does per graph).
 
@@ -309,7 +318,7 @@ def split_graphs(
         return [found[h] for h in hashes]
     order = list(todo.values())
     work = [graphs[i] for i in order]
-    jobs = max(1, int(jobs if jobs is not None else (os.cpu_count() or 1)))
+    jobs = max(1, int(jobs if jobs is not None else available_cores()))
     jobs = min(jobs, max(1, len(work) // 16))  # a pool is not worth it for a handful of graphs
     chunk = max(1, min(32, len(work) // (jobs * 16)))
     spans = [(lo, min(lo + chunk, len(work))) for lo in range(0, len(work), chunk)]
@@ -323,8 +332,11 @@ def split_graphs(
     _WORK = (splitter, work) if inherit else None
     try:
         if ctx is not None:
+            # the first chunk here: whatever the splitter compiles or loads on first use (numba
+            # kernels) is then inherited by the forked workers instead of done once in each
+            head = [_work_chunk(tasks[0])]
             pool = ctx.Pool(jobs)
-            results = pool.imap(_work_chunk, tasks)
+            results = itertools.chain(head, pool.imap(_work_chunk, tasks[1:]))
         else:
             results = map(_work_chunk, tasks)
         with (progress() if progress is not None else _NoProgress()) as prog:
