@@ -10,12 +10,16 @@ cache_dir()`), with one row per (splitter id, graph content hash). The splitter 
 of the splitter's name, its parameters and its code version (`Splitter.code_version()`: the
 source of the splitter's class and base classes), plus the source of `narbench.parts` and
 `narbench.graph` (part keys, topological order) and the row format: changing any of them gives
-new rows and never reads stale ones. A row holds the zstd-compressed parts (offsets, node ids and macro
-edges as int32, keys) and the blake2b checksum of the uncompressed payload. A row that fails its checksum or does not decode is reported (one warning per call
-naming the file and the count) and recomputed; a file that is not a readable SQLite database
-is moved aside (`parts.sqlite.corrupt-<time>`), reported and recreated. Two runs may use the
-cache at once: SQLite locks the file, rows are written by the main process only, in one
-transaction per batch, and concurrent writers of the same row write the same content.
+new rows and never reads stale ones. A row holds the zstd-compressed parts (offsets, node ids
+and macro edges as int32, keys) and the blake2b checksum of the uncompressed payload.
+
+A row that fails its checksum or does not decode is reported (one warning per call naming the
+file and the count) and recomputed; a file that is not a database or is malformed is moved
+aside (`parts.sqlite.corrupt-<time>-<pid>`), reported and recreated; a cache that cannot be used
+otherwise (read-only, locked for minutes) is reported and the graphs are split without it. Two
+runs may use the cache at once: SQLite locks the file, rows are written by the main process
+only, in one transaction per batch of 2,000 graphs, and concurrent writers of a row write the
+same content.
 """
 
 from __future__ import annotations
@@ -157,6 +161,8 @@ class PartsCache:
             try:
                 self._conn = self._open()
             except sqlite3.DatabaseError as exc:
+                if not _corrupt(exc):
+                    raise
                 self._set_aside(exc)
                 self._conn = self._open()
         return self._conn
@@ -192,8 +198,10 @@ class PartsCache:
         """(parts found, number of damaged rows) for the graph content hashes `hashes`."""
         try:
             return self._get_many(splitter, hashes)
-        except sqlite3.DatabaseError as exc:  # damaged beyond single rows
-            self._set_aside(exc)
+        except sqlite3.DatabaseError as exc:
+            if not _corrupt(exc):  # locked for too long, read-only, ...: the caller decides
+                raise
+            self._set_aside(exc)  # damaged beyond single rows
             return {}, 0
 
     def _get_many(self, splitter: str, hashes: Sequence[str]) -> tuple[dict[str, GraphParts], int]:
@@ -221,6 +229,8 @@ class PartsCache:
         try:
             self._put_many(splitter, rows)
         except sqlite3.DatabaseError as exc:
+            if not _corrupt(exc):
+                raise
             self._set_aside(exc)
             self._put_many(splitter, rows)
 
@@ -234,6 +244,15 @@ class PartsCache:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+
+
+def _corrupt(exc: sqlite3.DatabaseError) -> bool:
+    """A damaged file (not a database, malformed), as opposed to a busy or read-only one."""
+    name = getattr(exc, "sqlite_errorname", None)
+    if name is not None:
+        return name in ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+    text = str(exc).lower()
+    return "not a database" in text or "malformed" in text
 
 
 # -- computing ---------------------------------------------------------------------------------
@@ -306,7 +325,12 @@ def split_graphs(
     sid = splitter_id(splitter) if cache is not None else ""
     found: dict[str, GraphParts] = {}
     if cache is not None:
-        found, damaged = cache.get_many(sid, hashes)
+        try:
+            found, damaged = cache.get_many(sid, hashes)
+        except sqlite3.Error as exc:
+            warnings.warn(f"parts cache {cache.path} unusable ({exc}); splitting without it", RuntimeWarning,
+                          stacklevel=2)
+            cache, found, damaged = None, {}, 0
         if damaged:
             warnings.warn(f"parts cache {cache.path}: {damaged} damaged entr{'y' if damaged == 1 else 'ies'} "
                           "(checksum or format); recomputing them", RuntimeWarning, stacklevel=2)
@@ -351,18 +375,31 @@ def split_graphs(
                     if encode:
                         pending.append((h, blob, checksum))
                 if len(pending) >= 2000:
-                    cache.put_many(sid, pending)
+                    cache = _put(cache, sid, pending)
                     pending = []
                 if bar is not None:
                     prog.update(bar, advance=hi - lo)
             if pending:
-                cache.put_many(sid, pending)
+                _put(cache, sid, pending)
     finally:
         _WORK = None
         if pool is not None:
             pool.terminate()
             pool.join()
     return [found[h] for h in hashes]
+
+
+def _put(cache: PartsCache | None, sid: str, rows) -> PartsCache | None:
+    """Write rows; on an error other than a damaged file, warn and stop writing (None)."""
+    if cache is None or not rows:
+        return cache
+    try:
+        cache.put_many(sid, rows)
+        return cache
+    except sqlite3.Error as exc:
+        warnings.warn(f"parts cache {cache.path}: cannot write ({exc}); results are not cached", RuntimeWarning,
+                      stacklevel=3)
+        return None
 
 
 class _NoProgress:

@@ -182,3 +182,13 @@ def test_encoder_splits_each_graph_once_per_run_and_not_at_all_with_a_warm_cache
         enc.embed(trainer, train)  # the corpus: the training graphs again
         enc.embed(trainer, test)
         assert CountingSplitter.calls == expected
+
+
+def test_an_unusable_cache_is_reported_and_skipped(tmp_path):
+    graphs = toy_graphs(per_family=1)
+    path = tmp_path / "parts.sqlite"
+    path.mkdir()  # cannot be opened as a database file, but is no damaged database either
+    with pytest.warns(RuntimeWarning, match="unusable"):
+        got = split_graphs(MotifSplitter(), graphs, jobs=1, cache=PartsCache(path))
+    assert [p.keys for p in got] == [p.keys for p in split_graphs(MotifSplitter(), graphs, jobs=1)]
+    assert path.is_dir() and not list(tmp_path.glob("*.corrupt-*"))
