@@ -264,7 +264,8 @@ def bench_score_numba(args) -> None:
         env = {**os.environ, "NUMBA_CACHE_DIR": tmp}
         out = []
         for _ in range(2):  # cold (empty cache dir), then warm (what the first run left)
-            res = subprocess.run([sys.executable, "-c", _FIRST_SCORE], env=env, check=True, capture_output=True, text=True)
+            res = subprocess.run([sys.executable, "-c", _FIRST_SCORE], env=env, check=True, capture_output=True,
+                                 text=True)
             out.append([float(x) for x in res.stdout.split()])
     line("score-numba", cold_seconds=out[0][1], warm_seconds=out[1][1], import_seconds=out[1][0])
 
@@ -292,7 +293,8 @@ def bench_motif_numba(args) -> None:
         env = {**os.environ, "NUMBA_CACHE_DIR": tmp}
         out = []
         for _ in range(2):
-            res = subprocess.run([sys.executable, "-c", _FIRST_SPLIT], env=env, check=True, capture_output=True, text=True)
+            res = subprocess.run([sys.executable, "-c", _FIRST_SPLIT], env=env, check=True, capture_output=True,
+                                 text=True)
             out.append([float(x) for x in res.stdout.split()])
     line("motif-numba", cold_seconds=out[0][1], warm_seconds=out[1][1], import_seconds=out[1][0])
 

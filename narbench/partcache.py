@@ -211,9 +211,9 @@ class PartsCache:
         wanted = list(dict.fromkeys(hashes))
         for i in range(0, len(wanted), 500):
             chunk = wanted[i : i + 500]
+            marks = ",".join("?" * len(chunk))
             rows = conn.execute(
-                f"SELECT graph, blob, checksum FROM parts WHERE splitter = ? AND graph IN ({','.join('?' * len(chunk))})",
-                [splitter, *chunk],
+                f"SELECT graph, blob, checksum FROM parts WHERE splitter = ? AND graph IN ({marks})", [splitter, *chunk]
             ).fetchall()
             for graph, blob, checksum in rows:
                 try:

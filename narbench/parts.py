@@ -161,7 +161,9 @@ class GraphParts:
         return cls.from_flat(graph, *flatten(partition.parts), partition.macro_edges)
 
     @classmethod
-    def from_flat(cls, graph: ArchGraph, offsets: np.ndarray, nodes: np.ndarray, macro_edges: np.ndarray) -> "GraphParts":
+    def from_flat(
+        cls, graph: ArchGraph, offsets: np.ndarray, nodes: np.ndarray, macro_edges: np.ndarray
+    ) -> "GraphParts":
         """From flat parts (each sorted and unique, as in a `Partition`), keying every part."""
         macro = np.asarray(macro_edges, dtype=np.int64)
         macro = macro.reshape(2, 0) if macro.size == 0 else macro

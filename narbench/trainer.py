@@ -31,13 +31,6 @@ def resolve_device(device: str = "auto") -> torch.device:
     return dev
 
 
-def _available_cores() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
 def seed_everything(seed: int) -> None:
     """Seed python, numpy and torch (all devices)."""
     random.seed(seed)
@@ -73,7 +66,11 @@ class Trainer:
         self.console = console or Console(stderr=True)
         self.histories: list[History] = []
         # CPU processes for data preparation (e.g. splitting graphs); None: all cores
-        self.jobs = max(1, int(jobs)) if jobs is not None else _available_cores()
+        if jobs is None:
+            from narbench.partcache import available_cores
+
+            jobs = available_cores()
+        self.jobs = max(1, int(jobs))
 
     # -- plumbing ---------------------------------------------------------------------------
     @contextlib.contextmanager

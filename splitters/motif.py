@@ -187,8 +187,8 @@ class MotifSplitter(SegmentSplitter):
         # the label sequences of steps 0..s (eq. 2), prefix hashes, cut widths, edges by position;
         # segments are compared as subgraphs: op sequence + internal edges relative to the start
         dense, S, Bpow, cost, es, ed, ops = _kernels.seq_arrays(
-            np.ascontiguousarray(graph.ops, dtype=np.int64), np.ascontiguousarray(src), np.ascontiguousarray(dst), np.ascontiguousarray(order, dtype=np.int64),
-            int(self.config.steps), bool(self.config.children), _CONSTS)
+            np.ascontiguousarray(graph.ops, dtype=np.int64), np.ascontiguousarray(src), np.ascontiguousarray(dst),
+            np.ascontiguousarray(order, dtype=np.int64), int(self.config.steps), bool(self.config.children), _CONSTS)
         # Context (the stem feeding the first block, the cells feeding the next ones) changes
         # the labels of the first copies of a block; with few copies the repeats at step s can
         # be sub-blocks. Every step s..0 is tried and the segmentation whose segments repeat

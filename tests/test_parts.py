@@ -106,7 +106,8 @@ def test_cache_hit_miss_and_invalidation_on_parameter_change(tmp_path):
     CountingSplitter.calls = 0
     first = split_graphs(CountingSplitter(nodes_per_part=4), graphs, jobs=1, cache=cache)
     assert CountingSplitter.calls == len(graphs)  # all misses
-    again = split_graphs(CountingSplitter(nodes_per_part=4), graphs, jobs=1, cache=PartsCache(tmp_path / "parts.sqlite"))
+    reopened = PartsCache(tmp_path / "parts.sqlite")
+    again = split_graphs(CountingSplitter(nodes_per_part=4), graphs, jobs=1, cache=reopened)
     assert CountingSplitter.calls == len(graphs)  # all hits, from the file
     for a, b in zip(first, again):
         assert a.keys == b.keys and np.array_equal(a.nodes, b.nodes) and np.array_equal(a.macro_edges, b.macro_edges)

@@ -453,7 +453,8 @@ def test_compiled_motif_splitter_equals_the_python_reference(params):
         assert np.array_equal(order_new, order_ref), graph.name
         assert bounds_new.tolist() == bounds_ref.tolist(), graph.name
         p_new, p_ref = new.split(graph), ref.split(graph)
-        assert all(np.array_equal(a, b) for a, b in zip(p_new.parts, p_ref.parts)) and p_new.num_parts == p_ref.num_parts
+        assert p_new.num_parts == p_ref.num_parts
+        assert all(np.array_equal(a, b) for a, b in zip(p_new.parts, p_ref.parts))
         assert np.array_equal(p_new.macro_edges, p_ref.macro_edges)
 
 
