@@ -14,29 +14,17 @@ instead (`_window_id`): windows with equal keys get equal ids (a content hash, t
 comparison of ops and edges). Where the reference orders classes by their key bytes (the last
 tie-break of `_refine`'s class order) `_key_less` compares the same byte strings.
 
-A *table* holds the class ids of one call: (window -> id, hash -> first id, next id with the
-same hash, representative lo, hi per id). Entry points: `best_phase` (the phase loop of one
-`_segment` call) and `saving`.
+A *table* holds the class ids of one call in plain arrays (numba's typed containers cost much
+more to compile): window -> id and content hash -> first id (open addressing), the next id with
+the same hash and a window of each id. A call whose table fills up is redone with a bigger one.
+Entry points: `seq_arrays` (the encoded sequence), `segment_bounds` (steps 1-6), `best_phase`
+and `saving`.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
-from numba.typed import Dict, List
-
-_I64 = types.int64
-_PAIR = types.UniTuple(types.int64, 2)
-
-
-@njit(cache=True)
-def new_table():
-    wid = Dict.empty(key_type=_I64, value_type=_I64)
-    hid = Dict.empty(key_type=_I64, value_type=_I64)
-    nxt = List.empty_list(_I64)
-    rlo = List.empty_list(_I64)
-    rhi = List.empty_list(_I64)
-    return wid, hid, nxt, rlo, rhi
+from numba import njit
 
 
 @njit(cache=True, inline="always")
@@ -50,16 +38,83 @@ def _mix(x):
     return x
 
 
-@njit(cache=True, inline="always")
-def _get(d, k, default):
-    if k in d:
-        return d[k]
-    return default
+@njit(cache=True)
+def _lower_bound(arr, v):
+    """First index i with arr[i] >= v (`np.searchsorted(arr, v)`)."""
+    lo, hi = 0, arr.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if arr[mid] < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True)
+def _argsort2(k1, k2):
+    """Stable argsort by (k1, k2) (int64, uint64): a bottom-up merge sort."""
+    n = k1.shape[0]
+    src = np.arange(n)
+    dst = np.empty(n, dtype=np.int64)
+    width = 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i, j, k = lo, mid, lo
+            while i < mid and j < hi:
+                a, b = src[i], src[j]
+                if k1[b] < k1[a] or (k1[b] == k1[a] and k2[b] < k2[a]):
+                    dst[k] = b
+                    j += 1
+                else:
+                    dst[k] = a
+                    i += 1
+                k += 1
+            while i < mid:
+                dst[k] = src[i]
+                i += 1
+                k += 1
+            while j < hi:
+                dst[k] = src[j]
+                j += 1
+                k += 1
+        src, dst = dst, src
+        width *= 2
+    return src
+
+
+@njit(cache=True)
+def new_table(span):
+    """An empty table for about `span` positions (grows by retrying: `overflowed`)."""
+    cap = 64
+    while cap < 8 * (span + 16):
+        cap *= 2
+    meta = np.zeros(3, dtype=np.int64)  # classes, windows stored, overflow flag
+    wkeys = np.full(cap, -1, dtype=np.int64)  # window code lo * (n + 1) + hi, open addressing
+    wvals = np.empty(cap, dtype=np.int64)
+    hkeys = np.empty(cap, dtype=np.int64)  # content hash -> first class with it
+    hvals = np.full(cap, -1, dtype=np.int64)
+    nxt = np.empty(cap, dtype=np.int64)  # next class with the same content hash
+    rlo = np.empty(cap, dtype=np.int64)  # a window of each class
+    rhi = np.empty(cap, dtype=np.int64)
+    return meta, wkeys, wvals, hkeys, hvals, nxt, rlo, rhi
+
+
+@njit(cache=True)
+def _classes(table):
+    return table[0][0]
+
+
+@njit(cache=True)
+def _overflowed(table):
+    return table[0][2] != 0
 
 
 @njit(cache=True)
 def _edge_range(ed, lo, hi):
-    return np.searchsorted(ed, lo), np.searchsorted(ed, hi)
+    return _lower_bound(ed, lo), _lower_bound(ed, hi)
 
 
 @njit(cache=True)
@@ -100,31 +155,44 @@ def _same_window(es, ed, ops, lo1, hi1, lo2, hi2):
 
 @njit(cache=True)
 def _window_id(table, es, ed, ops, n, lo, hi):
-    wid, hid, nxt, rlo, rhi = table
+    """The class id of window lo..hi-1. When the table is half full it sets the overflow flag
+    and returns 0: the caller's result is then void and it retries with a bigger table."""
+    meta, wkeys, wvals, hkeys, hvals, nxt, rlo, rhi = table
+    mask = wkeys.shape[0] - 1
     w = lo * (n + 1) + hi
-    if w in wid:
-        return wid[w]
+    i = np.int64(_mix(w) & np.uint64(mask))
+    while wkeys[i] != -1:
+        if wkeys[i] == w:
+            return wvals[i]
+        i = (i + 1) & mask
+    if meta[1] >= (mask + 1) // 2:
+        meta[2] = 1
+        return 0
     h = _content_hash(es, ed, ops, lo, hi)
+    j = np.int64(_mix(h) & np.uint64(mask))
     c = np.int64(-1)
-    if h in hid:
-        c = hid[h]
+    while hvals[j] != -1:
+        if hkeys[j] == h:
+            c = hvals[j]
+            break
+        j = (j + 1) & mask
     last = np.int64(-1)
     while c >= 0:
         if _same_window(es, ed, ops, rlo[c], rhi[c], lo, hi):
-            wid[w] = c
-            return c
+            break
         last = c
         c = nxt[c]
-    new = len(rlo)
-    rlo.append(lo)
-    rhi.append(hi)
-    nxt.append(-1)
-    if last >= 0:
-        nxt[last] = new
-    else:
-        hid[h] = new
-    wid[w] = new
-    return new
+    if c < 0:  # a new class
+        c = meta[0]
+        meta[0] += 1
+        rlo[c], rhi[c], nxt[c] = lo, hi, -1
+        if last >= 0:
+            nxt[last] = c
+        else:
+            hkeys[j], hvals[j] = h, c
+    wkeys[i], wvals[i] = w, c
+    meta[1] += 1
+    return c
 
 
 @njit(cache=True)
@@ -152,7 +220,7 @@ def _key_values(es, ed, ops, lo, hi):
 @njit(cache=True)
 def _key_less(table, es, ed, ops, c1, c2):
     """bytes(key of class c1) < bytes(key of class c2), as Python compares bytes."""
-    rlo, rhi = table[3], table[4]
+    rlo, rhi = table[6], table[7]
     x = _key_values(es, ed, ops, rlo[c1], rhi[c1])
     y = _key_values(es, ed, ops, rlo[c2], rhi[c2])
     for i in range(min(x.shape[0], y.shape[0])):
@@ -180,7 +248,7 @@ def _refine(table, es, ed, ops, n, bounds, seed, seed_count, seed_len, max_class
     buffer of at least 2 * (n + 1) entries (peeled cuts)."""
     S = bounds.shape[0] - 1
     keys = _ids(table, es, ed, ops, n, bounds)
-    K = len(table[3])
+    K = _classes(table)
     count = np.zeros(K, dtype=np.int64)
     length = np.zeros(K, dtype=np.int64)
     for i in range(S):
@@ -204,7 +272,7 @@ def _refine(table, es, ed, ops, n, bounds, seed, seed_count, seed_len, max_class
     for i in range(nc):
         k = arr[i]
         prim[i] = -(count[k] - 1) * length[k] * (n + 2) - length[k]
-    order = np.argsort(prim, kind="mergesort")
+    order = _argsort2(prim, np.zeros(nc, dtype=np.uint64))
     arr = arr[order]
     prim = prim[order]
     # ties in (prim): insertion sort by key bytes within each run
@@ -271,7 +339,7 @@ def _refine(table, es, ed, ops, n, bounds, seed, seed_count, seed_len, max_class
             no += 1
     res = out[:no].copy()
     fk = _ids(table, es, ed, ops, n, res)
-    final = np.zeros(len(table[3]), dtype=np.int64)
+    final = np.zeros(_classes(table), dtype=np.int64)
     for k in fk:
         final[k] += 1
     rep = np.empty(fk.shape[0], dtype=np.bool_)
@@ -307,35 +375,42 @@ def _merge(table, es, ed, ops, n, cost, bounds, rounds):
     for _ in range(rounds):
         S = bounds.shape[0] - 1
         keys = _ids(table, es, ed, ops, n, bounds)
-        count = Dict.empty(key_type=_I64, value_type=_I64)
+        K = _classes(table)
+        count = np.zeros(K, dtype=np.int64)
         for k in keys:
-            count[k] = _get(count, k, 0) + 1
-        pair_index = Dict.empty(key_type=_PAIR, value_type=_I64)
-        pair_x = List.empty_list(_I64)
-        pair_y = List.empty_list(_I64)
-        pair_n = List.empty_list(_I64)
-        pair_w = List.empty_list(_I64)  # sum of cut widths before X
+            count[k] += 1
+        # adjacent pairs (X, Y), numbered in order of first appearance (a small hash map)
+        cap = 16
+        while cap < 2 * (S + 1):
+            cap *= 2
+        mask = cap - 1
+        slot_key = np.full(cap, -1, dtype=np.int64)
+        slot_val = np.empty(cap, dtype=np.int64)
+        npairs = 0
+        pair_x = np.empty(max(S, 1), dtype=np.int64)
+        pair_y = np.empty(max(S, 1), dtype=np.int64)
+        pair_n = np.zeros(max(S, 1), dtype=np.int64)
+        pair_w = np.zeros(max(S, 1), dtype=np.int64)  # sum of cut widths before X
         pair_of = np.full(max(S - 1, 0), -1, dtype=np.int64)
         for i in range(S - 1):
             x, y = keys[i], keys[i + 1]
             if x != y and count[x] >= 2 and count[y] >= 2:
-                p = np.int64(-1)
-                if (x, y) in pair_index:
-                    p = pair_index[(x, y)]
-                if p < 0:
-                    p = len(pair_x)
-                    pair_index[(x, y)] = p
-                    pair_x.append(x)
-                    pair_y.append(y)
-                    pair_n.append(0)
-                    pair_w.append(0)
+                code = x * K + y
+                q = np.int64(_mix(code) & np.uint64(mask))
+                while slot_key[q] != -1 and slot_key[q] != code:
+                    q = (q + 1) & mask
+                if slot_key[q] == -1:
+                    slot_key[q], slot_val[q] = code, npairs
+                    pair_x[npairs], pair_y[npairs] = x, y
+                    npairs += 1
+                p = slot_val[q]
                 pair_n[p] += 1
                 pair_w[p] += cost[bounds[i]]
                 pair_of[i] = p
         best = -1
         best_n = 0
         best_w = 0.0
-        for p in range(len(pair_x)):
+        for p in range(npairs):
             m = pair_n[p]
             if m < max(2, max(count[pair_x[p]], count[pair_y[p]]) - 1):
                 continue
@@ -345,10 +420,18 @@ def _merge(table, es, ed, ops, n, cost, bounds, rounds):
         if best < 0:
             break
         keep = np.ones(bounds.shape[0], dtype=np.bool_)
+        kept = bounds.shape[0]
         for i in range(S - 1):
             if pair_of[i] == best:
                 keep[i + 1] = False  # the cut inside each XY
-        bounds = bounds[keep]
+                kept -= 1
+        merged = np.empty(kept, dtype=np.int64)
+        k = 0
+        for i in range(bounds.shape[0]):
+            if keep[i]:
+                merged[k] = bounds[i]
+                k += 1
+        bounds = merged
     return bounds
 
 
@@ -372,45 +455,72 @@ def _phase(table, es, ed, ops, n, cost, a, b, cuts, ref, L, copies, max_classes,
 
 
 @njit(cache=True)
-def best_phase(es, ed, ops, cost, a, b, members, occurrences, tied, L, copies, max_classes):
-    """The phase loop of `MotifSplitter._segment` over the tied offsets `tied` (in order):
-    (bounds, repeated flags) of the phase covering the most nodes by repeats (the first on
-    ties), or empty arrays when no offset leaves a copy of D inside a..b."""
+def _best_phase(table, es, ed, ops, cost, a, b, members, occurrences, tied, L, copies, max_classes):
     n = ops.shape[0]
-    table = new_table()
     scratch = np.empty(2 * (n + 1), dtype=np.int64)
     best_bounds = np.zeros(0, dtype=np.int64)
     best_rep = np.zeros(0, dtype=np.bool_)
     best_cov = -1
+    at = np.empty(members.shape[0], dtype=np.int64)
+    cuts = np.empty(occurrences.shape[0], dtype=np.int64)
     for delta in tied:
-        at = members + delta
-        at = at[(at > a) & (at < b)]
-        if at.shape[0] == 0:
+        nat = 0
+        width = np.int64(0)
+        for t in members:
+            if a < t + delta < b:
+                at[nat] = t + delta
+                width = cost[t + delta] if nat == 0 else max(width, cost[t + delta])  # cut width at D's copies
+                nat += 1
+        if nat == 0:
             continue
-        width = cost[at].max()  # cut width at D's copies
-        cuts = occurrences + delta
-        cuts = cuts[(cuts > a) & (cuts < b)]
         # an anchor occurrence cutting more tensors than D's boundaries is inside a variant block
-        cuts = np.unique(cuts[cost[cuts] <= width])
-        bounds, rep, covered = _phase(table, es, ed, ops, n, cost, a, b, cuts, at[0], L, copies, max_classes, scratch)
+        nc = 0
+        for t in occurrences:  # ascending
+            c = t + delta
+            if a < c < b and cost[c] <= width and (nc == 0 or cuts[nc - 1] != c):
+                cuts[nc] = c
+                nc += 1
+        bounds, rep, covered = _phase(table, es, ed, ops, n, cost, a, b, cuts[:nc].copy(), at[0], L, copies,
+                                      max_classes, scratch)
         if best_cov < 0 or covered > best_cov:
             best_bounds, best_rep, best_cov = bounds, rep, covered
     return best_bounds, best_rep
 
 
 @njit(cache=True)
+def best_phase(es, ed, ops, cost, a, b, members, occurrences, tied, L, copies, max_classes):
+    """The phase loop of `MotifSplitter._segment` over the tied offsets `tied` (in order):
+    (bounds, repeated flags) of the phase covering the most nodes by repeats (the first on
+    ties), or empty arrays when no offset leaves a copy of D inside a..b."""
+    span = b - a
+    while True:
+        table = new_table(span)
+        bounds, rep = _best_phase(table, es, ed, ops, cost, a, b, members, occurrences, tied, L, copies,
+                                  max_classes)
+        if not _overflowed(table):
+            return bounds, rep
+        span *= 4
+
+
+@njit(cache=True)
 def saving(es, ed, ops, bounds):
     """`MotifSplitter._saving`: description length saved, segments compared as subgraphs."""
     n = ops.shape[0]
-    table = new_table()
-    keys = _ids(table, es, ed, ops, n, bounds)
-    count = Dict.empty(key_type=_I64, value_type=_I64)
-    length = Dict.empty(key_type=_I64, value_type=_I64)
+    span = n
+    while True:
+        table = new_table(span)
+        keys = _ids(table, es, ed, ops, n, bounds)
+        if not _overflowed(table):
+            break
+        span *= 4
+    K = _classes(table)
+    count = np.zeros(K, dtype=np.int64)
+    length = np.zeros(K, dtype=np.int64)
     for i in range(keys.shape[0]):
-        count[keys[i]] = _get(count, keys[i], 0) + 1
+        count[keys[i]] += 1
         length[keys[i]] = bounds[i + 1] - bounds[i]
     total = 0
-    for k in count:
+    for k in range(K):
         c = count[k]
         if c >= 2:
             total += (c - 1) * length[k] - c
@@ -481,8 +591,7 @@ def _best_anchor(dense, S, Bpow, a, b):
                         hh[v], hh[v - 1] = hh[v - 1], hh[v]
                         v -= 1
             else:
-                o = np.argsort(hh[i:e], kind="mergesort")
-                o = o[np.argsort(ln[i:e][o], kind="mergesort")]
+                o = _argsort2(ln[i:e], hh[i:e])
                 st[i:e] = st[i:e][o]
                 ln[i:e] = ln[i:e][o]
                 hh[i:e] = hh[i:e][o]
@@ -519,7 +628,7 @@ def _best_anchor(dense, S, Bpow, a, b):
     for g in range(G):
         L = ln[g0[g]]
         h = hh[g0[g]]
-        rr = np.searchsorted(run_lab, lb[g0[g]])
+        rr = _lower_bound(run_lab, lb[g0[g]])
         lo, hi = first_occ[rr] - L, last_occ[rr] + L
         if lo >= a and _seg_hash(S, Bpow, lo, first_occ[rr]) == h:
             m[g] += 1
@@ -622,38 +731,51 @@ def _segment_one(dense, S, Bpow, cost, es, ed, ops, a, b, max_phases, max_classe
 
 
 @njit(cache=True)
+def _push(stack, top, kind, s, e, depth):
+    if top >= stack.shape[0]:
+        grown = np.empty((2 * stack.shape[0], 4), dtype=np.int64)
+        grown[:top] = stack[:top]
+        stack = grown
+    stack[top, 0], stack[top, 1], stack[top, 2], stack[top, 3] = kind, s, e, depth
+    return stack, top + 1
+
+
+@njit(cache=True)
 def _segment(dense, S, Bpow, cost, es, ed, ops, a, b, max_depth, max_phases, max_classes):
     """`MotifSplitter._segment` from depth 0: bounds [a, ..., b] of positions a..b-1.
 
     The recursion (step 5: non-repeated stretches with room for two blocks are segmented
     again, up to `max_depth` levels) runs on an explicit stack, left to right."""
-    out = List.empty_list(_I64)
-    out.append(a)
-    stack = List()  # (segment it: 1 / emit its end: 0, start, end, depth), top = next
-    stack.append((1, a, b, 0))
-    while len(stack) > 0:
-        kind, s, e, depth = stack.pop()
+    out = np.empty(b - a + 2, dtype=np.int64)  # bounds are distinct positions a..b
+    no = 0
+    out[no] = a
+    no += 1
+    stack = np.empty((16, 4), dtype=np.int64)  # (segment it: 1 / emit its end: 0, start, end, depth)
+    stack, top = _push(stack, 0, 1, a, b, 0)
+    while top > 0:
+        top -= 1
+        kind, s, e, depth = stack[top, 0], stack[top, 1], stack[top, 2], stack[top, 3]
         if kind == 0:
-            out.append(e)
+            out[no] = e
+            no += 1
             continue
         found, bounds, rep, L = _segment_one(dense, S, Bpow, cost, es, ed, ops, s, e, max_phases, max_classes)
         if not found:
-            out.append(e)
+            out[no] = e
+            no += 1
             continue
         if depth >= max_depth:
             for q in range(1, bounds.shape[0]):
-                out.append(bounds[q])
+                out[no] = bounds[q]
+                no += 1
             continue
         for i in range(bounds.shape[0] - 2, -1, -1):  # pushed right to left: popped left to right
             s2, e2 = bounds[i], bounds[i + 1]
             if not rep[i] and e2 - s2 >= max(2 * L, 7):  # room for two copies of another block
-                stack.append((1, s2, e2, depth + 1))
+                stack, top = _push(stack, top, 1, s2, e2, depth + 1)
             else:
-                stack.append((0, s2, e2, depth + 1))
-    res = np.empty(len(out), dtype=np.int64)
-    for i in range(len(out)):
-        res[i] = out[i]
-    return res
+                stack, top = _push(stack, top, 0, s2, e2, depth + 1)
+    return out[:no].copy()
 
 
 @njit(cache=True)
@@ -724,7 +846,7 @@ def seq_arrays(ops, src, dst, order, steps, children, consts):
     for lv in range(levels):
         for i in range(n):
             x[i] = hashes[lv, order[i]]
-        srt = np.argsort(x)
+        srt = _argsort2(np.zeros(n, dtype=np.int64), x)
         rank = -1
         for q in range(n):
             if q == 0 or x[srt[q]] != x[srt[q - 1]]:
