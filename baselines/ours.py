@@ -11,6 +11,12 @@
    is embedded by a GCN F_m. Loss: eq. 5 over same-family positives + cross-entropy on the
    family through a classifier head (`--objective` picks either or both, Table 3).
 4. Inference (eq. 8): F(A) = F_m(Agg[F_s(Mss(A))]).
+
+Motifs are computed once: every graph is split at most once per run (training graphs are part
+of the corpus) and its parts and part keys are kept for the run and in the on-disk parts cache
+(`narbench.partcache`; graphs not in it are split in `Trainer.jobs` processes). Subgraphs and
+context graphs are extracted for all parts of a graph at once (`narbench.parts`), and only for
+the first occurrence of each distinct motif.
 """
 
 from __future__ import annotations

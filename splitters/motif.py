@@ -50,8 +50,13 @@ Every position is in exactly one segment, so every node is covered; what no repe
 from the segments by `narbench.splitters._segments.segments_to_partition` (parts overlap by
 the edges entering them; macro edges follow the data flow), and
 `MotifSplitter.split_with_keys` adds an exact signature per part for embedding caches.
-Cost: O((n + E) log n) numpy work plus O(n / L) Python steps per phase tried (at most
-`max_phases`) and step; without any repeat (best saving <= 0) the graph is one part.
+Without any repeat (best saving <= 0) the graph is one part.
+
+**Implementation.** Eq. 2 and steps 1-6 run compiled (numba, `_motif_kernels`, cached on disk
+after the first compilation): O((n + E) log n) per phase tried (at most `max_phases`) and step,
+with no per-segment Python. Segments are compared through exact integer class ids of their
+keys (`_motif_kernels`); the result is the same, cut for cut, as the original pure-Python
+implementation, which tests/motif_reference.py keeps as the reference.
 
 The sequence, hence the motifs, depends on `ArchGraph.topological_order`, which breaks ties by
 node id: graphs should be numbered in execution order (as tracers and the NAS generator do).
