@@ -11,7 +11,8 @@ of the splitter's name, its parameters and its code version (`Splitter.code_vers
 source of the splitter's class and base classes), plus the source of `narbench.parts` and
 `narbench.graph` (part keys, topological order) and the row format: changing any of them gives
 new rows and never reads stale ones. A row holds the zstd-compressed parts (offsets, node ids
-and macro edges as int32, keys) and the blake2b checksum of the uncompressed payload.
+delta-coded within each part, macro edges, as int32; keys) and the blake2b checksum of the
+uncompressed payload.
 
 A row that fails its checksum or does not decode is reported (one warning per call naming the
 file and the count) and recomputed; a file that is not a database or is malformed is moved
@@ -43,7 +44,7 @@ from narbench.graph import ArchGraph
 from narbench.parts import GraphParts
 from narbench.splitter import Splitter
 
-FORMAT = 2
+FORMAT = 3
 _HEAD = struct.Struct("<4sIIII")  # magic, format, parts, members, macro edges
 _MAGIC = b"NBPT"
 
@@ -80,14 +81,16 @@ def encode_parts(parts: GraphParts) -> tuple[bytes, bytes]:
     """(zstd-compressed payload, blake2b-128 of the uncompressed payload).
 
     Payload: header (magic, format, parts P, members M, macro edges E), then int32 offsets
-    [P+1], nodes [M], macro edges [2E], then the P 16-byte keys."""
-    import zstandard
-
+    [P+1], node ids [M] as differences within each part (the first of a part as is: small,
+    repetitive numbers that compress well), macro edges [2E], then the P 16-byte keys."""
     P = parts.num_parts
     macro = np.asarray(parts.macro_edges, dtype=np.int64).reshape(2, -1)
+    deltas = np.diff(parts.nodes, prepend=0)
+    starts = parts.offsets[:-1][np.diff(parts.offsets) > 0]
+    deltas[starts] = parts.nodes[starts]
     payload = b"".join([
         _HEAD.pack(_MAGIC, FORMAT, P, parts.nodes.shape[0], macro.shape[1]),
-        np.concatenate([parts.offsets, parts.nodes, macro.reshape(-1)]).astype("<i4").tobytes(),
+        np.concatenate([parts.offsets, deltas, macro.reshape(-1)]).astype("<i4").tobytes(),
         b"".join(parts.keys),
     ])
     return _compressor().compress(payload), hashlib.blake2b(payload, digest_size=16).digest()
@@ -108,9 +111,14 @@ def decode_parts(blob: bytes, checksum: bytes) -> GraphParts:
     if magic != _MAGIC or fmt != FORMAT or len(payload) != _HEAD.size + 4 * ints + 16 * P:
         raise ValueError("bad header")
     arr = np.frombuffer(payload, "<i4", ints, _HEAD.size).astype(np.int64)
+    offsets = arr[: P + 1]
+    # undo the differences: csum[k] = sum of the first k deltas (arr[P] = offsets[-1] = M is
+    # the element before them, subtracted again), then restart the sum at each part
+    csum = np.cumsum(arr[P : P + 1 + M]) - M
+    nodes = csum[1:] - np.repeat(csum[offsets[:-1]], np.diff(offsets))
     at = _HEAD.size + 4 * ints
     keys = tuple([payload[i : i + 16] for i in range(at, at + 16 * P, 16)])
-    return GraphParts(arr[: P + 1], arr[P + 1 : P + 1 + M], arr[P + 1 + M :].reshape(2, E), keys)
+    return GraphParts(offsets, nodes, arr[P + 1 + M :].reshape(2, E), keys)
 
 
 _ZSTD: dict[str, object] = {}

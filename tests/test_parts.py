@@ -193,3 +193,12 @@ def test_an_unusable_cache_is_reported_and_skipped(tmp_path):
         got = split_graphs(MotifSplitter(), graphs, jobs=1, cache=PartsCache(path))
     assert [p.keys for p in got] == [p.keys for p in split_graphs(MotifSplitter(), graphs, jobs=1)]
     assert path.is_dir() and not list(tmp_path.glob("*.corrupt-*"))
+
+
+def test_row_format_round_trip_with_empty_and_overlapping_parts():
+    g = random_dag(3)
+    parts = overlapping_parts(3)  # includes an empty part, a repeated part and the whole graph
+    gp = GraphParts.of(g, Partition(parts=tuple(parts), macro_edges=np.array([[0, 2], [1, 5]])))
+    back = decode_parts(*encode_parts(gp))
+    assert back.keys == gp.keys and np.array_equal(back.offsets, gp.offsets)
+    assert np.array_equal(back.nodes, gp.nodes) and np.array_equal(back.macro_edges, gp.macro_edges)
