@@ -8,11 +8,11 @@ one; `jobs=1` in this process) and written to the cache.
 **The cache** is one SQLite file, `<narbench cache>/parts/parts.sqlite` (`narbench.dataset.
 cache_dir()`), with one row per (splitter id, graph content hash). The splitter id is a sha256
 of the splitter's name, its parameters and its code version (`Splitter.code_version()`: the
-source of the splitter's class and base classes), plus the source of `narbench.parts` and
-`narbench.graph` (part keys, topological order) and the row format: changing any of them gives
-new rows and never reads stale ones. A row holds the zstd-compressed parts (offsets, node ids
-delta-coded within each part, macro edges, as int32; keys) and the blake2b checksum of the
-uncompressed payload.
+source of the splitter's class and base classes), plus the source of `narbench.parts` (and its
+kernels), `narbench.graph` (topological order) and this module (row format): changing any of
+them gives new rows and never reads stale ones. A row holds the zstd-compressed parts
+(offsets, node ids delta-coded within each part, macro edges, as int32; keys) and the blake2b
+checksum of the uncompressed payload.
 
 A row that fails its checksum or does not decode is reported (one warning per call naming the
 file and the count) and recomputed; a file that is not a database or is malformed is moved
@@ -33,6 +33,7 @@ import multiprocessing
 import os
 import sqlite3
 import struct
+import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -62,6 +63,7 @@ def _source_digest(objects) -> str:
 
 def splitter_id(splitter: Splitter) -> str:
     """Cache identity of a splitter: name, parameters, code version, parts format."""
+    import narbench._parts_kernels
     import narbench.graph
     import narbench.parts
 
@@ -70,7 +72,7 @@ def splitter_id(splitter: Splitter) -> str:
         "class": f"{type(splitter).__module__}.{type(splitter).__qualname__}",
         "params": splitter.params(),
         "code": splitter.code_version(),
-        "parts": _source_digest([narbench.parts, narbench.graph]),
+        "parts": _source_digest([narbench.parts, narbench._parts_kernels, narbench.graph, sys.modules[__name__]]),
         "format": FORMAT,
     }
     return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:32]
