@@ -25,7 +25,9 @@ Every figure prints one line `name key=value ...`. Figures:
 
 Options: --device, --encoders, --train-graphs, --profile (model size for `encoders`),
 --real-graphs (graphs of `real` for embed-real), --limit (only the first N graphs of `real` in
-motif-real, for a quick look).
+the motif-real figures, for a quick look), --run-threads / --run-jobs (make-run: torch threads
+and splitting processes; one thread and one job make it a one-core CPU-bound figure, which a
+machine shared with other jobs disturbs far less than two busy torch threads).
 """
 
 from __future__ import annotations
@@ -304,8 +306,12 @@ def bench_make_run(args) -> None:
     exe = Path(sys.executable).with_name("narbench")
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "NARBENCH_CACHE": str(Path(tmp) / "cache"), "NARBENCH_NO_PROGRESS": "1"}
+        if args.run_threads:
+            env["OMP_NUM_THREADS"] = str(args.run_threads)
         cmd = [str(exe), "run", "--encoder", "ours", "--splitter", "motif", "--dataset", "nas",
                "--out", str(Path(tmp) / "runs"), "--no-progress"]
+        if args.run_jobs:
+            cmd += ["--jobs", str(args.run_jobs)]
         import resource
 
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -316,7 +322,8 @@ def bench_make_run(args) -> None:
         res = json.loads(next((Path(tmp) / "runs").glob("*.json")).read_text())
     tm = res["timings"]
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    line("make-run", seconds=seconds, cpu_seconds=cpu, cores=os.cpu_count(), train=tm["train"],
+    line("make-run", seconds=seconds, cpu_seconds=cpu, cores=os.cpu_count(),
+         torch_threads=res["environment"]["torch_threads"], jobs=args.run_jobs or "all", train=tm["train"],
          embed=tm["embed"], score=tm["score"], mrr_at_20=res["metrics"]["mrr@20"])
 
 
@@ -351,6 +358,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="quick", help="model size for `encoders` (quick or paper)")
     parser.add_argument("--real-graphs", type=int, default=2000, help="graphs of `real` for embed-real")
     parser.add_argument("--limit", type=int, default=None, help="motif-real: only the first N graphs")
+    parser.add_argument("--run-threads", type=int, default=None,
+                        help="make-run: OMP_NUM_THREADS for the run (default: torch's own choice)")
+    parser.add_argument("--run-jobs", type=int, default=None, help="make-run: --jobs for the run (default: all cores)")
     args = parser.parse_args(argv)
     if args.list:
         print("\n".join(FIGURES))
