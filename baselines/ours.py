@@ -12,6 +12,12 @@
    labels the run's protocol gives (`narbench.protocol`; the family under both shipped
    protocols, as section 3.5 says); `--objective` picks either term or both (Table 3).
 4. Inference (eq. 8): F(A) = F_m(Agg[F_s(Mss(A))]).
+
+Motifs are computed once: every graph is split at most once per run (training graphs are part
+of the corpus) and its parts and part keys are kept for the run and in the on-disk parts cache
+(`narbench.partcache`; graphs not in it are split in `Trainer.jobs` processes). Subgraphs and
+context graphs are extracted for all parts of a graph at once (`narbench.parts`), and only for
+the first occurrence of each distinct motif.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ from narbench import losses
 from narbench.baselines.gnn import GNNStack, gcn_conv
 from narbench.encoder import Encoder, Labels
 from narbench.graph import ArchGraph
+from narbench.partcache import PartsCache, split_graphs
+from narbench.parts import GraphParts, adjacency, induced_subgraphs, neighbourhoods
 from narbench.splitter import Partition
 from narbench.trainer import Trainer
 
@@ -53,7 +61,11 @@ class MotifPairModel(nn.Module):
 
 
 def induced(graph: ArchGraph, nodes: np.ndarray):
-    """The subgraph of `graph` induced by sorted `nodes`, as a PyG Data with op-id features."""
+    """The subgraph of `graph` induced by sorted `nodes`, as a PyG Data with op-id features.
+
+    One part at a time (O(E) per call): the reference for `narbench.parts.induced_subgraphs`,
+    which the encoder uses to extract every part of a graph at once.
+    """
     from torch_geometric.data import Data
 
     src, dst = graph.edges
@@ -63,7 +75,9 @@ def induced(graph: ArchGraph, nodes: np.ndarray):
 
 
 def neighbourhood(graph: ArchGraph, nodes: np.ndarray, hops: int) -> np.ndarray:
-    """`nodes` plus every node within `hops` edges of them (either direction), sorted."""
+    """`nodes` plus every node within `hops` edges of them (either direction), sorted.
+
+    The reference for `narbench.parts.neighbourhoods` (all parts at once)."""
     src, dst = graph.edges
     current = np.asarray(nodes)
     for _ in range(hops):
@@ -73,7 +87,9 @@ def neighbourhood(graph: ArchGraph, nodes: np.ndarray, hops: int) -> np.ndarray:
 
 
 def data_key(data) -> bytes:
-    """Exact signature of a subgraph Data: equal keys mean equal ops and local edges."""
+    """Exact signature of a subgraph Data: equal keys mean equal ops and local edges.
+
+    The same bytes as `narbench.parts.subgraph_keys` gives for the same subgraph."""
     h = hashlib.blake2b(digest_size=16)
     h.update(data.x.numpy().astype("<i8").tobytes())
     h.update(data.edge_index.numpy().astype("<i8").tobytes())
@@ -94,8 +110,11 @@ class MotifEncoder(Encoder):
         cfg = self.model_config
         self.pair = MotifPairModel(num_ops, cfg.hidden, cfg.layers, cfg.dropout)
         self.macro = MacroModel(cfg.hidden, cfg.layers, cfg.dropout, num_classes)
-        self._partitions: dict[str, Partition] = {}
+        self._parts: dict[str, GraphParts] = {}  # graph content hash -> its parts, for the whole run
+        self._hashes: dict[int, tuple[ArchGraph, str]] = {}  # id(graph) -> (graph, content hash)
+        self._motif_data: dict[bytes, object] = {}  # motif key -> its subgraph (first occurrence)
         self._motif_cache: dict[bytes, torch.Tensor] = {}
+        self.parts_cache: PartsCache | None = PartsCache()  # on disk, across runs; None: off
         self.stats: dict[str, float] = {}
 
     def config(self) -> dict:
@@ -105,32 +124,72 @@ class MotifEncoder(Encoder):
 
     # -- motifs -----------------------------------------------------------------------------
     def partition(self, graph: ArchGraph) -> Partition:
-        key = graph.content_hash()
-        if key not in self._partitions:
-            self._partitions[key] = self.splitter.split(graph)
-        return self._partitions[key]
+        return self._graph_parts(graph).partition()
 
-    def _motifs(self, trainer: Trainer, graphs: list[ArchGraph], desc: str) -> list[list[tuple[bytes, object, np.ndarray]]]:
-        """Per graph, per part: (motif key, motif Data, part nodes)."""
-        out = []
-        with trainer.progress() as prog:
-            task = prog.add_task(desc, total=len(graphs), info="")
-            for g in graphs:
-                parts = []
-                for nodes in self.partition(g).parts:
-                    data = induced(g, nodes)
-                    parts.append((data_key(data), data, nodes))
-                out.append(parts)
-                prog.update(task, advance=1)
+    def _content_hash(self, graph: ArchGraph) -> str:
+        """`graph.content_hash()`, computed once per graph object and run (graphs are not
+        modified during a run; the entry keeps the object, so its id is not reused)."""
+        entry = self._hashes.get(id(graph))
+        if entry is None or entry[0] is not graph:
+            entry = self._hashes[id(graph)] = (graph, graph.content_hash())
+        return entry[1]
+
+    def _graph_parts(self, graph: ArchGraph) -> GraphParts:
+        key = self._content_hash(graph)
+        if key not in self._parts:
+            self._parts[key] = split_graphs(self.splitter, [graph], jobs=1, cache=self.parts_cache, hashes=[key])[0]
+        return self._parts[key]
+
+    def _motifs(self, trainer: Trainer, graphs: list[ArchGraph], desc: str) -> list[GraphParts]:
+        """Per graph: its parts and their motif keys; every motif's subgraph in `_motif_data`.
+
+        Graphs are split once per run (kept in memory) and read from / written to the parts
+        cache (`narbench.partcache`); graphs not there are split in `trainer.jobs` processes.
+        """
+        hashes = [self._content_hash(g) for g in graphs]
+        todo = [i for i, h in enumerate(hashes) if h not in self._parts]
+        if todo:
+            got = split_graphs(self.splitter, [graphs[i] for i in todo], jobs=getattr(trainer, "jobs", None),
+                               cache=self.parts_cache, hashes=[hashes[i] for i in todo],
+                               progress=trainer.progress, desc=desc)
+            for i, parts in zip(todo, got):
+                self._parts[hashes[i]] = parts
+        motifs = [self._parts[h] for h in hashes]
+        # the subgraph of each new motif, from its first occurrence (all new parts of a graph at once)
+        known = self._motif_data
+        for g, parts in zip(graphs, motifs):
+            new: dict[bytes, int] = {}
+            for i, key in enumerate(parts.keys):
+                if key not in known and key not in new:
+                    new[key] = i
+            if new:
+                sub = induced_subgraphs(g, *parts.select(list(new.values())))
+                for j, key in enumerate(new):
+                    known[key] = sub.data(j)
+        return motifs
+
+    def _contexts(self, graphs: list[ArchGraph], motifs: list[GraphParts], first: dict[bytes, tuple[int, int]]):
+        """Context graph G_c (the part plus its `context_hops` neighbourhood) of each motif's
+        occurrence `first[key]` = (graph index, part index)."""
+        by_graph: dict[int, list[int]] = {}
+        for gi, pi in first.values():
+            by_graph.setdefault(gi, []).append(pi)
+        out = {}
+        for gi, pis in by_graph.items():
+            g, parts = graphs[gi], motifs[gi]
+            csr = adjacency(g)
+            sub = induced_subgraphs(g, *neighbourhoods(g, *parts.select(pis), self.context_hops, csr=csr), csr=csr)
+            for j, pi in enumerate(pis):
+                out[parts.keys[pi]] = sub.data(j)
         return out
 
-    def _embed_motifs(self, trainer: Trainer, motifs) -> None:
+    def _embed_motifs(self, trainer: Trainer, motifs: list[GraphParts]) -> None:
         """Fill the cache with F_s embeddings of every motif not embedded yet (eval mode)."""
         todo: dict[bytes, object] = {}
         for parts in motifs:
-            for key, data, _ in parts:
+            for key in parts.keys:
                 if key not in self._motif_cache and key not in todo:
-                    todo[key] = data
+                    todo[key] = self._motif_data[key]
         if todo:
             emb = trainer.embed(self.pair.f_s, list(todo.values()), self.profile.motif_train.batch_size,
                                 desc=f"embed {len(todo)} motifs")
@@ -138,13 +197,14 @@ class MotifEncoder(Encoder):
             emb = torch.nn.functional.normalize(emb, dim=1)
             self._motif_cache.update(zip(todo.keys(), emb))
 
-    def _macro_datas(self, graphs: list[ArchGraph], motifs, labels: Labels | None = None):
+    def _macro_datas(self, graphs: list[ArchGraph], motifs: list[GraphParts], labels: Labels | None = None):
         from torch_geometric.data import Data
 
         datas = []
-        for i, (g, parts) in enumerate(zip(graphs, motifs)):
-            x = torch.stack([self._motif_cache[key] for key, _, _ in parts])
-            data = Data(x=x, edge_index=torch.as_tensor(self.partition(g).macro_edges), num_nodes=len(parts))
+        cache = self._motif_cache
+        for i, parts in enumerate(motifs):
+            x = torch.stack([cache[key] for key in parts.keys])
+            data = Data(x=x, edge_index=torch.as_tensor(parts.macro_edges), num_nodes=parts.num_parts)
             if labels is not None:
                 data.y_cl = torch.tensor([int(labels.cl[i])])
                 data.y_ce = torch.tensor([int(labels.ce[i])])
@@ -155,12 +215,14 @@ class MotifEncoder(Encoder):
     def fit(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels) -> None:
         motifs = self._motifs(trainer, graphs, "split train graphs")
         # Stage 1: one (motif, context) pair per distinct motif, first occurrence's context.
-        pairs: dict[bytes, tuple] = {}
-        for g, parts in zip(graphs, motifs):
-            for key, data, nodes in parts:
-                if key not in pairs:
-                    pairs[key] = (data, induced(g, neighbourhood(g, nodes, self.context_hops)))
-        self.stats.update(train_motifs=sum(len(p) for p in motifs), distinct_train_motifs=len(pairs))
+        first: dict[bytes, tuple[int, int]] = {}
+        for gi, parts in enumerate(motifs):
+            for pi, key in enumerate(parts.keys):
+                if key not in first:
+                    first[key] = (gi, pi)
+        contexts = self._contexts(graphs, motifs, first)
+        pairs = {key: (self._motif_data[key], contexts[key]) for key in first}
+        self.stats.update(train_motifs=sum(p.num_parts for p in motifs), distinct_train_motifs=len(pairs))
         temperature = self.profile.motif_train.temperature
 
         def motif_step(model: MotifPairModel, batch) -> torch.Tensor:
@@ -181,5 +243,5 @@ class MotifEncoder(Encoder):
         motifs = self._motifs(trainer, graphs, "split graphs")
         self._embed_motifs(trainer, motifs)
         datas = self._macro_datas(graphs, motifs)
-        self.stats["mean_parts"] = float(np.mean([len(p) for p in motifs])) if motifs else 0.0
+        self.stats["mean_parts"] = float(np.mean([p.num_parts for p in motifs])) if motifs else 0.0
         return trainer.embed(self.macro, datas, self.profile.eval_batch_size, desc="embed macro graphs")

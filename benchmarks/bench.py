@@ -1,23 +1,51 @@
-"""narbench benchmarks: prints figures, asserts nothing (performance targets live here, not in tests).
+"""narbench benchmarks: named figures, one line each; asserts nothing (targets live here, not in tests).
 
-    python benchmarks/bench.py [--device auto] [--encoders gcn gat] [--train-graphs 3000]
+    python benchmarks/bench.py                    # every figure (slow: several minutes)
+    python benchmarks/bench.py --only score-nas   # one figure (repeat --only for several)
+    python benchmarks/bench.py --list             # the figure names
 
-Figures: NAS generation time for 30,000 graphs; training throughput (graphs/s) per encoder;
-embedding time per graph; retrieval time per query against the full NAS corpus; and, when the
-motif splitter is installed, motif sampling time per graph.
+Every figure prints one line `name key=value ...`. Figures:
+
+  nas-generation   NAS generation time for 30,000 graphs (best of 3, one process)
+  encoders         per encoder (--encoders): training throughput, embedding and retrieval time on nas
+  motif-nas        motif sampling time per graph on 500 nas graphs (median, max)
+  motif-real       motif sampling + part extraction (every part's subgraph and key) of the whole
+                   `real` set, one process, no cache; `digest` fingerprints every partition and key
+  motif-real-cache all the motif work of a run over every `real` graph (parts, motif subgraphs, context
+                   graphs) with the parts cache: first run (empty cache, `jobs` = all cores), then
+                   a second run (a fresh encoder reading the cache)
+  motif-numba      first split in a fresh process: the compiled kernels' compilation with an empty
+                   numba cache (cold) and loading them from the cache the first left (warm)
+  score-nas        ranx scoring of the full nas split (3,000 queries x 27,000 corpus, top 100), warm
+  score-numba      first scoring call in a fresh process: ranx's numba compilation with an empty
+                   cache (cold) and with the cache the first left (warm); import time apart
+  make-run         `narbench run --encoder ours --splitter motif --dataset nas` (quick profile, what
+                   `make run` runs) in a subprocess, with a fresh cache directory
+  embed-real       embedding time of `ours` against `gcn` on the same `real` graphs, warm caches
+
+Options: --device, --encoders, --train-graphs, --profile (model size for `encoders`),
+--real-graphs (graphs of `real` for embed-real), --limit (only the first N graphs of `real` in
+the motif-real figures, for a quick look), --run-threads / --run-jobs (make-run: torch threads
+and splitting processes; one thread and one job make it a one-core CPU-bound figure, which a
+machine shared with other jobs disturbs far less than two busy torch threads).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import torch
-from rich.console import Console
-from rich.table import Table
 
 from narbench import registry
 from narbench.dataset import load_dataset
@@ -25,6 +53,27 @@ from narbench.encoder import Labels
 from narbench.profiles import get_profile
 from narbench.retrieval import top_k_cosine
 from narbench.trainer import Trainer, seed_everything
+
+ROOT = Path(__file__).resolve().parents[1]
+FIGURES: dict[str, object] = {}
+
+
+def figure(name: str):
+    def register(fn):
+        FIGURES[name] = fn
+        return fn
+
+    return register
+
+
+def line(name: str, **fields) -> None:
+    """Print one figure line: `name key=value ...` (floats with 4 significant digits)."""
+    parts = [name]
+    for k, v in fields.items():
+        if isinstance(v, float):
+            v = f"{v:.4g}"
+        parts.append(f"{k}={v}")
+    print(" ".join(parts), flush=True)
 
 
 def timed(fn, repeats: int = 1) -> tuple[float, object]:
@@ -36,34 +85,40 @@ def timed(fn, repeats: int = 1) -> tuple[float, object]:
     return best, out
 
 
-def bench_generation(console: Console) -> None:
+def cpu_timed(fn) -> tuple[float, float, object]:
+    """(wall seconds, CPU seconds of this process, result): on a shared machine the CPU time
+    of a one-process figure says what the wall time would be on an idle core."""
+    t, c = time.perf_counter(), time.process_time()
+    out = fn()
+    return time.perf_counter() - t, time.process_time() - c, out
+
+
+@figure("nas-generation")
+def bench_generation(args) -> None:
     from narbench.datasets.nas import generate
 
     seconds, (graphs, _, _) = timed(lambda: generate(seed=0), repeats=3)
-    console.print(f"NAS generation: {len(graphs):,} graphs in {seconds:.2f} s (best of 3, one process)")
+    line("nas-generation", graphs=len(graphs), seconds=seconds, repeats=3)
 
 
-def bench_encoders(console: Console, names: list[str], device: str, n_train: int, profile_name: str) -> None:
+@figure("encoders")
+def bench_encoders(args) -> None:
     ds = load_dataset("nas")
     rng = np.random.default_rng(0)
-    idx = rng.choice(ds.split.train, size=min(n_train, len(ds.split.train)), replace=False)
+    idx = rng.choice(ds.split.train, size=min(args.train_graphs, len(ds.split.train)), replace=False)
     graphs = [ds.graphs[i] for i in idx]
     fam = ds.family_ids()[idx]
-    profile = get_profile(profile_name)
+    profile = get_profile(args.profile)
     profile = replace(profile, train=replace(profile.train, epochs=1))
-    table = Table(title=f"encoders on nas ({profile_name} model, {len(graphs)} graphs, 1 epoch)")
-    embed_ms: dict[str, tuple[float, float]] = {}
-    for col in ("encoder", "device", "train graphs/s", "embed ms/graph", "repeat embed ms/graph", "retrieve ms/query"):
-        table.add_column(col, justify="right")
     corpus_graphs = [ds.graphs[i] for i in ds.split.train]
     query_graphs = [ds.graphs[i] for i in ds.split.test[:500]]
     # The first fit pays for CUDA/library start-up: do one small fit untimed.
-    cls = registry.load("encoder", names[0])
+    cls = registry.load("encoder", args.encoders[0])
     enc = cls(len(ds.vocab), len(ds.families), profile, registry.load("splitter", cls.default_splitter)())
-    enc.fit(Trainer(device, 0, progress=False), graphs[:64], Labels(fam[:64], fam[:64], len(ds.families)))
-    for name in names:
+    enc.fit(Trainer(args.device, 0, progress=False), graphs[:64], Labels(fam[:64], fam[:64], len(ds.families)))
+    for name in args.encoders:
         seed_everything(0)
-        trainer = Trainer(device, 0, progress=False)
+        trainer = Trainer(args.device, 0, progress=False)
         cls = registry.load("encoder", name)
         splitter = registry.load("splitter", cls.default_splitter)()
         enc = cls(len(ds.vocab), len(ds.families), profile, splitter)
@@ -76,52 +131,250 @@ def bench_encoders(console: Console, names: list[str], device: str, n_train: int
         # Second pass over the same graphs: partitions and motif embeddings are cached, so for
         # `ours` this is the macro-graph GCN alone (the paper's claim: cheaper than whole graphs).
         t_again, _ = timed(lambda: enc.embed(trainer, corpus_graphs))
-        embed_ms[name] = (1000 * t_embed / len(corpus_graphs), 1000 * t_again / len(corpus_graphs))
-        table.add_row(name, str(trainer.device), f"{len(graphs) / t_train:,.0f}", f"{embed_ms[name][0]:.3f}",
-                      f"{embed_ms[name][1]:.3f}", f"{1000 * t_ret / len(query_graphs):.3f}")
-    console.print(table)
-    if "gcn" in embed_ms:
-        for name, (cold, warm) in embed_ms.items():
-            if name != "gcn":
-                console.print(f"embedding time {name} / gcn on the same graphs: {cold / embed_ms['gcn'][0]:.2f}x "
-                              f"(first pass), {warm / embed_ms['gcn'][1]:.2f}x (repeat pass)")
-    console.print(f"(retrieval: exact cosine top-100 over {len(corpus_graphs):,} corpus graphs, batches of 1024)")
+        line("encoders", encoder=name, device=str(trainer.device), model=args.profile, train_graphs=len(graphs),
+             train_graphs_per_s=len(graphs) / t_train, embed_ms_per_graph=1000 * t_embed / len(corpus_graphs),
+             repeat_embed_ms_per_graph=1000 * t_again / len(corpus_graphs),
+             retrieve_ms_per_query=1000 * t_ret / len(query_graphs))
 
 
-def bench_motifs(console: Console) -> None:
-    try:
-        splitter = registry.load("splitter", "motif")()
-    except Exception as exc:  # the motif splitter is optional for this script
-        console.print(f"motif splitter unavailable: {exc}")
-        return
+@figure("motif-nas")
+def bench_motif_nas(args) -> None:
+    splitter = registry.load("splitter", "motif")()
     ds = load_dataset("nas")
+    t = time.perf_counter()
+    splitter.split(ds.graphs[500])  # the first call loads (or compiles) the compiled kernels
+    first = time.perf_counter() - t
     times = []
     for g in ds.graphs[:500]:
         t = time.perf_counter()
         splitter.split(g)
         times.append(time.perf_counter() - t)
-    console.print(f"motif sampling on 500 nas graphs: median {1000 * statistics.median(times):.2f} ms, "
-                  f"max {1000 * max(times):.2f} ms per graph")
+    line("motif-nas", graphs=500, median_ms=1000 * statistics.median(times), max_ms=1000 * max(times),
+         first_call_ms=1000 * first)
 
 
-def main() -> None:
+def _motif_encoder(ds, profile_name: str = "quick"):
+    from narbench.baselines.ours import MotifEncoder
+    from narbench.splitters.motif import MotifSplitter
+
+    return MotifEncoder(len(ds.vocab), len(ds.families), get_profile(profile_name), MotifSplitter())
+
+
+def _digest(motifs) -> str:
+    """sha256 over every graph's macro edges, part keys and part nodes (equal digests: equal output)."""
+    h = hashlib.sha256()
+    for parts in motifs:
+        h.update(np.ascontiguousarray(parts.macro_edges, dtype="<i8").tobytes())
+        for i, key in enumerate(parts.keys):
+            h.update(key)
+            h.update(np.ascontiguousarray(parts.part(i), dtype="<i8").tobytes())
+    return h.hexdigest()[:16]
+
+
+def _real_graphs(args):
+    ds = load_dataset("real")
+    return ds, (ds.graphs[: args.limit] if args.limit else ds.graphs)
+
+
+@figure("motif-real")
+def bench_motif_real(args) -> None:
+    """Split + every part's subgraph and key, one process, no parts cache (the first computation)."""
+    ds, graphs = _real_graphs(args)
+    enc = _motif_encoder(ds)
+    enc.parts_cache = None
+    trainer = Trainer("cpu", 0, progress=False, jobs=1)
+    seconds, cpu, motifs = cpu_timed(lambda: enc._motifs(trainer, graphs, "split graphs"))
+    parts = sum(p.num_parts for p in motifs)
+    distinct = len({key for p in motifs for key in p.keys})
+    line("motif-real", graphs=len(graphs), seconds=seconds, cpu_seconds=cpu, jobs=1, parts=parts,
+         distinct=distinct, digest=_digest(motifs))
+
+
+@figure("motif-real-cache")
+def bench_motif_real_cache(args) -> None:
+    """All the motif work of a run that trains on every `real` graph (parts of every graph,
+    every distinct motif's subgraph and its context graph): first with an empty parts cache
+    (splitting in `jobs` processes, all cores), then again with a fresh encoder (the cache warm)."""
+    from narbench.partcache import PartsCache
+
+    ds, graphs = _real_graphs(args)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = []
+        for _ in range(2):
+            enc = _motif_encoder(ds)
+            enc.parts_cache = PartsCache(Path(tmp) / "parts.sqlite")
+            trainer = Trainer("cpu", 0, progress=False)
+
+            def motif_work():
+                motifs = enc._motifs(trainer, graphs, "split graphs")
+                first: dict = {}
+                for gi, p in enumerate(motifs):
+                    for pi, key in enumerate(p.keys):
+                        first.setdefault(key, (gi, pi))
+                enc._contexts(graphs, motifs, first)
+                return motifs
+
+            seconds, cpu, motifs = cpu_timed(motif_work)
+            out.append((seconds, cpu))
+            enc.parts_cache.close()
+        size = (Path(tmp) / "parts.sqlite").stat().st_size
+    line("motif-real-cache", graphs=len(graphs), cold_seconds=out[0][0], jobs=trainer.jobs, warm_seconds=out[1][0],
+         warm_cpu_seconds=out[1][1], cache_mb=size / 2**20, digest=_digest(motifs))
+
+
+def _nas_rankings():
+    """(query labels, corpus labels, ranked) for the full nas split: a noisy ranking with hits."""
+    ds = load_dataset("nas")
+    fam = ds.family_ids()
+    q, c = fam[ds.split.test], fam[ds.split.train]
+    rng = np.random.default_rng(0)
+    # embeddings near one point per family: rankings with many (not only) relevant items on top
+    centres = rng.normal(size=(int(fam.max()) + 1, 16)).astype(np.float32)
+    qe = torch.as_tensor(centres[q] + rng.normal(scale=1.5, size=(len(q), 16)).astype(np.float32))
+    ce = torch.as_tensor(centres[c] + rng.normal(scale=1.5, size=(len(c), 16)).astype(np.float32))
+    ranked, _ = top_k_cosine(qe, ce, 100)
+    return q, c, ranked.numpy()
+
+
+@figure("score-nas")
+def bench_score(args) -> None:
+    from narbench.metrics import score_rankings
+
+    q, c, ranked = _nas_rankings()
+    score_rankings(q[:20], c, ranked[:20])  # numba compilation / cache load, untimed
+    seconds, (means, _) = timed(lambda: score_rankings(q, c, ranked))
+    line("score-nas", queries=len(q), corpus=len(c), seconds=seconds, ndcg_at_20=means["ndcg@20"])
+
+
+_FIRST_SCORE = """
+import time
+t = time.perf_counter()
+import numpy as np
+import narbench.metrics as m
+import ranx.metrics
+t_import = time.perf_counter() - t
+t = time.perf_counter()
+m.score_rankings(np.array([0, 1]), np.array([0, 1, 0, 1]), np.array([[0, 1, 2, 3], [1, 0, 3, 2]]))
+print(t_import, time.perf_counter() - t)
+"""
+
+
+@figure("score-numba")
+def bench_score_numba(args) -> None:
+    """ranx's numba compilation: first scoring call in a fresh process, cold and warm cache."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "NUMBA_CACHE_DIR": tmp}
+        out = []
+        for _ in range(2):  # cold (empty cache dir), then warm (what the first run left)
+            res = subprocess.run([sys.executable, "-c", _FIRST_SCORE], env=env, check=True, capture_output=True,
+                                 text=True)
+            out.append([float(x) for x in res.stdout.split()])
+    line("score-numba", cold_seconds=out[0][1], warm_seconds=out[1][1], import_seconds=out[1][0])
+
+
+_FIRST_SPLIT = """
+import time
+t = time.perf_counter()
+import narbench.parts
+from narbench.datasets.nas import generate
+from narbench.partcache import compute_parts
+from narbench.splitters.motif import MotifSplitter
+graph = generate(seed=0, n_classes=1, per_class=1)[0][0]
+t_import = time.perf_counter() - t
+t = time.perf_counter()
+compute_parts(MotifSplitter(), graph)
+print(t_import, time.perf_counter() - t)
+"""
+
+
+@figure("motif-numba")
+def bench_motif_numba(args) -> None:
+    """The motif splitter's and the parts' numba kernels: first split (and keys) in a fresh
+    process with an empty numba cache (compilation) and with the cache the first left."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "NUMBA_CACHE_DIR": tmp}
+        out = []
+        for _ in range(2):
+            res = subprocess.run([sys.executable, "-c", _FIRST_SPLIT], env=env, check=True, capture_output=True,
+                                 text=True)
+            out.append([float(x) for x in res.stdout.split()])
+    line("motif-numba", cold_seconds=out[0][1], warm_seconds=out[1][1], import_seconds=out[1][0])
+
+
+@figure("make-run")
+def bench_make_run(args) -> None:
+    exe = Path(sys.executable).with_name("narbench")
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "NARBENCH_CACHE": str(Path(tmp) / "cache"), "NARBENCH_NO_PROGRESS": "1"}
+        if args.run_threads:
+            env["OMP_NUM_THREADS"] = str(args.run_threads)
+        cmd = [str(exe), "run", "--encoder", "ours", "--splitter", "motif", "--dataset", "nas",
+               "--out", str(Path(tmp) / "runs"), "--no-progress"]
+        if args.run_jobs:
+            cmd += ["--jobs", str(args.run_jobs)]
+        import resource
+
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+        seconds = time.perf_counter() - t
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        res = json.loads(next((Path(tmp) / "runs").glob("*.json")).read_text())
+    tm = res["timings"]
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    line("make-run", seconds=seconds, cpu_seconds=cpu, cores=os.cpu_count(),
+         torch_threads=res["environment"]["torch_threads"], jobs=args.run_jobs or "all", train=tm["train"],
+         embed=tm["embed"], score=tm["score"], mrr_at_20=res["metrics"]["mrr@20"])
+
+
+@figure("embed-real")
+def bench_embed_real(args) -> None:
+    ds = load_dataset("real")
+    rng = np.random.default_rng(0)
+    idx = np.sort(rng.choice(len(ds.graphs), size=min(args.real_graphs, len(ds.graphs)), replace=False))
+    graphs = [ds.graphs[i] for i in idx]
+    profile = get_profile("quick")
+    out = {}
+    for name in ("gcn", "ours"):
+        seed_everything(0)
+        trainer = Trainer("cpu", 0, progress=False)
+        cls = registry.load("encoder", name)
+        enc = cls(len(ds.vocab), len(ds.families), profile, registry.load("splitter", cls.default_splitter)())
+        first, _ = timed(lambda: enc.embed(trainer, graphs))  # fills the motif and embedding caches
+        warm, _ = timed(lambda: enc.embed(trainer, graphs))
+        out[name] = (first, warm)
+    line("embed-real", graphs=len(graphs), nodes=sum(g.num_nodes for g in graphs), gcn_seconds=out["gcn"][1],
+         ours_seconds=out["ours"][1], ratio=out["ours"][1] / out["gcn"][1],
+         ours_first_pass_seconds=out["ours"][0], threads=torch.get_num_threads())
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", action="append", default=None, metavar="NAME", help="run only this figure")
+    parser.add_argument("--list", action="store_true", help="list the figure names and exit")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--encoders", nargs="+", default=["gcn", "gat"])
     parser.add_argument("--train-graphs", type=int, default=3000)
-    parser.add_argument("--profile", default="quick", help="whose model size to use (quick or paper)")
-    parser.add_argument("--skip", nargs="*", default=[], choices=["generation", "encoders", "motifs"])
-    args = parser.parse_args()
-    console = Console()
-    console.print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, "
-                  f"cuda {torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'none'}")
-    if "generation" not in args.skip:
-        bench_generation(console)
-    if "encoders" not in args.skip:
-        bench_encoders(console, args.encoders, args.device, args.train_graphs, args.profile)
-    if "motifs" not in args.skip:
-        bench_motifs(console)
+    parser.add_argument("--profile", default="quick", help="model size for `encoders` (quick or paper)")
+    parser.add_argument("--real-graphs", type=int, default=2000, help="graphs of `real` for embed-real")
+    parser.add_argument("--limit", type=int, default=None, help="motif-real: only the first N graphs")
+    parser.add_argument("--run-threads", type=int, default=None,
+                        help="make-run: OMP_NUM_THREADS for the run (default: torch's own choice)")
+    parser.add_argument("--run-jobs", type=int, default=None, help="make-run: --jobs for the run (default: all cores)")
+    args = parser.parse_args(argv)
+    if args.list:
+        print("\n".join(FIGURES))
+        return 0
+    names = args.only or list(FIGURES)
+    unknown = [n for n in names if n not in FIGURES]
+    if unknown:
+        parser.error(f"unknown figure(s) {', '.join(unknown)}; known: {', '.join(FIGURES)}")
+    print(f"# torch {torch.__version__}, threads {torch.get_num_threads()}, cores {os.cpu_count()}, "
+          f"cuda {torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'none'}", flush=True)
+    for name in names:
+        FIGURES[name](args)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -74,6 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--save-weights", action="store_true", help="also write the trained weights (<run_id>.pt)")
     run.add_argument("--init-from", default=None, metavar="RESULT_OR_CHECKPOINT",
                      help="start from saved weights: a result .json of a --save-weights run, or its .pt")
+    run.add_argument("--jobs", type=int, default=None, metavar="N",
+                     help="processes for splitting graphs not in the parts cache (default: all cores)")
     run.set_defaults(func=cmd_run, interrupted="interrupted; nothing written")
 
     build = sub.add_parser("build-real", help="extract the `real` dataset from the model zoos (needs the zoo extra)",
@@ -152,7 +154,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         protocol=args.protocol, profile=args.profile,
         seed=args.seed, device=args.device, objective=args.objective, splitter_params=dict(args.params),
         out=args.out, progress=not args.no_progress, save_embeddings=args.save_embeddings,
-        save_weights=args.save_weights, init_from=args.init_from,
+        save_weights=args.save_weights, init_from=args.init_from, jobs=args.jobs,
     )
     try:
         ev = run(cfg, console=Console(stderr=True))

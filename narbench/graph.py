@@ -78,6 +78,10 @@ class ArchGraph:
 
         n = self.num_nodes
         src, dst = self.edges
+        if not src.size or bool((src < dst).all()):
+            # Numbered in execution order (every edge goes up): then the smallest ready node is
+            # always the next id, so Kahn's order with this tie-break is 0..n-1.
+            return np.arange(n, dtype=np.int64)
         indeg = np.bincount(dst, minlength=n)
         order_idx = np.argsort(src, kind="stable")
         starts = np.searchsorted(src[order_idx], np.arange(n + 1))

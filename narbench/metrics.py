@@ -6,17 +6,76 @@ re-implemented: ranx's AP@k divides by *all* relevant items |R| (the TREC conven
 caps MAP@k at k/|R| when a query has thousands of relevant items (as on `nas`); the paper's
 MAP values imply the other common convention, dividing by min(k, |R|). `map_capped@k`
 rescales ranx's per-query AP@k by |R| / min(k, |R|) to give that convention.
+
+How ranx is called. `ranx.evaluate` on `Qrels`/`Run` objects builds nested string-keyed
+dictionaries (on `nas`, 3,000 queries x ~2,700 relevant documents: 8M entries), which costs
+far more than the metrics. `score_rankings` hands ranx's metric functions
+(`ranx.metrics.reciprocal_rank`, `average_precision`, `ndcg`) the typed lists those objects are
+converted to, built directly with numpy: per query, a float64 array of (document id,
+relevance) rows for the qrels and of (document id, score) rows in rank order for the run. The
+document id is the corpus index (ranx would use a hash of the id string; only equality of ids
+matters to the metrics). The per-query values are the ones `ranx.evaluate` gives for the same
+rankings (tests/test_metrics.py compares both paths).
+
+ranx's metric functions are numba functions compiled on first use and cached on disk
+(`cache=True`; `narbench.jit` puts the cache under narbench's cache dir when ranx's package
+directory is not writable), so the compilation is paid once per machine, not once per run.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections import defaultdict
 
 import numpy as np
 
 KS = (20, 50, 100)
 METRICS = tuple(f"{m}@{k}" for m in ("mrr", "map", "ndcg") for k in KS)
+_RANX = {"mrr": "reciprocal_rank", "map": "average_precision", "ndcg": "ndcg"}
+
+
+def ranx_inputs(query_labels: np.ndarray, corpus_labels: np.ndarray, ranked: np.ndarray):
+    """(qrels, run, n_rel): ranx's typed-list inputs for the rankings, plus |R| per query.
+
+    qrels[i]: float64 rows (corpus index, 1.0) of the corpus items with query i's label, shared
+    per label; run[i]: rows (corpus index, depth - rank) in rank order. A corpus index listed
+    twice in a ranking keeps its last rank, as a Run dictionary built from the row would.
+    """
+    from numba.typed import List as TypedList
+
+    query_labels = np.asarray(query_labels)
+    corpus_labels = np.asarray(corpus_labels)
+    ranked = np.asarray(ranked)
+    labels = {}  # label -> int id, first seen in the corpus
+    corpus_ids = np.array([labels.setdefault(lab, len(labels)) for lab in corpus_labels.tolist()], dtype=np.int64)
+    missing = sorted({str(lab) for lab in query_labels.tolist() if lab not in labels})
+    if missing:
+        raise ValueError(f"queries with labels that have no relevant corpus item: {', '.join(missing[:5])}")
+    query_ids = np.array([labels[lab] for lab in query_labels.tolist()], dtype=np.int64)
+    by_label = np.argsort(corpus_ids, kind="stable")
+    bounds = np.searchsorted(corpus_ids[by_label], np.arange(len(labels) + 1))
+    judged = []
+    for lab in range(len(labels)):
+        docs = by_label[bounds[lab] : bounds[lab + 1]]
+        judged.append(np.ascontiguousarray(np.stack([docs.astype(np.float64), np.ones(docs.shape[0])], axis=1)))
+    qrels = TypedList([judged[lab] for lab in query_ids.tolist()])
+    depth = ranked.shape[1] if ranked.ndim == 2 else 0
+    scores = np.arange(depth, 0, -1, dtype=np.float64)
+    rows = np.empty((ranked.shape[0], depth, 2), dtype=np.float64)
+    rows[:, :, 0] = ranked
+    rows[:, :, 1] = scores
+    run = TypedList()
+    srt = np.sort(ranked, axis=1)
+    dup = (srt[:, 1:] == srt[:, :-1]).any(axis=1) if depth > 1 else np.zeros(ranked.shape[0], bool)
+    for i in range(ranked.shape[0]):
+        if dup[i]:
+            row = ranked[i]
+            rev_u, rev_first = np.unique(row[::-1], return_index=True)
+            last = np.sort(depth - 1 - rev_first)  # last occurrence of each item, in rank order
+            run.append(np.ascontiguousarray(np.stack([row[last].astype(np.float64), scores[last]], axis=1)))
+        else:
+            run.append(rows[i])
+    n_rel = np.diff(bounds)[query_ids].astype(np.float64)
+    return qrels, run, n_rel
 
 
 def score_rankings(
@@ -31,34 +90,22 @@ def score_rankings(
     Returns (mean metrics, per-query metrics). Keys: `mrr@k`, `map@k`, `ndcg@k` and
     `map_capped@k`. Queries whose label has no corpus item are an error (nothing to find).
     """
-    from ranx import Qrels, Run, evaluate
-
-    query_labels = np.asarray(query_labels)
-    corpus_labels = np.asarray(corpus_labels)
     ranked = np.asarray(ranked)
     if ranked.shape[0] != len(query_labels):
         raise ValueError(f"{ranked.shape[0]} rankings for {len(query_labels)} queries")
-    members: dict = defaultdict(list)
-    for j, lab in enumerate(corpus_labels.tolist()):
-        members[lab].append(str(j))
-    missing = sorted({str(lab) for lab in query_labels.tolist() if lab not in members})
-    if missing:
-        raise ValueError(f"queries with labels that have no relevant corpus item: {', '.join(missing[:5])}")
-    # Relevance judgments are shared per label: one dict object per label, reused by queries.
-    judged = {lab: dict.fromkeys(docs, 1) for lab, docs in members.items()}
-    qids = [str(i) for i in range(len(query_labels))]
-    qrels = Qrels({q: judged[lab] for q, lab in zip(qids, query_labels.tolist())})
-    depth = ranked.shape[1]
-    # Strictly decreasing scores make ranx rank exactly in the given order.
-    rank_scores = [float(depth - r) for r in range(depth)]
-    run = Run({q: dict(zip(map(str, row), rank_scores)) for q, row in zip(qids, ranked.tolist())})
-    names = [f"{m}@{k}" for m in ("mrr", "map", "ndcg") for k in ks]
+    from narbench.jit import setup_numba_cache
+
+    setup_numba_cache()
+    import ranx.metrics
+
+    qrels, run, n_rel = ranx_inputs(query_labels, corpus_labels, ranked)
+    per_query = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        evaluate(qrels, run, names, return_mean=False, make_comparable=False)
-    # ranx orders queries by id as strings; read its per-query scores back by id.
-    per_query = {name: np.array([run.scores[name][q] for q in qids], dtype=np.float64) for name in names}
-    n_rel = np.array([len(members[lab]) for lab in query_labels.tolist()], dtype=np.float64)
+        for m in ("mrr", "map", "ndcg"):
+            fn = getattr(ranx.metrics, _RANX[m])
+            for k in ks:
+                per_query[f"{m}@{k}"] = np.asarray(fn(qrels, run, k), dtype=np.float64)
     for k in ks:
         per_query[f"map_capped@{k}"] = per_query[f"map@{k}"] * n_rel / np.minimum(k, n_rel)
     means = {name: float(np.mean(vals)) for name, vals in per_query.items()}

@@ -70,6 +70,7 @@ class RunConfig:
     save_embeddings: bool = False  # also write `<run_id>.embeddings.npz` (query embeddings + labels)
     save_weights: bool = False  # also write `<run_id>.pt` (trained encoder weights)
     init_from: str | None = None  # start from weights: a `.pt` file or a result `.json` that saved them
+    jobs: int | None = None  # CPU processes for data preparation (splitting graphs); None: all cores
 
 
 @dataclass
@@ -169,7 +170,7 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     if encoder_cls.trainable:
         import_torch_geometric()  # the trainer's data loaders import it: without its import-time warning
     seed_everything(cfg.seed)
-    trainer = Trainer(cfg.device, cfg.seed, progress=cfg.progress, console=console)
+    trainer = Trainer(cfg.device, cfg.seed, progress=cfg.progress, console=console, jobs=cfg.jobs)
     encoder = encoder_cls(len(dataset.vocab), labels.num_ce_classes, profile, splitter)
     init = checkpoint.load_into(encoder, cfg.encoder, dataset.vocab, cfg.init_from) if cfg.init_from else None
 
@@ -197,7 +198,7 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     run_id = (f"{dataset.name}-{cfg.split}-{cfg.encoder}-{splitter_name}-{cfg.profile}-{protocol.name}-s{cfg.seed}-"
               f"{now:%Y%m%dT%H%M%S%fZ}")
     config = {
-        "run": {**{k: v for k, v in asdict(cfg).items() if k not in ("out", "progress", "save_embeddings", "save_weights")},
+        "run": {**{k: v for k, v in asdict(cfg).items() if k not in ("out", "progress", "save_embeddings", "save_weights", "jobs")},
                 "dataset": dataset.name},
         "profile": asdict(profile),
         "labels": label_record,

@@ -71,3 +71,23 @@ class Splitter:
     def params(self) -> dict[str, Any]:
         """The splitter's parameters (its `Config`) as a dict, recorded in every result file."""
         return asdict(self.config)
+
+    @classmethod
+    def code_version(cls) -> str:
+        """A digest of the code that defines this splitter's output: the source of the modules of
+        its class and every base class (so editing any of them changes it). Parts caches key on
+        it; a splitter whose output depends on other code should override this."""
+        import hashlib
+        import inspect
+        import sys
+
+        h = hashlib.sha256()
+        for klass in cls.__mro__:
+            module = sys.modules.get(klass.__module__)
+            if klass is object or module is None:
+                continue
+            try:
+                h.update(inspect.getsource(module).encode())
+            except (OSError, TypeError):  # no source (frozen, compiled): the class name only
+                h.update(f"{klass.__module__}.{klass.__qualname__}".encode())
+        return h.hexdigest()

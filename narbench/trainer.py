@@ -57,6 +57,7 @@ class Trainer:
         amp: bool | None = None,
         progress: bool = True,
         console: Console | None = None,
+        jobs: int | None = None,
     ) -> None:
         self.device = resolve_device(device)
         self.seed = seed
@@ -64,6 +65,12 @@ class Trainer:
         self.show_progress = progress and os.environ.get("NARBENCH_NO_PROGRESS") != "1"
         self.console = console or Console(stderr=True)
         self.histories: list[History] = []
+        # CPU processes for data preparation (e.g. splitting graphs); None: all cores
+        if jobs is None:
+            from narbench.partcache import available_cores
+
+            jobs = available_cores()
+        self.jobs = max(1, int(jobs))
 
     # -- plumbing ---------------------------------------------------------------------------
     @contextlib.contextmanager

@@ -52,32 +52,45 @@ def normalize_bounds(bounds: Any, n: int) -> np.ndarray:
     return np.unique(np.concatenate([[0, n], b])).astype(np.int64) if n else np.zeros(1, np.int64)
 
 
-def segments_to_partition(graph: ArchGraph, order: np.ndarray, bounds: Any) -> Partition:
-    """The overlapping `Partition` of contiguous segments of `order` (see the module docstring)."""
+def segments_to_flat(graph: ArchGraph, order: np.ndarray, bounds: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`segments_to_partition` as flat arrays: (offsets [P+1], nodes, macro edges [2, M]).
+
+    Part i is `nodes[offsets[i]:offsets[i+1]]`, sorted and unique, exactly the `Partition`'s
+    `parts[i]`; all parts are built at once (no per-part numpy calls).
+    """
     n = graph.num_nodes
     b = normalize_bounds(bounds, n)
     nseg = b.shape[0] - 1
     if nseg <= 0:
-        return Partition(parts=(), macro_edges=np.zeros((2, 0), np.int64))
+        return np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros((2, 0), np.int64)
     seg_of_pos = np.repeat(np.arange(nseg, dtype=np.int64), np.diff(b))
     seg = seg_of_pos[positions(order)]
     src, dst = graph.edges
     su, sv = seg[src], seg[dst]
     cross = su != sv
     csrc, cu, cv = src[cross], su[cross], sv[cross]
-    # producers entering each segment, grouped by the consuming segment
-    by_dst = np.argsort(cv, kind="stable")
-    starts = np.searchsorted(cv[by_dst], np.arange(nseg + 1))
-    prod = csrc[by_dst]
-    parts = tuple(
-        np.concatenate([order[b[i] : b[i + 1]], prod[starts[i] : starts[i + 1]]]) for i in range(nseg)
-    )
+    # part = the segment's nodes plus the producers of the edges entering it (never in the
+    # segment itself): (part, node) keys, sorted; node keys come sorted when `order` is 0..n-1
+    own = seg * n + np.arange(n, dtype=np.int64)
+    if own.size > 1 and bool((own[1:] < own[:-1]).any()):
+        own = np.sort(own)
+    entering = np.unique(cv * n + csrc)
+    member = np.sort(np.concatenate([own, entering]), kind="stable") if entering.size else own
+    part_of, nodes = np.divmod(member, n)
+    offsets = np.searchsorted(part_of, np.arange(nseg + 1, dtype=np.int64))
     if cu.size:
         pair = np.unique(cu * nseg + cv)
         macro = np.stack([pair // nseg, pair % nseg])
     else:
         macro = np.zeros((2, 0), np.int64)
-    return Partition(parts=parts, macro_edges=macro)
+    return offsets.astype(np.int64), nodes, macro
+
+
+def segments_to_partition(graph: ArchGraph, order: np.ndarray, bounds: Any) -> Partition:
+    """The overlapping `Partition` of contiguous segments of `order` (see the module docstring)."""
+    offsets, nodes, macro = segments_to_flat(graph, order, bounds)
+    return Partition(parts=tuple(nodes[offsets[i] : offsets[i + 1]] for i in range(offsets.shape[0] - 1)),
+                     macro_edges=macro)
 
 
 def part_keys(graph: ArchGraph, partition: Partition, order: np.ndarray | None = None) -> tuple[bytes, ...]:
@@ -154,6 +167,11 @@ class SegmentSplitter(Splitter):
     def split(self, graph: ArchGraph) -> Partition:
         order, bounds = self.segments(graph)
         return segments_to_partition(graph, order, bounds)
+
+    def split_flat(self, graph: ArchGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`split` as flat arrays (offsets, nodes, macro edges); see `segments_to_flat`."""
+        order, bounds = self.segments(graph)
+        return segments_to_flat(graph, order, bounds)
 
     def split_with_keys(self, graph: ArchGraph) -> tuple[Partition, tuple[bytes, ...]]:
         """The partition and, per part, its exact subgraph signature (see `part_keys`)."""

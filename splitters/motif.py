@@ -50,8 +50,13 @@ Every position is in exactly one segment, so every node is covered; what no repe
 from the segments by `narbench.splitters._segments.segments_to_partition` (parts overlap by
 the edges entering them; macro edges follow the data flow), and
 `MotifSplitter.split_with_keys` adds an exact signature per part for embedding caches.
-Cost: O((n + E) log n) numpy work plus O(n / L) Python steps per phase tried (at most
-`max_phases`) and step; without any repeat (best saving <= 0) the graph is one part.
+Without any repeat (best saving <= 0) the graph is one part.
+
+**Implementation.** Eq. 2 and steps 1-6 run compiled (numba, `_motif_kernels`, cached on disk
+after the first compilation): O((n + E) log n) per phase tried (at most `max_phases`) and step,
+with no per-segment Python. Segments are compared through exact integer class ids of their
+keys (`_motif_kernels`); the result is the same, cut for cut, as the original pure-Python
+implementation, which tests/motif_reference.py keeps as the reference.
 
 The sequence, hence the motifs, depends on `ArchGraph.topological_order`, which breaks ties by
 node id: graphs should be numbered in execution order (as tracers and the NAS generator do).
@@ -61,7 +66,6 @@ fewer repeats are found.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,7 +73,11 @@ import numpy as np
 from narbench.graph import ArchGraph
 from narbench.splitter import SplitterConfig
 
-from ._segments import SegmentSplitter, checked_order, positions
+from narbench.jit import setup_numba_cache
+
+setup_numba_cache()
+from . import _motif_kernels as _kernels  # noqa: E402
+from ._segments import SegmentSplitter, checked_order
 
 __all__ = ["MotifSplitter", "encode_nodes", "encode_sequence"]
 
@@ -126,129 +134,7 @@ def encode_sequence(
     return dense.reshape(-1).astype(np.int64)
 
 
-class _Seq:
-    """The encoded sequence of one graph with the O(1) queries the segmentation needs."""
-
-    def __init__(self, graph: ArchGraph, order: np.ndarray, steps: int, children: bool) -> None:
-        n = self.n = graph.num_nodes
-        self.steps = int(steps)
-        self._hashes = [h[order] for h in encode_levels(graph, steps, children)]
-        self._levels: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        # prefix hash: S[i] = sum_{j<i} x_j B^-j, hash(l, r) = (S[r] - S[l]) B^l (mod 2^64)
-        inv_pow = np.full(n, _BASE_INV, dtype=_U64)
-        inv_pow[0] = 1
-        self._inv_pow = np.cumprod(inv_pow, dtype=_U64)  # wraps mod 2^64
-        bpow = np.full(n + 1, _BASE, dtype=_U64)
-        bpow[0] = 1
-        self.Bpow = np.cumprod(bpow, dtype=_U64)
-        pos = positions(order)
-        src, dst = graph.edges
-        ps, pd = pos[src], pos[dst]
-        # cut width: cost[t] = producers before t with a consumer at or after t (0 < t < n)
-        last = np.full(n, -1, dtype=np.int64)
-        np.maximum.at(last, ps, pd)
-        has = last > np.arange(n)
-        diff = np.zeros(n + 2, dtype=np.int64)
-        np.add.at(diff, np.flatnonzero(has) + 1, 1)
-        np.add.at(diff, last[has] + 1, -1)
-        self.cost = np.cumsum(diff)[: n + 1]
-        # edges by (consumer position, producer position) for window subgraph signatures
-        e = np.lexsort((ps, pd))
-        self.es, self.ed = ps[e], pd[e]
-        self.ops = graph.ops[order]
-        self._keys: dict[tuple[int, int], bytes] = {}
-
-    def level(self, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(dense label ids ranked by hash, prefix hashes S) of the step-k sequence."""
-        lv = self._levels.get(k)
-        if lv is None:
-            x = self._hashes[k]
-            _, dense = np.unique(x, return_inverse=True)
-            S = np.zeros(self.n + 1, dtype=_U64)
-            S[1:] = np.cumsum(x * self._inv_pow, dtype=_U64)
-            lv = self._levels[k] = (dense.reshape(-1).astype(np.int64), S)
-        return lv
-
-    def seg_hash(self, S: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        """Content hashes of the stretches lo..hi-1 (arrays) of the sequence with prefixes S."""
-        return (S[hi] - S[lo]) * self.Bpow[lo]
-
-    def key(self, lo: int, hi: int) -> bytes:
-        """The subgraph of positions lo..hi-1: op sequence and internal edges, relative."""
-        k = self._keys.get((lo, hi))
-        if k is None:
-            a, z = np.searchsorted(self.ed, [lo, hi])
-            es, ed = self.es[a:z], self.ed[a:z]
-            inside = es >= lo
-            k = (
-                np.array([hi - lo, int(inside.sum())], dtype=np.int64).tobytes()
-                + self.ops[lo:hi].tobytes()
-                + (es[inside] - lo).tobytes()
-                + (ed[inside] - lo).tobytes()
-            )
-            self._keys[(lo, hi)] = k
-        return k
-
-
-@dataclass(frozen=True)
-class _Motif:
-    label: int
-    occurrences: np.ndarray  # positions of the anchor label
-    members: np.ndarray  # starts of D's copies between anchors (anchor-relative)
-    length: int
-    copies: int  # copies counted, including one before the first / after the last anchor
-
-
-def _best_anchor(seq: _Seq, a: int, b: int, level: int) -> _Motif | None:
-    dense, S = seq.level(level)
-    d = dense[a:b]
-    idx = np.argsort(d, kind="stable")
-    labs = d[idx]
-    idx = idx + a
-    same = labs[1:] == labs[:-1]
-    if not same.any():
-        return None
-    st, en, lb = idx[:-1][same], idx[1:][same], labs[1:][same]
-    ln = en - st
-    hh = seq.seg_hash(S, st, en)
-    o = np.lexsort((hh, ln, lb))  # stable: within a group, positions ascend
-    st, ln, lb, hh = st[o], ln[o], lb[o], hh[o]
-    first = np.ones(st.shape[0], dtype=bool)
-    first[1:] = (lb[1:] != lb[:-1]) | (ln[1:] != ln[:-1]) | (hh[1:] != hh[:-1])
-    gid = np.cumsum(first) - 1
-    g0 = np.flatnonzero(first)
-    m = np.bincount(gid)
-    g_len, g_lab, g_hash = ln[g0], lb[g0], hh[g0]
-    # the stretches before the first / from the last occurrence count as copies when they
-    # end / start with one (else a label occurring once per block would lose a whole block
-    # at each end against one occurring twice per block)
-    run = np.flatnonzero(np.concatenate([[True], labs[1:] != labs[:-1]]))
-    run_lab, first_occ = labs[run], idx[run]
-    last_occ = idx[np.concatenate([run[1:] - 1, [labs.shape[0] - 1]])]
-    r = np.searchsorted(run_lab, g_lab)
-    lo, hi = first_occ[r] - g_len, last_occ[r] + g_len
-    ok_head, ok_tail = lo >= a, hi <= b
-    ok_head[ok_head] = seq.seg_hash(S, lo[ok_head], first_occ[r][ok_head]) == g_hash[ok_head]
-    ok_tail[ok_tail] = seq.seg_hash(S, last_occ[r][ok_tail], hi[ok_tail]) == g_hash[ok_tail]
-    m = m + ok_head + ok_tail
-    contrib = np.where(m >= 2, (m - 1) * g_len - m, 0)
-    ulab, inv = np.unique(g_lab, return_inverse=True)
-    score = np.zeros(ulab.shape[0], dtype=np.int64)
-    np.add.at(score, inv.reshape(-1), contrib)
-    best = int(np.argmax(score))  # ties: the smallest label id (hash order), numbering-free
-    if score[best] <= 0:
-        return None
-    label = int(ulab[best])
-    groups = np.flatnonzero(g_lab == label)
-    # D: the group saving most; ties: the one that appears first
-    gsel = groups[np.lexsort((st[g0[groups]], -contrib[groups]))[0]]
-    return _Motif(
-        label=label,
-        occurrences=idx[labs == label],
-        members=st[gid == gsel],
-        length=int(g_len[gsel]),
-        copies=int(m[gsel]),
-    )
+_CONSTS = np.array([_SALT_OP, _SALT_PAR, _SALT_CHILD, _SALT_AGG, _SALT_CAGG, _K_SELF, _BASE, _BASE_INV], dtype=_U64)
 
 
 class MotifSplitter(SegmentSplitter):
@@ -269,6 +155,7 @@ class MotifSplitter(SegmentSplitter):
     """
 
     name = "motif"
+    max_classes = 8  # repeated classes tried per peeling round (step 3)
 
     @dataclass(frozen=True)
     class Config(SplitterConfig):
@@ -285,6 +172,14 @@ class MotifSplitter(SegmentSplitter):
             if int(self.max_phases) != self.max_phases or self.max_phases < 1:
                 raise ValueError(f"max_phases must be a positive integer, got {self.max_phases!r}")
 
+    @classmethod
+    def code_version(cls) -> str:
+        """The base class's digest plus the compiled kernels' source (`_motif_kernels`)."""
+        import hashlib
+        import inspect
+
+        return hashlib.sha256((super().code_version() + inspect.getsource(_kernels)).encode()).hexdigest()
+
     def encode(self, graph: ArchGraph, order: np.ndarray | None = None) -> np.ndarray:
         """``C^s`` of `graph`: dense labels of its nodes in topological order."""
         return encode_sequence(graph, self.config.steps, self.config.children, order)
@@ -293,168 +188,16 @@ class MotifSplitter(SegmentSplitter):
         n = graph.num_nodes
         if n <= 1:
             return np.array([0, n], dtype=np.int64)
-        seq = _Seq(graph, order, self.config.steps, self.config.children)
+        src, dst = graph.edges
+        # the label sequences of steps 0..s (eq. 2), prefix hashes, cut widths, edges by position;
+        # segments are compared as subgraphs: op sequence + internal edges relative to the start
+        dense, S, Bpow, cost, es, ed, ops = _kernels.seq_arrays(
+            np.ascontiguousarray(graph.ops, dtype=np.int64), np.ascontiguousarray(src), np.ascontiguousarray(dst),
+            np.ascontiguousarray(order, dtype=np.int64), int(self.config.steps), bool(self.config.children), _CONSTS)
         # Context (the stem feeding the first block, the cells feeding the next ones) changes
         # the labels of the first copies of a block; with few copies the repeats at step s can
         # be sub-blocks. Every step s..0 is tried and the segmentation whose segments repeat
-        # best as subgraphs (context-free) wins; ties keep the larger step.
-        best: tuple[int, list[int]] | None = None
-        for level in range(seq.steps, -1, -1):
-            bounds = self._segment(seq, 0, n, 0, level)
-            score = self._saving(seq, bounds)
-            if best is None or score > best[0]:
-                best = (score, bounds)
-        assert best is not None
-        return np.asarray(best[1], dtype=np.int64)
-
-    @staticmethod
-    def _saving(seq: _Seq, bounds: list[int]) -> int:
-        """Description length saved by the segmentation, segments compared as subgraphs."""
-        count = Counter(seq.key(s, e) for s, e in zip(bounds[:-1], bounds[1:]))
-        lengths = {seq.key(s, e): e - s for s, e in zip(bounds[:-1], bounds[1:])}
-        return sum((c - 1) * lengths[k] - c for k, c in count.items() if c >= 2)
-
-    # -- the segmentation ----------------------------------------------------------------------
-
-    def _segment(self, seq: _Seq, a: int, b: int, depth: int, level: int) -> list[int]:
-        """Bounds [a, ..., b] of the segmentation of positions a..b-1 (anchors at step `level`)."""
-        motif = _best_anchor(seq, a, b, level)
-        if motif is None:
-            return [a, b]
-        L = motif.length
-        deltas = np.arange(-(L - 1), 1, dtype=np.int64)
-        t = motif.members[:, None] + deltas[None, :]
-        valid = (t > a) & (t < b)
-        cnt = valid.sum(axis=0)
-        tot = np.where(valid, seq.cost[np.clip(t, 0, seq.n)], 0).sum(axis=0)
-        mean = np.where(cnt > 0, tot / np.maximum(cnt, 1), np.inf)
-        if not np.isfinite(mean).any():
-            return [a, b]
-        tied = deltas[mean <= mean.min() + 1e-9][::-1][: self.config.max_phases]  # nearest 0 first
-        best: tuple[int, list[int], list[bool]] | None = None
-        for delta in tied.tolist():
-            at = motif.members + delta
-            at = at[(at > a) & (at < b)]
-            if at.size == 0:
-                continue
-            width = int(seq.cost[at].max())  # cut width at D's copies
-            cuts = motif.occurrences + delta
-            cuts = cuts[(cuts > a) & (cuts < b)]
-            # an anchor occurrence cutting more tensors than D's boundaries is inside a
-            # variant block (e.g. a projection conv that looks like a block's first conv)
-            cuts = np.unique(cuts[seq.cost[cuts] <= width]).tolist()
-            ref = int(at[0])  # a copy of D at this phase (D's copies lie inside a..b)
-            seed = {seq.key(ref, ref + L): (motif.copies, L)}
-            bounds, rep = self._refine_all(seq, [a, *cuts, b], seed)
-            merged = self._merge(seq, bounds)
-            if merged != bounds:
-                bounds, rep = self._refine_all(seq, merged, seed)
-            covered = sum(e - s for s, e, r in zip(bounds[:-1], bounds[1:], rep) if r)
-            if best is None or covered > best[0]:
-                best = (covered, bounds, rep)
-        if best is None:
-            return [a, b]
-        _, bounds, rep = best
-        if depth >= self.config.depth:
-            return bounds
-        out = [a]
-        for s, e, r in zip(bounds[:-1], bounds[1:], rep):
-            if not r and e - s >= max(2 * L, 7):  # room for two copies of another block
-                out.extend(self._segment(seq, s, e, depth + 1, level)[1:])
-            else:
-                out.append(e)
-        return out
-
-    @classmethod
-    def _refine_all(cls, seq: _Seq, bounds: list[int], seed: dict[bytes, tuple[int, int]]) -> tuple[list[int], list[bool]]:
-        rep: list[bool] = []
-        for _ in range(3):  # a class found by peeling can peel again (stem + first variant)
-            prev = bounds
-            bounds, rep = cls._refine(seq, bounds, seed)
-            if bounds == prev:
-                break
-        return bounds, rep
-
-    @staticmethod
-    def _merge(seq: _Seq, bounds: list[int], rounds: int = 4) -> list[int]:
-        """Join adjacent segments X, Y (X != Y) that always come together into one unit.
-
-        An anchor can occur twice per block (e.g. both LayerNorms of a transformer block look
-        alike within s hops), giving half blocks A B A B ...; context at the ends can make that
-        finer segmentation save slightly more than the whole block. If nearly every copy of X is
-        followed by Y (pair count >= max(#X, #Y) - 1 and >= 2), the unit is XY. Among AB and BA,
-        the pair with more copies wins, then the narrower cut before X, then the first seen.
-        """
-        for _ in range(rounds):
-            segs = list(zip(bounds[:-1], bounds[1:]))
-            keys = [seq.key(s, e) for s, e in segs]
-            count = Counter(keys)
-            pairs: dict[tuple[bytes, bytes], list[int]] = {}
-            for i in range(len(keys) - 1):
-                x, y = keys[i], keys[i + 1]
-                if x != y and count[x] >= 2 and count[y] >= 2:
-                    pairs.setdefault((x, y), []).append(i)
-            best = None
-            for rank, ((x, y), at) in enumerate(pairs.items()):
-                if len(at) < max(2, max(count[x], count[y]) - 1):
-                    continue
-                width = float(np.mean([seq.cost[segs[i][0]] for i in at]))
-                cand = (-len(at), width, rank, at)
-                if best is None or cand[:3] < best[:3]:
-                    best = cand
-            if best is None:
-                break
-            drop = {segs[i][1] for i in best[3]}  # the cut inside each XY
-            bounds = [t for t in bounds if t not in drop]
-        return bounds
-
-    @staticmethod
-    def _refine(
-        seq: _Seq, bounds: list[int], seed: dict[bytes, tuple[int, int]], max_classes: int = 8
-    ) -> tuple[list[int], list[bool]]:
-        """Peel copies of repeated segments off the ends of the others; flag repeated segments.
-
-        A *repeated class* is a subgraph (op sequence + internal edges, `_Seq.key`) that at least
-        two segments have. A segment longer than a class that has more copies than its own has
-        copies of that class split off its front and back while they match (the first block after
-        the stem differs from the others only in context: its labels differ, its subgraph does
-        not; a variant block that lost the anchor of the next block comes with that block).
-        A segment is flagged repeated if at least two final segments have its subgraph.
-        """
-        segs = list(zip(bounds[:-1], bounds[1:]))
-        keys = [seq.key(s, e) for s, e in segs]
-        count = Counter(keys)
-        length = dict(zip(keys, (e - s for s, e in segs)))
-        for k, (c, n) in seed.items():  # D counts as often as the anchor found it
-            count[k] = max(count[k], c)
-            length[k] = n
-        classes = sorted(
-            (k for k, c in count.items() if c >= 2 and length[k] >= 2),
-            key=lambda k: (-(count[k] - 1) * length[k], -length[k], k),
-        )[:max_classes]
-        out = [bounds[0]]
-        for (s, e), k in zip(segs, keys):
-            peel = [c for c in classes if count[c] > count[k] and length[c] < e - s]
-            head: list[int] = []
-            tail: list[int] = []
-            moved = bool(peel)
-            while moved:
-                moved = False
-                for c in peel:
-                    L = length[c]
-                    if e - s > L and seq.key(s, s + L) == c:
-                        s += L
-                        head.append(s)
-                        moved = True
-                        break
-                    if e - s > L and seq.key(e - L, e) == c:
-                        tail.append(e)
-                        e -= L
-                        moved = True
-                        break
-            out.extend(head)
-            out.append(e)  # what is left in the middle
-            out.extend(reversed(tail))
-        final = Counter(seq.key(s, e) for s, e in zip(out[:-1], out[1:]))
-        rep = [final[seq.key(s, e)] >= 2 for s, e in zip(out[:-1], out[1:])]
-        return out, rep
+        # best as subgraphs (context-free) wins; ties keep the larger step. Steps 1-6 run
+        # compiled (`_motif_kernels`).
+        return _kernels.segment_bounds(dense, S, Bpow, cost, es, ed, ops, int(self.config.depth),
+                                       int(self.config.max_phases), int(self.max_classes))

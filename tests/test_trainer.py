@@ -32,3 +32,24 @@ def test_gcn_trains_on_gpu(toy_dataset, tmp_path):
              dataset=toy_dataset)
     assert ev.result.device.startswith("cuda")
     assert ev.result.metrics["mrr@20"] > 0.5
+
+
+def test_jobs_default_to_the_available_cores_and_reach_the_trainer_from_the_cli(monkeypatch):
+    import os
+
+    from narbench import cli
+    from narbench.trainer import Trainer
+
+    expected = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert Trainer("cpu", progress=False).jobs == expected
+    assert Trainer("cpu", progress=False, jobs=3).jobs == 3
+    seen = {}
+
+    def fake_run(cfg, console=None):
+        seen["jobs"] = cfg.jobs
+        raise SystemExit(0)
+
+    monkeypatch.setattr("narbench.runner.run", fake_run)
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--encoder", "gcn", "--jobs", "3", "--no-progress"])
+    assert seen["jobs"] == 3

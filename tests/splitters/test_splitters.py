@@ -395,3 +395,112 @@ def test_registry_entry_points():
                       ("motif-number", MotifNumberSplitter), ("random", RandomSplitter)]:
         assert registry.load("splitter", name) is cls
         assert cls.name == name
+
+
+# ------------------------------------------------------------------ compiled == reference
+
+
+def random_network(seed: int) -> ArchGraph:
+    """Runs of random blocks (a small library, occasional mutated ops, skip edges), stem and head:
+    many near-repeats, for the peeling, merging and recursion paths of the motif splitter."""
+    rng = np.random.default_rng(seed)
+    library = []
+    for _ in range(3):
+        size = int(rng.integers(2, 9))
+        ops = rng.integers(2, 8, size=size).tolist()
+        skips = [(int(rng.integers(0, i)), i) for i in range(2, size) if rng.random() < 0.3]
+        library.append((ops, skips))
+    b = Builder()
+    x = b("stem")
+    for _ in range(int(rng.integers(1, 4))):
+        x = b(f"op{int(rng.integers(2, 8))}", x)
+    for _ in range(int(rng.integers(2, 6))):  # runs of one block
+        ops, skips = library[int(rng.integers(0, 3))]
+        for _ in range(int(rng.integers(1, 9))):
+            start = x
+            ids = []
+            for i, op in enumerate(ops):
+                op = f"op{int(rng.integers(2, 8))}" if rng.random() < 0.04 else f"op{op}"
+                parents = [x] + [ids[s] for s, d in skips if d == i]
+                x = b(op, *parents)
+                ids.append(x)
+            if rng.random() < 0.5:
+                x = b("add", x, start)
+    b("head", x)
+    return b.graph(f"random-{seed}", VOCAB)
+
+
+def _reference_cases():
+    from narbench.datasets.nas import generate
+
+    graphs = [resnet_like(16), resnet_like(48, projection_every=4), transformer_like(12),
+              transformer_like(20, fine=True), darts_like(cells=8), darts_like(cells=4)]
+    graphs += [random_network(seed) for seed in range(40)]
+    graphs += [permuted(g, 1) for g in graphs[:6]]
+    graphs += generate(seed=0, n_classes=10, per_class=4)[0]
+    return graphs
+
+
+@pytest.mark.parametrize("params", [{}, {"steps": 1}, {"steps": 3, "children": True}, {"depth": 0},
+                                    {"max_phases": 1}, {"steps": 0}])
+def test_compiled_motif_splitter_equals_the_python_reference(params):
+    from tests.motif_reference import ReferenceMotifSplitter
+
+    new, ref = MotifSplitter(**params), ReferenceMotifSplitter(**params)
+    for graph in _reference_cases():
+        order_new, bounds_new = new.segments(graph)
+        order_ref, bounds_ref = ref.segments(graph)
+        assert np.array_equal(order_new, order_ref), graph.name
+        assert bounds_new.tolist() == bounds_ref.tolist(), graph.name
+        p_new, p_ref = new.split(graph), ref.split(graph)
+        assert p_new.num_parts == p_ref.num_parts
+        assert all(np.array_equal(a, b) for a, b in zip(p_new.parts, p_ref.parts))
+        assert np.array_equal(p_new.macro_edges, p_ref.macro_edges)
+
+
+@pytest.mark.slow
+def test_compiled_motif_splitter_equals_the_python_reference_on_real_graphs():
+    import narbench
+    from tests.motif_reference import ReferenceMotifSplitter
+
+    ds = narbench.load_dataset("real")
+    rng = np.random.default_rng(12)
+    new, ref = MotifSplitter(), ReferenceMotifSplitter()
+    for i in rng.choice(len(ds.graphs), size=150, replace=False):
+        graph = ds.graphs[i]
+        if graph.num_nodes > 20000:
+            continue
+        assert new.segments(graph)[1].tolist() == ref.segments(graph)[1].tolist(), graph.name
+
+
+def test_segments_to_flat_equals_the_partition():
+    from narbench.splitters._segments import segments_to_flat
+
+    graph = resnet_like(8, projection_every=3)
+    order, bounds = MotifSplitter().segments(graph)
+    part = segments_to_partition(graph, order, bounds)
+    offsets, nodes, macro = segments_to_flat(graph, order, bounds)
+    assert [nodes[a:z].tolist() for a, z in zip(offsets[:-1], offsets[1:])] == [p.tolist() for p in part.parts]
+    assert np.array_equal(macro, part.macro_edges)
+
+
+def test_topological_order_fast_path_equals_kahn_with_smallest_id_first():
+    import heapq
+
+    for graph in (random_network(3), resnet_like(5), darts_like(cells=3)):
+        assert np.all(graph.edges[0] < graph.edges[1])  # numbered in execution order: the fast path
+        n = graph.num_nodes
+        indeg = np.bincount(graph.edges[1], minlength=n).tolist()
+        succ = [[] for _ in range(n)]
+        for u, v in graph.edges.T.tolist():
+            succ[u].append(v)
+        heap = [i for i in range(n) if indeg[i] == 0]
+        out = []
+        while heap:
+            u = heapq.heappop(heap)
+            out.append(u)
+            for v in succ[u]:
+                indeg[v] -= 1
+                if indeg[v] == 0:
+                    heapq.heappush(heap, v)
+        assert graph.topological_order().tolist() == out
