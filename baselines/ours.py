@@ -32,7 +32,7 @@ from torch import nn
 from narbench import losses
 from narbench.baselines.gnn import GNNStack, gcn_conv
 from narbench.encoder import Encoder, Labels
-from narbench.graph import ArchGraph
+from narbench.graph import ArchGraph, import_torch_geometric
 from narbench.partcache import PartsCache, split_graphs
 from narbench.parts import GraphParts, adjacency, induced_subgraphs, neighbourhoods
 from narbench.splitter import Partition
@@ -66,6 +66,7 @@ def induced(graph: ArchGraph, nodes: np.ndarray):
     One part at a time (O(E) per call): the reference for `narbench.parts.induced_subgraphs`,
     which the encoder uses to extract every part of a graph at once.
     """
+    import_torch_geometric()
     from torch_geometric.data import Data
 
     src, dst = graph.edges
@@ -198,6 +199,7 @@ class MotifEncoder(Encoder):
             self._motif_cache.update(zip(todo.keys(), emb))
 
     def _macro_datas(self, graphs: list[ArchGraph], motifs: list[GraphParts], labels: Labels | None = None):
+        import_torch_geometric()
         from torch_geometric.data import Data
 
         datas = []

@@ -7,14 +7,13 @@ encoder turns an `ArchGraph` into tensors (whole graph, macro graph, ...) is its
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 import torch
 
-from narbench.graph import ArchGraph
+from narbench.graph import ArchGraph, import_torch_geometric  # noqa: F401 (re-exported)
 from narbench.profiles import ModelConfig, Profile
 from narbench.splitter import Splitter
 from narbench.trainer import Trainer
@@ -98,16 +97,3 @@ def graph_to_data(graph: ArchGraph, num_ops: int, cl: int | None = None, ce: int
     if ce is not None:
         data.y_ce = torch.tensor([ce], dtype=torch.long)
     return data
-
-
-def import_torch_geometric() -> None:
-    """Import `torch_geometric.nn` without the warning its import raises; a no-op once imported.
-
-    torch_geometric (2.8) applies `torch.jit.script` to two of its classes while it is being
-    imported, and torch deprecates `torch.jit.script` (a DeprecationWarning, a FutureWarning in
-    some builds), so every GNN run printed a warning about code narbench never calls. The filter
-    covers this one import and that one message; a `torch.jit.script` call of your own still warns.
-    """
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r".*`?torch\.jit\.script`? is (deprecated|not supported)")
-        import torch_geometric.nn  # noqa: F401

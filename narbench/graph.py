@@ -8,6 +8,7 @@ encoders, the search) consumes this type.
 from __future__ import annotations
 
 import hashlib
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,8 +115,22 @@ class ArchGraph:
         for encoders that start with an embedding layer (same model, far less memory).
         """
         import torch
+        import_torch_geometric()
         from torch_geometric.data import Data
 
         op = torch.as_tensor(self.ops, dtype=torch.long)
         x = torch.nn.functional.one_hot(op, num_ops).float() if one_hot else op
         return Data(x=x, edge_index=torch.as_tensor(self.edges, dtype=torch.long), num_nodes=self.num_nodes)
+
+
+def import_torch_geometric() -> None:
+    """Import `torch_geometric.nn` without the warning its import raises; a no-op once imported.
+
+    torch_geometric (2.8) applies `torch.jit.script` to two of its classes while it is being
+    imported, and torch deprecates `torch.jit.script` (a DeprecationWarning, a FutureWarning in
+    some builds), so every GNN run printed a warning about code narbench never calls. The filter
+    covers this one import and that one message; a `torch.jit.script` call of your own still warns.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*`?torch\.jit\.script`? is (deprecated|not supported)")
+        import torch_geometric.nn  # noqa: F401

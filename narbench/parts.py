@@ -67,6 +67,9 @@ class Subgraphs:
     def data(self, i: int):
         """Subgraph i as a PyG Data (x = op ids), identical to `induced(graph, nodes_i)`."""
         import torch
+        from narbench.graph import import_torch_geometric
+
+        import_torch_geometric()
         from torch_geometric.data import Data
 
         x, edge_index = self.arrays(i)

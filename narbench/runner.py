@@ -17,7 +17,7 @@ from rich.console import Console
 
 from narbench import checkpoint, preflight, registry
 from narbench.dataset import GraphDataset, UnknownSplitError, load_dataset, stratified_subset
-from narbench.encoder import Encoder, Labels, import_torch_geometric
+from narbench.encoder import Encoder, Labels
 from narbench.metrics import METRICS, score_rankings
 from narbench.profiles import get_profile
 from narbench.protocol import DEFAULT_PROTOCOL, Protocol, get_protocol
@@ -167,8 +167,6 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     fam_ids = dataset.family_ids()
     labels, label_record = make_labels(dataset, protocol, encoder_cls, train_idx)
 
-    if encoder_cls.trainable:
-        import_torch_geometric()  # the trainer's data loaders import it: without its import-time warning
     seed_everything(cfg.seed)
     trainer = Trainer(cfg.device, cfg.seed, progress=cfg.progress, console=console, jobs=cfg.jobs)
     encoder = encoder_cls(len(dataset.vocab), labels.num_ce_classes, profile, splitter)

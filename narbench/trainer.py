@@ -89,6 +89,9 @@ class Trainer:
         return contextlib.nullcontext()
 
     def loader(self, items: Sequence, batch_size: int, *, shuffle: bool, seed_offset: int = 0):
+        from narbench.graph import import_torch_geometric
+
+        import_torch_geometric()
         from torch_geometric.loader import DataLoader
 
         gen = torch.Generator().manual_seed(self.seed + seed_offset)
