@@ -14,7 +14,6 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from narbench import __version__, registry
 from narbench.profiles import OBJECTIVES, PROFILES
@@ -147,7 +146,7 @@ def _error(message: str) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """`narbench run`: one benchmark run; prints its metrics even when its files cannot be written."""
-    from narbench.runner import ResultWriteError, RunConfig, run
+    from narbench.runner import ResultWriteError, RunConfig, render, run
 
     cfg = RunConfig(
         encoder=args.encoder, splitter=args.splitter, dataset=args.dataset, split=args.split,
@@ -159,28 +158,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         ev = run(cfg, console=Console(stderr=True))
     except ResultWriteError as exc:
-        _print_metrics(exc.evaluation, Console())
+        render(exc.evaluation, Console())
         _error(str(exc))
         return 2
-    _print_metrics(ev, Console())
+    render(ev, Console())
     return 0
-
-
-def _print_metrics(ev, console: Console) -> None:
-    res = ev.result
-    table = Table(title=f"{res.encoder} + {res.splitter} on {res.dataset['name']} · {res.split} "
-                        f"({res.profile}, protocol {res.protocol}, seed {res.seed})")
-    table.add_column("metric")
-    for k in (20, 50, 100):
-        table.add_column(f"@{k}", justify="right")
-    scores = {**res.metrics, **res.metrics_extra}
-    for label, metric in (("MRR", "mrr"), ("MAP", "map"), ("NDCG", "ndcg"), ("MAP, min(k,|R|)", "map_capped")):
-        table.add_row(label, *[f"{scores[f'{metric}@{k}']:.4f}" for k in (20, 50, 100)])
-    console.print(table)
-    console.print(f"queries {res.num_queries}, corpus {res.num_corpus}, trained on {res.num_train}; device {res.device}")
-    console.print("timings (s): " + ", ".join(f"{k} {v:.1f}" for k, v in res.timings.items()))
-    if ev.path:
-        console.print(f"result written to [bold]{ev.path}[/bold]")
 
 
 def cmd_build_real(args: argparse.Namespace) -> int:
@@ -254,42 +236,16 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_datasets(args: argparse.Namespace) -> int:
     """`narbench datasets`: every registered dataset with its version, size, families and splits."""
-    from narbench.datasheet import summarize
+    from narbench.datasheet import datasets_table
 
-    table = Table(title=f"registered datasets (entry-point group {registry.GROUPS['dataset']})")
-    for col in ("name", "version", "graphs", "families", "coarse", "splits", "content (sha256)", "provided by",
-                "status"):
-        table.add_column(col, justify="right" if col in ("graphs", "families", "coarse") else "left")
-    for name in registry.names("dataset"):
-        origin = registry.origin("dataset", name)["distribution"] or "?"
-        try:
-            s = summarize(name)
-        except registry.RegistryError as exc:
-            table.add_row(name, "", "", "", "", "", "", origin, f"[red]fails to load: {escape(str(exc))}[/red]")
-            continue
-        count = [f"{v:,}" if v is not None else "–" for v in (s.graphs, s.families, s.coarse)]
-        content = f"pinned {s.pinned_sha256[:12]}…" if s.pinned_sha256 else "not pinned"
-        table.add_row(s.name, s.version, *count, ", ".join(s.splits), content, origin, escape(s.status))
+    table = datasets_table()
     Console().print(table)
     return 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     """`narbench encoders` / `narbench splitters`: the registered names, who provides them, what they are."""
-    from importlib.metadata import entry_points
-
-    kind = args.kind
-    table = Table(title=f"registered {kind}s (entry-point group {registry.GROUPS[kind]})")
-    table.add_column("name")
-    table.add_column("provided by")
-    table.add_column("description")
-    for ep in sorted(entry_points(group=registry.GROUPS[kind]), key=lambda e: e.name):
-        dist = ep.dist.name if ep.dist else "?"
-        try:
-            doc = (registry.load(kind, ep.name).__doc__ or "").strip().splitlines()[0]
-        except Exception as exc:  # list it anyway, saying why it cannot be used
-            doc = f"[red]fails to load: {escape(str(exc))}[/red]"
-        table.add_row(ep.name, dist, doc)
+    table = registry.table(args.kind)
     Console().print(table)
     return 0
 
@@ -344,7 +300,7 @@ def cmd_search(args) -> int:
     import warnings
 
     from narbench.backends import BackendError
-    from narbench.engine import search
+    from narbench.engine import render, search
     from narbench.index import IndexFileError
     from narbench.target import TargetError
 
@@ -359,37 +315,8 @@ def cmd_search(args) -> int:
     if args.json:
         print(json.dumps(result.to_json(), indent=1))
         return 0
-    print_result(result, Console() if sys.stdout.isatty() else Console(width=150))  # piped: no folded names
+    render(result, Console() if sys.stdout.isatty() else Console(width=150))  # piped: no folded names
     return 0
-
-
-def print_result(result, console: Console) -> None:
-    """The hits as a table, then the query, why the top hit is close, and duplicates."""
-    info = result.info
-    how = f" · {info['input']} on {info['device']}" if info.get("device") else ""
-    console.print(f"[bold]{escape(result.query)}[/bold]: {result.num_nodes:,} ops, {result.num_edges:,} edges, "
-                  f"coarse {result.coarse}{escape(how)}")
-    table = Table(title=f"top {len(result.hits)} in {escape(result.index)} · {result.backend}", title_justify="left")
-    for col, justify in (("#", "right"), ("graph", "left"), ("family", "left"), ("coarse", "left"),
-                         ("source", "left"), ("cosine", "right"), ("ops", "right"), ("edges", "right")):
-        table.add_column(col, justify=justify, overflow="fold")
-    for h in result.hits:
-        table.add_row(str(h.rank), escape(h.name), escape(h.family), h.coarse, h.source, f"{h.similarity:.3f}",
-                      f"{h.num_nodes:,}", f"{h.num_edges:,}")
-    console.print(table)
-    if result.hits:
-        console.print(f"why #1 is close: {escape(result.why)}", soft_wrap=True)
-    if result.kind == "index":
-        console.print("in the index: yes, this is an index graph (left out of its own hits)", soft_wrap=True)
-    elif result.duplicate_of:
-        console.print(f"in the index: yes, an exact duplicate of {escape(', '.join(result.duplicate_of))}",
-                      soft_wrap=True)
-    else:
-        console.print("in the index: no exact duplicate", soft_wrap=True)
-    if result.unknown_ops:
-        ops = ", ".join(f"{op} x{c}" for op, c in sorted(result.unknown_ops.items(), key=lambda kv: -kv[1]))
-        console.print(f"not in the index's op vocabulary (spliced out before embedding): {escape(ops)}",
-                      soft_wrap=True)
 
 
 def add_index_parser(sub) -> None:

@@ -10,11 +10,14 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from narbench.dataset import GraphDataset
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 _QUANTILES = (("min", 0.0), ("p10", 0.1), ("median", 0.5), ("p90", 0.9), ("max", 1.0))
 
@@ -205,3 +208,27 @@ def summarize(name: str) -> DatasetSummary:
     records = head.get("records", [])
     return DatasetSummary(**base, status="ready", graphs=len(records), families=len({r["family"] for r in records}),
                           coarse=len({r["coarse"] for r in records}), ops=len(head.get("vocab", [])))
+
+
+def datasets_table() -> Table:
+    """Every registered dataset as a table: version, size, families, splits, pin, provider, status."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from narbench import registry
+
+    table = Table(title=f"registered datasets (entry-point group {registry.GROUPS['dataset']})")
+    for col in ("name", "version", "graphs", "families", "coarse", "splits", "content (sha256)", "provided by",
+                "status"):
+        table.add_column(col, justify="right" if col in ("graphs", "families", "coarse") else "left")
+    for name in registry.names("dataset"):
+        origin = registry.origin("dataset", name)["distribution"] or "?"
+        try:
+            s = summarize(name)
+        except registry.RegistryError as exc:
+            table.add_row(name, "", "", "", "", "", "", origin, f"[red]fails to load: {escape(str(exc))}[/red]")
+            continue
+        count = [f"{v:,}" if v is not None else "–" for v in (s.graphs, s.families, s.coarse)]
+        content = f"pinned {s.pinned_sha256[:12]}…" if s.pinned_sha256 else "not pinned"
+        table.add_row(s.name, s.version, *count, ", ".join(s.splits), content, origin, escape(s.status))
+    return table

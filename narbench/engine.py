@@ -11,10 +11,13 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from narbench.index import SearchIndex, load_index
 from narbench.target import Query, resolve_target
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 @dataclass(frozen=True)
@@ -145,3 +148,35 @@ def search(
         unknown_ops=query.unknown_ops, index=index.describe(), backend=backend,
         info={**query.info, "seconds": {k_: round(v, 4) for k_, v in timings.items()}},
     )
+
+
+def render(result: SearchResult, console: Console) -> None:
+    """The hits as a table, then the query, why the top hit is close, and duplicates."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    info = result.info
+    how = f" · {info['input']} on {info['device']}" if info.get("device") else ""
+    console.print(f"[bold]{escape(result.query)}[/bold]: {result.num_nodes:,} ops, {result.num_edges:,} edges, "
+                  f"coarse {result.coarse}{escape(how)}")
+    table = Table(title=f"top {len(result.hits)} in {escape(result.index)} · {result.backend}", title_justify="left")
+    for col, justify in (("#", "right"), ("graph", "left"), ("family", "left"), ("coarse", "left"),
+                         ("source", "left"), ("cosine", "right"), ("ops", "right"), ("edges", "right")):
+        table.add_column(col, justify=justify, overflow="fold")
+    for h in result.hits:
+        table.add_row(str(h.rank), escape(h.name), escape(h.family), h.coarse, h.source, f"{h.similarity:.3f}",
+                      f"{h.num_nodes:,}", f"{h.num_edges:,}")
+    console.print(table)
+    if result.hits:
+        console.print(f"why #1 is close: {escape(result.why)}", soft_wrap=True)
+    if result.kind == "index":
+        console.print("in the index: yes, this is an index graph (left out of its own hits)", soft_wrap=True)
+    elif result.duplicate_of:
+        console.print(f"in the index: yes, an exact duplicate of {escape(', '.join(result.duplicate_of))}",
+                      soft_wrap=True)
+    else:
+        console.print("in the index: no exact duplicate", soft_wrap=True)
+    if result.unknown_ops:
+        ops = ", ".join(f"{op} x{c}" for op, c in sorted(result.unknown_ops.items(), key=lambda kv: -kv[1]))
+        console.print(f"not in the index's op vocabulary (spliced out before embedding): {escape(ops)}",
+                      soft_wrap=True)

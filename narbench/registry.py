@@ -10,7 +10,10 @@ and a third party's are registered the same way (in a `pyproject.toml`):
 from __future__ import annotations
 
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 GROUPS = {
     "encoder": "narbench.encoders",
@@ -69,3 +72,22 @@ def origin(kind: str, name: str) -> dict[str, str | None]:
     dist = ep.dist
     return {"name": name, "value": ep.value, "distribution": dist.metadata["Name"] if dist else None,
             "version": dist.version if dist else None}
+
+
+def table(kind: str) -> Table:
+    """The registered names of `kind` as a table: who provides each and its docstring's first line."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=f"registered {kind}s (entry-point group {GROUPS[kind]})")
+    table.add_column("name")
+    table.add_column("provided by")
+    table.add_column("description")
+    for ep in sorted(entry_points(group=GROUPS[kind]), key=lambda e: e.name):
+        dist = ep.dist.name if ep.dist else "?"
+        try:
+            doc = (load(kind, ep.name).__doc__ or "").strip().splitlines()[0]
+        except Exception as exc:  # list it anyway, saying why it cannot be used
+            doc = f"[red]fails to load: {escape(str(exc))}[/red]"
+        table.add_row(ep.name, dist, doc)
+    return table

@@ -258,3 +258,23 @@ def _device_name(device) -> str:
     import torch
 
     return torch.cuda.get_device_name(device)
+
+
+def render(ev: Evaluation, console: Console) -> None:
+    """A run's metrics as a table (@20/50/100), its sizes, timings and where its result file went."""
+    from rich.table import Table
+
+    res = ev.result
+    table = Table(title=f"{res.encoder} + {res.splitter} on {res.dataset['name']} · {res.split} "
+                        f"({res.profile}, protocol {res.protocol}, seed {res.seed})")
+    table.add_column("metric")
+    for k in (20, 50, 100):
+        table.add_column(f"@{k}", justify="right")
+    scores = {**res.metrics, **res.metrics_extra}
+    for label, metric in (("MRR", "mrr"), ("MAP", "map"), ("NDCG", "ndcg"), ("MAP, min(k,|R|)", "map_capped")):
+        table.add_row(label, *[f"{scores[f'{metric}@{k}']:.4f}" for k in (20, 50, 100)])
+    console.print(table)
+    console.print(f"queries {res.num_queries}, corpus {res.num_corpus}, trained on {res.num_train}; device {res.device}")
+    console.print("timings (s): " + ", ".join(f"{k} {v:.1f}" for k, v in res.timings.items()))
+    if ev.path:
+        console.print(f"result written to [bold]{ev.path}[/bold]")
