@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _builders():
-    """The synthetic architecture builders of tests/test_splitters.py (one definition)."""
-    spec = importlib.util.spec_from_file_location("_splitter_tests", ROOT / "tests" / "test_splitters.py")
+    """The synthetic architecture builders of tests/splitters/synthetic.py (one definition)."""
+    spec = importlib.util.spec_from_file_location("_splitter_tests", ROOT / "tests" / "splitters" / "synthetic.py")
     mod = importlib.util.module_from_spec(spec)
     assert spec.loader is not None
     spec.loader.exec_module(mod)

@@ -9,10 +9,10 @@ one; `jobs=1` in this process) and written to the cache.
 cache_dir()`), with one row per (splitter id, graph content hash). The splitter id is a sha256
 of the splitter's name, its parameters and its code version (`Splitter.code_version()`: the
 source of the splitter's class and base classes), plus the source of `narbench.parts` (and its
-kernels), `narbench.graph` (topological order) and this module (row format): changing any of
-them gives new rows and never reads stale ones. A row holds the zstd-compressed parts
-(offsets, node ids delta-coded within each part, macro edges, as int32; keys) and the blake2b
-checksum of the uncompressed payload.
+kernels), `narbench.graph` (topological order), `narbench._partcodec` (row format) and this
+module: changing any of them gives new rows and never reads stale ones. A row holds the
+zstd-compressed parts (offsets, node ids delta-coded within each part, macro edges, as int32;
+keys) and the blake2b checksum of the uncompressed payload (`encode_parts`, `decode_parts`).
 
 A row that fails its checksum or does not decode is reported (one warning per call naming the
 file and the count) and recomputed; a file that is not a database or is malformed is moved
@@ -39,15 +39,10 @@ import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import numpy as np
-
+from narbench._partcodec import FORMAT, decode_parts, encode_parts
 from narbench.graph import ArchGraph
 from narbench.parts import GraphParts
 from narbench.splitter import Splitter
-
-FORMAT = 3
-_HEAD = struct.Struct("<4sIIII")  # magic, format, parts, members, macro edges
-_MAGIC = b"NBPT"
 
 
 # -- identity ----------------------------------------------------------------------------------
@@ -63,6 +58,7 @@ def _source_digest(objects) -> str:
 
 def splitter_id(splitter: Splitter) -> str:
     """Cache identity of a splitter: name, parameters, code version, parts format."""
+    import narbench._partcodec
     import narbench._parts_kernels
     import narbench.graph
     import narbench.parts
@@ -72,74 +68,11 @@ def splitter_id(splitter: Splitter) -> str:
         "class": f"{type(splitter).__module__}.{type(splitter).__qualname__}",
         "params": splitter.params(),
         "code": splitter.code_version(),
-        "parts": _source_digest([narbench.parts, narbench._parts_kernels, narbench.graph, sys.modules[__name__]]),
+        "parts": _source_digest([narbench.parts, narbench._parts_kernels, narbench.graph, narbench._partcodec,
+                                 sys.modules[__name__]]),
         "format": FORMAT,
     }
     return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:32]
-
-
-# -- row format -------------------------------------------------------------------------------
-def encode_parts(parts: GraphParts) -> tuple[bytes, bytes]:
-    """(zstd-compressed payload, blake2b-128 of the uncompressed payload).
-
-    Payload: header (magic, format, parts P, members M, macro edges E), then int32 offsets
-    [P+1], node ids [M] as differences within each part (the first of a part as is: small,
-    repetitive numbers that compress well), macro edges [2E], then the P 16-byte keys."""
-    P = parts.num_parts
-    macro = np.asarray(parts.macro_edges, dtype=np.int64).reshape(2, -1)
-    deltas = np.diff(parts.nodes, prepend=0)
-    starts = parts.offsets[:-1][np.diff(parts.offsets) > 0]
-    deltas[starts] = parts.nodes[starts]
-    payload = b"".join([
-        _HEAD.pack(_MAGIC, FORMAT, P, parts.nodes.shape[0], macro.shape[1]),
-        np.concatenate([parts.offsets, deltas, macro.reshape(-1)]).astype("<i4").tobytes(),
-        b"".join(parts.keys),
-    ])
-    return _compressor().compress(payload), hashlib.blake2b(payload, digest_size=16).digest()
-
-
-def decode_parts(blob: bytes, checksum: bytes) -> GraphParts:
-    """Inverse of `encode_parts`; raises ValueError if the row is damaged."""
-    import zstandard
-
-    try:
-        payload = _decompressor().decompress(blob)
-    except zstandard.ZstdError as exc:
-        raise ValueError(f"cannot decompress ({exc})") from exc
-    if hashlib.blake2b(payload, digest_size=16).digest() != checksum:
-        raise ValueError("checksum mismatch")
-    magic, fmt, P, M, E = _HEAD.unpack_from(payload)
-    ints = P + 1 + M + 2 * E
-    if magic != _MAGIC or fmt != FORMAT or len(payload) != _HEAD.size + 4 * ints + 16 * P:
-        raise ValueError("bad header")
-    arr = np.frombuffer(payload, "<i4", ints, _HEAD.size).astype(np.int64)
-    offsets = arr[: P + 1]
-    # undo the differences: csum[k] = sum of the first k deltas (arr[P] = offsets[-1] = M is
-    # the element before them, subtracted again), then restart the sum at each part
-    csum = np.cumsum(arr[P : P + 1 + M]) - M
-    nodes = csum[1:] - np.repeat(csum[offsets[:-1]], np.diff(offsets))
-    at = _HEAD.size + 4 * ints
-    keys = tuple([payload[i : i + 16] for i in range(at, at + 16 * P, 16)])
-    return GraphParts(offsets, nodes, arr[P + 1 + M :].reshape(2, E), keys)
-
-
-_ZSTD: dict[str, object] = {}
-
-
-def _compressor():
-    import zstandard
-
-    if "c" not in _ZSTD:
-        _ZSTD["c"] = zstandard.ZstdCompressor(level=3)
-    return _ZSTD["c"]
-
-
-def _decompressor():
-    import zstandard
-
-    if "d" not in _ZSTD:
-        _ZSTD["d"] = zstandard.ZstdDecompressor()
-    return _ZSTD["d"]
 
 
 # -- the cache file ----------------------------------------------------------------------------

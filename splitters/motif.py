@@ -52,11 +52,12 @@ the edges entering them; macro edges follow the data flow), and
 `MotifSplitter.split_with_keys` adds an exact signature per part for embedding caches.
 Without any repeat (best saving <= 0) the graph is one part.
 
-**Implementation.** Eq. 2 and steps 1-6 run compiled (numba, `_motif_kernels`, cached on disk
-after the first compilation): O((n + E) log n) per phase tried (at most `max_phases`) and step,
-with no per-segment Python. Segments are compared through exact integer class ids of their
-keys (`_motif_kernels`); the result is the same, cut for cut, as the original pure-Python
-implementation, which tests/motif_reference.py keeps as the reference.
+**Implementation.** Eq. 2 and steps 1-6 run compiled (numba, `_motif_windows`, `_motif_phases`,
+`_motif_segments`, cached on disk after the first compilation): O((n + E) log n) per phase tried
+(at most `max_phases`) and step, with no per-segment Python. Segments are compared through exact
+integer class ids of their keys (`_motif_windows`); the result is the same, cut for cut, as the
+original pure-Python implementation, which tests/splitters/motif_reference.py keeps as the
+reference.
 
 The sequence, hence the motifs, depends on `ArchGraph.topological_order`, which breaks ties by
 node id: graphs should be numbered in execution order (as tracers and the NAS generator do).
@@ -76,7 +77,7 @@ from narbench.splitter import SplitterConfig
 from narbench.jit import setup_numba_cache
 
 setup_numba_cache()
-from . import _motif_kernels as _kernels  # noqa: E402
+from . import _motif_phases, _motif_segments, _motif_windows  # noqa: E402
 from ._segments import SegmentSplitter, checked_order
 
 __all__ = ["MotifSplitter", "encode_nodes", "encode_sequence"]
@@ -135,6 +136,7 @@ def encode_sequence(
 
 
 _CONSTS = np.array([_SALT_OP, _SALT_PAR, _SALT_CHILD, _SALT_AGG, _SALT_CAGG, _K_SELF, _BASE, _BASE_INV], dtype=_U64)
+_KERNELS = (_motif_windows, _motif_phases, _motif_segments)  # the compiled code: part of `code_version`
 
 
 class MotifSplitter(SegmentSplitter):
@@ -174,11 +176,12 @@ class MotifSplitter(SegmentSplitter):
 
     @classmethod
     def code_version(cls) -> str:
-        """The base class's digest plus the compiled kernels' source (`_motif_kernels`)."""
+        """The base class's digest plus the source of every compiled kernel module (`_KERNELS`)."""
         import hashlib
         import inspect
 
-        return hashlib.sha256((super().code_version() + inspect.getsource(_kernels)).encode()).hexdigest()
+        kernels = "".join(inspect.getsource(module) for module in _KERNELS)
+        return hashlib.sha256((super().code_version() + kernels).encode()).hexdigest()
 
     def encode(self, graph: ArchGraph, order: np.ndarray | None = None) -> np.ndarray:
         """``C^s`` of `graph`: dense labels of its nodes in topological order."""
@@ -191,13 +194,13 @@ class MotifSplitter(SegmentSplitter):
         src, dst = graph.edges
         # the label sequences of steps 0..s (eq. 2), prefix hashes, cut widths, edges by position;
         # segments are compared as subgraphs: op sequence + internal edges relative to the start
-        dense, S, Bpow, cost, es, ed, ops = _kernels.seq_arrays(
+        dense, S, Bpow, cost, es, ed, ops = _motif_segments.seq_arrays(
             np.ascontiguousarray(graph.ops, dtype=np.int64), np.ascontiguousarray(src), np.ascontiguousarray(dst),
             np.ascontiguousarray(order, dtype=np.int64), int(self.config.steps), bool(self.config.children), _CONSTS)
         # Context (the stem feeding the first block, the cells feeding the next ones) changes
         # the labels of the first copies of a block; with few copies the repeats at step s can
         # be sub-blocks. Every step s..0 is tried and the segmentation whose segments repeat
         # best as subgraphs (context-free) wins; ties keep the larger step. Steps 1-6 run
-        # compiled (`_motif_kernels`).
-        return _kernels.segment_bounds(dense, S, Bpow, cost, es, ed, ops, int(self.config.depth),
-                                       int(self.config.max_phases), int(self.max_classes))
+        # compiled (`_motif_segments`).
+        return _motif_segments.segment_bounds(dense, S, Bpow, cost, es, ed, ops, int(self.config.depth),
+                                              int(self.config.max_phases), int(self.max_classes))

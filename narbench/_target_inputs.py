@@ -1,0 +1,77 @@
+"""The example input of a search target model (`narbench.target`), chosen as the `real` build does."""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Sequence length of the token ids given to a language model (the `real` build's choice).
+SEQ_LEN = 16
+
+
+def _first_layer(model):
+    import torch.nn as nn
+
+    for mod in model.modules():
+        if mod is not model and next(mod.parameters(recurse=False), None) is not None:
+            return mod
+        if isinstance(mod, (nn.Embedding, nn.EmbeddingBag, nn.RNNBase, nn.TransformerEncoderLayer)):
+            return mod
+    return None
+
+
+def example_inputs(model, device: str, shape: tuple[int, ...] | None = None) -> tuple[tuple, dict, str]:
+    """(args, kwargs, description) of the example input for `model`, chosen as the `real` build does.
+
+    A transformers model gets the build's dummy inputs for its main input, a timm model its
+    `pretrained_cfg["input_size"]`; any other module is read from its first layer with weights:
+    an embedding gets token ids [1, 16], a 2-d (3-d) convolution an image [1, C, 224, 224]
+    (a clip [1, C, 16, 112, 112]), a recurrent or transformer layer a sequence [1, 16, F], a
+    linear layer a vector [1, F]. `shape` overrides the shape (token ids stay integer ids).
+    """
+    import torch
+    import torch.nn as nn
+
+    config = getattr(model, "config", None)
+    if config is not None and hasattr(config, "model_type") and hasattr(model, "main_input_name"):
+        from narbench.zoo.sources import transformers_inputs
+
+        kw = transformers_inputs(model, config, "base", device, shape)
+        main = next(iter(kw.values()))
+        return (), kw, f"{next(iter(kw))} {list(main.shape)}"
+    first = _first_layer(model)
+    ids = isinstance(first, (nn.Embedding, nn.EmbeddingBag))
+    if shape is None:
+        cfg = getattr(model, "pretrained_cfg", None)
+        if isinstance(cfg, dict) and cfg.get("input_size"):
+            shape = (1, *cfg["input_size"])
+        elif ids:
+            shape = (1, SEQ_LEN)
+        elif isinstance(first, (nn.Conv2d, nn.ConvTranspose2d, nn.BatchNorm2d)):
+            shape = (1, first.in_channels if hasattr(first, "in_channels") else first.num_features, 224, 224)
+        elif isinstance(first, (nn.Conv3d, nn.ConvTranspose3d)):
+            shape = (1, first.in_channels, 16, 112, 112)
+        elif isinstance(first, (nn.Conv1d, nn.ConvTranspose1d)):
+            shape = (1, first.in_channels, 1024)
+        elif isinstance(first, nn.RNNBase):
+            shape = (1, SEQ_LEN, first.input_size) if first.batch_first else (SEQ_LEN, 1, first.input_size)
+        elif isinstance(first, nn.TransformerEncoderLayer):
+            d = first.linear1.in_features
+            shape = (1, SEQ_LEN, d) if first.self_attn.batch_first else (SEQ_LEN, 1, d)
+        elif isinstance(first, nn.LayerNorm):
+            shape = (1, SEQ_LEN, *first.normalized_shape)
+        elif isinstance(first, nn.Linear):
+            shape = (1, first.in_features)
+        elif isinstance(first, nn.BatchNorm1d):
+            shape = (1, first.num_features)
+        else:
+            from narbench.target import TargetError  # here: narbench.target imports this module
+
+            raise TargetError(f"cannot tell what input {type(model).__name__} takes (first layer: "
+                              f"{type(first).__name__ if first is not None else 'none with weights'}); "
+                              "give its shape with --input-shape, e.g. --input-shape 1,3,224,224")
+    shape = tuple(int(s) for s in shape)
+    if ids:
+        n = int(np.prod(shape))
+        x = (torch.arange(n, device=device) % max(first.num_embeddings, 1)).reshape(shape)
+        return (x,), {}, f"token ids {list(shape)}"
+    return (torch.randn(*shape, device=device),), {}, f"tensor {list(shape)}"
