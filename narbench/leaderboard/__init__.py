@@ -25,7 +25,7 @@ The modules, in the order data flows through them:
 
 from narbench.leaderboard.aggregate import ALL_METRICS, EXTRA, aggregate, write_aggregate
 from narbench.leaderboard.figures import PLOT_VERSION, TSNE_MAX_POINTS, plot_tables, plot_tsne, tsne_panels
-from narbench.leaderboard.paper import MAP_NOTE, PAPER, PAPER_LABEL, PaperRow, load_paper
+from narbench.leaderboard.paper import MAP_NOTE, PAPER, PAPER_LABEL, PROTOCOL_NOTE, PaperRow, load_paper
 from narbench.leaderboard.publish import write_leaderboard
 from narbench.leaderboard.records import (
     ANY_PROTOCOL,
@@ -60,7 +60,7 @@ from narbench.metrics import METRICS
 
 __all__ = [
     "ALL_METRICS", "ALPHA", "ANY_PROTOCOL", "Block", "COLUMNS", "DEFAULT_OBJECTIVE", "EMB_SUFFIX", "EXTRA", "HEADERS",
-    "KEYS", "Key", "LeaderTable", "MAP_NOTE", "METRICS", "PAPER", "PAPER_LABEL", "PAPER_PROFILES", "PLOT_VERSION",
+    "KEYS", "Key", "LeaderTable", "MAP_NOTE", "METRICS", "PAPER", "PAPER_LABEL", "PROTOCOL_NOTE", "PAPER_PROFILES", "PLOT_VERSION",
     "PRETRAINED", "PaperRow", "Record", "RejectedResultsError", "Row", "SCRATCH", "SIG_MARK", "TABLES", "TESTS",
     "TSNE_MAX_POINTS", "aggregate", "build_tables", "collect", "load_paper", "mark_block", "paired_scores",
     "paired_test", "plot_tables", "plot_tsne", "print_tables", "read_record", "row_label", "row_labels", "select_runs",

@@ -55,6 +55,15 @@ MAP_NOTE = (
     "not MAP."
 )
 
+PROTOCOL_NOTE = (
+    "Protocols: blocks are per supervision protocol and never ranked together. Under `family` (the default) "
+    "every trainable encoder trains both loss terms on the family; under `paper` the baselines train on the "
+    "coarse label (paper section 4.3) and `ours` on the family (section 3.5), the same labels as under `family`, "
+    "so `ours`'s `family` rows are also its `paper` numbers. On `nas` the coarse label is the family: both "
+    "protocols give every encoder the same labels. Training-free floors see no labels and appear in every "
+    "protocol's block."
+)
+
 
 def paper_rows(table: int, dataset: str) -> list[tuple[str, dict[str, float]]]:
     """(label, scores) of the paper's rows of `table` for `dataset`, labelled as theirs."""

@@ -10,7 +10,7 @@ from pathlib import Path
 from narbench.leaderboard.aggregate import aggregate, write_aggregate
 from narbench.leaderboard.figures import plot_tables, plot_tsne
 from narbench.leaderboard.headline import check_markers, update_readme
-from narbench.leaderboard.paper import MAP_NOTE, PAPER_LABEL
+from narbench.leaderboard.paper import MAP_NOTE, PAPER_LABEL, PROTOCOL_NOTE
 from narbench.leaderboard.records import collect
 from narbench.leaderboard.render import print_tables, tables_markdown
 from narbench.leaderboard.tables import PAPER_PROFILES, build_tables
@@ -113,7 +113,7 @@ def _readme(records, left_out: Counter, df, tables, plot_paths, out_dir: Path, p
         lines += ["Datasets: " + ", ".join(f"`{n}` {v} (sha256 {s}…)" for n, v, s in datasets) + ".", ""]
     lines += [f"The *{PAPER_LABEL}* rows are the numbers published by Pei et al. (ICLR 2024) on their own "
               f"data sets, shown beside the {' and '.join(f'`{p}`' for p in PAPER_PROFILES)} profiles only; narbench does not reproduce their data exactly: they are a reference, not a "
-              "comparison on equal terms.", "", MAP_NOTE, ""]
+              "comparison on equal terms.", "", MAP_NOTE, "", PROTOCOL_NOTE, ""]
     lines.append(tables_markdown(tables))
     if plot_paths:
         lines += ["## Plots", "",

@@ -183,6 +183,8 @@ def build_tables(records: list[Record], df=None, *, stat_test: str = "student") 
         by_setting = _by_setting(stats, spec.pick, labels)
         if spec.number == 4:  # rows only where initialised results exist
             by_setting = {s: rows for s, rows in by_setting.items() if any(r.key.init == PRETRAINED for r in rows)}
+        if spec.number > 1:  # a Table 2-4 block compares variants of ours: one row alone compares nothing
+            by_setting = {s: rows for s, rows in by_setting.items() if len(rows) > 1}
         blocks = []
         for setting, rows in sorted(by_setting.items()):
             rows.sort(key=lambda r: (spec.order(r.key), r.label))

@@ -114,3 +114,19 @@ def test_one_label_per_configuration():
     labels = lb.row_labels([key, gcn, wl, init, ce, ce._replace(dataset="real")])
     assert [labels[k] for k in (key, ce, init, gcn)] == ["ours+motif (ce+cl)", "ours+motif (ce)",
                                                          "ours+motif (ce+cl, pretrained)", "gcn"]
+
+
+def test_table2_4_blocks_with_one_configuration_are_left_out(tmp_path):
+    """A Table 2-4 block compares variants of ours: a setting where only ours+motif ran shows no block."""
+    out = tmp_path / "res"
+    for s in range(2):
+        q = base(s)
+        write_result(out, "ours", "motif", s, q)
+        write_result(out, "ours", "node-number", s, q - 0.05)
+        write_result(out, "ours", "motif", s, q, split="unseen", dataset="real")
+    tables = lb.build_tables(lb.collect([out]))
+    t2 = [(b.dataset, b.setting[1] if b.setting else None, len(b.rows)) for b in _table(tables, 2).blocks]
+    assert ("nas", "standard", 2) in t2
+    assert not any(split == "unseen" for _, split, _ in t2)  # one configuration there: no block
+    t1 = [(b.dataset, b.setting[1] if b.setting else None) for b in _table(tables, 1).blocks]
+    assert ("real", "unseen") in t1  # Table 1 keeps every setting
