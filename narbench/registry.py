@@ -79,15 +79,15 @@ def table(kind: str) -> Table:
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"registered {kind}s (entry-point group {GROUPS[kind]})")
-    table.add_column("name")
-    table.add_column("provided by")
-    table.add_column("description")
+    out = Table(title=f"registered {kind}s (entry-point group {GROUPS[kind]})")
+    out.add_column("name")
+    out.add_column("provided by")
+    out.add_column("description")
     for ep in sorted(entry_points(group=GROUPS[kind]), key=lambda e: e.name):
         dist = ep.dist.name if ep.dist else "?"
         try:
             doc = (load(kind, ep.name).__doc__ or "").strip().splitlines()[0]
         except Exception as exc:  # list it anyway, saying why it cannot be used
             doc = f"[red]fails to load: {escape(str(exc))}[/red]"
-        table.add_row(ep.name, dist, doc)
-    return table
+        out.add_row(ep.name, dist, doc)
+    return out
