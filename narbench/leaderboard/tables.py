@@ -10,7 +10,7 @@ never †, and an unmarked, unbolded cell is not significantly worse than the bo
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from narbench.leaderboard.aggregate import EXTRA, aggregate
 from narbench.leaderboard.paper import PAPER, paper_rows
@@ -217,8 +217,8 @@ def _by_setting(stats: dict[Key, dict], pick, labels: dict[Key, str]) -> dict[tu
     out = {s: list(rows) for s, rows in trained.items()}
     for setting, rows in free.items():
         homes = [s for s in trained if s[:4] == setting[:4]]
-        for home in homes or [setting]:
-            out.setdefault(home, []).extend(rows)
+        for home in homes or [setting]:  # a fresh copy per block: each block marks its own rows
+            out.setdefault(home, []).extend(replace(r, bold=set(), marks={}) for r in rows)
     return out
 
 

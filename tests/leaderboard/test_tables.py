@@ -130,3 +130,21 @@ def test_table2_4_blocks_with_one_configuration_are_left_out(tmp_path):
     assert not any(split == "unseen" for _, split, _ in t2)  # one configuration there: no block
     t1 = [(b.dataset, b.setting[1] if b.setting else None) for b in _table(tables, 1).blocks]
     assert ("real", "unseen") in t1  # Table 1 keeps every setting
+
+
+def test_a_floor_in_two_protocol_blocks_is_marked_in_each_on_its_own(tmp_path):
+    """A training-free row joins the family and the paper block; bold in one must not leak into the other."""
+    out = tmp_path / "res"
+    for s in range(2):
+        q = base(s)
+        write_result(out, "wl", "none", s, q)
+        write_result(out, "gcn", "none", s, np.clip(q + 0.2, 0, 1))  # family: gcn best, the floor †
+        write_result(out, "gcn", "none", s, q - 0.3, protocol="paper")  # paper: the floor best
+    tables = lb.build_tables(lb.collect([out]))
+    blocks = {b.setting[4]: {r.label: r for r in b.rows} for b in _table(tables, 1).blocks if b.setting}
+    fam, pap = blocks["family"], blocks["paper"]
+    assert fam["wl (floor)"] is not pap["wl (floor)"]
+    assert fam["wl (floor)"].marks.get("ndcg@20") == lb.SIG_MARK and "ndcg@20" not in fam["wl (floor)"].bold
+    assert "ndcg@20" in pap["wl (floor)"].bold and "ndcg@20" not in pap["wl (floor)"].marks
+    for rows in blocks.values():  # the one rule: never bold and † at once
+        assert all(not (r.bold & set(r.marks)) for r in rows.values())
