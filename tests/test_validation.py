@@ -54,10 +54,11 @@ def test_the_tampered_copy_from_the_issue_is_rejected_with_its_path(tmp_path, ca
     """A committed nas gcn result copied with ndcg@20 edited to 7.5 and its seed to 1: never averaged in."""
     from narbench.cli import main
 
-    src = next(COMMITTED.glob("nas-gcn-none-quick-s0-*.json"))
+    src = next(COMMITTED.glob("nas-*gcn-none-quick-*s0-*.json"))
     out = tmp_path / "lb" / "results"
     shutil.copytree(COMMITTED, out)
-    bad = out / src.name.replace("-s0-", "-s1-").replace("T00", "T09")
+    stamp = src.name.rsplit("-", 1)[1]  # a new file name: seed 1, a time no committed file has
+    bad = out / src.name.replace("-s0-", "-s1-").replace(stamp, "20990101T000000000000Z.json")
     shutil.copy(src, bad)
     shutil.copy(validation.sidecar_path(src), validation.sidecar_path(bad))
 
