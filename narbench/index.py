@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from narbench.graph import ArchGraph
-from narbench.store import CorruptFileError, atomic_write_bytes
+from narbench.store import CorruptFileError, atomic_write_bytes, read_payload
 
 MAGIC = b"NARBENCH-INDEX\x001\x00"
 FORMAT = 1
@@ -324,21 +324,15 @@ def write_index(index: SearchIndex, path: str | Path, *, level: int = 19) -> str
 
 def read_index(path: str | Path, expected_sha256: str | None = None) -> SearchIndex:
     """Read an index file; `IndexFileError` (naming the fix) if it is missing, damaged or unexpected."""
-    import zstandard
-
     path = Path(path)
     fix = "rebuild it with `narbench index build`" if expected_sha256 is None else \
         "reinstall narbench to restore the shipped index, or rebuild it with `narbench index build`"
-    if not path.is_file():
-        raise IndexFileError(f"index file not found: {path}; {fix}")
     try:
-        payload = zstandard.ZstdDecompressor().decompress(path.read_bytes())
-    except zstandard.ZstdError as exc:
-        raise IndexFileError(f"index {path} is damaged (cannot decompress: {exc}); {fix}") from exc
-    digest = hashlib.sha256(payload).hexdigest()
-    if expected_sha256 is not None and digest != expected_sha256:
-        raise IndexFileError(f"index {path} is damaged: sha256 {digest[:16]}... is not the pinned "
-                             f"{expected_sha256[:16]}...; {fix}")
+        payload, digest = read_payload(path, expected_sha256)
+    except FileNotFoundError as exc:
+        raise IndexFileError(f"index file not found: {path}; {fix}") from exc
+    except CorruptFileError as exc:
+        raise IndexFileError(f"index {path} is damaged ({exc}); {fix}") from exc
     try:
         if not payload.startswith(MAGIC):
             raise ValueError("bad magic bytes")

@@ -112,15 +112,16 @@ def write_graphs(
     return hashlib.sha256(payload).hexdigest()
 
 
-def read_graphs(
-    path: str | os.PathLike, expected_sha256: str | None = None
-) -> tuple[list[ArchGraph], list[str], dict[str, Any], str]:
-    """Read a graph file; raise `CorruptFileError` if it is damaged or its hash is not expected."""
+def read_payload(path: str | os.PathLike, expected_sha256: str | None = None) -> tuple[bytes, str]:
+    """The decompressed payload of a narbench zstd file and its sha256.
+
+    `FileNotFoundError` if it is missing; `CorruptFileError` if it cannot be decompressed or its
+    sha256 is not `expected_sha256`. Graph files and search indexes are both read through here."""
     import zstandard
 
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"graph file not found: {path}")
+        raise FileNotFoundError(f"file not found: {path}")
     try:
         payload = zstandard.ZstdDecompressor().decompress(path.read_bytes())
     except zstandard.ZstdError as exc:
@@ -130,6 +131,17 @@ def read_graphs(
         raise CorruptFileError(
             f"{path}: sha256 {digest[:16]}... does not match the expected {expected_sha256[:16]}..."
         )
+    return payload, digest
+
+
+def read_graphs(
+    path: str | os.PathLike, expected_sha256: str | None = None
+) -> tuple[list[ArchGraph], list[str], dict[str, Any], str]:
+    """Read a graph file; raise `CorruptFileError` if it is damaged or its hash is not expected."""
+    try:
+        payload, digest = read_payload(path, expected_sha256)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"graph file not found: {path}") from None
     try:
         graphs, vocab, header = decode_graphs(payload)
     except (ValueError, KeyError, struct.error, json.JSONDecodeError) as exc:

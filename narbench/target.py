@@ -4,7 +4,8 @@ A target is a `torch.nn.Module` instance (API only) or a string:
 
 * `path/to/file.py:ClassName` or `package.module:ClassName`: built with no arguments (or the
   `kwargs` given) and run on the meta device, so a large model costs no memory (the CPU if
-  that fails);
+  that fails); an instance with its weights on the CPU runs there first, within a deadline
+  (`narbench._target_run` says which device when, and why);
 * `timm:NAME`, `torchvision:NAME`, `transformers:MODEL_TYPE[/HEAD]`: a zoo model, built and run
   exactly as the `real` build runs it (`narbench.zoo.sources.extract_spec`);
 * a graph file that narbench wrote (`narbench.store`; `FILE:NAME` picks one of several);
@@ -16,7 +17,6 @@ failure is a `TargetError` whose one-line message names the problem and the fix.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import importlib.util
 import re
@@ -24,11 +24,13 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from narbench._target_inputs import SEQ_LEN, example_inputs  # noqa: F401 - SEQ_LEN: re-exported
+from narbench._target_inputs import SEQ_LEN, example_inputs  # noqa: F401 - re-exported
+from narbench._target_run import extract as _extract
+from narbench._target_run import one_line as _one_line
 from narbench.graph import ArchGraph
 
 ZOOS = ("timm", "torchvision", "transformers")
@@ -50,104 +52,6 @@ class Query:
     unknown_ops: dict[str, int] = field(default_factory=dict)  # ops not in the index's vocabulary
     coarse: str = ""
     info: dict[str, Any] = field(default_factory=dict)  # input, device, extraction seconds
-
-
-# ---------------------------------------------------------------------- running a model
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
-
-
-def _construct(label: str, build: Callable[[], Any], dev: str):
-    import torch
-
-    from narbench.zoo.extract import prepare_model
-
-    with torch.device(dev):
-        model = build()
-    if not isinstance(model, torch.nn.Module):
-        raise TargetError(f"{label} returned a {type(model).__name__}, not a torch.nn.Module; "
-                          "point at a class or function that returns one")
-    return prepare_model(model)
-
-
-def _extract(label: str, build: Callable[[], Any] | None, instance=None, shape=None) -> tuple[Any, dict[str, Any]]:
-    """Build (or take) the model and run it once on the meta device, then on the CPU (an
-    instance: its own device) if meta fails. Meta, not the CPU first: besides costing no memory,
-    it gives the graphs the `real` build recorded for timm (a CPU LSTM or GRU is one fused node,
-    on meta it is its cells' ops), at about 0.2 ms per op (meta runs Python reference kernels)."""
-    import torch
-    from torch.func import functional_call
-
-    from narbench.zoo.extract import extract_graph
-
-    errors: list[tuple[str, str, BaseException]] = []
-    own = "cpu" if instance is None else str(next(instance.parameters(), torch.empty(0)).device)
-    order = ["meta", own] if own != "meta" else ["meta"]
-    for dev in order:
-        stage = "construct"
-        try:
-            model = instance if instance is not None else _construct(label, build, dev)
-            stage = "input"
-            args, kwargs, described = example_inputs(model, dev, shape)
-            stage = "forward"
-            if dev == "cpu":  # one small forward pass: intra-op threads only add overhead
-                threads = torch.get_num_threads()
-                torch.set_num_threads(1)
-            if instance is not None and dev == "meta" != own:  # the user's weights stay where they are
-                tensors = {k: torch.empty_like(v, device="meta").requires_grad_(v.is_floating_point())
-                           for k, v in model.named_parameters()}
-                tensors.update({k: torch.empty_like(v, device="meta") for k, v in model.named_buffers()})
-                with _eval(model):
-                    raw = extract_graph(lambda *a, **kw: functional_call(model, tensors, a, kw), args, kwargs,
-                                        prepare=False)
-            elif instance is not None:
-                with _eval(model), _grad_params(model):
-                    raw = extract_graph(model, args, kwargs, prepare=False)
-            else:
-                raw = extract_graph(model, args, kwargs)
-            return raw, {"device": dev, "input": described}
-        except TargetError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - user code may raise anything; try the other device, then report
-            errors.append((dev, stage, exc))
-        finally:
-            if dev == "cpu" and stage == "forward":
-                torch.set_num_threads(threads)
-    dev, stage, exc = errors[-1]
-    if stage == "construct":
-        raise TargetError(f"building {label} failed ({_one_line(exc)}); fix the constructor or pass its "
-                          "arguments with --kwargs '{\"name\": value}'") from exc
-    if stage == "input":
-        raise TargetError(f"cannot make an example input for {label} ({_one_line(exc)}); "
-                          "give its shape with --input-shape") from exc
-    shown = f" on {described}" if "described" in locals() else ""
-    raise TargetError(f"the forward pass of {label}{shown} failed ({_one_line(exc)}); if the input does not "
-                      "fit, give the shape the model expects with --input-shape, e.g. --input-shape 1,3,32,32") from exc
-
-
-@contextlib.contextmanager
-def _eval(model):
-    was = model.training
-    model.eval()
-    try:
-        yield
-    finally:
-        model.train(was)
-
-
-@contextlib.contextmanager
-def _grad_params(model):
-    frozen = [p for p in model.parameters() if p.is_floating_point() and not p.requires_grad]
-    for p in frozen:
-        p.requires_grad_(True)
-    try:
-        yield
-    finally:
-        for p in frozen:
-            p.requires_grad_(False)
 
 
 # ---------------------------------------------------------------------- resolving a target

@@ -145,26 +145,8 @@ def _best_anchor(dense, S, Bpow, a, b):
     for g in range(best_g0 + 1, best_g1):
         if contrib[g] > contrib[gsel] or (contrib[g] == contrib[gsel] and st[g0[g]] < st[g0[gsel]]):
             gsel = g
-    n_occ = 0
-    for i in range(N):
-        if labs[i] == best_lab:
-            n_occ += 1
-    occurrences = np.empty(n_occ, dtype=np.int64)
-    k = 0
-    for i in range(N):
-        if labs[i] == best_lab:
-            occurrences[k] = idx[i]
-            k += 1
-    cnt = 0
-    for i in range(M):
-        if gid[i] == gsel:
-            cnt += 1
-    members = np.empty(cnt, dtype=np.int64)
-    k = 0
-    for i in range(M):
-        if gid[i] == gsel:
-            members[k] = st[i]
-            k += 1
+    occurrences = idx[labs == best_lab]  # ascending positions of the label
+    members = st[gid == gsel]  # the group's stretch starts, in group order
     return True, occurrences, members, ln[g0[gsel]], m[gsel]
 
 

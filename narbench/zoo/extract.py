@@ -145,10 +145,6 @@ def iter_tensors(obj: Any, _depth: int = 0) -> Iterator[Any]:
             yield from iter_tensors(getattr(obj, f.name, None), _depth + 1)
 
 
-def _producers(node: Any) -> list[Any]:
-    return [fn for fn, _ in node.next_functions if fn is not None]
-
-
 def autograd_graph(outputs: Any) -> RawGraph:
     """The normalised autograd graph behind `outputs` (see the module docstring)."""
     roots: list[Any] = []
@@ -162,48 +158,43 @@ def autograd_graph(outputs: Any) -> RawGraph:
         raise ExtractionError("no output of the forward pass has an autograd graph "
                               "(do the parameters require grad, and is grad mode on?)")
 
-    # Post-order depth-first walk toward the producers: a topological order (producers first).
-    order: list[Any] = []
+    # Post-order depth-first walk toward the producers (in argument order), producers emitted
+    # before consumers: a node is expanded when first popped, and emitted (numbered, or spliced
+    # through if dropped) when popped again after its producers.
     producers: dict[Any, list[Any]] = {}
-    visited: set[Any] = set()
+    resolved: dict[Any, tuple[int, ...]] = {}  # a kept node: itself; a dropped one: its producers
+    ops: list[str] = []
+    src: list[int] = []
+    dst: list[int] = []
     for root in roots:
-        if root in visited:
-            continue
-        visited.add(root)
-        producers[root] = _producers(root)
-        stack = [(root, iter(producers[root]))]
+        stack = [root]
         while stack:
-            node, it = stack[-1]
-            for child in it:
-                if child not in visited:
-                    visited.add(child)
-                    producers[child] = _producers(child)
-                    stack.append((child, iter(producers[child])))
-                    break
+            node = stack.pop()
+            if node in resolved:
+                continue
+            ps = producers.get(node)
+            if ps is None:
+                ps = producers[node] = [fn for fn, _ in node.next_functions if fn is not None]
+                stack.append(node)
+                stack.extend(p for p in reversed(ps) if p not in producers)
+                continue
+            name = type(node).__name__
+            name = RENAMED_OPS.get(name, name)
+            if name in DROPPED_OPS:
+                resolved[node] = tuple(dict.fromkeys(s for p in ps for s in resolved[p]))
             else:
-                stack.pop()
-                order.append(node)
-
-    names = {node: RENAMED_OPS.get(type(node).__name__, type(node).__name__) for node in order}
-    kept = [node for node in order if names[node] not in DROPPED_OPS]
-    if not kept:
+                i = len(ops)
+                ops.append(name)
+                for p in ps:
+                    for s in resolved[p]:
+                        src.append(s)
+                        dst.append(i)
+                resolved[node] = (i,)
+    if not ops:
         raise ExtractionError("the autograd graph has no operation besides parameter leaves")
-    number = {node: i for i, node in enumerate(kept)}
-    # For every node, the kept nodes it stands for: itself if kept, else its (resolved) producers.
-    resolved: dict[Any, tuple[int, ...]] = {}
-    edge_set: set[tuple[int, int]] = set()
-    for node in order:  # producers are resolved before their consumers
-        srcs: list[int] = []
-        for p in producers[node]:
-            srcs.extend(resolved[p])
-        if node in number:
-            dst = number[node]
-            edge_set.update((s, dst) for s in srcs)
-            resolved[node] = (dst,)
-        else:
-            resolved[node] = tuple(dict.fromkeys(srcs))
-    edges = np.array(sorted(edge_set), dtype=np.int64).reshape(-1, 2).T.copy()
-    return RawGraph(ops=[names[n] for n in kept], edges=edges)
+    n = len(ops)  # unique edges sorted by (producer, consumer)
+    key = np.unique(np.asarray(src, dtype=np.int64) * n + np.asarray(dst, dtype=np.int64))
+    return RawGraph(ops=ops, edges=np.stack([key // n, key % n]))
 
 
 # ----------------------------------------------------------------------------- running a model
@@ -239,6 +230,7 @@ def extract_graph(
     example_kwargs: dict[str, Any] | None = None,
     *,
     prepare: bool = True,
+    shape_cache: bool = True,
 ) -> RawGraph:
     """Run `model(*example_inputs, **example_kwargs)` once and return its normalised graph.
 
@@ -246,15 +238,35 @@ def extract_graph(
     device where autograd records (CPU, meta, CUDA): put the model and inputs there yourself.
     For a transformers model, build it with `attn_implementation="eager"` (see
     `narbench.zoo.sources`) so the graph does not depend on the attention backend.
+    `shape_cache`: on the meta device, reuse the output shapes of repeated operator calls
+    (`narbench.zoo.metacache`; the same graph, 2-6x faster on models of repeated blocks).
     """
     import torch
 
     if prepare:
         prepare_model(model)
     args = example_inputs if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
-    with torch.enable_grad(), deterministic_kernels():
-        out = model(*args, **(example_kwargs or {}))
-        return autograd_graph(out)
+    kwargs = example_kwargs or {}
+    cache = contextlib.nullcontext()
+    if shape_cache and _on_meta(model, args, kwargs):
+        from narbench.zoo.metacache import MetaShapeCache
+
+        cache = MetaShapeCache()
+    with torch.enable_grad(), deterministic_kernels(), cache:
+        out = model(*args, **kwargs)
+    return autograd_graph(out)
+
+
+def _on_meta(model: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
+    """Whether the forward pass runs on the meta device (an input or the first parameter is there)."""
+    import torch
+
+    for t in iter_tensors((list(args), kwargs)):
+        return t.device.type == "meta"
+    if isinstance(model, torch.nn.Module):
+        p = next(model.parameters(), None)
+        return p is not None and p.device.type == "meta"
+    return False
 
 
 def model_to_arch_graph(

@@ -1,0 +1,128 @@
+"""Running a search target's model once (`narbench.target`): on which device, in which order.
+
+Every model runs on the meta device first: it costs no memory, and `narbench.zoo.metacache`
+makes its repeated blocks cheap (a 224 x 224 ViT-B in ~25 ms on one core where the CPU needs
+~0.6 s; `benchmarks/bench_search.py`). A model narbench builds (a file, an import) is built
+there; an instance the caller passes keeps its weights where they are and runs on meta through
+`torch.func.functional_call` on empty meta copies. If meta fails (a forward that reads a value,
+`.item()`), the model runs on the CPU (an instance: on its own device).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable
+
+from narbench._target_inputs import example_inputs
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+
+
+def _construct(label: str, build: Callable[[], Any], dev: str):
+    import torch
+
+    from narbench.target import TargetError
+    from narbench.zoo.extract import prepare_model
+
+    with torch.device(dev):
+        model = build()
+    if not isinstance(model, torch.nn.Module):
+        raise TargetError(f"{label} returned a {type(model).__name__}, not a torch.nn.Module; "
+                          "point at a class or function that returns one")
+    return prepare_model(model)
+
+
+def _devices(instance) -> list[str]:
+    """The devices tried, in order (module docstring)."""
+    import torch
+
+    if instance is None:
+        return ["meta", "cpu"]
+    own = str(next(instance.parameters(), torch.empty(0)).device)
+    return ["meta"] if own == "meta" else ["meta", own]
+
+
+def extract(label: str, build: Callable[[], Any] | None, instance=None, shape=None) -> tuple[Any, dict[str, Any]]:
+    """The raw graph of `instance` (or of the model `build()` returns) and {device, input}."""
+    import torch
+
+    from narbench.target import TargetError
+
+    errors: list[tuple[str, str, BaseException]] = []
+    described = None
+    for dev in _devices(instance):
+        stage = "construct"
+        threads = torch.get_num_threads()
+        try:
+            model = instance if instance is not None else _construct(label, build, dev)
+            stage = "input"
+            args, kwargs, described = example_inputs(model, dev, shape)
+            stage = "forward"
+            if dev == "cpu":  # one small forward pass: intra-op threads only add overhead
+                torch.set_num_threads(1)
+            raw = _run(model, instance is not None, dev, args, kwargs)
+            return raw, {"device": dev, "input": described}
+        except TargetError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - user code may raise anything; try the other device, then report
+            errors.append((dev, stage, exc))
+        finally:
+            torch.set_num_threads(threads)
+    dev, stage, exc = errors[-1]
+    if stage == "construct":
+        raise TargetError(f"building {label} failed ({one_line(exc)}); fix the constructor or pass its "
+                          "arguments with --kwargs '{\"name\": value}'") from exc
+    if stage == "input":
+        raise TargetError(f"cannot make an example input for {label} ({one_line(exc)}); "
+                          "give its shape with --input-shape") from exc
+    shown = f" on {described}" if described else ""
+    raise TargetError(f"the forward pass of {label}{shown} failed ({one_line(exc)}); if the input does not "
+                      "fit, give the shape the model expects with --input-shape, e.g. --input-shape 1,3,32,32") from exc
+
+
+def _run(model, is_instance: bool, dev: str, args, kwargs):
+    import torch
+    from torch.func import functional_call
+
+    from narbench.zoo.extract import extract_graph
+
+    if not is_instance:  # built by `_construct`, already prepared
+        return extract_graph(model, args, kwargs, prepare=False)
+    own = str(next(model.parameters(), torch.empty(0)).device)
+    if dev == "meta" != own:  # the caller's weights stay where they are
+        tensors = {k: torch.empty_like(v, device="meta").requires_grad_(v.is_floating_point())
+                   for k, v in model.named_parameters()}
+        tensors.update({k: torch.empty_like(v, device="meta") for k, v in model.named_buffers()})
+        with _eval(model):
+            return extract_graph(lambda *a, **kw: functional_call(model, tensors, a, kw), args, kwargs,
+                                 prepare=False)
+    with _eval(model), _grad_params(model):
+        return extract_graph(model, args, kwargs, prepare=False)
+
+
+@contextlib.contextmanager
+def _eval(model):
+    """Every module in eval mode for the pass; each gets its own mode back after."""
+    training = [m for m in model.modules() if m.training]
+    for m in training:
+        m.training = False
+    try:
+        yield
+    finally:
+        for m in training:
+            m.training = True
+
+
+@contextlib.contextmanager
+def _grad_params(model):
+    frozen = [p for p in model.parameters() if p.is_floating_point() and not p.requires_grad]
+    for p in frozen:
+        p.requires_grad_(True)
+    try:
+        yield
+    finally:
+        for p in frozen:
+            p.requires_grad_(False)

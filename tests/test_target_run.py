@@ -1,0 +1,42 @@
+"""`narbench._target_run`: the device a search target runs on."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from narbench._target_run import _devices, extract  # noqa: E402
+from tests.search_models import DataDependent, TinyCNN, TinyTagger  # noqa: E402
+
+
+def test_device_order():
+    assert _devices(None) == ["meta", "cpu"]
+    assert _devices(TinyCNN()) == ["meta", "cpu"]
+    with torch.device("meta"):
+        assert _devices(TinyCNN()) == ["meta"]
+
+
+@pytest.mark.parametrize("cls, shape", [(TinyCNN, (1, 3, 16, 16)), (TinyTagger, None)])
+def test_an_instance_records_the_graph_of_the_built_model_and_keeps_its_weights(cls, shape):
+    model = cls()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    raw, info = extract(cls.__name__, None, instance=model, shape=shape)
+    built, built_info = extract(cls.__name__, cls, shape=shape)
+    assert info["device"] == built_info["device"] == "meta"
+    assert raw.signature() == built.signature()
+    assert all(p.device.type == "cpu" for p in model.parameters())
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_each_module_gets_its_own_training_mode_back():
+    model = TinyCNN().train()
+    model.b1.eval()
+    extract("TinyCNN", None, instance=model, shape=(1, 3, 16, 16))
+    assert model.training and model.c1.training and not model.b1.training
+
+
+def test_a_forward_meta_cannot_run_moves_to_the_cpu():
+    raw, info = extract("DataDependent", None, instance=DataDependent(), shape=(1, 3, 16, 16))
+    tiny, _ = extract("TinyCNN", None, instance=TinyCNN(), shape=(1, 3, 16, 16))
+    assert info["device"] == "cpu" and raw.num_nodes == tiny.num_nodes + 1  # TinyCNN's graph and the product
