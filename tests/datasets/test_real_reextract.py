@@ -1,0 +1,32 @@
+"""The shipped `real` graphs are what the current extraction code records (zoos installed only).
+
+Extraction changes (the meta shape cache, the autograd walk) must not change a single graph: a
+few shipped graphs per installed zoo are re-extracted from their specs and compared op for op and
+edge for edge. Skipped where the zoo is not installed (CI installs no zoo)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("source", ["timm", "torchvision", "transformers"])
+def test_shipped_graphs_are_reextracted_exactly(source):
+    if importlib.util.find_spec(source) is None:
+        pytest.skip(f"{source} is not installed")
+    from narbench.dataset import load_dataset
+    from narbench.zoo.sources import Spec, extract_spec
+
+    ds = load_dataset("real")
+    graphs = [g for g in ds.graphs if g.source == source]
+    picked = graphs[:: max(1, len(graphs) // 4)][:4]  # spread over the (name-sorted) source
+    for g in picked:
+        m = g.meta
+        variant = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in m.get("variant", {}).items()))
+        raw, _ = extract_spec(Spec(source, m["model"], m["task"], variant))
+        assert raw.ops == [ds.vocab[i] for i in g.ops.tolist()], g.name
+        assert np.array_equal(raw.edges, g.edges), g.name
