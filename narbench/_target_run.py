@@ -35,13 +35,18 @@ def _construct(label: str, build: Callable[[], Any], dev: str):
     return prepare_model(model)
 
 
-def _devices(instance) -> list[str]:
-    """The devices tried, in order (module docstring)."""
+def _own_device(model) -> str:
+    """The device of a module's weights (its first parameter; torch's default device without any)."""
     import torch
 
+    return str(next(model.parameters(), torch.empty(0)).device)
+
+
+def _devices(instance) -> list[str]:
+    """The devices tried, in order (module docstring)."""
     if instance is None:
         return ["meta", "cpu"]
-    own = str(next(instance.parameters(), torch.empty(0)).device)
+    own = _own_device(instance)
     return ["meta"] if own == "meta" else ["meta", own]
 
 
@@ -91,8 +96,7 @@ def _run(model, is_instance: bool, dev: str, args, kwargs):
 
     if not is_instance:  # built by `_construct`, already prepared
         return extract_graph(model, args, kwargs, prepare=False)
-    own = str(next(model.parameters(), torch.empty(0)).device)
-    if dev == "meta" != own:  # the caller's weights stay where they are
+    if dev == "meta" != _own_device(model):  # the caller's weights stay where they are
         tensors = {k: torch.empty_like(v, device="meta").requires_grad_(v.is_floating_point())
                    for k, v in model.named_parameters()}
         tensors.update({k: torch.empty_like(v, device="meta") for k, v in model.named_buffers()})
