@@ -4,7 +4,8 @@
     python benchmarks/bench_extract.py --timm 100       # and 100 timm models (timm installed)
 
 Prints one `extract ...` line per model (ops, CPU ms without and with the cache, whether the two
-graphs are identical) and a `summary` line. Any `same=False` is a bug in the cache.
+graphs are identical) and a `summary` line. Any `same=False` is a bug in the cache. The first
+cached pass also wraps torch's meta kernels (`metacache.install`, once per process, ~20 ms).
 """
 
 from __future__ import annotations

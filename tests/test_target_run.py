@@ -40,3 +40,20 @@ def test_a_forward_meta_cannot_run_moves_to_the_cpu():
     raw, info = extract("DataDependent", None, instance=DataDependent(), shape=(1, 3, 16, 16))
     tiny, _ = extract("TinyCNN", None, instance=TinyCNN(), shape=(1, 3, 16, 16))
     assert info["device"] == "cpu" and raw.num_nodes == tiny.num_nodes + 1  # TinyCNN's graph and the product
+
+
+def test_meta_weights_are_swapped_in_for_the_pass_and_back_even_when_it_raises():
+    from narbench._target_run import _meta_weights
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 4))
+    model[2].weight = model[0].weight  # tied
+    own = {id(t) for t in [*model.parameters(), *model.buffers()]}
+    seen = {}
+    with pytest.raises(ValueError), _meta_weights(list(model.modules())):
+        seen = {"w0": model[0].weight, "w2": model[2].weight, "mean": model[1].running_mean,
+                "grad": model[0].bias.requires_grad}
+        raise ValueError("the forward pass failed")
+    assert seen["w0"] is seen["w2"] and seen["w0"].device.type == "meta" and seen["w0"].requires_grad
+    assert seen["mean"].device.type == "meta" and not seen["mean"].requires_grad and seen["grad"]
+    assert {id(t) for t in [*model.parameters(), *model.buffers()]} == own  # the very same tensors back
+    assert model[2].weight is model[0].weight and model[0].weight.device.type == "cpu"

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -161,6 +162,7 @@ def autograd_graph(outputs: Any) -> RawGraph:
     # Post-order depth-first walk toward the producers (in argument order), producers emitted
     # before consumers: a node is expanded when first popped, and emitted (numbered, or spliced
     # through if dropped) when popped again after its producers.
+    names: dict[type, str | None] = {}  # node type -> its op name (None: dropped)
     producers: dict[Any, list[Any]] = {}
     resolved: dict[Any, tuple[int, ...]] = {}  # a kept node: itself; a dropped one: its producers
     ops: list[str] = []
@@ -175,20 +177,25 @@ def autograd_graph(outputs: Any) -> RawGraph:
             ps = producers.get(node)
             if ps is None:
                 ps = producers[node] = [fn for fn, _ in node.next_functions if fn is not None]
-                stack.append(node)
-                stack.extend(p for p in reversed(ps) if p not in producers)
-                continue
-            name = type(node).__name__
-            name = RENAMED_OPS.get(name, name)
-            if name in DROPPED_OPS:
-                resolved[node] = tuple(dict.fromkeys(s for p in ps for s in resolved[p]))
+                if ps:  # expand now, emit when popped again; a leaf is emitted at once
+                    stack.append(node)
+                    stack.extend([p for p in reversed(ps) if p not in producers])
+                    continue
+            kind = type(node)
+            if kind in names:
+                name = names[kind]
+            else:
+                name = RENAMED_OPS.get(kind.__name__, kind.__name__)
+                name = names[kind] = None if name in DROPPED_OPS else name
+            if name is None:
+                resolved[node] = tuple(dict.fromkeys([s for p in ps for s in resolved[p]]))
             else:
                 i = len(ops)
                 ops.append(name)
-                for p in ps:
-                    for s in resolved[p]:
-                        src.append(s)
-                        dst.append(i)
+                if ps:
+                    srcs = [s for p in ps for s in resolved[p]]
+                    src += srcs
+                    dst += [i] * len(srcs)
                 resolved[node] = (i,)
     if not ops:
         raise ExtractionError("the autograd graph has no operation besides parameter leaves")
@@ -252,9 +259,29 @@ def extract_graph(
         from narbench.zoo.metacache import MetaShapeCache
 
         cache = MetaShapeCache()
-    with torch.enable_grad(), deterministic_kernels(), cache:
-        out = model(*args, **kwargs)
-    return autograd_graph(out)
+    with _gc_paused():
+        with torch.enable_grad(), deterministic_kernels(), cache:
+            out = model(*args, **kwargs)
+        graph = autograd_graph(out)
+        del out  # the autograd graph is freed before the collector runs again
+    return graph
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for one pass, then back as it was.
+
+    A pass makes and frees hundreds of thousands of small objects (autograd nodes, saved tensors,
+    the walk's lists); with the collector on, they trigger full collections that traverse the
+    whole heap, ~0.2 s each in a process holding the search index, every ten searches or so.
+    They are freed by reference counting when the pass ends; what is cyclic is collected later."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _on_meta(model: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> bool:

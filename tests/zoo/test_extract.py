@@ -151,3 +151,24 @@ def test_shrunk_width_matches_full_width(model_type):
         kw = transformers_inputs(model, cfg, "sequence-classification", dev)
         sigs.append(extract_graph(model, (), kw).signature())
     assert sigs[0] == sigs[1]
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_garbage_collector_is_back_as_it_was_after_a_pass(enabled):
+    import gc
+
+    from narbench.zoo.extract import extract_graph
+
+    def broken(x):
+        raise ValueError("bad forward")
+
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        extract_graph(torch.nn.Linear(3, 2), torch.zeros(1, 3))
+        assert gc.isenabled() is enabled
+        with pytest.raises(ValueError):
+            extract_graph(broken, torch.zeros(1, 3), prepare=False)
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()

@@ -67,3 +67,47 @@ def test_cpu_passes_are_never_answered_from_the_cache():
         b = torch.ones(3) + 1
     assert a.device.type == b.device.type == "cpu" and torch.equal(b, torch.full((3,), 2.0))
     assert cache.hits == 0
+
+
+def test_the_cache_answers_only_inside_its_context_and_thread():
+    import threading
+
+    w = torch.zeros(4, 4, device="meta")
+    outside = []
+    cache = MetaShapeCache()
+    with cache:
+        assert cache.active  # this torch's Python meta kernels are wrapped
+        torch.mm(w, w)
+        first = (cache.hits, cache.misses)  # mm's kernel, and any wrapped kernel it calls
+        thread = threading.Thread(target=lambda: outside.append(torch.mm(w, w).shape))
+        thread.start()
+        thread.join()
+        assert (cache.hits, cache.misses) == first == (0, first[1]) and first[1] >= 1  # the other thread: torch's own
+        torch.mm(w, w)
+        assert cache.hits >= 1 and cache.misses == first[1]
+        counts = (cache.hits, cache.misses)
+    assert outside == [(4, 4)]
+    assert torch.mm(w, w[:, :2]).shape == (4, 2)  # after the context: torch's kernel, new shapes
+    assert (cache.hits, cache.misses) == counts
+
+
+def test_a_kernel_error_is_raised_and_nothing_is_cached():
+    a, b = torch.zeros(2, 3, device="meta"), torch.zeros(4, 5, device="meta")
+    cache = MetaShapeCache()
+    with cache:
+        for _ in range(2):
+            with pytest.raises(RuntimeError):
+                torch.mm(a, b)
+    assert cache.hits == 0 and cache.misses == 2
+
+
+def test_nested_contexts_restore_the_outer_one():
+    x = torch.zeros(3, 3, device="meta")
+    outer, inner = MetaShapeCache(), MetaShapeCache()
+    with outer:
+        torch.mm(x, x)
+        with inner:
+            torch.mm(x, x)
+        assert outer.hits == 0 and inner.hits == 0 and inner.misses == outer.misses >= 1
+        torch.mm(x, x)
+    assert outer.hits >= 1 and inner.hits == 0
