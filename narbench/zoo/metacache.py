@@ -34,6 +34,7 @@ _PLAIN = (int, float, bool, str, type(None), torch.dtype, torch.device, torch.la
 _local = threading.local()  # .cache: the MetaShapeCache active on this thread, or None
 _library: torch.library.Library | None = None
 _wrapped: int | None = None  # kernels wrapped; None: not tried yet
+_install_lock = threading.Lock()
 
 
 class _Uncacheable(Exception):
@@ -73,21 +74,21 @@ def _python_meta_kernels() -> list[tuple[Any, Callable]]:
 def install() -> int:
     """Wrap torch's Python meta kernels (module docstring), once per process; the number wrapped.
 
-    0 where this torch does not expose them: passes then run uncached."""
+    0 where this torch does not expose them: passes then run uncached, on torch's own kernels."""
     global _library, _wrapped
-    if _wrapped is not None:
+    with _install_lock:
+        if _wrapped is None:
+            library: torch.library.Library | None = torch.library.Library("aten", "IMPL")
+            try:
+                kernels = _python_meta_kernels()
+                with warnings.catch_warnings():  # "Overriding a previously registered kernel": the point
+                    warnings.simplefilter("ignore")
+                    for op, fn in kernels:
+                        library.impl(op, _wrapper(fn), "Meta")
+            except Exception:  # noqa: BLE001 - a torch whose private layout differs
+                library, kernels = None, []  # dropping the library takes back what it registered
+            _library, _wrapped = library, len(kernels)
         return _wrapped
-    try:
-        kernels = _python_meta_kernels()
-    except Exception:  # noqa: BLE001 - a torch whose private layout differs: run uncached
-        kernels = []
-    library = torch.library.Library("aten", "IMPL")
-    with warnings.catch_warnings():  # "Overriding a previously registered kernel": that is the point
-        warnings.simplefilter("ignore")
-        for op, fn in kernels:
-            library.impl(op, _wrapper(fn), "Meta")
-    _library, _wrapped = library, len(kernels)
-    return _wrapped
 
 
 def _wrapper(fn: Callable) -> Callable:

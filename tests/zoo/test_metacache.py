@@ -111,3 +111,21 @@ def test_nested_contexts_restore_the_outer_one():
         assert outer.hits == 0 and inner.hits == 0 and inner.misses == outer.misses >= 1
         torch.mm(x, x)
     assert outer.hits >= 1 and inner.hits == 0
+
+
+def test_a_torch_without_the_private_meta_table_runs_uncached(monkeypatch):
+    import narbench.zoo.metacache as metacache
+
+    def moved():
+        raise ImportError("torch._meta_registrations moved")
+
+    monkeypatch.setattr(metacache, "_wrapped", None)
+    monkeypatch.setattr(metacache, "_library", None)
+    monkeypatch.setattr(metacache, "_python_meta_kernels", moved)
+    assert metacache.install() == 0
+    model, x = _meta(Blocks, 3, 8)
+    with MetaShapeCache() as cache, torch.enable_grad():
+        model(x)
+        model(x)
+    assert not cache.active and cache.hits == cache.misses == 0
+    assert extract_graph(model, (x,)).signature() == extract_graph(model, (x,), shape_cache=False).signature()
