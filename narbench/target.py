@@ -4,8 +4,8 @@ A target is a `torch.nn.Module` instance (API only) or a string:
 
 * `path/to/file.py:ClassName` or `package.module:ClassName`: built with no arguments (or the
   `kwargs` given) and run on the meta device, so a large model costs no memory (the CPU if
-  that fails); an instance with its weights on the CPU runs there first, within a deadline
-  (`narbench._target_run` says which device when, and why);
+  that fails); an instance runs on meta too, on meta copies of its weights (its own device if
+  meta fails; `narbench._target_run` says which device when, and why);
 * `timm:NAME`, `torchvision:NAME`, `transformers:MODEL_TYPE[/HEAD]`: a zoo model, built and run
   exactly as the `real` build runs it (`narbench.zoo.sources.extract_spec`);
 * a graph file that narbench wrote (`narbench.store`; `FILE:NAME` picks one of several);

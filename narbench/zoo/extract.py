@@ -187,15 +187,14 @@ def autograd_graph(outputs: Any) -> RawGraph:
             else:
                 name = RENAMED_OPS.get(kind.__name__, kind.__name__)
                 name = names[kind] = None if name in DROPPED_OPS else name
+            srcs = [s for p in ps for s in resolved[p]]
             if name is None:
-                resolved[node] = tuple(dict.fromkeys([s for p in ps for s in resolved[p]]))
+                resolved[node] = tuple(dict.fromkeys(srcs))
             else:
                 i = len(ops)
                 ops.append(name)
-                if ps:
-                    srcs = [s for p in ps for s in resolved[p]]
-                    src += srcs
-                    dst += [i] * len(srcs)
+                src += srcs
+                dst += [i] * len(srcs)
                 resolved[node] = (i,)
     if not ops:
         raise ExtractionError("the autograd graph has no operation besides parameter leaves")
