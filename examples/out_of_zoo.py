@@ -1,10 +1,17 @@
-"""Four hand-written models that are in no model zoo, for `narbench search` (docs/search.md).
+"""Hand-written models that are in no model zoo, for `narbench search` (docs/search.md).
 
     narbench search examples/out_of_zoo.py:UNet
     narbench search examples/out_of_zoo.py:LSTMTagger
     narbench search examples/out_of_zoo.py:ResidualCNN
     narbench search examples/out_of_zoo.py:TransformerEncoder
+    narbench search examples/out_of_zoo.py:GPT2Decoder
+    narbench search examples/out_of_zoo.py:BertEncoder
+
+GPT2Decoder and BertEncoder are written from their papers' descriptions, not from any zoo's code:
+attention by hand, GPT-2's tanh-GELU by its formula, BERT's GELU by erf.
 """
+
+import math
 
 import torch
 from torch import nn
@@ -111,3 +118,70 @@ class TransformerEncoder(nn.Module):
             x = x + blk["proj"]((att @ v).transpose(1, 2).reshape(b, n, d))
             x = x + blk["fc2"](nn.functional.gelu(blk["fc1"](blk["ln2"](x))))
         return self.head(self.norm(x)[:, 0])
+
+
+def _heads(x: torch.Tensor, heads: int) -> torch.Tensor:
+    b, n, d = x.shape
+    return x.view(b, n, heads, d // heads).transpose(1, 2)
+
+
+class GPT2Decoder(nn.Module):
+    """A GPT-2-style decoder-only language model: pre-norm blocks, causal self-attention written
+    out by hand, tanh-approximate GELU by its formula, tied input/output embeddings."""
+
+    def __init__(self, vocab: int = 8000, dim: int = 256, heads: int = 8, layers: int = 12, ctx: int = 1024) -> None:
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, dim), nn.Embedding(ctx, dim)
+        self.heads = heads
+        self.blocks = nn.ModuleList(nn.ModuleDict({
+            "ln1": nn.LayerNorm(dim), "attn": nn.Linear(dim, 3 * dim), "proj": nn.Linear(dim, dim),
+            "ln2": nn.LayerNorm(dim), "fc": nn.Linear(dim, 4 * dim), "out": nn.Linear(4 * dim, dim)})
+            for _ in range(layers))
+        self.ln_f = nn.LayerNorm(dim)
+        self.register_buffer("mask", torch.tril(torch.ones(ctx, ctx, dtype=torch.bool)), persistent=False)
+
+    @staticmethod
+    def gelu(x: torch.Tensor) -> torch.Tensor:
+        return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+    def forward(self, tokens):
+        n = tokens.shape[1]
+        x = self.wte(tokens) + self.wpe(torch.arange(n, device=tokens.device))
+        for blk in self.blocks:
+            q, k, v = blk["attn"](blk["ln1"](x)).split(x.shape[-1], dim=2)
+            q, k, v = (_heads(t, self.heads) for t in (q, k, v))
+            w = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+            w = w.masked_fill(~self.mask[:n, :n], float("-inf")).softmax(-1)
+            y = (w @ v).transpose(1, 2).reshape(x.shape)
+            x = x + blk["proj"](y)
+            x = x + blk["out"](self.gelu(blk["fc"](blk["ln2"](x))))
+        return self.ln_f(x) @ self.wte.weight.T
+
+
+class BertEncoder(nn.Module):
+    """A BERT-style encoder: word + position + segment embeddings, post-norm blocks, attention
+    by hand, erf GELU, a tanh pooler over the first token and a classifier."""
+
+    def __init__(self, vocab: int = 8000, dim: int = 256, heads: int = 8, layers: int = 12, classes: int = 2) -> None:
+        super().__init__()
+        self.words, self.positions, self.segments = nn.Embedding(vocab, dim), nn.Embedding(512, dim), nn.Embedding(2, dim)
+        self.ln_emb = nn.LayerNorm(dim)
+        self.heads = heads
+        self.blocks = nn.ModuleList(nn.ModuleDict({
+            "q": nn.Linear(dim, dim), "k": nn.Linear(dim, dim), "v": nn.Linear(dim, dim), "o": nn.Linear(dim, dim),
+            "ln1": nn.LayerNorm(dim), "fc": nn.Linear(dim, 4 * dim), "out": nn.Linear(4 * dim, dim),
+            "ln2": nn.LayerNorm(dim)}) for _ in range(layers))
+        self.pool, self.classifier = nn.Linear(dim, dim), nn.Linear(dim, classes)
+
+    def forward(self, tokens):
+        n = tokens.shape[1]
+        pos = torch.arange(n, device=tokens.device)
+        x = self.ln_emb(self.words(tokens) + self.positions(pos) + self.segments(torch.zeros_like(tokens)))
+        for blk in self.blocks:
+            q, k, v = (_heads(blk[name](x), self.heads) for name in "qkv")
+            w = (q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])).softmax(-1)
+            y = (w @ v).transpose(1, 2).reshape(x.shape)
+            x = blk["ln1"](x + blk["o"](y))
+            h = blk["fc"](x)
+            x = blk["ln2"](x + blk["out"](h * 0.5 * (1.0 + torch.erf(h / math.sqrt(2.0)))))
+        return self.classifier(torch.tanh(self.pool(x[:, 0])))

@@ -86,6 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--timeout", type=float, default=180.0, help="seconds per model before it is killed")
     build.add_argument("--mem-limit-gb", type=float, default=8.0, help="address-space limit per worker")
     build.add_argument("--retry-failed", action="store_true", help="run models that failed before again")
+    build.add_argument("--from", dest="from_graphs", default=None, metavar="FILE",
+                       help="derive the canonical dataset from a raw graph file (real-1.0.narg) instead of extracting")
     build.set_defaults(func=cmd_build_real)
 
     sheet = sub.add_parser("datasheet", help="counts per source/family/coarse label, sizes, vocabulary, split")
@@ -166,7 +168,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_build_real(args: argparse.Namespace) -> int:
-    """`narbench build-real`: extract the `real` dataset from the model zoos (resumable)."""
+    """`narbench build-real`: extract the `real` dataset from the model zoos (resumable), or derive it."""
+    if args.from_graphs:
+        import json
+
+        from narbench.zoo.derive import derive
+
+        summary = derive(args.from_graphs, args.out, jobs=args.jobs,
+                         progress=lambda i, n: print(f"canonical graphs: {i:,} of {n:,}", file=sys.stderr, flush=True))
+        print(json.dumps(summary, indent=1))
+        return 0
     from narbench.zoo.build import build_real
 
     build_real(args.out, jobs=args.jobs, limit=args.limit, only=args.only, timeout=args.timeout,

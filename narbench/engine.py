@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from narbench.index import SearchIndex, load_index
 from narbench.target import Query, resolve_target
+from narbench.ops import UNKNOWN_OP
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -47,6 +48,8 @@ class SearchResult:
     why: str
     duplicate_of: list[str] = field(default_factory=list)  # index graphs identical to the query
     unknown_ops: dict[str, int] = field(default_factory=dict)  # query ops not in the index's vocabulary
+    unknown_as: str = "spliced"  # "other": embedded as the canonical `other` op; "spliced": left out
+    warnings: list[str] = field(default_factory=list)  # e.g. a torch outside the range the index was checked with
     index: str = ""
     backend: str = "exact"
     info: dict[str, Any] = field(default_factory=dict)  # input, device, timings
@@ -93,6 +96,29 @@ def _backend(index: SearchIndex, name: str):
     return backend
 
 
+def torch_warning(index: SearchIndex, version: str | None = None) -> str | None:
+    """A warning when the installed torch is outside the versions the index's graphs were checked with.
+
+    Graphs are recorded by torch; the canonical op table makes them the same under the versions
+    listed in the index (`torch_checked`). Outside them a query's graph may differ unnoticed."""
+    checked = index.header.get("torch_checked")
+    if not checked:
+        return None
+    if version is None:
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version as pkg_version
+
+        try:
+            version = pkg_version("torch")
+        except PackageNotFoundError:
+            return None
+    minor = ".".join(version.split("+")[0].split(".")[:2])
+    if minor in checked:
+        return None
+    return (f"torch {version} is outside the versions this index's graphs were checked with "
+            f"({', '.join(checked)}): a query's graph may differ from what those versions record")
+
+
 def search(
     target: Any,
     k: int = 10,
@@ -118,6 +144,7 @@ def search(
     t_index = time.perf_counter() - t0
     query: Query = resolve_target(target, index, kwargs=kwargs, input_shape=input_shape)
     t1 = time.perf_counter()
+    as_other = UNKNOWN_OP in index.vocab  # a canonical vocabulary: unknown raw names are `other` nodes
     if query.row is not None:
         vec, exclude = index.arrays["embeddings"][query.row].astype("float32"), {query.row}
         duplicates = [query.row]
@@ -125,9 +152,10 @@ def search(
         num_nodes, num_edges = size["num_nodes"], size["num_edges"]
     else:
         vec, exclude = index.embed([query.graph])[0], set()
-        duplicates = [] if query.unknown_ops else index.duplicates(query.graph)
+        duplicates = [] if query.unknown_ops and not as_other else index.duplicates(query.graph)
         num_nodes, num_edges = query.graph.num_nodes, query.graph.num_edges
-        num_nodes += sum(query.unknown_ops.values())
+        if not as_other:
+            num_nodes += sum(query.unknown_ops.values())
     t_embed = time.perf_counter() - t1
     first = [r for r in duplicates if r not in exclude]  # an exact duplicate is the closest graph there is
     rows, scores = _backend(index, backend).search(vec[None], k + len(exclude) + len(first))
@@ -145,7 +173,8 @@ def search(
     return SearchResult(
         query=query.label, kind=query.kind, hits=hits, num_nodes=num_nodes, num_edges=num_edges,
         coarse=query.coarse, why=why, duplicate_of=[index.names[r] for r in duplicates],
-        unknown_ops=query.unknown_ops, index=index.describe(), backend=backend,
+        unknown_ops=query.unknown_ops, unknown_as="other" if as_other else "spliced", index=index.describe(),
+        backend=backend, warnings=[w for w in [torch_warning(index)] if w and query.row is None],
         info={**query.info, "seconds": {k_: round(v, 4) for k_, v in timings.items()}},
     )
 
@@ -176,7 +205,10 @@ def render(result: SearchResult, console: Console) -> None:
                       soft_wrap=True)
     else:
         console.print("in the index: no exact duplicate", soft_wrap=True)
+    for w in result.warnings:
+        console.print(f"[yellow]warning:[/] {escape(w)}", soft_wrap=True)
     if result.unknown_ops:
         ops = ", ".join(f"{op} x{c}" for op, c in sorted(result.unknown_ops.items(), key=lambda kv: -kv[1]))
-        console.print(f"not in the index's op vocabulary (spliced out before embedding): {escape(ops)}",
-                      soft_wrap=True)
+        how = ("unknown to the op table (embedded as `other`)" if result.unknown_as == "other"
+               else "not in the index's op vocabulary (spliced out before embedding)")
+        console.print(f"{how}: {escape(ops)}", soft_wrap=True)

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from narbench.graph import ArchGraph
+from narbench.ops import TORCH_CHECKED
 from narbench.store import CorruptFileError, atomic_write_bytes, read_payload
 
 MAGIC = b"NARBENCH-INDEX\x001\x00"
@@ -46,7 +47,7 @@ class ShippedIndex:
 
     encoder: str
     sha256: str
-    dataset: str = "real-1.0"
+    dataset: str = "real-2.0"
 
     @property
     def filename(self) -> str:
@@ -265,6 +266,7 @@ def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
         "dataset": {"name": ds.name, "version": ds.version, "sha256": ds.sha256, "num_graphs": len(graphs)},
         "vocab": list(ds.vocab), "families": families, "coarse_labels": coarse, "sources": sources,
         "names": [g.name for g in gs],
+        "torch_checked": list(TORCH_CHECKED) if ds.meta.get("ops") else None,
         "projection": None if projection is None else {"kind": "gaussian", "seed": cfg.seed, "from": raw.shape[1]},
     }
     from narbench import __version__

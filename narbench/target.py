@@ -94,17 +94,25 @@ def _parse_colon(target: str) -> tuple[str, str] | None:
 
 def _map_graph(query: Query, raw_ops: list[str], edges: np.ndarray, vocab: list[str], name: str,
                coarse: str | None = None) -> None:
-    """Fill `query.graph` with the graph over `vocab`; ops it lacks are spliced out (and listed).
+    """Fill `query.graph` with the graph over `vocab`.
 
+    Over the canonical vocabulary (`real` 2.0 and its index) a raw graph is canonicalised first
+    (`narbench.canonical`): raw names the op table does not know become `other` and are listed in
+    `query.unknown_ops`. Over any other vocabulary, ops it lacks are spliced out (and listed).
     `coarse`: the graph's coarse label if known (else derived from its ops, `coarse_label`)."""
     from collections import Counter
 
+    from narbench.canonical import canonical_vocabulary, canonicalize
     from narbench.zoo.extract import coarse_label
 
     index = {op: i for i, op in enumerate(vocab)}
+    unknown: dict[str, int] = {}
+    if list(vocab) == list(canonical_vocabulary()) and not set(raw_ops) <= set(index):
+        c = canonicalize(raw_ops, edges)
+        raw_ops, edges, unknown = c.ops, c.edges, c.unknown
     counts = Counter(raw_ops)
     query.ops = dict(counts)
-    query.unknown_ops = {op: c for op, c in counts.items() if op not in index}
+    query.unknown_ops = unknown or {op: c for op, c in counts.items() if op not in index}
     query.coarse = coarse or coarse_label(raw_ops, edges)
     keep = np.array([op in index for op in raw_ops], dtype=bool)
     if not keep.all():

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from narbench.canonical import canonical_vocabulary
+from narbench.graph import ArchGraph
 from narbench.store import atomic_write_bytes
 from narbench.zoo.results import FAILED, NOT_APPLICABLE, OK, read_result
 from narbench.zoo.sources import Spec
 
 DATASET_NAME = "real"
-DATASET_VERSION = "1.0"
+DATASET_VERSION = "2.0"
 
 
 #: Graphs above this many nodes are left out of the dataset (recurrent models unrolled over the
@@ -54,27 +56,13 @@ def summarize(out: Path, selected: Sequence[Spec], *, assemble: bool = True,
             failures.append((s.key, res["reason"], err.replace("\n", " ").replace("\t", " ")))
     atomic_write_bytes(out / "failures.tsv", "".join(f"{k}\t{r}\t{e}\n" for k, r, e in failures).encode())
 
-    vocab = sorted({op for _, g, _ in raws for op in g.ops})
-    index = {op: i for i, op in enumerate(vocab)}
-    graphs, first_by_hash = [], {}
-    cross_family: Counter = Counter()
-    dup_count = 0
+    vocab = list(canonical_vocabulary())
+    items = []
     for s, raw, info in raws:
         meta = {"model": s.model, "task": s.task, "variant": {k: v for k, v in s.variant},
                 "device": info.get("device"), "params": info.get("params"), "shrunk": bool(info.get("shrunk", False))}
-        # the coarse rule walks the graph: compute it only for graphs that are kept
-        g = raw.to_arch_graph(index, name=s.key, family=s.family, coarse="", source=s.source, meta=meta)
-        h = g.content_hash()
-        if h in first_by_hash:
-            keep = first_by_hash[h]
-            keep.meta["duplicates"] = keep.meta.get("duplicates", 0) + 1
-            dup_count += 1
-            if keep.family != g.family:
-                cross_family[f"{keep.family}|{g.family}"] += 1
-            continue
-        g.coarse = raw.coarse()
-        first_by_hash[h] = g
-        graphs.append(g)
+        items.append((s.key, raw.canonical(), s.family, s.source, meta))
+    graphs, dup_count, cross_family = dedup_graphs(items, vocab)
 
     def pct(vals: list[float], q: float) -> float:
         vals = sorted(vals)
@@ -113,6 +101,42 @@ def summarize(out: Path, selected: Sequence[Spec], *, assemble: bool = True,
         summary["sha256"] = write_graphs(path, graphs, vocab, header)
         summary["path"] = str(path)
     return summary
+
+
+def dedup_graphs(items: Iterable[tuple[str, Any, str, str, dict[str, Any]]],
+                 vocab: Sequence[str]) -> tuple[list[ArchGraph], int, Counter]:
+    """Distinct graphs of `(name, canonical RawGraph, family, source, meta)` items, in their order.
+
+    A graph identical to an earlier one (same content hash) is dropped and counted on the kept
+    one (`meta["duplicates"]`: how many other specs gave it); pairs of families that met this way
+    are counted in the third value. Canonical graphs carry their unknown raw names in
+    `meta["unknown_ops"]`, kept on the graph."""
+    index = {op: i for i, op in enumerate(vocab)}
+    graphs: list[ArchGraph] = []
+    first_by_hash: dict[str, ArchGraph] = {}
+    cross_family: Counter = Counter()
+    dup_count = 0
+    for name, raw, family, source, meta in items:
+        meta = dict(meta)
+        if raw.meta.get("unknown_ops"):
+            meta["unknown_ops"] = raw.meta["unknown_ops"]
+        extra = meta.pop("duplicates", 0)
+        # the coarse rule walks the graph: compute it only for graphs that are kept
+        g = raw.to_arch_graph(index, name=name, family=family, coarse="", source=source, meta=meta)
+        h = g.content_hash()
+        if h in first_by_hash:
+            keep = first_by_hash[h]
+            keep.meta["duplicates"] = keep.meta.get("duplicates", 0) + 1 + extra
+            dup_count += 1 + extra
+            if keep.family != g.family:
+                cross_family[f"{keep.family}|{g.family}"] += 1
+            continue
+        if extra:
+            g.meta["duplicates"] = extra
+        g.coarse = raw.coarse()
+        first_by_hash[h] = g
+        graphs.append(g)
+    return graphs, dup_count, cross_family
 
 
 def _zoo_versions() -> dict[str, str]:

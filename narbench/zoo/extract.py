@@ -77,6 +77,19 @@ class RawGraph:
     def coarse(self) -> str:
         return coarse_label(self.ops, self.edges)
 
+    def canonical(self) -> "RawGraph":
+        """This graph rewritten onto the canonical op vocabulary (`narbench.canonical`).
+
+        Raw names the op table does not know become `other`; they are listed, with their
+        counts, in the result's `meta["unknown_ops"]`."""
+        from narbench.canonical import canonicalize
+
+        c = canonicalize(self.ops, self.edges)
+        meta = {k: v for k, v in self.meta.items() if k != "unknown_ops"}
+        if c.unknown:
+            meta["unknown_ops"] = dict(sorted(c.unknown.items()))
+        return RawGraph(ops=c.ops, edges=c.edges, meta=meta)
+
     def to_arch_graph(
         self,
         vocab: Sequence[str] | dict[str, int],
@@ -360,7 +373,10 @@ def attention_patterns(ops: Sequence[str], edges: np.ndarray, hops: int = ATTENT
 
 
 def coarse_label(ops: Sequence[str], edges: np.ndarray) -> str:
-    """The coarse label of a graph, derived from its ops alone (never from its name):
+    """The coarse label of a graph, derived from its ops alone (never from its name).
+
+    Canonical graphs (`narbench.canonical`): ``attention`` if an `attention` node is left,
+    else the ``cnn`` rule below with `conv` and `linear` nodes. Raw autograd graphs:
 
     * ``attention``: at least one attention pattern (`attention_patterns`: a softmax fed by a
       batched matmul and feeding one). Hybrids (CoAtNet, MobileViT, DETR) are attention.
@@ -370,9 +386,14 @@ def coarse_label(ops: Sequence[str], edges: np.ndarray) -> str:
       with a single convolutional stem.
     * ``other``: everything else (MLPs, MLP-Mixers, RNNs, state-space models, ...).
     """
+    counts = Counter(ops)
+    if "conv" in counts or "linear" in counts or "attention" in counts:  # canonical op names
+        if counts["attention"]:
+            return "attention"
+        conv, dense = counts["conv"], counts["linear"]
+        return "cnn" if conv >= 2 and 5 * conv >= conv + dense else "other"
     if attention_patterns(ops, edges) > 0:
         return "attention"
-    counts = Counter(ops)
     conv = sum(counts[o] for o in CONV_OPS)
     dense = sum(counts[o] for o in DENSE_OPS)
     if conv >= 2 and 5 * conv >= conv + dense:

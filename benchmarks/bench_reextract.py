@@ -1,0 +1,85 @@
+"""Re-extract a sample of shipped `real` graphs with the installed torch and zoos; count differences.
+
+`real` 1.0 holds the raw graphs as torch 2.14.1 recorded them; `real` 2.0 their canonical graphs.
+Under another torch, raw graphs may differ (2.15 names the view after an n-d Linear
+`UnsafeViewBackward0`); canonical graphs should not. Needs the zoo extra (timm, torchvision,
+transformers) in the running environment:
+
+    python benchmarks/bench_reextract.py --per-source 40
+    reextract torch=2.15.0 sampled=120 raw_differ=37 canonical_differ=0 failed=0
+
+Prints one summary line, then one line per differing or failed graph.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _key(name: str, seed: int) -> str:
+    return hashlib.sha256(f"{seed}:{name}".encode()).hexdigest()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--per-source", type=int, default=40, help="graphs sampled per installed zoo")
+    ap.add_argument("--seed", type=int, default=0, help="sample seed (a hash order of graph names)")
+    args = ap.parse_args(argv)
+
+    import numpy as np
+    import torch
+
+    from narbench.canonical import canonical_vocabulary
+    from narbench.store import read_graphs
+    from narbench.zoo.sources import Spec, extract_spec
+
+    data = ROOT / "narbench" / "data"
+    v2, vocab2, _, _ = read_graphs(data / "real-2.0.narg")
+    v1, vocab1, _, _ = read_graphs(data / "real-1.0.narg")
+    raw_by_name = {g.name: g for g in v1}
+    index2 = {op: i for i, op in enumerate(canonical_vocabulary())}
+    assert list(vocab2) == list(canonical_vocabulary()), "real-2.0.narg was built with another op table"
+
+    sampled = raw_differ = canon_differ = failed = 0
+    lines = []
+    t0 = time.perf_counter()
+    for source in ("timm", "torchvision", "transformers"):
+        if importlib.util.find_spec(source) is None:
+            print(f"# {source} not installed: skipped", file=sys.stderr)
+            continue
+        pool = sorted((g for g in v2 if g.source == source), key=lambda g: _key(g.name, args.seed))
+        for g in pool[: args.per_source]:
+            m = g.meta
+            variant = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in m.get("variant", {}).items()))
+            sampled += 1
+            try:
+                raw, _ = extract_spec(Spec(source, m["model"], m["task"], variant))
+            except Exception as exc:  # noqa: BLE001 - a benchmark reports and goes on
+                failed += 1
+                lines.append(f"failed {g.name}: {type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}")
+                continue
+            old = raw_by_name[g.name]
+            if raw.ops != [vocab1[i] for i in old.ops.tolist()] or not np.array_equal(raw.edges, old.edges):
+                raw_differ += 1
+            c = raw.canonical()
+            ops = np.array([index2.get(op, index2["other"]) for op in c.ops], dtype=np.int64)
+            if not (np.array_equal(ops, g.ops) and np.array_equal(c.edges, g.edges)):
+                canon_differ += 1
+                lines.append(f"canonical differs {g.name}: {len(c.ops)} vs {g.num_nodes} nodes")
+    print(f"reextract torch={torch.__version__.split('+')[0]} sampled={sampled} raw_differ={raw_differ} "
+          f"canonical_differ={canon_differ} failed={failed} seconds={time.perf_counter() - t0:.0f}")
+    for line in lines:
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

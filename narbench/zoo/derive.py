@@ -1,0 +1,89 @@
+"""`real` 2.0 from the raw graphs of the 1.0 extraction: canonical graphs, taxonomy labels, dedup.
+
+`real-1.0.narg` keeps every graph as torch recorded it (raw autograd names, normalised only by
+`narbench.zoo.extract`). Canonicalisation (`narbench.canonical`) reads nothing but op names and
+edges, so the canonical graph of a 1.0 graph is the canonical graph a fresh extraction of the same
+spec gives (`benchmarks/bench_reextract.py` checks that under other torch versions); deriving 2.0
+from 1.0 therefore equals `narbench build-real` with canonical assembly, without hours of
+re-extraction. The 1.0 file lists graphs in spec order (the first spec of each graph), so keeping
+the first of each canonical duplicate keeps the first spec, as assembly does.
+
+    narbench build-real --from narbench/data/real-1.0.narg --out build/real2
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, Callable
+
+from narbench.canonical import canonical_vocabulary
+from narbench.ops import OPS_VERSION, table_sha256
+from narbench.store import read_graphs, write_graphs
+from narbench.zoo.assemble import DATASET_NAME, DATASET_VERSION, dedup_graphs
+
+#: (name, family, source, meta) -> (family, meta): the labels of a graph (the taxonomy)
+Relabel = Callable[[str, str, str, dict[str, Any]], tuple[str, dict[str, Any]]]
+
+
+def _canonical(args: tuple[list[str], Any]):
+    from narbench.zoo.extract import RawGraph
+
+    ops, edges = args
+    return RawGraph(ops=ops, edges=edges).canonical()
+
+
+def derive(source: str | os.PathLike, out: str | os.PathLike, *, relabel: Relabel | None = None,
+           jobs: int = 1, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Write `<out>/real-2.0.narg` from the 1.0 graph file `source`; return a summary."""
+    graphs, vocab, header, digest = read_graphs(source)
+    work = [([vocab[o] for o in g.ops.tolist()], g.edges) for g in graphs]
+    canon = []
+    with ProcessPoolExecutor(jobs) if jobs > 1 else _Serial() as pool:
+        for i, c in enumerate(pool.map(_canonical, work, chunksize=64)):
+            canon.append(c)
+            if progress and (i + 1) % 1000 == 0:
+                progress(i + 1, len(work))
+    items = []
+    for g, c in zip(graphs, canon):
+        family, meta = g.family, dict(g.meta)
+        if relabel is not None:
+            family, meta = relabel(g.name, family, g.source, meta)
+        items.append((g.name, c, family, g.source, meta))
+    new_vocab = list(canonical_vocabulary())
+    kept, _, cross = dedup_graphs(items, new_vocab)
+    new_header = {
+        "name": DATASET_NAME, "version": DATASET_VERSION, "generator": "narbench.zoo.derive",
+        "versions": header.get("versions", {}), "num_specs": header.get("num_specs"),
+        "num_extracted": header.get("num_extracted"),
+        "ops": {"version": OPS_VERSION, "table_sha256": table_sha256()},
+        "derived_from": {"name": header.get("name"), "version": header.get("version"), "sha256": digest,
+                         "graphs": len(graphs)},
+    }
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{DATASET_NAME}-{DATASET_VERSION}.narg"
+    sha = write_graphs(path, kept, new_vocab, new_header)
+    unknown: Counter = Counter()
+    for g in kept:
+        unknown.update(g.meta.get("unknown_ops", {}))
+    return {"path": str(path), "sha256": sha, "source_graphs": len(graphs), "distinct": len(kept),
+            "duplicates_merged": len(graphs) - len(kept),
+            "cross_family_duplicates": dict(cross.most_common()), "unknown_ops": dict(unknown),
+            "nodes_before": int(sum(g.num_nodes for g in graphs)), "nodes_after": int(sum(g.num_nodes for g in kept))}
+
+
+class _Serial:
+    """`ProcessPoolExecutor`'s map, in this process (jobs=1)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    @staticmethod
+    def map(fn, items, chunksize: int = 1):
+        return map(fn, items)
