@@ -333,3 +333,53 @@ def straddling_identities(graphs: list[ArchGraph], split: Split) -> list[str]:
     """Invariant (c): identities with graphs on both sides of `split` (empty: holds)."""
     ids = np.asarray(identities(graphs), dtype=object)
     return sorted(set(ids[split.train].tolist()) & set(ids[split.test].tolist()))
+
+
+# ----------------------------------------------------------------------------- datasheet
+
+RULE = ("A *family* is one architecture design as its paper names it (ResNet, MobileNetV2, ViT, BERT, GPT-2, "
+        "LLaMA, RegNet, RepVGG): a zoo's module that holds several papers' designs is split (timm's `byobnet` into "
+        "RepVGG, GERNet, MobileOne, RegNetZ, CLIP ResNets, ...), and a paper that trains, distils, quantises or "
+        "scales an existing architecture and says so (RoBERTa, ELECTRA, DistilBERT, DeiT, BiT, ResNet-RS, TinyNet) "
+        "joins that architecture's family. Aliases across zoos are one family. A model's *identity* is the model "
+        "itself for splitting: aliases across zoos (timm `regnety_016` = torchvision `regnet_y_1_6gf`), renamed "
+        "copies (isomorphic graphs) and a multimodal model's towers are one identity; every variant and task head "
+        "of a model keeps its identity. The coarse label is the graph rule's (`attention` if any of the model's "
+        "graphs has an attention pattern, else the label of most of its graphs) unless a row says why not.")
+
+
+def markdown(taxonomy: Taxonomy | None = None, near_duplicates: Path | None = None, top: int = 25) -> str:
+    """The taxonomy's section of the `real` datasheet: the rule, counts, the listed near-duplicates."""
+    taxonomy = taxonomy or load()
+    rows = taxonomy.rows
+    fam_ids: dict[str, set[str]] = {}
+    for r in rows:
+        fam_ids.setdefault(r.family, set()).add(r.identity)
+    path = near_duplicates or data_path(NEAR_DUPLICATES)
+    with open(path, newline="") as f:
+        dups = list(csv.DictReader(f))
+    lines = ["## Taxonomy (`narbench/data/taxonomy-real.csv`)", "",
+             "The labels of the next `real` version (2.0); real 1.0's graphs keep the family and coarse label they "
+             "were published with (the zoo's module / model type).", "", RULE, "",
+             "Built by `python -m narbench.zoo.taxonomy_build` from mechanical rules and two hand-written tables "
+             "(`taxonomy-rules.csv`: the judgments, each with its reason; `taxonomy-aliases.csv`: one model under "
+             "several names); `narbench.taxonomy.relabel` applies it to graphs.", "",
+             "| | |", "|---|---|",
+             f"| models (source, model) | {len(rows):,} |",
+             f"| identities | {len({r.identity for r in rows}):,} |",
+             f"| families | {len(fam_ids):,} |",
+             f"| families with >= 2 identities (can be `unseen` queries) | {sum(len(v) >= 2 for v in fam_ids.values()):,} |",
+             f"| rows with a judgment (reason given) | {sum(bool(r.reason) for r in rows):,} |",
+             f"| cross-family family pairs with graphs at WL cosine >= {NEAR_DUPLICATE_WL} (listed below) | {len(dups):,} |",
+             "",
+             f"Cross-family near-duplicates (`{NEAR_DUPLICATES}`; the `wl` floor's embedding of every graph, pairs at "
+             f"cosine >= {NEAR_DUPLICATE_WL}; `truncated`: pairs with a variant cut to 1-2 layers), the {top} largest:", "",
+             "| family a | family b | graph pairs | graphs | truncated | reason |", "|---|---|---:|---:|---:|---|"]
+    fmt = lambda d: (f"| {d['family_a']} | {d['family_b']} | {int(d['pairs']):,} | {int(d['graphs']):,} | "
+                     f"{int(d['truncated_pairs']):,} | {d['reason']} |")
+    lines += [fmt(d) for d in dups[:top]]
+    if len(dups) > top:
+        lines += ["", f"<details><summary>the other {len(dups) - top} pairs</summary>", "",
+                  "| family a | family b | graph pairs | graphs | truncated | reason |", "|---|---|---:|---:|---:|---|"]
+        lines += [fmt(d) for d in dups[top:]] + ["", "</details>"]
+    return "\n".join(lines) + "\n"
