@@ -209,6 +209,11 @@ def test_every_shipped_model_has_a_row_and_invariants_hold(shipped):
     classes = tx.isomorphic_classes(graphs)
     assert classes, "real 1.0 holds isomorphic pairs (timm vs torchvision RegNets)"
     assert tx.isomorphism_violations(new, classes) == []
+    # the committed table is what the build makes from the committed rules (regenerable, reviewed as data)
+    from narbench.zoo import taxonomy_build as tb
+
+    rebuilt = tb.build_rows(graphs, tb.read_rules(), tb.read_aliases(), classes)
+    assert tb.write_table(rebuilt) == tx.data_path().read_text()
     relabelled, split = provider.identity_unseen(graphs)
     assert len(split.test) > 1000 and tx.straddling_identities(relabelled, split) == []
     # real 1.0's committed unseen split is unchanged (1,836 queries, docs/datasets.md) and differs from this one
