@@ -229,3 +229,14 @@ def test_every_shipped_cross_family_near_duplicate_is_listed(shipped):
     with open(tx.data_path(tx.NEAR_DUPLICATES), newline="") as f:
         listed = {tx.family_pair(r["family_a"], r["family_b"]): int(r["pairs"]) for r in csv.DictReader(f)}
     assert listed == dict(tx.cross_family_pairs(new, pairs))
+
+
+def test_tower_rule_takes_the_longest_model_type_that_exists():
+    from narbench.zoo.taxonomy_build import _tower_base
+
+    pattern = r"(.+?)_(text|encoder|audio_encoder)"
+    known = {"qwen2", "qwen2_audio", "gemma3"}
+    assert _tower_base(pattern, "qwen2_audio_encoder", known) == "qwen2_audio"
+    assert _tower_base(pattern, "gemma3_text", known) == "gemma3"
+    assert _tower_base(pattern, "qwen2_audio", known) is None  # a model of its own, not a tower of qwen2
+    assert _tower_base(pattern, "llama4_text", known) is None  # no llama4 model type in the data

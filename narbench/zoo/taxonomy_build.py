@@ -80,6 +80,16 @@ def _model_label(model: str) -> str:
     return model.lower().replace("-", "_")
 
 
+def _tower_base(pattern: str, label: str, known: set[str]) -> str | None:
+    """The longest model type `base` in `known` for which `label` matches `pattern` with its first group = base."""
+    head, sep, tail = pattern.partition(")")
+    for i in sorted((i for i, c in enumerate(label) if c == "_"), reverse=True):
+        base = label[:i]
+        if base in known and re.fullmatch(re.escape(base) + tail, label):
+            return base
+    return None
+
+
 def build_rows(graphs: list[ArchGraph], rules: list[Rule], aliases: dict[tuple[str, str], tuple[str, str]],
                classes: list[list[int]]) -> list[tx.TaxonomyRow]:
     """The taxonomy rows of the models of `graphs` (real 1.0 labels: family = the zoo's label)."""
@@ -103,8 +113,8 @@ def build_rows(graphs: list[ArchGraph], rules: list[Rule], aliases: dict[tuple[s
             if m is None:
                 continue
             if rule.family == TOWER:
-                base = m.group(1)
-                if base not in tf_types:
+                base = _tower_base(rule.model, _model_label(model), tf_types)
+                if base is None:
                     continue
                 fam = None  # resolved below from the base model's row
                 ident = f"transformers/{tf_by_label[base]}"
