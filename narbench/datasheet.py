@@ -42,6 +42,8 @@ class Datasheet:
     header: dict[str, Any] = field(default_factory=dict)
     #: per split name: its rule, corpus/query/family counts and the near-duplicate share
     splits: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the `real` taxonomy's section (`narbench.taxonomy.markdown`), appended to the Markdown
+    taxonomy_markdown: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -103,6 +105,8 @@ class Datasheet:
                              if i < len(fams) else " | |")
             lines.append("|" + "".join(cells))
         lines += ["", "</details>", ""]
+        if self.taxonomy_markdown:
+            lines += [self.taxonomy_markdown]
         return "\n".join(lines)
 
 
@@ -164,7 +168,17 @@ def datasheet(ds: GraphDataset) -> Datasheet:
                        "query_families": len({ds.graphs[i].family for i in sp.test}),
                        "near_duplicate_share": round(near_duplicate_share(ds, sp), 4)}
                 for name, sp in ds.splits.items()},
+        taxonomy_markdown=_taxonomy_section(ds),
     )
+
+
+def _taxonomy_section(ds: GraphDataset) -> str:
+    """The taxonomy's section for `real` (its labels for the next version; empty for other datasets)."""
+    if ds.name != "real":
+        return ""
+    from narbench import taxonomy
+
+    return taxonomy.markdown()
 
 
 @dataclass(frozen=True)

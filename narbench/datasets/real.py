@@ -98,6 +98,19 @@ class RealDataset(DatasetProvider):
                                                "task head of it included")
         return out
 
+    def identity_unseen(self, graphs: list[ArchGraph]) -> tuple[list[ArchGraph], Split]:
+        """`unseen` grouped by the taxonomy's model identity (`narbench.taxonomy`), for real 2.0.
+
+        Returns the graphs relabelled by `narbench/data/taxonomy-real.csv` (family per paper,
+        coarse, `meta['identity']`) and the split that keeps every identity (aliases across zoos
+        and renamed copies merged) on one side. real 1.0's committed `unseen` (`splits`) is
+        unchanged; a new dataset version switches to this.
+        """
+        from narbench import taxonomy
+
+        relabelled = taxonomy.relabel(graphs)
+        return relabelled, taxonomy.identity_split(relabelled, test_size=self.test_size, seed=self.split_seed)
+
     def load(self, root: Path | None = None, *, refresh: bool = False) -> GraphDataset:
         """Read the artifact directly (it is already a checksummed file; nothing is cached)."""
         return self.dataset(*self._read())

@@ -1,0 +1,242 @@
+"""The architecture taxonomy (narbench/data/taxonomy-real.csv) and its invariants."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+
+from narbench import taxonomy as tx
+from narbench.dataset import Split
+from narbench.graph import ArchGraph
+
+
+def _graph(ops, edges, name="g", family="f", coarse="cnn", source="timm", **meta) -> ArchGraph:
+    return ArchGraph(np.asarray(ops), np.asarray(edges, dtype=np.int64).reshape(2, -1), name, family, coarse, source,
+                     meta=dict(meta))
+
+
+def _diamond(perm: list[int] | None = None, **kw) -> ArchGraph:
+    """0 -> {1, 2} -> 3 -> 4 with ops [0, 1, 2, 3, 1]; `perm` renumbers the nodes (an isomorphic copy)."""
+    ops = np.array([0, 1, 2, 3, 1])
+    edges = np.array([[0, 0, 1, 2, 3], [1, 2, 3, 3, 4]])
+    if perm is not None:
+        p = np.asarray(perm)
+        new_ops = np.empty_like(ops)
+        new_ops[p] = ops
+        ops, edges = new_ops, p[edges]
+    return _graph(ops, edges, **kw)
+
+
+# ----------------------------------------------------------------------------- the table
+
+
+def test_packaged_table_loads_and_looks_up():
+    table = tx.load()
+    assert len(table) > 1000
+    row = tx.lookup("torchvision", "regnet_y_1_6gf")
+    assert row.family == "regnet" and row.identity == "timm/regnety_016" and row.reason
+    assert tx.lookup("timm", "regnety_016").identity == "timm/regnety_016"
+    assert tx.lookup("timm", "mobilenetv2_035").family == tx.lookup("torchvision", "quantized_mobilenet_v2").family
+    assert tx.lookup("timm", "repvgg_a0").family == "repvgg"
+    assert {r.coarse for r in table.rows} <= set(tx.COARSE_LABELS)
+
+
+def test_unknown_model_and_source_say_what_is_known():
+    with pytest.raises(tx.UnknownModelError, match="did you mean.*regnety_016"):
+        tx.lookup("timm", "regnety_0166")
+    with pytest.raises(tx.UnknownModelError, match="no source 'keras'.*timm"):
+        tx.lookup("keras", "resnet50")
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("source,model,family,identity,coarse,reason\ntimm,a,f,timm/a,cnn,\ntimm,a,g,timm/a,cnn,\n", "second row"),
+    ("source,model,family,identity,coarse,reason\ntimm,a,f,timm/a,transformer,\n", "coarse 'transformer'"),
+    ("source,model,family,coarse\ntimm,a,f,cnn\n", "missing column"),
+    ("source,model,family,identity,coarse,reason\ntimm,a,,timm/a,cnn,\n", "must be set"),
+])
+def test_malformed_tables_are_rejected(tmp_path, text, problem):
+    path = tmp_path / "t.csv"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=problem):
+        tx.read_rows(path)
+
+
+def test_relabel_sets_family_coarse_identity_and_checks_first():
+    table = tx.Taxonomy([tx.TaxonomyRow("timm", "a", "fa", "timm/a", "attention"),
+                         tx.TaxonomyRow("torchvision", "b", "fa", "timm/a", "attention", "alias")])
+    graphs = [_diamond(name="timm/a/classification", family="old", source="timm", model="a"),
+              _diamond(name="torchvision/b/classification", family="old2", source="torchvision", model="b")]
+    new = table.relabel(graphs)
+    assert [(g.family, g.coarse, g.meta["identity"]) for g in new] == [("fa", "attention", "timm/a")] * 2
+    assert graphs[0].family == "old" and "identity" not in graphs[0].meta  # the input is not changed
+    with pytest.raises(tx.UnknownModelError, match="'c'"):
+        table.relabel(graphs + [_diamond(name="timm/c/x", source="timm", model="c")])
+
+
+# ----------------------------------------------------------------------------- invariant (a)
+
+
+def test_canonical_hash_is_invariant_to_numbering_and_tells_graphs_apart():
+    a, b = _diamond(), _diamond(perm=[4, 2, 3, 1, 0])
+    assert a.content_hash() != b.content_hash()
+    assert tx.canonical_hash(a) == tx.canonical_hash(b)
+    other = _graph([0, 1, 2, 3, 2], [[0, 0, 1, 2, 3], [1, 2, 3, 3, 4]])
+    assert tx.canonical_hash(other) != tx.canonical_hash(a)
+
+
+def test_isomorphic_graphs_in_two_families_are_a_violation():
+    graphs = [_diamond(family="x"), _diamond(perm=[4, 2, 3, 1, 0], family="y"),
+              _graph([0, 1, 2], [[0, 1], [1, 2]], family="z")]
+    classes = tx.isomorphic_classes(graphs)
+    assert classes == [[0, 1]]
+    assert tx.isomorphism_violations(graphs, classes) == [("x", "y")]
+    graphs[1].family = "x"
+    assert tx.isomorphism_violations(graphs) == []
+
+
+# ----------------------------------------------------------------------------- invariant (b)
+
+
+def test_cross_family_near_duplicates_must_be_listed_with_a_reason():
+    unit = np.array([[1, 0, 0], [1, 1e-4, 0], [0, 1, 0], [0, 1, 1e-4], [0, 0, 1]], dtype=np.float32)
+    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+    pairs = tx.near_duplicate_pairs(unit, chunk=2)
+    assert pairs.tolist() == [[0, 1], [2, 3]]
+    graphs = [_diamond(family=f) for f in ("a", "b", "c", "c", "d")]
+    assert tx.cross_family_pairs(graphs, pairs) == {("a", "b"): 1}
+    assert tx.twin_share(graphs, pairs) == pytest.approx(2 / 5)
+    assert tx.unlisted_near_duplicates(graphs, pairs, {}) == {("a", "b"): 1}
+    assert tx.unlisted_near_duplicates(graphs, pairs, {("a", "b"): " "}) == {("a", "b"): 1}
+    assert tx.unlisted_near_duplicates(graphs, pairs, {("a", "b"): "same block"}) == {}
+    graphs[1].family = "a"  # merged
+    assert tx.unlisted_near_duplicates(graphs, pairs, {}) == {}
+
+
+# ----------------------------------------------------------------------------- invariant (c)
+
+
+def _split_graphs() -> list[ArchGraph]:
+    """3 families x 4 identities x 3 graphs; identity i0 of each family has a torchvision alias."""
+    out = []
+    for f in range(3):
+        for i in range(4):
+            for v in range(3):
+                src = "torchvision" if (i == 0 and v == 2) else "timm"
+                out.append(_graph([0] * (2 + v + 3 * i + 12 * f), [np.arange(1 + v + 3 * i + 12 * f),
+                                                                    np.arange(1, 2 + v + 3 * i + 12 * f)],
+                                  name=f"{src}/m{f}{i}{v}/x", family=f"fam{f}", source=src,
+                                  identity=f"timm/m{f}{i}", model=f"m{f}{i}{v}"))
+    return out
+
+
+def test_identity_split_keeps_identities_whole():
+    graphs = _split_graphs()
+    split = tx.identity_split(graphs, test_size=0.3, seed=1)
+    assert len(split.test) and tx.straddling_identities(graphs, split) == []
+    ids = tx.identities(graphs)
+    for i in split.test:  # the torchvision alias travels with its identity
+        assert all(j in split.test for j in range(len(graphs)) if ids[j] == ids[i])
+    # grouping by model name instead would split an identity: the check notices
+    by_model = Split(train=np.arange(1, len(graphs)), test=np.array([0]), seed=0, test_size=0.1)
+    assert tx.straddling_identities(graphs, by_model) == ["timm/m00"]
+
+
+def test_identities_need_relabelled_graphs():
+    with pytest.raises(KeyError, match="relabel"):
+        tx.identities([_diamond(name="bare")])
+
+
+# ----------------------------------------------------------------------------- the build's rules
+
+
+def test_build_rows_applies_rules_aliases_isomorphism_and_coarse(tmp_path):
+    from narbench.zoo import taxonomy_build as tb
+
+    rules_csv = tmp_path / "rules.csv"
+    rules_csv.write_text("source,module,model,family,identity,coarse,reason\n"
+                         "# a comment line\n"
+                         "timm,efficientnet,mobilenetv2_.*,mobilenetv2,,,MobileNetV2 paper\n"
+                         "transformers,,(.+?)_(text|text_model|vision_model),@tower,@tower,,\n"
+                         "transformers,,mamba2,,,other,an SSM\n")
+    aliases_csv = tmp_path / "aliases.csv"
+    aliases_csv.write_text("source,model,identity,reason\ntorchvision,mnv2,timm/mobilenetv2_100,same model\n")
+
+    def g(source, model, module, coarse="cnn", ops=(0, 1, 2), perm=None, **variant):
+        gr = _diamond(perm=perm) if ops == "diamond" else _graph(list(ops), [list(range(len(ops) - 1)),
+                                                                            list(range(1, len(ops)))])
+        gr.name, gr.family, gr.coarse, gr.source = f"{source}/{model}/x", module, coarse, source
+        gr.meta = {"model": model, "variant": variant}
+        return gr
+
+    graphs = [g("timm", "mobilenetv2_100", "efficientnet"), g("timm", "efficientnet_b0", "efficientnet", ops=(0, 1)),
+              g("torchvision", "mnv2", "mobilenetv2", ops=(1, 1)),
+              g("timm", "copy_a", "resnet", ops="diamond"), g("timm", "copy_b", "resnet", ops="diamond", perm=[4, 2, 3, 1, 0]),
+              g("transformers", "clip", "clip", "attention", ops=(2,)), g("transformers", "clip_text_model", "clip_text_model", "other", ops=(3,)),
+              g("transformers", "mamba2", "mamba2", "cnn", ops=(1, 2)),
+              g("transformers", "hybrid", "hybrid", "other", ops=(2, 2)), g("transformers", "hybrid", "hybrid", "attention", ops=(3, 3))]
+    classes = tx.isomorphic_classes(graphs)
+    rows = {(r.source, r.model): r for r in tb.build_rows(graphs, tb.read_rules(rules_csv), tb.read_aliases(aliases_csv), classes)}
+    assert rows[("timm", "mobilenetv2_100")].family == "mobilenetv2"
+    assert rows[("timm", "mobilenetv2_100")].reason == "MobileNetV2 paper"
+    assert rows[("timm", "efficientnet_b0")].family == "efficientnet" and not rows[("timm", "efficientnet_b0")].reason
+    assert rows[("torchvision", "mnv2")].identity == "timm/mobilenetv2_100"
+    assert rows[("timm", "copy_b")].identity == "timm/copy_a" and "isomorphic" in rows[("timm", "copy_b")].reason
+    tower = rows[("transformers", "clip_text_model")]
+    assert (tower.family, tower.identity) == ("clip", "transformers/clip")
+    assert rows[("transformers", "mamba2")].coarse == "other" and "an SSM" in rows[("transformers", "mamba2")].reason
+    assert rows[("transformers", "hybrid")].coarse == "attention"  # any attention graph makes the model attention
+
+
+# ----------------------------------------------------------------------------- the shipped data
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    from narbench.datasets.real import RealDataset
+
+    provider = RealDataset()
+    graphs = provider.build()[0]
+    return provider, graphs
+
+
+@pytest.mark.slow
+def test_every_shipped_model_has_a_row_and_invariants_hold(shipped):
+    provider, graphs = shipped
+    new = tx.relabel(graphs)  # raises on a missing row
+    assert len({(g.source, tx.graph_model(g)) for g in graphs}) == len(tx.load())
+    classes = tx.isomorphic_classes(graphs)
+    assert classes, "real 1.0 holds isomorphic pairs (timm vs torchvision RegNets)"
+    assert tx.isomorphism_violations(new, classes) == []
+    # the committed table is what the build makes from the committed rules (regenerable, reviewed as data)
+    from narbench.zoo import taxonomy_build as tb
+
+    rebuilt = tb.build_rows(graphs, tb.read_rules(), tb.read_aliases(), classes)
+    assert tb.write_table(rebuilt) == tx.data_path().read_text()
+    relabelled, split = provider.identity_unseen(graphs)
+    assert len(split.test) > 1000 and tx.straddling_identities(relabelled, split) == []
+    # real 1.0's committed unseen split is unchanged (1,836 queries, docs/datasets.md) and differs from this one
+    assert len(provider.splits(graphs)["unseen"].test) == 1836 != len(split.test)
+
+
+@pytest.mark.slow
+def test_every_shipped_cross_family_near_duplicate_is_listed(shipped):
+    _, graphs = shipped
+    new = tx.relabel(graphs)
+    pairs = tx.near_duplicate_pairs(tx.wl_unit_embeddings(graphs))
+    assert tx.unlisted_near_duplicates(new, pairs, tx.read_near_duplicates()) == {}
+    with open(tx.data_path(tx.NEAR_DUPLICATES), newline="") as f:
+        listed = {tx.family_pair(r["family_a"], r["family_b"]): int(r["pairs"]) for r in csv.DictReader(f)}
+    assert listed == dict(tx.cross_family_pairs(new, pairs))
+
+
+def test_tower_rule_takes_the_longest_model_type_that_exists():
+    from narbench.zoo.taxonomy_build import _tower_base
+
+    pattern = r"(.+?)_(text|encoder|audio_encoder)"
+    known = {"qwen2", "qwen2_audio", "gemma3"}
+    assert _tower_base(pattern, "qwen2_audio_encoder", known) == "qwen2_audio"
+    assert _tower_base(pattern, "gemma3_text", known) == "gemma3"
+    assert _tower_base(pattern, "qwen2_audio", known) is None  # a model of its own, not a tower of qwen2
+    assert _tower_base(pattern, "llama4_text", known) is None  # no llama4 model type in the data
