@@ -7,8 +7,11 @@ coarse label, source zoo, node and edge counts, op-type counts (for the "why clo
 64-bit content-hash prefix (to tell an exact duplicate). Rows are stored in content-hash order,
 so ranking ties break by graph content, as in `narbench.retrieval.tiebreak_keys`.
 
-File layout (`.nari`): zstd (with its frame checksum) over a canonical payload of magic bytes, a
-JSON header and named numpy arrays; the sha256 is taken over the payload, like `narbench.store`.
+File layout (`.nari`): the container of `narbench.store` (version 2: a checksum of the file,
+then zstd over the payload; version 1, the shipped index: zstd with its frame checksum) around a
+canonical payload of magic bytes, a JSON header and named numpy arrays; the sha256 is taken over
+the payload, like `narbench.store`. On read, every per-graph array must have one row per name
+and every label and op id must index its list (`_check_arrays`).
 The shipped index (`narbench/data/`) is pinned by `SHIPPED`; switching the default encoder is
 `narbench index build --encoder E --out narbench/data/index-real-E.nari` and the one-line
 `SHIPPED = ...` change that command prints.
@@ -21,7 +24,6 @@ parameter), which keeps its unseen-split NDCG@20 (0.8023 vs 0.8027 at 2048; docs
 from __future__ import annotations
 
 import functools
-import hashlib
 import io
 import json
 import struct
@@ -33,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from narbench.graph import ArchGraph
-from narbench.store import CorruptFileError, atomic_write_bytes, read_payload
+from narbench.store import CorruptFileError, read_payload, write_payload
 
 MAGIC = b"NARBENCH-INDEX\x001\x00"
 FORMAT = 1
@@ -314,12 +316,8 @@ def encode_index(index: SearchIndex) -> bytes:
 
 
 def write_index(index: SearchIndex, path: str | Path, *, level: int = 19) -> str:
-    """Write the index atomically (zstd with a frame checksum); returns the payload's sha256."""
-    import zstandard
-
-    payload = encode_index(index)
-    atomic_write_bytes(path, zstandard.ZstdCompressor(level=level, write_checksum=True).compress(payload))
-    return hashlib.sha256(payload).hexdigest()
+    """Write the index atomically (`narbench.store.write_payload`); returns the payload's sha256."""
+    return write_payload(path, encode_index(index), level=level)
 
 
 def read_index(path: str | Path, expected_sha256: str | None = None) -> SearchIndex:
@@ -343,9 +341,28 @@ def read_index(path: str | Path, expected_sha256: str | None = None) -> SearchIn
         if header.get("format") != FORMAT:
             raise ValueError(f"format {header.get('format')!r}, this narbench reads {FORMAT}")
         arrays = {k: np.lib.format.read_array(buf, allow_pickle=False) for k in header.pop("arrays")}
-    except (ValueError, KeyError, struct.error) as exc:
-        raise IndexFileError(f"index {path} is not a readable narbench index ({exc}); {fix}") from exc
+        _check_arrays(header, arrays)
+    except Exception as exc:  # noqa: BLE001 - numpy's and json's parsers raise many types on damaged bytes
+        raise IndexFileError(f"index {path} is not a readable narbench index ({type(exc).__name__}: {exc}); "
+                             f"{fix}") from exc
     return SearchIndex(header, arrays, sha256=digest, path=str(path))
+
+
+def _check_arrays(header: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+    """`ValueError` naming the first inconsistency: rows per graph, label and op ids in range."""
+    n = len(header["names"])
+    for key in ("embeddings", "family", "coarse", "source", "num_nodes", "num_edges", "hash64"):
+        if len(arrays[key]) != n:
+            raise ValueError(f"array {key!r} has {len(arrays[key])} rows for {n} graph names")
+    for key, labels in (("family", "families"), ("coarse", "coarse_labels"), ("source", "sources")):
+        if n and int(arrays[key].max()) >= len(header[labels]):
+            raise ValueError(f"array {key!r} holds id {int(arrays[key].max())} but there are {len(header[labels])} {labels}")
+    indptr, ops = arrays["opc_indptr"].astype(np.int64), arrays["opc_op"]
+    if len(indptr) != n + 1 or indptr[0] != 0 or (np.diff(indptr) < 0).any() or indptr[-1] != len(ops) \
+            or len(arrays["opc_count"]) != len(ops):
+        raise ValueError("the op-count arrays are inconsistent (opc_indptr does not index opc_op)")
+    if len(ops) and int(ops.max()) >= len(header["vocab"]):
+        raise ValueError(f"op id {int(ops.max())} outside the vocabulary of {len(header['vocab'])} ops")
 
 
 @functools.lru_cache(maxsize=4)

@@ -54,6 +54,43 @@ def test_damaged_and_unpinned_index_files_are_refused(tmp_path):
     assert main(["search", "timm/x", "--index", str(bad)]) == 2
 
 
+@pytest.fixture(scope="module")
+def toy_index():
+    """A `wl` index of the four toy families (no training: built in well under a second)."""
+    from narbench.dataset import GraphDataset, stratified_split
+    from narbench.index import IndexConfig, build_index
+    from tests.conftest import toy_graphs
+
+    graphs = toy_graphs()
+    split = stratified_split([g.family for g in graphs], test_size=0.25, seed=0)
+    ds = GraphDataset("toy", "0", [f"op{i}" for i in range(8)], graphs, "0" * 64, split)
+    return build_index(IndexConfig(encoder="wl", progress=False), dataset=ds)
+
+
+def test_a_flipped_bit_or_inconsistent_arrays_make_an_index_unreadable(toy_index, tmp_path):
+    from narbench.index import write_index
+
+    path = tmp_path / "toy.nari"
+    digest = write_index(toy_index, path)
+    assert read_index(path).sha256 == digest
+    good = path.read_bytes()
+    for byte in (3, 30, len(good) // 2, len(good) - 1):  # magic, checksum, frame
+        data = bytearray(good)
+        data[byte] ^= 4
+        path.write_bytes(bytes(data))
+        with pytest.raises(IndexFileError, match=f"index {path} is damaged .*(checksum mismatch|cannot decompress)"):
+            read_index(path)
+    bad = type(toy_index)(dict(toy_index.header), {**toy_index.arrays, "family": toy_index.arrays["family"][:-1]})
+    write_index(bad, path)
+    with pytest.raises(IndexFileError, match="array 'family' has 47 rows for 48 graph names"):
+        read_index(path)
+    ops = toy_index.arrays["opc_op"].copy()
+    ops[0] = len(toy_index.vocab)
+    write_index(type(toy_index)(dict(toy_index.header), {**toy_index.arrays, "opc_op": ops}), path)
+    with pytest.raises(IndexFileError, match="op id 8 outside the vocabulary of 8 ops"):
+        read_index(path)
+
+
 def test_unknown_encoder_index_names_the_build_command(capsys):
     assert main(["search", "x.py:Y", "--encoder", "gcn-not-built"]) == 2
     err = capsys.readouterr().err
