@@ -214,17 +214,22 @@ def _zoo(label: str, zoo: str, name: str, index, shape) -> Query:
     if importlib.util.find_spec(zoo) is None:
         raise TargetError(f"zoo {zoo!r} is not installed; pip install {zoo} (or pip install 'narbench[zoo]'), "
                           "or search a FILE.py:CLASS or graph instead")
-    from narbench.zoo.sources import AllDevicesFailed, NotApplicable, UnknownModelError, default_spec, extract_spec
+    from narbench.zoo.sources import (AllDevicesFailed, NotApplicable, UnknownModelError, ZooImportError,
+                                      default_spec, extract_spec)
 
     model, _, task = name.partition("/")
     try:
         spec = default_spec(zoo, model, task or None)
     except UnknownModelError as exc:
         raise TargetError(f"{exc}; check the name") from exc
+    except ZooImportError as exc:
+        raise TargetError(str(exc)) from exc
     except ImportError as exc:
         raise TargetError(f"zoo {zoo!r} fails to import ({_one_line(exc)}); reinstall it") from exc
     try:
         raw, info = extract_spec(spec, input_shape=shape)
+    except ZooImportError as exc:  # transformers imports a model's module on first use
+        raise TargetError(str(exc)) from exc
     except (AllDevicesFailed, NotApplicable) as exc:
         first = exc.first if isinstance(exc, AllDevicesFailed) else exc
         raise TargetError(f"extracting {label} failed ({_one_line(first)}); "

@@ -15,7 +15,7 @@ from narbench.backends import ExactBackend, make_backend
 from narbench.cli import main
 from narbench.engine import explain, search
 from narbench.index import SHIPPED, IndexFileError, load_index, read_index, shipped_path
-from narbench.target import resolve_target, splice
+from narbench.target import TargetError, resolve_target, splice
 
 HERE = Path(__file__).resolve().parent
 MODELS = HERE / "search_models.py"
@@ -217,6 +217,50 @@ def test_zoo_not_installed_and_unknown_zoo_name(monkeypatch, capsys):
     if real("timm") is not None:
         assert main(["search", "timm:resnet5O"]) == 2
         assert "timm has no model 'resnet5O'" in capsys.readouterr().err
+
+
+def _fake_transformers() -> dict[str, str]:
+    """A transformers whose auto mappings load but whose model class fails on first access."""
+    from narbench.zoo.sources import TRANSFORMERS_HEADS
+
+    mappings = "\n".join(f"{m} = {{'bert': 'BertModel'}}" for m in TRANSFORMERS_HEADS.values())
+    return {"transformers/__init__.py": "def __getattr__(name):\n"
+                                        "    raise RuntimeError(f'Failed to import transformers.models.bert: {name}')\n",
+            "transformers/models/__init__.py": "", "transformers/models/auto/__init__.py": "",
+            "transformers/models/auto/modeling_auto.py": mappings}
+
+
+@pytest.mark.parametrize("target, files, expected", [
+    ("timm:resnet50", {"timm/__init__.py": "raise RuntimeError('numpy.dtype size changed')"},
+     "zoo 'timm' fails to import \\(RuntimeError: numpy.dtype size changed\\); reinstall it"),
+    ("torchvision:resnet18", {"torchvision/__init__.py": "",
+                              "torchvision/models/__init__.py": "raise AttributeError('no attribute library')"},
+     "zoo 'torchvision' fails to import torchvision.models \\(AttributeError: no attribute library\\)"),
+    ("transformers:bert", _fake_transformers(),
+     "zoo 'transformers' fails to import transformers.BertModel \\(RuntimeError: Failed to import "
+     "transformers.models.bert: BertModel\\)"),
+])
+def test_a_zoo_that_fails_to_import_gives_one_line(target, files, expected, tmp_path, monkeypatch, capsys):
+    """Whatever a broken zoo raises on import (not only ImportError): one line naming zoo and exception."""
+    import re
+
+    zoo = target.split(":")[0]
+    if any(m == zoo or m.startswith(f"{zoo}.") for m in sys.modules):
+        pytest.skip(f"{zoo} is installed and imported here")
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        assert main(["search", target]) == 2
+        with pytest.raises(TargetError, match=expected):
+            search(target)
+    finally:
+        for m in [m for m in sys.modules if m == zoo or m.startswith(f"{zoo}.")]:
+            del sys.modules[m]
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in captured.err and re.search(expected, lines[0]), captured.err
 
 
 def test_bad_graph_file(tmp_path, capsys):
