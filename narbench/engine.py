@@ -100,8 +100,9 @@ def search(
     encoder: str | None = None,
     index: SearchIndex | str | Path | None = None,
     backend: str = "exact",
-    input_shape: tuple[int, ...] | None = None,
+    input_shape: tuple[int, ...] | list[tuple[int, ...]] | None = None,
     kwargs: dict[str, Any] | None = None,
+    inputs: Any = None,
 ) -> SearchResult:
     """The `k` graphs of the index most similar to `target`.
 
@@ -109,14 +110,17 @@ def search(
     installed), a graph file written by narbench, or a graph name in the index (that graph itself
     is left out of its hits). `encoder`: use the index built with that encoder (default: the
     shipped one); `index`: a loaded `SearchIndex` or an index file instead. `input_shape`
-    overrides the example input's shape; `kwargs` are the constructor's arguments.
+    overrides the example input's shape (a list of shapes: one positional input each);
+    `inputs` are the example inputs themselves, for a forward that takes several or keywords:
+    a tensor, a tuple of positional inputs, a dict of keyword inputs, or an `(args, kwargs)`
+    pair (moved to the device the model runs on); `kwargs` are the constructor's arguments.
     Raises `TargetError`, `IndexFileError` or `BackendError` with a one-line message and fix.
     """
     t0 = time.perf_counter()
     if not isinstance(index, SearchIndex):
         index = load_index(encoder, index)
     t_index = time.perf_counter() - t0
-    query: Query = resolve_target(target, index, kwargs=kwargs, input_shape=input_shape)
+    query: Query = resolve_target(target, index, kwargs=kwargs, input_shape=input_shape, inputs=inputs)
     t1 = time.perf_counter()
     if query.row is not None:
         vec, exclude = index.arrays["embeddings"][query.row].astype("float32"), {query.row}

@@ -137,6 +137,64 @@ def test_input_shape_override(index):
     assert q.info["input"] == "tensor [1, 3, 32, 32]"
 
 
+def test_normalise_inputs():
+    from narbench.target import normalise_inputs
+
+    x, y = torch.zeros(1), torch.ones(1)
+    assert normalise_inputs(x) == ((x,), {})
+    assert normalise_inputs((x, y)) == ((x, y), {}) and normalise_inputs([x, y]) == ((x, y), {})
+    assert normalise_inputs({"a": x}) == ((), {"a": x})
+    assert normalise_inputs(((x,), {"a": y})) == ((x,), {"a": y})
+    assert normalise_inputs(({"a": x},)) == (({"a": x},), {})  # one positional dict
+
+
+def test_several_keyword_and_dict_inputs(index):
+    """A forward of several inputs, a keyword input or a dict: given as inputs or shapes, API and CLI."""
+    from tests.search_models import TwoInputs
+
+    x, extra = torch.randn(1, 3, 32, 32), torch.randn(1, 4)
+    with pytest.raises(TargetError, match="forward pass of .*TwoInputs.* failed .*--input-shape repeated or --inputs"):
+        search(f"{MODELS}:TwoInputs", index=index)
+    model = TwoInputs()
+    by_inputs = search(model, index=index, inputs=(x, extra))
+    assert by_inputs.info["input"] == "tensor [1, 3, 32, 32], tensor [1, 4]" and by_inputs.info["device"] == "meta"
+    assert x.device.type == "cpu" and all(p.device.type == "cpu" for p in model.parameters())
+    assert resolve_target(model, index, inputs=(x, extra)).ops["TanhBackward0"] == 1  # the second input's branch
+    by_shapes = search(f"{MODELS}:TwoInputs", index=index, input_shape=[(1, 3, 32, 32), (1, 4)])
+    names = [h.name for h in by_inputs]
+    assert [h.name for h in by_shapes] == names and by_shapes.info["input"] == by_inputs.info["input"]
+    batch = {"image": x, "features": extra}
+    assert [h.name for h in search(f"{MODELS}:DictInput", index=index, inputs=(batch,))] == names
+    assert [h.name for h in search(f"{MODELS}:KeywordInput", index=index, inputs=((x,), {"extra": extra}))] == names
+    assert [h.name for h in search(f"{MODELS}:KeywordInput", index=index, inputs={"x": x, "extra": extra})] == names
+    for extra_args in (["--input-shape", "1,3,32,32", "--input-shape", "1,4"],
+                       ["--inputs", f"{MODELS}:two_inputs"]):
+        assert main(["search", f"{MODELS}:TwoInputs", "--json", *extra_args]) == 0
+    assert main(["search", f"{MODELS}:DictInput", "--json", "--inputs", "tests.search_models:dict_input"]) == 0
+    assert main(["search", f"{MODELS}:KeywordInput", "--json", "--inputs", f"{MODELS}:keyword_input"]) == 0
+
+
+@pytest.mark.parametrize("target, extra, expected", [
+    (f"{MODELS}:TwoInputs", ["--input-shape", "1,3,32,32", "--inputs", f"{MODELS}:two_inputs"], "not both"),
+    (f"{MODELS}:TwoInputs", ["--inputs", f"{MODELS}:failing_inputs"],
+     "calling .*failing_inputs failed \\(OSError: no such data file\\)"),
+    (f"{MODELS}:TwoInputs", ["--inputs", f"{MODELS}:nope"], "has no 'nope'"),
+    (f"{MODELS}:TwoInputs", ["--inputs", "two_inputs"], "--inputs takes FILE.py:FUNC or MODULE:FUNC"),
+    (f"{MODELS}:KeywordInput", ["--inputs", f"{MODELS}:two_inputs"],
+     "forward pass of .*KeywordInput.* on tensor \\[1, 3, 32, 32\\], tensor \\[1, 4\\] failed .*check the example inputs"),
+    ("timm:resnet18", ["--inputs", f"{MODELS}:two_inputs"], "a zoo model runs on the real build's input"),
+    ("timm/resnet18/classification", ["--input-shape", "1,3,8,8"], "is a graph: it needs no example input"),
+])
+def test_bad_inputs_give_one_line_and_exit_2(target, extra, expected, capsys):
+    import re
+
+    assert main(["search", target, *extra]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in captured.err and captured.out == ""
+    assert re.search(expected, lines[0]), lines[0]
+
+
 def test_saved_graph_and_index_name(index, tmp_path):
     from narbench.store import write_graphs
 
@@ -187,7 +245,7 @@ def test_zoo_target_is_the_real_graph(index):
 
 @pytest.mark.parametrize("target, extra, expected", [
     ("nowhere/my_net.py:Net", [], "file not found: nowhere/my_net.py"),
-    (f"{MODELS}:Missing", [], "has no 'Missing' \\(it defines: BadForward, Broken, DataDependent, TinyCNN"),
+    (f"{MODELS}:Missing", [], "has no 'Missing' \\(it defines: BadForward, Broken, DataDependent, DictInput, KeywordInput, TinyCNN"),
     (f"{MODELS}:Broken", [], "building .*Broken failed \\(ValueError: bad config\\).*--kwargs"),
     (f"{MODELS}:TinyMLP", [], "building .*TinyMLP failed .*width.*--kwargs"),
     (f"{MODELS}:BadForward", [], "forward pass of .*BadForward.* failed \\(RuntimeError: boom in forward\\)"),
