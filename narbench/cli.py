@@ -382,7 +382,7 @@ def cmd_index_info(args) -> int:
         return 2
     h = index.header
     print(f"{index.path}: {index.describe()}")
-    print(f"sha256 {index.sha256} (checked)")
+    print(f"sha256 {index.sha256} (checked); hits are weak below cosine {index.weak_below}")
     print(f"encoder {h['encoder']['name']} params {h['encoder']['params']} profile {h['profile']} "
           f"protocol {h['protocol']} trained on {h['trained_on']:,} graphs; built with narbench "
           f"{h.get('narbench_version')}")

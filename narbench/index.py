@@ -19,6 +19,12 @@ The shipped index (`narbench/data/`) is pinned by `SHIPPED`; switching the defau
 Compactness: embeddings wider than `IndexConfig.max_dim` go through a seeded Gaussian random
 projection (stored in the file); `wl` instead hashes straight to 256 dimensions (its `dim`
 parameter), which keeps its unseen-split NDCG@20 (0.8023 vs 0.8027 at 2048; docs/search.md).
+
+Weak hits: a cosine means something only against the index's own distribution (each encoder has
+its own scale), so the index records `weak_below` (`weak_threshold`): the cosine that 95% of its
+graphs reach to their nearest graph of *another model* when their own model is left out, as a
+search for a model in no zoo is. A hit below it is closer to no design than nearly every
+architecture of the index is to its nearest other model: `narbench search` marks it weak.
 """
 
 from __future__ import annotations
@@ -49,14 +55,20 @@ class ShippedIndex:
     encoder: str
     sha256: str
     dataset: str = "real-1.0"
+    #: `weak_threshold` of the shipped index (its file predates the header's `weak_below`)
+    weak_below: float | None = None
 
     @property
     def filename(self) -> str:
         return f"index-{self.dataset}-{self.encoder}{SUFFIX}"
 
 
+#: `weak_threshold` of the shipped index, measured by `tests/test_search.py::test_shipped_weak_threshold`.
+WEAK_SHIPPED = 0.7968
+
 #: The default index (`narbench index build --encoder wl` on `real`, 256-d WL, float16).
-SHIPPED = ShippedIndex("wl", "895d4d1f7d7b4efe4724c18f22c7823219f96eba9d9985c8fc0afbd46694d2ef")
+SHIPPED = ShippedIndex("wl", "895d4d1f7d7b4efe4724c18f22c7823219f96eba9d9985c8fc0afbd46694d2ef",
+                       weak_below=WEAK_SHIPPED)
 
 #: Encoder parameters an index uses unless told otherwise (compact, measured to stay faithful).
 DEFAULT_PARAMS: dict[str, dict[str, Any]] = {"wl": {"dim": 256}}
@@ -79,6 +91,41 @@ class IndexConfig:
     params: dict[str, Any] | None = None  # encoder attributes to set (None: DEFAULT_PARAMS)
     max_dim: int = 256  # wider embeddings are randomly projected to this many dimensions
     progress: bool = True
+
+
+#: A hit is weak below the cosine this share of the index's graphs reach to their nearest other model.
+WEAK_QUANTILE = 0.05
+#: At most this many graphs (seeded sample) are searched for the threshold (an estimate of a quantile).
+WEAK_SAMPLE = 2000
+
+
+def model_group(name: str, family: str, meta: dict[str, Any] | None = None) -> str:
+    """The model a graph derives from, as the `unseen` split groups them: `<family>/<model>`
+    (`meta["model"]`, the zoo's model name, which variants and task heads keep; else the name)."""
+    return f"{family}/{(meta or {}).get('model', name)}"
+
+
+def weak_threshold(embeddings: np.ndarray, groups: list[str], *, quantile: float = WEAK_QUANTILE,
+                   sample: int = WEAK_SAMPLE, seed: int = 0) -> float | None:
+    """The `quantile` of the cosine from an index graph to its nearest graph of another model
+    (leave-one-model-out), over a seeded sample of `sample` graphs; None with a single model.
+
+    On principle, not tuned on any query: it says how close the architectures of the index are
+    to their nearest *other* model, which is what a search for a new model can hope for.
+    """
+    emb = np.asarray(embeddings, dtype=np.float32)
+    codes = np.unique(np.asarray(groups, dtype=object), return_inverse=True)[1].reshape(-1)
+    n = len(emb)
+    rows = np.arange(n) if n <= sample else np.sort(np.random.default_rng(seed).choice(n, sample, replace=False))
+    best, step = [], max(1, 2**24 // max(n, 1))  # blocks of <= 64 MB of similarities
+    for lo in range(0, len(rows), step):
+        block = rows[lo : lo + step]
+        sims = emb[block] @ emb.T
+        sims[codes[block][:, None] == codes[None, :]] = -np.inf
+        best.append(sims.max(axis=1))
+    best = np.concatenate(best) if best else np.zeros(0)
+    best = best[np.isfinite(best)]
+    return round(float(np.quantile(best, quantile)), 4) if len(best) else None
 
 
 def shipped_path() -> Path:
@@ -175,6 +222,13 @@ class SearchIndex:
             emb = self.encoder().embed(trainer, graphs).detach().float().cpu().numpy()
         return _finish(emb, self.arrays.get("projection"))
 
+    @property
+    def weak_below(self) -> float | None:
+        """Hits with a cosine below this are weak (`weak_threshold`); None: this index has none."""
+        if "weak_below" in self.header:
+            return self.header["weak_below"]["cosine"]
+        return SHIPPED.weak_below if self.sha256 == SHIPPED.sha256 else None
+
     def describe(self) -> str:
         h = self.header
         params = ", ".join(f"{k}={v}" for k, v in h["encoder"]["params"].items())
@@ -231,6 +285,7 @@ def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
         rng = np.random.default_rng(cfg.seed)
         projection = (rng.standard_normal((raw.shape[1], cfg.max_dim)) / np.sqrt(cfg.max_dim)).astype(np.float32)
     emb = _finish(raw, projection)
+    weak = weak_threshold(emb, [model_group(g.name, g.family, g.meta) for g in graphs], seed=cfg.seed)
 
     hashes = np.array([hash64(g) for g in graphs], dtype=np.uint64)
     order = np.lexsort((np.array([g.name for g in graphs]), hashes))  # content order, then name
@@ -268,6 +323,8 @@ def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
         "vocab": list(ds.vocab), "families": families, "coarse_labels": coarse, "sources": sources,
         "names": [g.name for g in gs],
         "projection": None if projection is None else {"kind": "gaussian", "seed": cfg.seed, "from": raw.shape[1]},
+        "weak_below": {"cosine": weak, "quantile": WEAK_QUANTILE, "sample": min(WEAK_SAMPLE, len(graphs)),
+                       "groups": "family/model"},
     }
     from narbench import __version__
 

@@ -358,6 +358,67 @@ def test_splice_connects_producers_to_consumers():
     assert out.T.tolist() == [[0, 2], [0, 3], [2, 3]]
 
 
+# ------------------------------------------------------------------ weak hits
+
+
+def test_weak_threshold_is_a_quantile_of_the_nearest_other_model():
+    from narbench.index import weak_threshold
+
+    # unit vectors at angles 0, 10, 60 and 150 degrees; a and a' are one model
+    emb = np.array([[np.cos(a), np.sin(a)] for a in np.radians([0, 10, 60, 150])], dtype=np.float32)
+    groups = ["m/a", "m/a", "m/b", "m/c"]
+    nearest_other = np.cos(np.radians([60, 50, 50, 90]))  # a, a' and b: b or a'; c: b
+    for q in (0.0, 0.05, 0.5, 1.0):
+        assert weak_threshold(emb, groups, quantile=q) == pytest.approx(np.quantile(nearest_other, q), abs=1e-4)
+    assert weak_threshold(emb, ["one"] * 4) is None  # no other model: no threshold
+    sampled = weak_threshold(np.repeat(emb, 50, axis=0), [g for g in groups for _ in range(50)], sample=20)
+    assert sampled in np.round(nearest_other, 4)
+
+
+def test_a_built_index_records_its_weak_threshold(toy_index):
+    from narbench.index import model_group, weak_threshold
+
+    weak = toy_index.header["weak_below"]
+    assert weak["quantile"] == 0.05 and weak["sample"] == len(toy_index) and toy_index.weak_below == weak["cosine"]
+    groups = [model_group(name, toy_index.record(i)["family"]) for i, name in enumerate(toy_index.names)]
+    assert weak["cosine"] == pytest.approx(weak_threshold(toy_index.embeddings, groups), abs=2e-3)  # float16 rows
+
+
+def test_weak_hits_are_marked_in_the_table_and_json(index, capsys):
+    assert index.weak_below == SHIPPED.weak_below is not None
+    strong = search("examples/out_of_zoo.py:ResidualCNN", index=index, k=5)
+    assert strong.weak_below == index.weak_below and not any(h.weak for h in strong)
+    assert main(["search", f"{MODELS}:TinyTagger", "-k", "5", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["weak_below"] == index.weak_below
+    assert [h["weak"] for h in result["hits"]] == [h["similarity"] < index.weak_below for h in result["hits"]]
+    assert all(h["weak"] for h in result["hits"])  # a GRU tagger: nothing in the index is close
+    assert main(["search", f"{MODELS}:TinyTagger", "-k", "5"]) == 0
+    out = capsys.readouterr().out
+    assert out.count(" weak │") == 5 and f"no close match: every hit is weak (cosine below {index.weak_below:.3f}" in out
+    assert main(["search", "examples/out_of_zoo.py:ResidualCNN", "-k", "5"]) == 0
+    assert "weak" not in capsys.readouterr().out
+
+
+def test_an_index_without_a_threshold_marks_no_hit_weak(toy_index):
+    bare = type(toy_index)({k: v for k, v in toy_index.header.items() if k != "weak_below"}, toy_index.arrays)
+    result = search(toy_index.names[0], index=bare, k=5)
+    assert bare.weak_below is None and result.weak_below is None and not any(h.weak for h in result)
+    strict = type(toy_index)({**toy_index.header, "weak_below": {"cosine": 1.5}}, toy_index.arrays)
+    assert all(h.weak for h in search(toy_index.names[0], index=strict, k=5))
+
+
+@pytest.mark.slow
+def test_shipped_weak_threshold(index):
+    """`WEAK_SHIPPED` is what `weak_threshold` gives on the shipped index and the `real` dataset's models."""
+    from narbench.dataset import load_dataset
+    from narbench.index import model_group, weak_threshold
+
+    graphs = {g.name: g for g in load_dataset("real").graphs}
+    groups = [model_group(n, graphs[n].family, graphs[n].meta) for n in index.names]
+    assert weak_threshold(index.embeddings, groups) == pytest.approx(SHIPPED.weak_below, abs=1e-3)
+
+
 # ------------------------------------------------------------------ backends
 
 
