@@ -213,8 +213,8 @@ def _resolve(target: Any, index, kwargs: dict[str, Any], shapes, feed) -> Query:
     colon = _parse_colon(target)
     if colon and colon[0] in ZOOS:
         if feed is not None or (shapes and len(shapes) > 1):
-            raise TargetError(f"a zoo model runs on the real build's input; give one --input-shape to change its "
-                              f"shape, or search the model class with MODULE:CLASS and --inputs")
+            raise TargetError("a zoo model runs on the real build's input; give one --input-shape to change its "
+                              "shape, or search the model class with MODULE:CLASS and --inputs")
         return _zoo(target, *colon, index, shape)
     if colon and colon[0].endswith(".py"):
         path = Path(colon[0])
