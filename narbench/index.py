@@ -99,10 +99,11 @@ WEAK_QUANTILE = 0.05
 WEAK_SAMPLE = 2000
 
 
-def model_group(name: str, family: str, meta: dict[str, Any] | None = None) -> str:
-    """The model a graph derives from, as the `unseen` split groups them: `<family>/<model>`
-    (`meta["model"]`, the zoo's model name, which variants and task heads keep; else the name)."""
-    return f"{family}/{(meta or {}).get('model', name)}"
+def model_group(graph: ArchGraph) -> str:
+    """The model a graph derives from, the rule of the `unseen` split (`narbench.datasets.real.
+    model_group`) for any dataset: `<family>/<meta["model"]>` (the zoo's model name, which
+    variants and task heads keep), else `<family>/<name>`."""
+    return f"{graph.family}/{graph.meta.get('model', graph.name)}"
 
 
 def weak_threshold(embeddings: np.ndarray, groups: list[str], *, quantile: float = WEAK_QUANTILE,
@@ -285,7 +286,7 @@ def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
         rng = np.random.default_rng(cfg.seed)
         projection = (rng.standard_normal((raw.shape[1], cfg.max_dim)) / np.sqrt(cfg.max_dim)).astype(np.float32)
     emb = _finish(raw, projection)
-    weak = weak_threshold(emb, [model_group(g.name, g.family, g.meta) for g in graphs], seed=cfg.seed)
+    weak = weak_threshold(emb, [model_group(g) for g in graphs], seed=cfg.seed)
 
     hashes = np.array([hash64(g) for g in graphs], dtype=np.uint64)
     order = np.lexsort((np.array([g.name for g in graphs]), hashes))  # content order, then name

@@ -376,16 +376,27 @@ def test_weak_threshold_is_a_quantile_of_the_nearest_other_model():
 
 
 def test_a_built_index_records_its_weak_threshold(toy_index):
-    from narbench.index import model_group, weak_threshold
+    from narbench.index import weak_threshold
 
     weak = toy_index.header["weak_below"]
     assert weak["quantile"] == 0.05 and weak["sample"] == len(toy_index) and toy_index.weak_below == weak["cosine"]
-    groups = [model_group(name, toy_index.record(i)["family"]) for i, name in enumerate(toy_index.names)]
+    groups = [f"{toy_index.record(i)['family']}/{name}" for i, name in enumerate(toy_index.names)]  # no meta
     assert weak["cosine"] == pytest.approx(weak_threshold(toy_index.embeddings, groups), abs=2e-3)  # float16 rows
 
 
+def test_models_are_grouped_as_the_unseen_split_groups_them():
+    from narbench.datasets.real import model_group as unseen_group
+    from narbench.index import model_group
+    from tests.conftest import toy_graphs
+
+    graphs = toy_graphs(per_family=2)
+    graphs[0].meta = {"model": "resnet50"}
+    assert [model_group(g) for g in graphs] == [unseen_group(g) for g in graphs]
+    assert model_group(graphs[0]) == f"{graphs[0].family}/resnet50"
+
+
 def test_weak_hits_are_marked_in_the_table_and_json(index, capsys):
-    assert index.weak_below == SHIPPED.weak_below is not None
+    assert index.weak_below is not None
     strong = search("examples/out_of_zoo.py:ResidualCNN", index=index, k=5)
     assert strong.weak_below == index.weak_below and not any(h.weak for h in strong)
     assert main(["search", f"{MODELS}:TinyTagger", "-k", "5", "--json"]) == 0
@@ -410,13 +421,14 @@ def test_an_index_without_a_threshold_marks_no_hit_weak(toy_index):
 
 @pytest.mark.slow
 def test_shipped_weak_threshold(index):
-    """`WEAK_SHIPPED` is what `weak_threshold` gives on the shipped index and the `real` dataset's models."""
+    """The shipped index's threshold (`WEAK_SHIPPED` for real 1.0's, whose header predates it) is what
+    `weak_threshold` gives on its embeddings and the `real` dataset's models."""
     from narbench.dataset import load_dataset
     from narbench.index import model_group, weak_threshold
 
     graphs = {g.name: g for g in load_dataset("real").graphs}
-    groups = [model_group(n, graphs[n].family, graphs[n].meta) for n in index.names]
-    assert weak_threshold(index.embeddings, groups) == pytest.approx(SHIPPED.weak_below, abs=1e-3)
+    groups = [model_group(graphs[n]) for n in index.names]
+    assert weak_threshold(index.embeddings, groups, seed=index.header["seed"]) == pytest.approx(index.weak_below, abs=1e-3)
 
 
 # ------------------------------------------------------------------ backends
