@@ -1,6 +1,9 @@
-"""The example input of a search target model (`narbench.target`), chosen as the `real` build does."""
+"""The example input of a search target model (`narbench.target`): chosen as the `real` build does,
+shaped as the caller says (`shapes`), or given by the caller (`normalise_inputs`)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -19,15 +22,77 @@ def _first_layer(model):
     return None
 
 
-def example_inputs(model, device: str, shape: tuple[int, ...] | None = None) -> tuple[tuple, dict, str]:
+def normalise_inputs(value: Any) -> tuple[tuple, dict[str, Any]]:
+    """(args, kwargs) of example inputs as a caller gives them: the model is called `model(*args,
+    **kwargs)`. A dict is keyword inputs; a pair `(tuple_or_list, dict)` is (args, kwargs); any
+    other tuple or list is positional inputs; anything else (a tensor) is the one positional input.
+    """
+    if isinstance(value, dict):
+        return (), dict(value)
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], (tuple, list)) \
+            and isinstance(value[1], dict):
+        return tuple(value[0]), dict(value[1])
+    if isinstance(value, (tuple, list)):
+        return tuple(value), {}
+    return (value,), {}
+
+
+def to_device(value: Any, device: str) -> Any:
+    """`value` with every tensor in it (nested in tuples, lists, dicts) moved to `device`."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, dict):
+        return {k: to_device(v, device) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return type(value)(to_device(v, device) for v in value)
+    return value
+
+
+def describe(args: tuple, kwargs: dict[str, Any]) -> str:
+    """A short description of example inputs: `tensor [1, 3, 32, 32], mask=tensor [1, 16]`."""
+    import torch
+
+    def one(v: Any) -> str:
+        if isinstance(v, torch.Tensor):
+            kind = "token ids" if not (v.is_floating_point() or v.is_complex() or v.dtype == torch.bool) else "tensor"
+            return f"{kind} {list(v.shape)}"
+        if isinstance(v, (tuple, list)):
+            return "(" + ", ".join(one(x) for x in v) + ")"
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{k}: {one(x)}" for k, x in v.items()) + "}"
+        return type(v).__name__
+    return ", ".join([one(a) for a in args] + [f"{k}={one(v)}" for k, v in kwargs.items()])
+
+
+def example_inputs(model, device: str, shape=None) -> tuple[tuple, dict, str]:
     """(args, kwargs, description) of the example input for `model`, chosen as the `real` build does.
 
     A transformers model gets the build's dummy inputs for its main input, a timm model its
     `pretrained_cfg["input_size"]`; any other module is read from its first layer with weights:
     an embedding gets token ids [1, 16], a 2-d (3-d) convolution an image [1, C, 224, 224]
     (a clip [1, C, 16, 112, 112]), a recurrent or transformer layer a sequence [1, 16, F], a
-    linear layer a vector [1, F]. `shape` overrides the shape (token ids stay integer ids).
+    linear layer a vector [1, F]. `shape` overrides the shape (token ids stay integer ids); a
+    list of shapes gives one positional input per shape: the first as above, the others random
+    float tensors.
     """
+    import torch
+
+    if shape is not None and len(shape) and not isinstance(shape[0], int):  # several shapes
+        first, *rest = [tuple(int(s) for s in sh) for sh in shape]
+        args, kwargs, described = example_inputs(model, device, first)
+        if rest and kwargs:
+            from narbench.target import TargetError  # here: narbench.target imports this module
+
+            raise TargetError(f"{type(model).__name__} takes keyword inputs ({', '.join(kwargs)}): give them with "
+                              "--inputs FILE.py:FUNC (Python: inputs=), not several --input-shape")
+        extra = tuple(torch.randn(*sh, device=device) for sh in rest)
+        return (*args, *extra), kwargs, ", ".join([described] + [f"tensor {list(sh)}" for sh in rest])
+    return _one_input(model, device, shape)
+
+
+def _one_input(model, device: str, shape: tuple[int, ...] | None) -> tuple[tuple, dict, str]:
     import torch
     import torch.nn as nn
 

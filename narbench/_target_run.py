@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Callable
 
-from narbench._target_inputs import example_inputs
+from narbench._target_inputs import describe, example_inputs, to_device
 
 
 def one_line(exc: BaseException) -> str:
@@ -50,8 +50,12 @@ def _devices(instance) -> list[str]:
     return ["meta"] if own == "meta" else ["meta", own]
 
 
-def extract(label: str, build: Callable[[], Any] | None, instance=None, shape=None) -> tuple[Any, dict[str, Any]]:
-    """The raw graph of `instance` (or of the model `build()` returns) and {device, input}."""
+def extract(label: str, build: Callable[[], Any] | None, instance=None, shape=None,
+            inputs: tuple[tuple, dict] | None = None) -> tuple[Any, dict[str, Any]]:
+    """The raw graph of `instance` (or of the model `build()` returns) and {device, input}.
+
+    `inputs`: the (args, kwargs) to call the model with (moved to each device tried), instead of
+    the example input `example_inputs` makes (of `shape`, if given)."""
     import torch
 
     from narbench.target import TargetError
@@ -64,7 +68,10 @@ def extract(label: str, build: Callable[[], Any] | None, instance=None, shape=No
         try:
             model = instance if instance is not None else _construct(label, build, dev)
             stage = "input"
-            args, kwargs, described = example_inputs(model, dev, shape)
+            if inputs is None:
+                args, kwargs, described = example_inputs(model, dev, shape)
+            else:
+                (args, kwargs), described = to_device(inputs, dev), describe(*inputs)
             stage = "forward"
             if dev == "cpu":  # one small forward pass: intra-op threads only add overhead
                 torch.set_num_threads(1)
@@ -84,8 +91,12 @@ def extract(label: str, build: Callable[[], Any] | None, instance=None, shape=No
         raise TargetError(f"cannot make an example input for {label} ({one_line(exc)}); "
                           "give its shape with --input-shape") from exc
     shown = f" on {described}" if described else ""
+    if inputs is not None:
+        raise TargetError(f"the forward pass of {label}{shown} failed ({one_line(exc)}); check the example "
+                          "inputs given (--inputs)") from exc
     raise TargetError(f"the forward pass of {label}{shown} failed ({one_line(exc)}); if the input does not "
-                      "fit, give the shape the model expects with --input-shape, e.g. --input-shape 1,3,32,32") from exc
+                      "fit, give the shape the model expects with --input-shape, e.g. --input-shape 1,3,32,32, "
+                      "or several inputs with --input-shape repeated or --inputs FILE.py:FUNC") from exc
 
 
 def _run(model, is_instance: bool, dev: str, args, kwargs):

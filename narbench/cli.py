@@ -298,8 +298,12 @@ def add_search_parser(sub) -> None:
                    help="exact cosine search (default) or FAISS (pip install 'narbench[faiss]')")
     p.add_argument("--kwargs", type=_json_object, default=None, metavar="JSON",
                    help="constructor arguments of CLASS, as a JSON object")
-    p.add_argument("--input-shape", type=_shape, default=None, metavar="N,C,H,W",
-                   help="shape of the example input (default: chosen as the real dataset's build does)")
+    p.add_argument("--input-shape", type=_shape, action="append", default=None, metavar="N,C,H,W",
+                   help="shape of the example input (default: chosen as the real dataset's build does); "
+                        "repeat it for a forward that takes several tensors")
+    p.add_argument("--inputs", default=None, metavar="FILE.py:FUNC",
+                   help="a function returning the example inputs: a tensor, a tuple of positional inputs, "
+                        "a dict of keyword inputs, or (args, kwargs)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_search)
 
@@ -313,13 +317,14 @@ def cmd_search(args) -> int:
     from narbench.backends import BackendError
     from narbench.engine import render, search
     from narbench.index import IndexFileError
-    from narbench.target import TargetError
+    from narbench.target import TargetError, load_inputs
 
     try:
         with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):  # user code's prints
             warnings.simplefilter("ignore")
+            inputs = load_inputs(args.inputs) if args.inputs else None
             result = search(args.target, args.k, encoder=args.encoder, index=args.index, backend=args.backend,
-                            input_shape=args.input_shape, kwargs=args.kwargs)
+                            input_shape=args.input_shape, kwargs=args.kwargs, inputs=inputs)
     except (TargetError, IndexFileError, BackendError) as exc:
         sys.stderr.write(f"narbench search: error: {' '.join(str(exc).split())}\n")
         return 2
@@ -388,7 +393,7 @@ def cmd_index_info(args) -> int:
         return 2
     h = index.header
     print(f"{index.path}: {index.describe()}")
-    print(f"sha256 {index.sha256} (checked)")
+    print(f"sha256 {index.sha256} (checked); hits are weak below cosine {index.weak_below}")
     print(f"encoder {h['encoder']['name']} params {h['encoder']['params']} profile {h['profile']} "
           f"protocol {h['protocol']} trained on {h['trained_on']:,} graphs; built with narbench "
           f"{h.get('narbench_version')}")

@@ -2,8 +2,9 @@
 
 Resolve the target to a graph (`narbench.target`), embed it with the index's encoder
 (`narbench.index`), rank the index's graphs by cosine similarity (`narbench.backends`), and say
-why the top hit is close (the op types the two share most) and whether the query's graph is in
-the index itself (an exact duplicate, ranked first).
+why the top hit is close (the op types the two share most), whether the query's graph is in
+the index itself (an exact duplicate, ranked first), and which hits are weak (a cosine below the
+index's `weak_below`, `narbench.index.weak_threshold`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Hit:
-    """One result: rank (1-based), the graph's name and labels, cosine similarity and size."""
+    """One result: rank (1-based), the graph's name and labels, cosine similarity and size.
+
+    `weak`: the cosine is below the index's `weak_below` (less similar than 95% of the index's
+    graphs are to their nearest other model); never set when the index has no threshold."""
 
     rank: int
     name: str
@@ -33,6 +37,7 @@ class Hit:
     similarity: float
     num_nodes: int
     num_edges: int
+    weak: bool = False
 
 
 @dataclass
@@ -53,6 +58,7 @@ class SearchResult:
     index: str = ""
     backend: str = "exact"
     info: dict[str, Any] = field(default_factory=dict)  # input, device, timings
+    weak_below: float | None = None  # hits with a lower cosine are weak (None: the index has no threshold)
 
     def __iter__(self):
         return iter(self.hits)
@@ -126,8 +132,9 @@ def search(
     encoder: str | None = None,
     index: SearchIndex | str | Path | None = None,
     backend: str = "exact",
-    input_shape: tuple[int, ...] | None = None,
+    input_shape: tuple[int, ...] | list[tuple[int, ...]] | None = None,
     kwargs: dict[str, Any] | None = None,
+    inputs: Any = None,
 ) -> SearchResult:
     """The `k` graphs of the index most similar to `target`.
 
@@ -135,14 +142,17 @@ def search(
     installed), a graph file written by narbench, or a graph name in the index (that graph itself
     is left out of its hits). `encoder`: use the index built with that encoder (default: the
     shipped one); `index`: a loaded `SearchIndex` or an index file instead. `input_shape`
-    overrides the example input's shape; `kwargs` are the constructor's arguments.
+    overrides the example input's shape (a list of shapes: one positional input each);
+    `inputs` are the example inputs themselves, for a forward that takes several or keywords:
+    a tensor, a tuple of positional inputs, a dict of keyword inputs, or an `(args, kwargs)`
+    pair (moved to the device the model runs on); `kwargs` are the constructor's arguments.
     Raises `TargetError`, `IndexFileError` or `BackendError` with a one-line message and fix.
     """
     t0 = time.perf_counter()
     if not isinstance(index, SearchIndex):
         index = load_index(encoder, index)
     t_index = time.perf_counter() - t0
-    query: Query = resolve_target(target, index, kwargs=kwargs, input_shape=input_shape)
+    query: Query = resolve_target(target, index, kwargs=kwargs, input_shape=input_shape, inputs=inputs)
     t1 = time.perf_counter()
     as_other = UNKNOWN_OP in index.vocab  # a canonical vocabulary: unknown raw names are `other` nodes
     if query.row is not None:
@@ -162,11 +172,13 @@ def search(
     ranked = dict(zip(rows[0].tolist(), scores[0].tolist()))
     for r in first:
         ranked.setdefault(r, float(index.arrays["embeddings"][r].astype("float32") @ vec))
-    hits = []
+    hits, weak_below = [], index.weak_below
     for row in first + [r for r in ranked if r not in first]:
         if row in exclude or row < 0 or len(hits) == k:
             continue
-        hits.append(Hit(rank=len(hits) + 1, similarity=round(float(ranked[row]), 4), **index.record(row)))
+        sim = round(float(ranked[row]), 4)
+        hits.append(Hit(rank=len(hits) + 1, similarity=sim, weak=weak_below is not None and sim < weak_below,
+                        **index.record(row)))
     why = explain(query.ops, index.op_counts(index.row_of(hits[0].name))) if hits else ""
     timings = {"index": t_index, "target": query.info.pop("seconds", 0.0), "embed": t_embed,
                "total": time.perf_counter() - t0}
@@ -175,7 +187,7 @@ def search(
         coarse=query.coarse, why=why, duplicate_of=[index.names[r] for r in duplicates],
         unknown_ops=query.unknown_ops, unknown_as="other" if as_other else "spliced", index=index.describe(),
         backend=backend, warnings=[w for w in [torch_warning(index)] if w and query.row is None],
-        info={**query.info, "seconds": {k_: round(v, 4) for k_, v in timings.items()}},
+        info={**query.info, "seconds": {k_: round(v, 4) for k_, v in timings.items()}}, weak_below=weak_below,
     )
 
 
@@ -193,9 +205,15 @@ def render(result: SearchResult, console: Console) -> None:
                          ("source", "left"), ("cosine", "right"), ("ops", "right"), ("edges", "right")):
         table.add_column(col, justify=justify, overflow="fold")
     for h in result.hits:
-        table.add_row(str(h.rank), escape(h.name), escape(h.family), h.coarse, h.source, f"{h.similarity:.3f}",
-                      f"{h.num_nodes:,}", f"{h.num_edges:,}")
+        table.add_row(str(h.rank), escape(h.name), escape(h.family), h.coarse, h.source,
+                      f"{h.similarity:.3f}{' weak' if h.weak else ''}", f"{h.num_nodes:,}", f"{h.num_edges:,}",
+                      style="dim" if h.weak else None)
     console.print(table)
+    weak = sum(h.weak for h in result.hits)
+    if weak:
+        what = "no close match: every hit is weak" if weak == len(result.hits) else f"{weak} of {len(result.hits)} hits are weak"
+        console.print(f"{what} (cosine below {result.weak_below:.3f}, the cosine that 95% of the index's graphs "
+                      "reach to their nearest other model): they share little design with the query", soft_wrap=True)
     if result.hits:
         console.print(f"why #1 is close: {escape(result.why)}", soft_wrap=True)
     if result.kind == "index":

@@ -7,8 +7,11 @@ coarse label, source zoo, node and edge counts, op-type counts (for the "why clo
 64-bit content-hash prefix (to tell an exact duplicate). Rows are stored in content-hash order,
 so ranking ties break by graph content, as in `narbench.retrieval.tiebreak_keys`.
 
-File layout (`.nari`): zstd (with its frame checksum) over a canonical payload of magic bytes, a
-JSON header and named numpy arrays; the sha256 is taken over the payload, like `narbench.store`.
+File layout (`.nari`): the container of `narbench.store` (version 2: a checksum of the file,
+then zstd over the payload; version 1, the shipped index: zstd with its frame checksum) around a
+canonical payload of magic bytes, a JSON header and named numpy arrays; the sha256 is taken over
+the payload, like `narbench.store`. On read, every per-graph array must have one row per name
+and every label and op id must index its list (`_check_arrays`).
 The shipped index (`narbench/data/`) is pinned by `SHIPPED`; switching the default encoder is
 `narbench index build --encoder E --out narbench/data/index-real-E.nari` and the one-line
 `SHIPPED = ...` change that command prints.
@@ -16,12 +19,17 @@ The shipped index (`narbench/data/`) is pinned by `SHIPPED`; switching the defau
 Compactness: embeddings wider than `IndexConfig.max_dim` go through a seeded Gaussian random
 projection (stored in the file); `wl` instead hashes straight to 256 dimensions (its `dim`
 parameter), which keeps its unseen-split NDCG@20 (0.8023 vs 0.8027 at 2048; docs/search.md).
+
+Weak hits: a cosine means something only against the index's own distribution (each encoder has
+its own scale), so the index records `weak_below` (`weak_threshold`): the cosine that 95% of its
+graphs reach to their nearest graph of *another model* when their own model is left out, as a
+search for a model in no zoo is. A hit below it is closer to no design than nearly every
+architecture of the index is to its nearest other model: `narbench search` marks it weak.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import io
 import json
 import struct
@@ -34,7 +42,7 @@ import numpy as np
 
 from narbench.graph import ArchGraph
 from narbench.ops import TORCH_CHECKED
-from narbench.store import CorruptFileError, atomic_write_bytes, read_payload
+from narbench.store import CorruptFileError, read_payload, write_payload
 
 MAGIC = b"NARBENCH-INDEX\x001\x00"
 FORMAT = 1
@@ -48,14 +56,20 @@ class ShippedIndex:
     encoder: str
     sha256: str
     dataset: str = "real-2.0"
+    #: `weak_threshold` of the shipped index when its file predates the header's `weak_below`
+    weak_below: float | None = None
 
     @property
     def filename(self) -> str:
         return f"index-{self.dataset}-{self.encoder}{SUFFIX}"
 
 
+#: `weak_threshold` of the shipped index, measured by `tests/test_search.py::test_shipped_weak_threshold`.
+WEAK_SHIPPED = 0.7968
+
 #: The default index (`narbench index build --encoder wl` on `real`, 256-d WL, float16).
-SHIPPED = ShippedIndex("wl", "895d4d1f7d7b4efe4724c18f22c7823219f96eba9d9985c8fc0afbd46694d2ef")
+SHIPPED = ShippedIndex("wl", "895d4d1f7d7b4efe4724c18f22c7823219f96eba9d9985c8fc0afbd46694d2ef",
+                       weak_below=WEAK_SHIPPED)
 
 #: Encoder parameters an index uses unless told otherwise (compact, measured to stay faithful).
 DEFAULT_PARAMS: dict[str, dict[str, Any]] = {"wl": {"dim": 256}}
@@ -78,6 +92,42 @@ class IndexConfig:
     params: dict[str, Any] | None = None  # encoder attributes to set (None: DEFAULT_PARAMS)
     max_dim: int = 256  # wider embeddings are randomly projected to this many dimensions
     progress: bool = True
+
+
+#: A hit is weak below the cosine this share of the index's graphs reach to their nearest other model.
+WEAK_QUANTILE = 0.05
+#: At most this many graphs (seeded sample) are searched for the threshold (an estimate of a quantile).
+WEAK_SAMPLE = 2000
+
+
+def model_group(graph: ArchGraph) -> str:
+    """The model a graph derives from, the rule of the `unseen` split (`narbench.datasets.real.
+    model_group`) for any dataset: `<family>/<meta["model"]>` (the zoo's model name, which
+    variants and task heads keep), else `<family>/<name>`."""
+    return f"{graph.family}/{graph.meta.get('model', graph.name)}"
+
+
+def weak_threshold(embeddings: np.ndarray, groups: list[str], *, quantile: float = WEAK_QUANTILE,
+                   sample: int = WEAK_SAMPLE, seed: int = 0) -> float | None:
+    """The `quantile` of the cosine from an index graph to its nearest graph of another model
+    (leave-one-model-out), over a seeded sample of `sample` graphs; None with a single model.
+
+    On principle, not tuned on any query: it says how close the architectures of the index are
+    to their nearest *other* model, which is what a search for a new model can hope for.
+    """
+    emb = np.asarray(embeddings, dtype=np.float32)
+    codes = np.unique(np.asarray(groups, dtype=object), return_inverse=True)[1].reshape(-1)
+    n = len(emb)
+    rows = np.arange(n) if n <= sample else np.sort(np.random.default_rng(seed).choice(n, sample, replace=False))
+    best, step = [], max(1, 2**24 // max(n, 1))  # blocks of <= 64 MB of similarities
+    for lo in range(0, len(rows), step):
+        block = rows[lo : lo + step]
+        sims = emb[block] @ emb.T
+        sims[codes[block][:, None] == codes[None, :]] = -np.inf
+        best.append(sims.max(axis=1))
+    best = np.concatenate(best) if best else np.zeros(0)
+    best = best[np.isfinite(best)]
+    return round(float(np.quantile(best, quantile)), 4) if len(best) else None
 
 
 def shipped_path() -> Path:
@@ -174,6 +224,13 @@ class SearchIndex:
             emb = self.encoder().embed(trainer, graphs).detach().float().cpu().numpy()
         return _finish(emb, self.arrays.get("projection"))
 
+    @property
+    def weak_below(self) -> float | None:
+        """Hits with a cosine below this are weak (`weak_threshold`); None: this index has none."""
+        if "weak_below" in self.header:
+            return self.header["weak_below"]["cosine"]
+        return SHIPPED.weak_below if self.sha256 == SHIPPED.sha256 else None
+
     def describe(self) -> str:
         h = self.header
         params = ", ".join(f"{k}={v}" for k, v in h["encoder"]["params"].items())
@@ -230,6 +287,7 @@ def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
         rng = np.random.default_rng(cfg.seed)
         projection = (rng.standard_normal((raw.shape[1], cfg.max_dim)) / np.sqrt(cfg.max_dim)).astype(np.float32)
     emb = _finish(raw, projection)
+    weak = weak_threshold(emb, [model_group(g) for g in graphs], seed=cfg.seed)
 
     hashes = np.array([hash64(g) for g in graphs], dtype=np.uint64)
     order = np.lexsort((np.array([g.name for g in graphs]), hashes))  # content order, then name
@@ -268,6 +326,8 @@ def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
         "names": [g.name for g in gs],
         "torch_checked": list(TORCH_CHECKED) if ds.meta.get("ops") else None,
         "projection": None if projection is None else {"kind": "gaussian", "seed": cfg.seed, "from": raw.shape[1]},
+        "weak_below": {"cosine": weak, "quantile": WEAK_QUANTILE, "sample": min(WEAK_SAMPLE, len(graphs)),
+                       "groups": "family/model"},
     }
     from narbench import __version__
 
@@ -316,12 +376,8 @@ def encode_index(index: SearchIndex) -> bytes:
 
 
 def write_index(index: SearchIndex, path: str | Path, *, level: int = 19) -> str:
-    """Write the index atomically (zstd with a frame checksum); returns the payload's sha256."""
-    import zstandard
-
-    payload = encode_index(index)
-    atomic_write_bytes(path, zstandard.ZstdCompressor(level=level, write_checksum=True).compress(payload))
-    return hashlib.sha256(payload).hexdigest()
+    """Write the index atomically (`narbench.store.write_payload`); returns the payload's sha256."""
+    return write_payload(path, encode_index(index), level=level)
 
 
 def read_index(path: str | Path, expected_sha256: str | None = None) -> SearchIndex:
@@ -345,9 +401,28 @@ def read_index(path: str | Path, expected_sha256: str | None = None) -> SearchIn
         if header.get("format") != FORMAT:
             raise ValueError(f"format {header.get('format')!r}, this narbench reads {FORMAT}")
         arrays = {k: np.lib.format.read_array(buf, allow_pickle=False) for k in header.pop("arrays")}
-    except (ValueError, KeyError, struct.error) as exc:
-        raise IndexFileError(f"index {path} is not a readable narbench index ({exc}); {fix}") from exc
+        _check_arrays(header, arrays)
+    except Exception as exc:  # noqa: BLE001 - numpy's and json's parsers raise many types on damaged bytes
+        raise IndexFileError(f"index {path} is not a readable narbench index ({type(exc).__name__}: {exc}); "
+                             f"{fix}") from exc
     return SearchIndex(header, arrays, sha256=digest, path=str(path))
+
+
+def _check_arrays(header: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+    """`ValueError` naming the first inconsistency: rows per graph, label and op ids in range."""
+    n = len(header["names"])
+    for key in ("embeddings", "family", "coarse", "source", "num_nodes", "num_edges", "hash64"):
+        if len(arrays[key]) != n:
+            raise ValueError(f"array {key!r} has {len(arrays[key])} rows for {n} graph names")
+    for key, labels in (("family", "families"), ("coarse", "coarse_labels"), ("source", "sources")):
+        if n and int(arrays[key].max()) >= len(header[labels]):
+            raise ValueError(f"array {key!r} holds id {int(arrays[key].max())} but there are {len(header[labels])} {labels}")
+    indptr, ops = arrays["opc_indptr"].astype(np.int64), arrays["opc_op"]
+    if len(indptr) != n + 1 or indptr[0] != 0 or (np.diff(indptr) < 0).any() or indptr[-1] != len(ops) \
+            or len(arrays["opc_count"]) != len(ops):
+        raise ValueError("the op-count arrays are inconsistent (opc_indptr does not index opc_op)")
+    if len(ops) and int(ops.max()) >= len(header["vocab"]):
+        raise ValueError(f"op id {int(ops.max())} outside the vocabulary of {len(header['vocab'])} ops")
 
 
 @functools.lru_cache(maxsize=4)

@@ -4,6 +4,19 @@ One file holds the op vocabulary, every graph's op ids and edges (edges stored a
 differences, which compress well), labels, names and per-graph metadata. The sha256 is taken
 over the canonical *uncompressed* payload, so it does not depend on the zstd library's
 version: the same graphs give the same hash on any machine. Files are written atomically.
+
+The file around the payload (`.narg` graph files and `.nari` search indexes alike) has two
+versions, both read:
+
+* **2**: `CONTAINER_MAGIC`, the sha256 of the rest of the file (32 bytes), then one zstd frame
+  (with zstd's own checksum of the payload). Any changed bit is found on read, before
+  decompressing: the magic is not recognised or the rest of the file has another sha256.
+* **1**: a bare zstd frame, no checksum of its own (the shipped `real-1.0.narg` and
+  `index-real-1.0-wl.nari`, whose payload sha256 is pinned in the package instead).
+
+Whatever the version, a payload is checked for structure on read (array lengths, op ids inside
+the vocabulary, every edge endpoint inside its graph): a damaged file raises `CorruptFileError`
+naming the file and what is wrong, never a graph with wrong edges.
 """
 
 from __future__ import annotations
@@ -23,6 +36,13 @@ from narbench.graph import ArchGraph
 
 MAGIC = b"NARBENCH-GRAPHS\x001\x00"
 _ARRAYS = ("ops", "node_counts", "edge_src_delta", "edge_dst_delta", "edge_counts")
+_RECORD_KEYS = {"name", "family", "coarse", "source", "meta"}
+
+#: The start of a version-2 file: magic, then the sha256 of the zstd frame after it (32 bytes).
+CONTAINER_MAGIC = b"NARBENCH-FILE\x002\x00"
+#: The version `write_payload` writes (1: a bare zstd frame, still read).
+CONTAINER_VERSION = 2
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
 class CorruptFileError(IOError):
@@ -77,6 +97,7 @@ def encode_graphs(graphs: list[ArchGraph], vocab: list[str], header: dict[str, A
 
 
 def decode_graphs(payload: bytes) -> tuple[list[ArchGraph], list[str], dict[str, Any]]:
+    """Graphs, vocabulary and header of a payload; `CorruptFileError` saying what is inconsistent."""
     if not payload.startswith(MAGIC):
         raise CorruptFileError("not a narbench graph file (bad magic bytes)")
     buf = io.BytesIO(payload)
@@ -84,16 +105,48 @@ def decode_graphs(payload: bytes) -> tuple[list[ArchGraph], list[str], dict[str,
     (n,) = struct.unpack("<Q", buf.read(8))
     head = json.loads(buf.read(n))
     arrays = {k: np.lib.format.read_array(buf, allow_pickle=False) for k in _ARRAYS}
+    if buf.read(1):
+        raise CorruptFileError("unexpected bytes after the last array")
+    records, vocab = head["records"], head["vocab"]
+    _check_counts(arrays, records, len(vocab))
     node_off = np.concatenate([[0], np.cumsum(arrays["node_counts"], dtype=np.int64)])
     edge_off = np.concatenate([[0], np.cumsum(arrays["edge_counts"], dtype=np.int64)])
     graphs = []
-    for i, rec in enumerate(head["records"]):
+    for i, rec in enumerate(records):
         ops = arrays["ops"][node_off[i] : node_off[i + 1]].astype(np.int64)
         sd = arrays["edge_src_delta"][edge_off[i] : edge_off[i + 1]].astype(np.int64)
         dd = arrays["edge_dst_delta"][edge_off[i] : edge_off[i + 1]].astype(np.int64)
         src = np.cumsum(sd)
-        graphs.append(ArchGraph(ops=ops, edges=np.stack([src, src + dd]), **rec))
-    return graphs, head["vocab"], head["header"]
+        edges = np.stack([src, src + dd])
+        if edges.size and edges.view(np.uint64).max() >= len(ops):  # the edge-index check (a negative id is huge)
+            bad = int(edges.min() if edges.min() < 0 else edges.max())
+            raise CorruptFileError(f"graph {i} ({rec['name']!r}): edge endpoint {bad} outside its {len(ops)} nodes")
+        graphs.append(ArchGraph(ops=ops, edges=edges, **rec))
+    return graphs, vocab, head["header"]
+
+
+def _check_counts(arrays: dict[str, np.ndarray], records: list, num_ops: int) -> None:
+    """The arrays agree with each other and the head: counts add up to the arrays' lengths, one
+    record per graph, every op id in the vocabulary (edge endpoints are checked per graph)."""
+    for key in _ARRAYS:
+        if arrays[key].ndim != 1 or arrays[key].dtype.kind not in "iu":
+            raise CorruptFileError(f"array {key!r} is not a 1-d integer array")
+    nodes, edges = arrays["node_counts"].astype(np.int64), arrays["edge_counts"].astype(np.int64)
+    if not isinstance(records, list) or not all(isinstance(r, dict) and set(r) == _RECORD_KEYS for r in records):
+        raise CorruptFileError("malformed graph records in the head")
+    if not len(records) == len(nodes) == len(edges):
+        raise CorruptFileError(f"{len(records)} records but {len(nodes)} node counts and {len(edges)} edge counts")
+    if len(nodes) and (nodes.min() < 1 or edges.min() < 0):
+        raise CorruptFileError("a graph has a negative edge count or no node")
+    ops = arrays["ops"]
+    if len(ops) != nodes.sum():
+        raise CorruptFileError(f"{len(ops)} op ids but the node counts add up to {int(nodes.sum())}")
+    if len(ops) and (ops.min() < 0 or ops.max() >= num_ops):
+        bad = int(ops.min() if ops.min() < 0 else ops.max())
+        raise CorruptFileError(f"op id {bad} outside the vocabulary [0, {num_ops})")
+    if not len(arrays["edge_src_delta"]) == len(arrays["edge_dst_delta"]) == edges.sum():
+        raise CorruptFileError(f"{len(arrays['edge_src_delta'])} edge sources and {len(arrays['edge_dst_delta'])} "
+                               f"targets but the edge counts add up to {int(edges.sum())}")
 
 
 def write_graphs(
@@ -105,27 +158,54 @@ def write_graphs(
     level: int = 19,
 ) -> str:
     """Write graphs to `path` (zstd at `level`, atomic) and return the payload's sha256."""
+    return write_payload(path, encode_graphs(graphs, vocab, header), level=level)
+
+
+def write_payload(path: str | os.PathLike, payload: bytes, *, level: int = 19) -> str:
+    """Write `payload` as a version-2 file (magic, checksum, zstd frame), atomically.
+
+    Returns the payload's sha256 (the content's identity, which does not depend on zstd)."""
     import zstandard
 
-    payload = encode_graphs(graphs, vocab, header)
-    atomic_write_bytes(path, zstandard.ZstdCompressor(level=level).compress(payload))
+    frame = zstandard.ZstdCompressor(level=level, write_checksum=True).compress(payload)
+    atomic_write_bytes(path, CONTAINER_MAGIC + hashlib.sha256(frame).digest() + frame)
     return hashlib.sha256(payload).hexdigest()
 
 
-def read_payload(path: str | os.PathLike, expected_sha256: str | None = None) -> tuple[bytes, str]:
-    """The decompressed payload of a narbench zstd file and its sha256.
+def _frame(path: Path, data: bytes) -> bytes:
+    """The zstd frame of a file's bytes, checked against the file's checksum (version 2)."""
+    if data.startswith(CONTAINER_MAGIC):
+        start = len(CONTAINER_MAGIC) + 32
+        recorded, frame = data[len(CONTAINER_MAGIC) : start].hex(), data[start:]
+        digest = hashlib.sha256(frame).hexdigest()
+        if digest != recorded:
+            raise CorruptFileError(f"{path}: checksum mismatch: the {len(frame):,} bytes after the file header have "
+                                   f"sha256 {digest[:16]}..., the header records {recorded[:16]}...; the file is "
+                                   "truncated or corrupt")
+        return frame
+    if data.startswith(_ZSTD_MAGIC):
+        return data
+    raise CorruptFileError(f"{path}: cannot decompress (neither a narbench file nor a zstd frame: it starts "
+                           f"with {data[:8]!r}); the file is truncated or corrupt")
 
-    `FileNotFoundError` if it is missing; `CorruptFileError` if it cannot be decompressed or its
-    sha256 is not `expected_sha256`. Graph files and search indexes are both read through here."""
+
+def read_payload(path: str | os.PathLike, expected_sha256: str | None = None) -> tuple[bytes, str]:
+    """The decompressed payload of a narbench file (version 1 or 2) and its sha256.
+
+    `FileNotFoundError` if it is missing; `CorruptFileError` if its checksum does not match
+    (version 2), it cannot be decompressed, or its payload's sha256 is not `expected_sha256`. Graph files and
+    search indexes are both read through here."""
     import zstandard
 
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"file not found: {path}")
+    frame = _frame(path, path.read_bytes())
     try:
-        payload = zstandard.ZstdDecompressor().decompress(path.read_bytes())
-    except zstandard.ZstdError as exc:
-        raise CorruptFileError(f"{path}: cannot decompress ({exc}); the file is truncated or corrupt") from exc
+        payload = zstandard.ZstdDecompressor().decompress(frame)
+    except (zstandard.ZstdError, MemoryError) as exc:  # a damaged frame header can claim any size
+        raise CorruptFileError(f"{path}: cannot decompress ({type(exc).__name__}: {exc}); the file is truncated "
+                               "or corrupt") from exc
     digest = hashlib.sha256(payload).hexdigest()
     if expected_sha256 is not None and digest != expected_sha256:
         raise CorruptFileError(
@@ -144,8 +224,10 @@ def read_graphs(
         raise FileNotFoundError(f"graph file not found: {path}") from None
     try:
         graphs, vocab, header = decode_graphs(payload)
-    except (ValueError, KeyError, struct.error, json.JSONDecodeError) as exc:
-        raise CorruptFileError(f"{path}: unreadable payload ({exc})") from exc
+    except CorruptFileError as exc:
+        raise CorruptFileError(f"{path}: {exc}; the file is corrupt") from exc
+    except Exception as exc:  # noqa: BLE001 - numpy's and json's parsers raise many types on damaged bytes
+        raise CorruptFileError(f"{path}: unreadable payload ({type(exc).__name__}: {exc}); the file is corrupt") from exc
     return graphs, vocab, header, digest
 
 
@@ -159,18 +241,20 @@ def read_head(path: str | os.PathLike) -> dict[str, Any]:
 
     path = Path(path)
     try:
-        with open(path, "rb") as fh, zstandard.ZstdDecompressor().stream_reader(fh) as reader:
-            start = reader.read(len(MAGIC) + 8)
-            if len(start) < len(MAGIC) + 8 or not start.startswith(MAGIC):
-                raise CorruptFileError(f"{path}: not a narbench graph file (bad magic bytes)")
-            (n,) = struct.unpack("<Q", start[len(MAGIC):])
-            chunks, got = [], 0
-            while got < n:
-                chunk = reader.read(min(n - got, 1 << 22))
-                if not chunk:
-                    raise CorruptFileError(f"{path}: truncated")
-                chunks.append(chunk)
-                got += len(chunk)
+        with open(path, "rb") as fh:
+            fh.seek(len(CONTAINER_MAGIC) + 32 if fh.read(len(CONTAINER_MAGIC)) == CONTAINER_MAGIC else 0)
+            with zstandard.ZstdDecompressor().stream_reader(fh, closefd=False) as reader:
+                start = reader.read(len(MAGIC) + 8)
+                if len(start) < len(MAGIC) + 8 or not start.startswith(MAGIC):
+                    raise CorruptFileError(f"{path}: not a narbench graph file (bad magic bytes)")
+                (n,) = struct.unpack("<Q", start[len(MAGIC):])
+                chunks, got = [], 0
+                while got < n:
+                    chunk = reader.read(min(n - got, 1 << 22))
+                    if not chunk:
+                        raise CorruptFileError(f"{path}: truncated")
+                    chunks.append(chunk)
+                    got += len(chunk)
         return json.loads(b"".join(chunks))
     except (zstandard.ZstdError, ValueError) as exc:
         raise CorruptFileError(f"{path}: unreadable ({exc})") from exc

@@ -11,8 +11,11 @@ A target is a `torch.nn.Module` instance (API only) or a string:
 * a graph file that narbench wrote (`narbench.store`; `FILE:NAME` picks one of several);
 * the name of a graph in the index (`timm/resnet50/classification`).
 
-A model runs on the example input `narbench._target_inputs.example_inputs` chooses. Every
-failure is a `TargetError` whose one-line message names the problem and the fix.
+A model runs on the example input `narbench._target_inputs.example_inputs` chooses (of the
+shape, or shapes, the caller gives), or on the example inputs the caller gives (`inputs`: a
+tensor, a tuple of positional inputs, a dict of keyword inputs or an `(args, kwargs)` pair; the
+CLI's `--inputs FILE.py:FUNC` is `load_inputs`). Every failure is a `TargetError` whose one-line
+message names the problem and the fix.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from narbench._target_inputs import SEQ_LEN, example_inputs  # noqa: F401 - re-exported
+from narbench._target_inputs import SEQ_LEN, example_inputs, normalise_inputs  # noqa: F401 - re-exported
 from narbench._target_run import extract as _extract
 from narbench._target_run import one_line as _one_line
 from narbench.graph import ArchGraph
@@ -143,23 +146,70 @@ def splice(edges: np.ndarray, keep: np.ndarray) -> np.ndarray:
     return np.array(sorted(out), dtype=np.int64).reshape(-1, 2).T.copy()
 
 
-def resolve_target(target: Any, index, *, kwargs: dict[str, Any] | None = None,
-                   input_shape: tuple[int, ...] | None = None) -> Query:
-    """Turn `target` into a `Query` over `index`'s vocabulary (see the module docstring)."""
+def load_inputs(spec: str) -> tuple[tuple, dict[str, Any]]:
+    """The (args, kwargs) that `FILE.py:FUNC` or `MODULE:FUNC` returns when called with no argument
+    (what it may return: `narbench._target_inputs.normalise_inputs`)."""
+    colon = _parse_colon(spec)
+    if not colon:
+        raise TargetError(f"--inputs takes FILE.py:FUNC or MODULE:FUNC (a function returning the example inputs), "
+                          f"got {spec!r}")
+    if colon[0].endswith(".py"):
+        path = Path(colon[0])
+        if not path.is_file():
+            raise TargetError(f"file not found: {path}; check the path (--inputs is FILE.py:FUNC)")
+        module, where = _import_file(path), str(path)
+    else:
+        try:
+            module, where = importlib.import_module(colon[0]), f"module {colon[0]}"
+        except Exception as exc:  # noqa: BLE001
+            raise TargetError(f"cannot import module {colon[0]!r} ({_one_line(exc)}); --inputs is FILE.py:FUNC or "
+                              "MODULE:FUNC") from exc
+    func = _load_attr(spec, module, colon[1], where)
+    if not callable(func):
+        raise TargetError(f"--inputs {spec} is a {type(func).__name__}, not a function; name a function that "
+                          "returns the example inputs")
+    try:
+        value = func()
+    except Exception as exc:  # noqa: BLE001 - report the user's error in one line
+        raise TargetError(f"calling {spec} failed ({_one_line(exc)}); fix the function") from exc
+    return normalise_inputs(value)
+
+
+def _shapes(input_shape) -> list[tuple[int, ...]] | None:
+    """One shape (a tuple of ints) or several (a sequence of them) as a list of shapes."""
+    if input_shape is None or len(input_shape) == 0:
+        return None
+    shapes = [input_shape] if isinstance(input_shape[0], (int, np.integer)) else list(input_shape)
+    return [tuple(int(d) for d in sh) for sh in shapes]
+
+
+def resolve_target(target: Any, index, *, kwargs: dict[str, Any] | None = None, input_shape=None,
+                   inputs: Any = None) -> Query:
+    """Turn `target` into a `Query` over `index`'s vocabulary (see the module docstring).
+
+    `input_shape`: one shape (`(1, 3, 32, 32)`) or a list of shapes, one per positional input;
+    `inputs`: the example inputs themselves (`normalise_inputs`); at most one of the two."""
     t0 = time.perf_counter()
-    query = _resolve(target, index, kwargs or {}, tuple(input_shape) if input_shape else None)
+    shapes = _shapes(input_shape)
+    if shapes is not None and inputs is not None:
+        raise TargetError("give the example input's shape (--input-shape) or the inputs themselves (--inputs), "
+                          "not both")
+    feed = normalise_inputs(inputs) if inputs is not None else None
+    query = _resolve(target, index, kwargs or {}, shapes, feed)
     query.info["seconds"] = time.perf_counter() - t0
     return query
 
 
-def _resolve(target: Any, index, kwargs: dict[str, Any], shape) -> Query:
+def _resolve(target: Any, index, kwargs: dict[str, Any], shapes, feed) -> Query:
+    shape = shapes[0] if shapes and len(shapes) == 1 else shapes
+    given = "--input-shape" if shapes else "--inputs" if feed else None
     try:
         import torch
     except ImportError:  # pragma: no cover - torch is a dependency
         torch = None
     if torch is not None and isinstance(target, torch.nn.Module):
         label = type(target).__name__
-        raw, info = _extract(label, None, instance=target, shape=shape)
+        raw, info = _extract(label, None, instance=target, shape=shape, inputs=feed)
         return _from_raw(Query(label, "module", info=info), raw, index)
     if isinstance(target, ArchGraph):
         raise TargetError("an ArchGraph's op ids need their vocabulary; save it with narbench.store.write_graphs "
@@ -170,6 +220,9 @@ def _resolve(target: Any, index, kwargs: dict[str, Any], shape) -> Query:
     target = str(target)
     colon = _parse_colon(target)
     if colon and colon[0] in ZOOS:
+        if feed is not None or (shapes and len(shapes) > 1):
+            raise TargetError("a zoo model runs on the real build's input; give one --input-shape to change its "
+                              "shape, or search the model class with MODULE:CLASS and --inputs")
         return _zoo(target, *colon, index, shape)
     if colon and colon[0].endswith(".py"):
         path = Path(colon[0])
@@ -177,10 +230,12 @@ def _resolve(target: Any, index, kwargs: dict[str, Any], shape) -> Query:
             raise TargetError(f"file not found: {path}; check the path (TARGET is FILE.py:CLASS)")
         module = _import_file(path)
         obj = _load_attr(target, module, colon[1], str(path))
-        return _build(target, "file", obj, kwargs, index, shape)
+        return _build(target, "file", obj, kwargs, index, shape, feed)
     if target.endswith(".py"):
         raise TargetError(f"name the model class too: {target}:ClassName")
     path, name = (Path(colon[0]), colon[1]) if colon and Path(colon[0]).is_file() else (Path(target), None)
+    if given and (path.is_file() or index.row_of(target) is not None):
+        raise TargetError(f"{target} is a graph: it needs no example input; drop {given}")
     if path.is_file():
         return _graph_file(target, path, name, index)
     row = index.row_of(target)
@@ -194,7 +249,7 @@ def _resolve(target: Any, index, kwargs: dict[str, Any], shape) -> Query:
             raise TargetError(f"cannot import module {colon[0]!r} ({_one_line(exc)}); install it, or use "
                               f"FILE.py:CLASS for a file, or a zoo name: {', '.join(z + ':NAME' for z in ZOOS)}") from exc
         obj = _load_attr(target, module, colon[1], f"module {colon[0]}")
-        return _build(target, "import", obj, kwargs, index, shape)
+        return _build(target, "import", obj, kwargs, index, shape, feed)
     if "/" in target or target.endswith(".narg"):
         import difflib
 
@@ -210,11 +265,11 @@ def _from_raw(query: Query, raw, index) -> Query:
     return query
 
 
-def _build(label: str, kind: str, obj, kwargs: dict[str, Any], index, shape) -> Query:
+def _build(label: str, kind: str, obj, kwargs: dict[str, Any], index, shape, feed) -> Query:
     if not callable(obj):
         raise TargetError(f"{label} is a {type(obj).__name__}, not a class; name an nn.Module class or a function "
                           "returning one")
-    raw, info = _extract(label, lambda: obj(**kwargs), shape=shape)
+    raw, info = _extract(label, lambda: obj(**kwargs), shape=shape, inputs=feed)
     return _from_raw(Query(label, kind, info=info), raw, index)
 
 
@@ -222,17 +277,22 @@ def _zoo(label: str, zoo: str, name: str, index, shape) -> Query:
     if importlib.util.find_spec(zoo) is None:
         raise TargetError(f"zoo {zoo!r} is not installed; pip install {zoo} (or pip install 'narbench[zoo]'), "
                           "or search a FILE.py:CLASS or graph instead")
-    from narbench.zoo.sources import AllDevicesFailed, NotApplicable, UnknownModelError, default_spec, extract_spec
+    from narbench.zoo.sources import (AllDevicesFailed, NotApplicable, UnknownModelError, ZooImportError,
+                                      default_spec, extract_spec)
 
     model, _, task = name.partition("/")
     try:
         spec = default_spec(zoo, model, task or None)
     except UnknownModelError as exc:
         raise TargetError(f"{exc}; check the name") from exc
+    except ZooImportError as exc:
+        raise TargetError(str(exc)) from exc
     except ImportError as exc:
         raise TargetError(f"zoo {zoo!r} fails to import ({_one_line(exc)}); reinstall it") from exc
     try:
         raw, info = extract_spec(spec, input_shape=shape)
+    except ZooImportError as exc:  # transformers imports a model's module on first use
+        raise TargetError(str(exc)) from exc
     except (AllDevicesFailed, NotApplicable) as exc:
         first = exc.first if isinstance(exc, AllDevicesFailed) else exc
         raise TargetError(f"extracting {label} failed ({_one_line(first)}); "

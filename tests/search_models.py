@@ -59,3 +59,44 @@ class DataDependent(TinyCNN):
 
     def forward(self, x):
         return super().forward(x) * (2.0 if x.sum().item() > 0 else 1.0)
+
+
+class TwoInputs(nn.Module):
+    """An image and a feature vector: `forward(x, extra)` (no single example input fits)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cnn, self.side = TinyCNN(), nn.Linear(4, 10)
+
+    def forward(self, x, extra):
+        return self.cnn(x) + torch.tanh(self.side(extra))
+
+
+class DictInput(TwoInputs):
+    """One dict of tensors: `forward(batch)`."""
+
+    def forward(self, batch):
+        return super().forward(batch["image"], batch["features"])
+
+
+class KeywordInput(TwoInputs):
+    """A keyword-only input: `forward(x, *, extra)`."""
+
+    def forward(self, x, *, extra):
+        return super().forward(x, extra)
+
+
+def two_inputs():
+    return torch.randn(1, 3, 32, 32), torch.randn(1, 4)
+
+
+def dict_input():
+    return ({"image": torch.randn(1, 3, 32, 32), "features": torch.randn(1, 4)},)
+
+
+def keyword_input():
+    return (torch.randn(1, 3, 32, 32),), {"extra": torch.randn(1, 4)}
+
+
+def failing_inputs():
+    raise OSError("no such data file")

@@ -15,7 +15,7 @@ from narbench.backends import ExactBackend, make_backend
 from narbench.cli import main
 from narbench.engine import explain, search
 from narbench.index import SHIPPED, IndexFileError, load_index, read_index, shipped_path
-from narbench.target import resolve_target, splice
+from narbench.target import TargetError, resolve_target, splice
 
 HERE = Path(__file__).resolve().parent
 MODELS = HERE / "search_models.py"
@@ -52,6 +52,43 @@ def test_damaged_and_unpinned_index_files_are_refused(tmp_path):
     with pytest.raises(IndexFileError, match="not found"):
         read_index(tmp_path / "none.nari")
     assert main(["search", "timm/x", "--index", str(bad)]) == 2
+
+
+@pytest.fixture(scope="module")
+def toy_index():
+    """A `wl` index of the four toy families (no training: built in well under a second)."""
+    from narbench.dataset import GraphDataset, stratified_split
+    from narbench.index import IndexConfig, build_index
+    from tests.conftest import toy_graphs
+
+    graphs = toy_graphs()
+    split = stratified_split([g.family for g in graphs], test_size=0.25, seed=0)
+    ds = GraphDataset("toy", "0", [f"op{i}" for i in range(8)], graphs, "0" * 64, split)
+    return build_index(IndexConfig(encoder="wl", progress=False), dataset=ds)
+
+
+def test_a_flipped_bit_or_inconsistent_arrays_make_an_index_unreadable(toy_index, tmp_path):
+    from narbench.index import write_index
+
+    path = tmp_path / "toy.nari"
+    digest = write_index(toy_index, path)
+    assert read_index(path).sha256 == digest
+    good = path.read_bytes()
+    for byte in (3, 30, len(good) // 2, len(good) - 1):  # magic, checksum, frame
+        data = bytearray(good)
+        data[byte] ^= 4
+        path.write_bytes(bytes(data))
+        with pytest.raises(IndexFileError, match=f"index {path} is damaged .*(checksum mismatch|cannot decompress)"):
+            read_index(path)
+    bad = type(toy_index)(dict(toy_index.header), {**toy_index.arrays, "family": toy_index.arrays["family"][:-1]})
+    write_index(bad, path)
+    with pytest.raises(IndexFileError, match="array 'family' has 47 rows for 48 graph names"):
+        read_index(path)
+    ops = toy_index.arrays["opc_op"].copy()
+    ops[0] = len(toy_index.vocab)
+    write_index(type(toy_index)(dict(toy_index.header), {**toy_index.arrays, "opc_op": ops}), path)
+    with pytest.raises(IndexFileError, match="op id 8 outside the vocabulary of 8 ops"):
+        read_index(path)
 
 
 def test_unknown_encoder_index_names_the_build_command(capsys):
@@ -98,6 +135,64 @@ def test_language_model_gets_token_ids_and_unknown_ops_are_spliced(index):
 def test_input_shape_override(index):
     q = resolve_target(f"{MODELS}:TinyCNN", index, input_shape=(1, 3, 32, 32))
     assert q.info["input"] == "tensor [1, 3, 32, 32]"
+
+
+def test_normalise_inputs():
+    from narbench.target import normalise_inputs
+
+    x, y = torch.zeros(1), torch.ones(1)
+    assert normalise_inputs(x) == ((x,), {})
+    assert normalise_inputs((x, y)) == ((x, y), {}) and normalise_inputs([x, y]) == ((x, y), {})
+    assert normalise_inputs({"a": x}) == ((), {"a": x})
+    assert normalise_inputs(((x,), {"a": y})) == ((x,), {"a": y})
+    assert normalise_inputs(({"a": x},)) == (({"a": x},), {})  # one positional dict
+
+
+def test_several_keyword_and_dict_inputs(index):
+    """A forward of several inputs, a keyword input or a dict: given as inputs or shapes, API and CLI."""
+    from tests.search_models import TwoInputs
+
+    x, extra = torch.randn(1, 3, 32, 32), torch.randn(1, 4)
+    with pytest.raises(TargetError, match="forward pass of .*TwoInputs.* failed .*--input-shape repeated or --inputs"):
+        search(f"{MODELS}:TwoInputs", index=index)
+    model = TwoInputs()
+    by_inputs = search(model, index=index, inputs=(x, extra))
+    assert by_inputs.info["input"] == "tensor [1, 3, 32, 32], tensor [1, 4]" and by_inputs.info["device"] == "meta"
+    assert x.device.type == "cpu" and all(p.device.type == "cpu" for p in model.parameters())
+    assert resolve_target(model, index, inputs=(x, extra)).ops["TanhBackward0"] == 1  # the second input's branch
+    by_shapes = search(f"{MODELS}:TwoInputs", index=index, input_shape=[(1, 3, 32, 32), (1, 4)])
+    names = [h.name for h in by_inputs]
+    assert [h.name for h in by_shapes] == names and by_shapes.info["input"] == by_inputs.info["input"]
+    batch = {"image": x, "features": extra}
+    assert [h.name for h in search(f"{MODELS}:DictInput", index=index, inputs=(batch,))] == names
+    assert [h.name for h in search(f"{MODELS}:KeywordInput", index=index, inputs=((x,), {"extra": extra}))] == names
+    assert [h.name for h in search(f"{MODELS}:KeywordInput", index=index, inputs={"x": x, "extra": extra})] == names
+    for extra_args in (["--input-shape", "1,3,32,32", "--input-shape", "1,4"],
+                       ["--inputs", f"{MODELS}:two_inputs"]):
+        assert main(["search", f"{MODELS}:TwoInputs", "--json", *extra_args]) == 0
+    assert main(["search", f"{MODELS}:DictInput", "--json", "--inputs", "tests.search_models:dict_input"]) == 0
+    assert main(["search", f"{MODELS}:KeywordInput", "--json", "--inputs", f"{MODELS}:keyword_input"]) == 0
+
+
+@pytest.mark.parametrize("target, extra, expected", [
+    (f"{MODELS}:TwoInputs", ["--input-shape", "1,3,32,32", "--inputs", f"{MODELS}:two_inputs"], "not both"),
+    (f"{MODELS}:TwoInputs", ["--inputs", f"{MODELS}:failing_inputs"],
+     "calling .*failing_inputs failed \\(OSError: no such data file\\)"),
+    (f"{MODELS}:TwoInputs", ["--inputs", f"{MODELS}:nope"], "has no 'nope'"),
+    (f"{MODELS}:TwoInputs", ["--inputs", "two_inputs"], "--inputs takes FILE.py:FUNC or MODULE:FUNC"),
+    (f"{MODELS}:KeywordInput", ["--inputs", f"{MODELS}:two_inputs"],
+     "forward pass of .*KeywordInput.* on tensor \\[1, 3, 32, 32\\], tensor \\[1, 4\\] failed .*check the example inputs"),
+    ("timm:resnet18", ["--inputs", f"{MODELS}:two_inputs"], "a zoo model runs on the real build's input"),
+    ("timm/resnet18/classification", ["--input-shape", "1,3,8,8"], "is a graph: it needs no example input"),
+])
+def test_bad_inputs_give_one_line_and_exit_2(target, extra, expected, capsys):
+    import re
+
+    assert main(["search", target, *extra]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in captured.err and captured.out == ""
+    assert re.search(expected, lines[0]), lines[0]
 
 
 def test_saved_graph_and_index_name(index, tmp_path):
@@ -150,7 +245,7 @@ def test_zoo_target_is_the_real_graph(index):
 
 @pytest.mark.parametrize("target, extra, expected", [
     ("nowhere/my_net.py:Net", [], "file not found: nowhere/my_net.py"),
-    (f"{MODELS}:Missing", [], "has no 'Missing' \\(it defines: BadForward, Broken, DataDependent, TinyCNN"),
+    (f"{MODELS}:Missing", [], "has no 'Missing' \\(it defines: BadForward, Broken, DataDependent, DictInput, KeywordInput, TinyCNN"),
     (f"{MODELS}:Broken", [], "building .*Broken failed \\(ValueError: bad config\\).*--kwargs"),
     (f"{MODELS}:TinyMLP", [], "building .*TinyMLP failed .*width.*--kwargs"),
     (f"{MODELS}:BadForward", [], "forward pass of .*BadForward.* failed \\(RuntimeError: boom in forward\\)"),
@@ -180,6 +275,50 @@ def test_zoo_not_installed_and_unknown_zoo_name(monkeypatch, capsys):
     if real("timm") is not None:
         assert main(["search", "timm:resnet5O"]) == 2
         assert "timm has no model 'resnet5O'" in capsys.readouterr().err
+
+
+def _fake_transformers() -> dict[str, str]:
+    """A transformers whose auto mappings load but whose model class fails on first access."""
+    from narbench.zoo.sources import TRANSFORMERS_HEADS
+
+    mappings = "\n".join(f"{m} = {{'bert': 'BertModel'}}" for m in TRANSFORMERS_HEADS.values())
+    return {"transformers/__init__.py": "def __getattr__(name):\n"
+                                        "    raise RuntimeError(f'Failed to import transformers.models.bert: {name}')\n",
+            "transformers/models/__init__.py": "", "transformers/models/auto/__init__.py": "",
+            "transformers/models/auto/modeling_auto.py": mappings}
+
+
+@pytest.mark.parametrize("target, files, expected", [
+    ("timm:resnet50", {"timm/__init__.py": "raise RuntimeError('numpy.dtype size changed')"},
+     "zoo 'timm' fails to import \\(RuntimeError: numpy.dtype size changed\\); reinstall it"),
+    ("torchvision:resnet18", {"torchvision/__init__.py": "",
+                              "torchvision/models/__init__.py": "raise AttributeError('no attribute library')"},
+     "zoo 'torchvision' fails to import torchvision.models \\(AttributeError: no attribute library\\)"),
+    ("transformers:bert", _fake_transformers(),
+     "zoo 'transformers' fails to import transformers.BertModel \\(RuntimeError: Failed to import "
+     "transformers.models.bert: BertModel\\)"),
+])
+def test_a_zoo_that_fails_to_import_gives_one_line(target, files, expected, tmp_path, monkeypatch, capsys):
+    """Whatever a broken zoo raises on import (not only ImportError): one line naming zoo and exception."""
+    import re
+
+    zoo = target.split(":")[0]
+    if any(m == zoo or m.startswith(f"{zoo}.") for m in sys.modules):
+        pytest.skip(f"{zoo} is installed and imported here")
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        assert main(["search", target]) == 2
+        with pytest.raises(TargetError, match=expected):
+            search(target)
+    finally:
+        for m in [m for m in sys.modules if m == zoo or m.startswith(f"{zoo}.")]:
+            del sys.modules[m]
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in captured.err and re.search(expected, lines[0]), captured.err
 
 
 def test_bad_graph_file(tmp_path, capsys):
@@ -217,6 +356,79 @@ def test_splice_connects_producers_to_consumers():
     edges = np.array([[0, 1, 1, 2], [1, 2, 3, 3]])
     out = splice(edges, np.array([True, False, True, True]))
     assert out.T.tolist() == [[0, 2], [0, 3], [2, 3]]
+
+
+# ------------------------------------------------------------------ weak hits
+
+
+def test_weak_threshold_is_a_quantile_of_the_nearest_other_model():
+    from narbench.index import weak_threshold
+
+    # unit vectors at angles 0, 10, 60 and 150 degrees; a and a' are one model
+    emb = np.array([[np.cos(a), np.sin(a)] for a in np.radians([0, 10, 60, 150])], dtype=np.float32)
+    groups = ["m/a", "m/a", "m/b", "m/c"]
+    nearest_other = np.cos(np.radians([60, 50, 50, 90]))  # a, a' and b: b or a'; c: b
+    for q in (0.0, 0.05, 0.5, 1.0):
+        assert weak_threshold(emb, groups, quantile=q) == pytest.approx(np.quantile(nearest_other, q), abs=1e-4)
+    assert weak_threshold(emb, ["one"] * 4) is None  # no other model: no threshold
+    sampled = weak_threshold(np.repeat(emb, 50, axis=0), [g for g in groups for _ in range(50)], sample=20)
+    assert sampled in np.round(nearest_other, 4)
+
+
+def test_a_built_index_records_its_weak_threshold(toy_index):
+    from narbench.index import weak_threshold
+
+    weak = toy_index.header["weak_below"]
+    assert weak["quantile"] == 0.05 and weak["sample"] == len(toy_index) and toy_index.weak_below == weak["cosine"]
+    groups = [f"{toy_index.record(i)['family']}/{name}" for i, name in enumerate(toy_index.names)]  # no meta
+    assert weak["cosine"] == pytest.approx(weak_threshold(toy_index.embeddings, groups), abs=2e-3)  # float16 rows
+
+
+def test_models_are_grouped_as_the_unseen_split_groups_them():
+    from narbench.datasets.real import model_group as unseen_group
+    from narbench.index import model_group
+    from tests.conftest import toy_graphs
+
+    graphs = toy_graphs(per_family=2)
+    graphs[0].meta = {"model": "resnet50"}
+    assert [model_group(g) for g in graphs] == [unseen_group(g) for g in graphs]
+    assert model_group(graphs[0]) == f"{graphs[0].family}/resnet50"
+
+
+def test_weak_hits_are_marked_in_the_table_and_json(index, capsys):
+    assert index.weak_below is not None
+    strong = search("examples/out_of_zoo.py:ResidualCNN", index=index, k=5)
+    assert strong.weak_below == index.weak_below and not any(h.weak for h in strong)
+    assert main(["search", f"{MODELS}:TinyTagger", "-k", "5", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["weak_below"] == index.weak_below
+    assert [h["weak"] for h in result["hits"]] == [h["similarity"] < index.weak_below for h in result["hits"]]
+    assert all(h["weak"] for h in result["hits"])  # a GRU tagger: nothing in the index is close
+    assert main(["search", f"{MODELS}:TinyTagger", "-k", "5"]) == 0
+    out = capsys.readouterr().out
+    assert out.count(" weak │") == 5 and f"no close match: every hit is weak (cosine below {index.weak_below:.3f}" in out
+    assert main(["search", "examples/out_of_zoo.py:ResidualCNN", "-k", "5"]) == 0
+    assert "weak" not in capsys.readouterr().out
+
+
+def test_an_index_without_a_threshold_marks_no_hit_weak(toy_index):
+    bare = type(toy_index)({k: v for k, v in toy_index.header.items() if k != "weak_below"}, toy_index.arrays)
+    result = search(toy_index.names[0], index=bare, k=5)
+    assert bare.weak_below is None and result.weak_below is None and not any(h.weak for h in result)
+    strict = type(toy_index)({**toy_index.header, "weak_below": {"cosine": 1.5}}, toy_index.arrays)
+    assert all(h.weak for h in search(toy_index.names[0], index=strict, k=5))
+
+
+@pytest.mark.slow
+def test_shipped_weak_threshold(index):
+    """The shipped index's threshold (`WEAK_SHIPPED` for real 1.0's, whose header predates it) is what
+    `weak_threshold` gives on its embeddings and the `real` dataset's models."""
+    from narbench.dataset import load_dataset
+    from narbench.index import model_group, weak_threshold
+
+    graphs = {g.name: g for g in load_dataset("real").graphs}
+    groups = [model_group(graphs[n]) for n in index.names]
+    assert weak_threshold(index.embeddings, groups, seed=index.header["seed"]) == pytest.approx(index.weak_below, abs=1e-3)
 
 
 # ------------------------------------------------------------------ backends

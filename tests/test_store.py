@@ -99,3 +99,103 @@ def test_read_head_gives_records_without_the_arrays(tmp_path):
     (tmp_path / "bad.narg").write_bytes(b"junk")
     with pytest.raises(CorruptFileError):
         read_head(tmp_path / "bad.narg")
+
+
+# ------------------------------------------------------------------ checksum and structure checks
+
+
+def _v1_file(path, graphs, vocab, header=None):
+    """A graph file as narbench wrote it before the checksum (version 1: a bare zstd frame)."""
+    import zstandard
+
+    path.write_bytes(zstandard.ZstdCompressor(level=19).compress(encode_graphs(graphs, vocab, header or {})))
+    return path
+
+
+def _flip(path, bit):
+    data = bytearray(path.read_bytes())
+    data[bit // 8] ^= 1 << (bit % 8)
+    path.write_bytes(bytes(data))
+
+
+def test_every_flipped_bit_is_found(tmp_path):
+    """One bit changed anywhere (magic, checksum, frame) raises, naming the file; none loads.
+
+    A seeded sample of bits (every bit of every byte: `python benchmarks/bench_bitflip.py`)."""
+    from narbench.store import CONTAINER_MAGIC
+
+    path = tmp_path / "d.narg"
+    write_graphs(path, toy_graphs(per_family=2), VOCAB, {"v": 1})
+    good = path.read_bytes()
+    assert good.startswith(CONTAINER_MAGIC)
+    rng = np.random.default_rng(0)
+    head = len(CONTAINER_MAGIC) + 36  # magic, checksum, zstd frame header: a bit of each byte; then of every 5th
+    bits = [8 * byte + int(rng.integers(8)) for byte in [*range(head), *range(head, len(good), 5)]]
+    messages = set()
+    for bit in bits:
+        path.write_bytes(good)
+        _flip(path, bit)
+        with pytest.raises(CorruptFileError, match=str(path)) as exc:
+            read_graphs(path)
+        messages.add(str(exc.value).split(":")[1].strip())
+    assert any(m.startswith("checksum mismatch") for m in messages)
+    assert any(m.startswith("cannot decompress") for m in messages)  # the magic itself damaged
+
+
+def test_checksum_mismatch_says_what_is_wrong(tmp_path):
+    path = tmp_path / "d.narg"
+    write_graphs(path, toy_graphs(per_family=3), VOCAB, {})
+    _flip(path, 8 * (len(path.read_bytes()) - 10))
+    with pytest.raises(CorruptFileError, match=r"d\.narg: checksum mismatch: .* the header records .* corrupt"):
+        read_graphs(path)
+
+
+def test_version_1_files_stay_readable(tmp_path):
+    from narbench.store import read_head
+
+    graphs = toy_graphs(per_family=3)
+    digest = write_graphs(tmp_path / "v2.narg", graphs, VOCAB, {"x": 1})
+    old = _v1_file(tmp_path / "v1.narg", graphs, VOCAB, {"x": 1})
+    back, vocab, header, digest1 = read_graphs(old, digest)  # same payload, same sha256
+    assert digest1 == digest and vocab == VOCAB and header == {"x": 1}
+    assert all(np.array_equal(a.edges, b.edges) and np.array_equal(a.ops, b.ops) for a, b in zip(graphs, back))
+    assert read_head(old)["header"] == read_head(tmp_path / "v2.narg")["header"] == {"x": 1}
+
+
+def _graph(ops, edges, name="g"):
+    from narbench.graph import ArchGraph
+
+    return ArchGraph(ops=np.array(ops), edges=np.array(edges).reshape(2, -1), name=name, family="f", coarse="c")
+
+
+@pytest.mark.parametrize("graph, expected", [
+    (_graph([0, 1, 2], [[0, 1], [1, 3]]), r"graph 1 \('bad'\): edge endpoint 3 outside its 3 nodes"),
+    (_graph([0, 1, 2], [[0, -1], [1, 2]]), r"graph 1 \('bad'\): edge endpoint -1 outside its 3 nodes"),
+    (_graph([0, 9, 2], [[0, 1], [1, 2]]), r"op id 9 outside the vocabulary \[0, 8\)"),
+])
+def test_edge_index_and_op_ids_are_checked_on_load(tmp_path, graph, expected):
+    """A version-1 file has no checksum: a damaged edge or op id is still refused, never loaded."""
+    graph.name = "bad"
+    path = _v1_file(tmp_path / "d.narg", [_graph([0, 1], [[0], [1]]), graph], VOCAB)
+    with pytest.raises(CorruptFileError, match=rf"d\.narg: {expected}; the file is corrupt"):
+        read_graphs(path)
+
+
+def test_inconsistent_counts_are_refused(tmp_path):
+    import struct
+
+    from narbench.store import MAGIC
+
+    graphs = [_graph([0, 1], [[0], [1]]), _graph([0, 1, 2], [[0, 1], [1, 2]])]
+    payload = encode_graphs(graphs, VOCAB, {})
+    n = struct.unpack("<Q", payload[len(MAGIC) : len(MAGIC) + 8])[0]
+    head = payload[: len(MAGIC) + 8 + n].replace(b'"name":"g"', b'"nime":"g"', 1)  # a flipped bit in a key
+    import zstandard
+
+    path = tmp_path / "d.narg"
+    path.write_bytes(zstandard.ZstdCompressor().compress(head + payload[len(MAGIC) + 8 + n :]))
+    with pytest.raises(CorruptFileError, match="malformed graph records"):
+        read_graphs(path)
+    path.write_bytes(zstandard.ZstdCompressor().compress(payload[:-3]))  # an array cut short
+    with pytest.raises(CorruptFileError, match="unreadable payload"):
+        read_graphs(path)

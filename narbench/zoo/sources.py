@@ -242,7 +242,7 @@ def _tv_kind(module: str) -> str:
 
 def transformers_heads() -> list[tuple[str, str, str]]:
     """(model_type, head, class name) for every model type x head the auto mappings know."""
-    import transformers.models.auto.modeling_auto as ma
+    ma = import_zoo("transformers.models.auto.modeling_auto")
 
     out = []
     for head, mapping in TRANSFORMERS_HEADS.items():
@@ -269,12 +269,34 @@ class UnknownModelError(LookupError):
     """A zoo has no model of that name (the message suggests close names)."""
 
 
+class ZooImportError(ImportError):
+    """A zoo is installed but fails to import: whatever it raised, as one line naming the zoo."""
+
+
+def import_zoo(module: str, attr: str | None = None):
+    """`module` imported (and its attribute `attr`, which may import lazily, as transformers' model
+    classes do); any exception it raises (a broken install raises RuntimeError, AttributeError,
+    OSError as often as ImportError) becomes a `ZooImportError` naming the zoo and the exception."""
+    where = module
+    try:
+        mod = importlib.import_module(module)
+        where = f"{module}.{attr}"
+        return mod if attr is None else getattr(mod, attr)
+    except Exception as exc:  # noqa: BLE001 - see the docstring
+        lines = str(exc).strip().splitlines()
+        what = f"{type(exc).__name__}: {lines[0] if lines else ''}"[:300]
+        zoo = module.split(".")[0]
+        raise ZooImportError(f"zoo {zoo!r} fails to import{'' if where == zoo else ' ' + where} ({what}); "
+                             f"reinstall it, e.g. pip install --force-reinstall {zoo}") from exc
+
+
 def default_spec(source: str, model: str, task: str | None = None) -> Spec:
     """The spec of a zoo model's default variant, as the `real` build enumerates it.
 
     timm and torchvision: the classification (torchvision: the builder's) task; transformers:
     `model` is a model type and `task` a head of `TRANSFORMERS_HEADS` (default `base`).
-    `UnknownModelError` if the zoo has no such model or head; `ImportError` if the zoo is missing.
+    `UnknownModelError` if the zoo has no such model or head; `ZooImportError` (an `ImportError`)
+    if the zoo is missing or fails to import.
     """
     import difflib
 
@@ -283,14 +305,14 @@ def default_spec(source: str, model: str, task: str | None = None) -> Spec:
         return UnknownModelError(f"{source} has no {kind} {model!r}" + (f" (did you mean {', '.join(near)}?)" if near else ""))
 
     if source == "timm":
-        import timm
-        from timm.models._registry import _model_to_module
+        timm = import_zoo("timm")
+        _model_to_module = import_zoo("timm.models._registry", "_model_to_module")
 
         if model not in timm.list_models():
             raise unknown("model", timm.list_models())
         return Spec("timm", model, task or "classification", (), family_label(_model_to_module.get(model, model)))
     if source == "torchvision":
-        from torchvision.models import list_models
+        list_models = import_zoo("torchvision.models", "list_models")
 
         if model not in list_models():
             raise unknown("model", list_models())
@@ -759,13 +781,12 @@ def _no_pretrained(cfg) -> None:
 
 
 def _transformers_class(model_type: str, head: str):
-    import transformers
-    import transformers.models.auto.modeling_auto as ma
+    ma = import_zoo("transformers.models.auto.modeling_auto")
 
     name = getattr(ma, TRANSFORMERS_HEADS[head])[model_type]
     if isinstance(name, (list, tuple)):
         name = name[0]
-    return getattr(transformers, name)
+    return import_zoo("transformers", name)  # imports the model's module on first access
 
 
 def _sub(config, *names):
