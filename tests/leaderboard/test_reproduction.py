@@ -77,7 +77,8 @@ def test_section_renders_paper_numbers_beside_both_conventions(repro, tmp_path):
     gcn20 = next(ln for ln in t1 if ln.startswith("| GCN | gcn | 3 | 20 |"))
     gat100 = next(ln for ln in t1 if ln.startswith("| GAT | gat | 3 | 100 |"))
     assert gcn20.endswith("| – |") and gat100.endswith("| – |")
-    assert "- `NDCGp` missing for gcn, gat: result files written before `ndcg_paper@k`" in section
+    assert "- `NDCGp` missing for gcn, gat: their result files (all seeds or some) were written before" in section
+    assert "No row below has `NDCGp` yet" not in section
     # Table 2: paper rows without a result of ours say so
     assert "| Motif Num | (no result) |  | 50 | *0.998* | – |" in section
     assert "split unseen" not in section
@@ -119,3 +120,5 @@ def test_paper_protocol_block_borrows_ours_family_run(tmp_path):
     assert paper.borrowed == ["ours+motif"]
     text = lb.reproduction_markdown([paper])
     assert "- ours+motif: the `family` run (this encoder trains on the family under both protocols" in text
+    # no file here has ndcg_paper: said once above the blocks, not under each
+    assert "No row below has `NDCGp` yet: their result files" in text and "`NDCGp` missing for" not in text
