@@ -7,6 +7,18 @@ caps MAP@k at k/|R| when a query has thousands of relevant items (as on `nas`); 
 MAP values imply the other common convention, dividing by min(k, |R|). `map_capped@k`
 rescales ranx's per-query AP@k by |R| / min(k, |R|) to give that convention.
 
+The paper's convention (the authors' evaluator, `TerryPei/NNRetrieval`, evaluation/eval.py and
+evaluation/evaluator.py, function `evaluator`; docs/protocol.md) is also computed from the same
+rankings, so their numbers can be compared like with like (`PAPER_CONVENTION`):
+
+- MRR@k: the same definition as ranx's (`mrr@k`).
+- MAP@k: eval.py divides the AP sum by min(k, |R|) (= `map_capped@k`); evaluator.py divides it
+  by max(1, |R|) (= ranx's `map@k`). No new metric is needed for either.
+- NDCG@k: both scripts divide DCG@k by the ideal DCG of *all* |R| relevant items, not cut at k
+  (floored at 0.3), so a query with |R| > k cannot reach 1. `ndcg_paper@k` rescales ranx's
+  per-query NDCG@k (whose ideal is cut at min(k, |R|)) by IDCG(min(k, |R|)) / max(0.3, IDCG(|R|)),
+  IDCG(n) = sum_{i=1..n} 1/log2(i+1) (binary relevance).
+
 How ranx is called. `ranx.evaluate` on `Qrels`/`Run` objects builds nested string-keyed
 dictionaries (on `nas`, 3,000 queries x ~2,700 relevant documents: 8M entries), which costs
 far more than the metrics. `score_rankings` hands ranx's metric functions
@@ -30,6 +42,18 @@ import numpy as np
 
 KS = (20, 50, 100)
 METRICS = tuple(f"{m}@{k}" for m in ("mrr", "map", "ndcg") for k in KS)
+#: the NDCG of the authors' evaluator (ideal DCG over all relevant items, not cut at k)
+PAPER_NDCG = tuple(f"ndcg_paper@{k}" for k in KS)
+#: the authors' evaluator's metrics (paper convention) -> the narbench metric that computes each,
+#: `{k}` standing for the cut-off; see the module docstring and docs/protocol.md
+PAPER_CONVENTION = {
+    "MRR (eval.py and evaluator.py)": "mrr@{k}",
+    "MAP (eval.py: / min(k, |R|))": "map_capped@{k}",
+    "MAP (evaluator.py: / |R|)": "map@{k}",
+    "NDCG (eval.py and evaluator.py: ideal over all |R|)": "ndcg_paper@{k}",
+}
+#: the authors' evaluator floors the ideal DCG at this value (it matters only when |R| = 0)
+PAPER_IDCG_FLOOR = 0.3
 _RANX = {"mrr": "reciprocal_rank", "map": "average_precision", "ndcg": "ndcg"}
 
 
@@ -87,8 +111,9 @@ def score_rankings(
 ) -> tuple[dict[str, float], dict[str, np.ndarray]]:
     """Score rankings (`ranked[i]` = corpus indices for query i, best first) with ranx.
 
-    Returns (mean metrics, per-query metrics). Keys: `mrr@k`, `map@k`, `ndcg@k` and
-    `map_capped@k`. Queries whose label has no corpus item are an error (nothing to find).
+    Returns (mean metrics, per-query metrics). Keys: `mrr@k`, `map@k`, `ndcg@k`,
+    `map_capped@k` and `ndcg_paper@k`. Queries whose label has no corpus item are an error
+    (nothing to find).
     """
     ranked = np.asarray(ranked)
     if ranked.shape[0] != len(query_labels):
@@ -108,5 +133,22 @@ def score_rankings(
                 per_query[f"{m}@{k}"] = np.asarray(fn(qrels, run, k), dtype=np.float64)
     for k in ks:
         per_query[f"map_capped@{k}"] = per_query[f"map@{k}"] * n_rel / np.minimum(k, n_rel)
+    for k in ks:
+        per_query[f"ndcg_paper@{k}"] = per_query[f"ndcg@{k}"] * uncut_ideal_ratio(n_rel, k)
     means = {name: float(np.mean(vals)) for name, vals in per_query.items()}
     return means, per_query
+
+
+def ideal_dcg(n_rel: np.ndarray) -> np.ndarray:
+    """IDCG(n) = sum_{i=1..n} 1 / log2(i + 1) per entry of `n_rel` (binary relevance, n >= 0)."""
+    n_rel = np.asarray(n_rel, dtype=np.int64)
+    top = int(n_rel.max(initial=0))
+    cum = np.concatenate([[0.0], np.cumsum(1.0 / np.log2(np.arange(2, top + 2, dtype=np.float64)))])
+    return cum[n_rel]
+
+
+def uncut_ideal_ratio(n_rel: np.ndarray, k: int) -> np.ndarray:
+    """IDCG(min(k, |R|)) / max(0.3, IDCG(|R|)): turns NDCG@k (ideal cut at k) into the authors'
+    NDCG@k (ideal over all |R|, floored at 0.3); 1 where |R| <= k."""
+    n_rel = np.asarray(n_rel, dtype=np.int64)
+    return ideal_dcg(np.minimum(k, n_rel)) / np.maximum(PAPER_IDCG_FLOOR, ideal_dcg(n_rel))

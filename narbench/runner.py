@@ -271,7 +271,8 @@ def render(ev: Evaluation, console: Console) -> None:
     for k in (20, 50, 100):
         table.add_column(f"@{k}", justify="right")
     scores = {**res.metrics, **res.metrics_extra}
-    for label, metric in (("MRR", "mrr"), ("MAP", "map"), ("NDCG", "ndcg"), ("MAP, min(k,|R|)", "map_capped")):
+    for label, metric in (("MRR", "mrr"), ("MAP", "map"), ("NDCG", "ndcg"), ("MAP, min(k,|R|)", "map_capped"),
+                          ("NDCG, paper's ideal (all |R|)", "ndcg_paper")):
         table.add_row(label, *[f"{scores[f'{metric}@{k}']:.4f}" for k in (20, 50, 100)])
     console.print(table)
     console.print(f"queries {res.num_queries}, corpus {res.num_corpus}, trained on {res.num_train}; device {res.device}")

@@ -4,8 +4,10 @@ A result file is trusted only when it is consistent in itself and names what it 
 
 - it parses as a `RunResult` of a schema this narbench reads, and its name is `<run_id>.json`;
 - every metric (the nine of the paper's tables and `map_capped@k`) is a finite number in [0, 1];
-- its per-query sidecar `<run_id>.queries.json.gz` holds every metric for `num_queries` queries,
-  each in [0, 1], and their means equal the file's metrics within the sidecar's rounding;
+  so is each optional metric the file holds (`ndcg_paper@k`, absent from files written before it);
+- its per-query sidecar `<run_id>.queries.json.gz` holds every metric the file holds for
+  `num_queries` queries, each in [0, 1], and their means equal the file's metrics within the
+  sidecar's rounding;
 - the dataset is a registered provider's name and version with that provider's pinned sha256
   (a provider that pins none, such as a third party's toy dataset, is accepted by name and
   version), and the split is one the provider declares (`DatasetProvider.split_names`);
@@ -30,13 +32,15 @@ from pathlib import Path
 
 import numpy as np
 
-from narbench.metrics import KS, METRICS
+from narbench.metrics import KS, METRICS, PAPER_NDCG
 from narbench.profiles import PROFILES
 from narbench.protocol import PROTOCOLS
 from narbench.result import MIXED_PROTOCOL, SCHEMA_VERSION, SIDECAR_SUFFIX, RunResult
 
 #: the metrics every result file and sidecar must hold: the paper's nine and the capped MAP
 REQUIRED_METRICS = (*METRICS, *(f"map_capped@{k}" for k in KS))
+#: metrics checked like the required ones when a file holds them (older files do not)
+OPTIONAL_METRICS = PAPER_NDCG
 #: sidecar values are rounded to 6 decimals (at most 5e-7 off each), so their mean is too
 SIDECAR_TOLERANCE = 1e-6
 #: float slack above 1.0 for a metric computed as a ratio (NDCG, the rescaled MAP)
@@ -111,6 +115,12 @@ def validate_result(path: str | Path, *, datasets: Iterable[KnownDataset] | None
     return result, _check_sidecar(path, result)
 
 
+def _checked(scores: dict) -> tuple[str, ...]:
+    """The metrics a file must have valid values (and per-query scores) for: the required ones and
+    the optional ones it holds."""
+    return (*REQUIRED_METRICS, *(m for m in OPTIONAL_METRICS if m in scores))
+
+
 def _check_fields(path: Path, r: RunResult) -> None:
     def bad(reason: str):
         raise InvalidResultError(path, reason)
@@ -148,7 +158,7 @@ def _check_metrics(path: Path, r: RunResult) -> None:
     missing = [m for m in REQUIRED_METRICS if m not in scores]
     if missing:
         raise InvalidResultError(path, f"missing metrics {', '.join(missing)}")
-    for m in REQUIRED_METRICS:
+    for m in _checked(scores):
         v = scores[m]
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
                 or not 0.0 <= v <= 1.0 + _RANGE_SLACK:
@@ -191,7 +201,7 @@ def _check_sidecar(path: Path, r: RunResult) -> dict[str, np.ndarray]:
     except ValueError as exc:
         raise InvalidResultError(path, f"sidecar {side.name} is unreadable ({exc.__cause__ or exc})") from exc
     scores = {**r.metrics, **r.metrics_extra}
-    for m in REQUIRED_METRICS:
+    for m in _checked(scores):
         values = per_query.get(m)
         if values is None or values.ndim != 1 or len(values) != r.num_queries:
             got = "none" if values is None else f"{values.size}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from narbench.metrics import KS, METRICS
+from narbench.metrics import KS, METRICS, PAPER_NDCG
 from narbench.result import RunResult
 from tests.conftest import HAND_MADE_SHA256
 
@@ -22,10 +22,12 @@ def write_result(out, encoder, splitter, seed, per_query, *, dataset="nas", obje
                  init_from=None, created="2026-01-01T00:00:00+00:00", profile="quick", tag="", sha=HAND_MADE_SHA256,
                  split="standard", protocol="family", version="1.0"):
     """A result file (+ sidecar) whose metrics are the means of `per_query`: one array for every
-    metric, or a dict metric -> array (metrics it leaves out get the first array)."""
+    metric, or a dict metric -> array (metrics it leaves out get the first array). The optional
+    `ndcg_paper@k` are written only when the dict names them (as files written before them lack them)."""
     if isinstance(per_query, dict):
         first = np.asarray(next(iter(per_query.values())), dtype=np.float64)
         pq = {m: np.asarray(per_query.get(m, first), dtype=np.float64) for m in ALL_METRICS}
+        pq.update({m: np.asarray(per_query[m], dtype=np.float64) for m in PAPER_NDCG if m in per_query})
     else:
         pq = {m: np.asarray(per_query, dtype=np.float64) for m in ALL_METRICS}
     means = {m: float(np.round(v, 6).mean()) for m, v in pq.items()}
@@ -40,7 +42,7 @@ def write_result(out, encoder, splitter, seed, per_query, *, dataset="nas", obje
         config={"run": run, "encoder": {"train": {"objective": objective}},
                 "labels": None if encoder in FLOORS else {"cl": "family", "ce": "family"}},
         split=split, protocol=protocol,
-        metrics={m: means[m] for m in METRICS}, metrics_extra={m: means[m] for m in ALL_METRICS if m not in METRICS},
+        metrics={m: means[m] for m in METRICS}, metrics_extra={m: means[m] for m in pq if m not in METRICS},
         timings={"total": 1.0}, device=device, num_queries=len(pq["ndcg@20"]), num_corpus=100, num_train=50,
         created=created,
     )

@@ -108,6 +108,26 @@ def test_sidecar_missing_short_or_out_of_range(good):
     assert "unreadable" in _reason(good)
 
 
+def test_paper_convention_ndcg_is_optional_but_checked_when_present(tmp_path, good):
+    """Files written before `ndcg_paper@k` stay valid; a file that holds it is checked like the rest."""
+    assert "ndcg_paper@20" not in json.loads(good.read_text())["metrics_extra"]
+    validate_result(good)
+    q = np.linspace(0.2, 0.9, 40)
+    new = write_result(tmp_path / "new", "gcn", "none", 0, {"ndcg@20": q, "ndcg_paper@20": q / 4,
+                                                             "ndcg_paper@50": q / 3, "ndcg_paper@100": q / 2})
+    _, per_query = validate_result(new)
+    assert per_query["ndcg_paper@20"].tolist() == pytest.approx((q / 4).tolist(), abs=1e-6)
+    _edit(new, lambda d: d["metrics_extra"].__setitem__("ndcg_paper@50", 1.5))
+    assert _reason(new) == "metric ndcg_paper@50 is 1.5, outside its range [0, 1]"
+    _edit(new, lambda d: d["metrics_extra"].__setitem__("ndcg_paper@50", 0.9))
+    assert "metric ndcg_paper@50 is 0.9 but the mean of its 40 per-query scores" in _reason(new)
+    side = validation.sidecar_path(new)
+    scores = json.loads(gzip.decompress(side.read_bytes()))
+    _edit(new, lambda d: d["metrics_extra"].__setitem__("ndcg_paper@50", float(np.round(q / 3, 6).mean())))
+    side.write_bytes(gzip.compress(json.dumps({k: v for k, v in scores.items() if k != "ndcg_paper@100"}).encode()))
+    assert "has none ndcg_paper@100 scores for 40 queries" in _reason(new)
+
+
 def test_dataset_must_be_registered_with_its_pinned_content(tmp_path):
     nas_pin = next(d.sha256 for d in _registered() if d.name == "nas")
     q = np.full(10, 0.5)

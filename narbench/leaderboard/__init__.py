@@ -20,6 +20,8 @@ The modules, in the order data flows through them:
   training-free encoder's rows (protocol `any`) join every protocol's block.
 - `render`: Markdown (every column) and a compact terminal table.
 - `figures`: one bar chart per table block, t-SNE maps coloured by family.
+- `reproduction`: the Reproduction section: each paper number beside ours under both metric
+  conventions (narbench's and the authors' evaluator's), and the known reasons they differ.
 - `publish`: `write_leaderboard`, the README; only `quick` and `paper` results by default.
 """
 
@@ -42,6 +44,7 @@ from narbench.leaderboard.records import (
     select_runs,
 )
 from narbench.leaderboard.render import print_tables, tables_markdown
+from narbench.leaderboard.reproduction import REASONS, ReproBlock, build_reproduction, paper_row_id, reproduction_markdown
 from narbench.leaderboard.significance import ALPHA, SIG_MARK, TESTS, paired_scores, paired_test
 from narbench.leaderboard.tables import (
     COLUMNS,
@@ -61,8 +64,9 @@ from narbench.metrics import METRICS
 __all__ = [
     "ALL_METRICS", "ALPHA", "ANY_PROTOCOL", "Block", "COLUMNS", "DEFAULT_OBJECTIVE", "EMB_SUFFIX", "EXTRA", "HEADERS",
     "KEYS", "Key", "LeaderTable", "MAP_NOTE", "METRICS", "PAPER", "PAPER_LABEL", "PROTOCOL_NOTE", "PAPER_PROFILES", "PLOT_VERSION",
-    "PRETRAINED", "PaperRow", "Record", "RejectedResultsError", "Row", "SCRATCH", "SIG_MARK", "TABLES", "TESTS",
-    "TSNE_MAX_POINTS", "aggregate", "build_tables", "collect", "load_paper", "mark_block", "paired_scores",
-    "paired_test", "plot_tables", "plot_tsne", "print_tables", "read_record", "row_label", "row_labels", "select_runs",
+    "PRETRAINED", "PaperRow", "REASONS", "Record", "ReproBlock", "RejectedResultsError", "Row", "SCRATCH", "SIG_MARK", "TABLES", "TESTS",
+    "TSNE_MAX_POINTS", "aggregate", "build_reproduction", "build_tables", "collect", "load_paper", "mark_block", "paired_scores",
+    "paired_test", "paper_row_id", "plot_tables", "plot_tsne", "print_tables", "read_record", "reproduction_markdown",
+    "row_label", "row_labels", "select_runs",
     "tables_markdown", "tsne_panels", "write_aggregate", "write_leaderboard",
 ]

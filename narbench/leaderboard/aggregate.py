@@ -1,4 +1,9 @@
-"""Aggregation over seeds: one row per `Key` with n, the seeds, mean and std of every metric."""
+"""Aggregation over seeds: one row per `Key` with n, the seeds, mean and std of every metric.
+
+`ndcg_paper@k` (the authors' NDCG convention, `narbench.metrics`) is in result files written since
+it was added only: a row gets its mean only when every one of its seeds has it (NaN otherwise), so
+a mean never covers fewer seeds than the row's n.
+"""
 
 from __future__ import annotations
 
@@ -10,17 +15,20 @@ from typing import Any, Iterable
 import numpy as np
 
 from narbench.leaderboard.records import KEYS, Record, select_runs
-from narbench.metrics import METRICS
+from narbench.metrics import METRICS, PAPER_NDCG
 from narbench.store import atomic_write_bytes
 
 EXTRA = tuple(f"map_capped@{k}" for k in (20, 50, 100))
-ALL_METRICS = METRICS + EXTRA
+#: metrics older result files lack: the row's mean is NaN unless every seed has them
+OPTIONAL = PAPER_NDCG
+ALL_METRICS = METRICS + EXTRA + OPTIONAL
 
 
 def aggregate(records: Iterable[Record]):
     """A pandas DataFrame, one row per group (KEYS): n seeds, the seeds, mean and std per metric.
 
-    std is the sample standard deviation (ddof=1) over seeds; NaN when n == 1.
+    std is the sample standard deviation (ddof=1) over seeds; NaN when n == 1. A metric that
+    some seed's result file lacks (`OPTIONAL`) is NaN for the whole row.
     """
     import pandas as pd
 
@@ -32,7 +40,7 @@ def aggregate(records: Iterable[Record]):
         row["seeds"] = " ".join(str(s) for s in seeds)
         for m in ALL_METRICS:
             vals = [_score(by_seed[s], m) for s in seeds]
-            vals = np.array([v for v in vals if v is not None], dtype=np.float64)
+            vals = np.array([] if None in vals else vals, dtype=np.float64)
             row[f"{m} mean"] = float(vals.mean()) if len(vals) else math.nan
             row[f"{m} std"] = float(vals.std(ddof=1)) if len(vals) > 1 else math.nan
         rows.append(row)

@@ -13,6 +13,7 @@ from narbench.leaderboard.headline import check_markers, update_readme
 from narbench.leaderboard.paper import MAP_NOTE, PAPER_LABEL, PROTOCOL_NOTE
 from narbench.leaderboard.records import collect
 from narbench.leaderboard.render import print_tables, tables_markdown
+from narbench.leaderboard.reproduction import build_reproduction, reproduction_markdown
 from narbench.leaderboard.tables import PAPER_PROFILES, build_tables
 from narbench.store import atomic_write_bytes
 from narbench.validation import KnownDataset
@@ -115,6 +116,7 @@ def _readme(records, left_out: Counter, df, tables, plot_paths, out_dir: Path, p
               f"data sets, shown beside the {' and '.join(f'`{p}`' for p in PAPER_PROFILES)} profiles only; narbench does not reproduce their data exactly: they are a reference, not a "
               "comparison on equal terms.", "", MAP_NOTE, "", PROTOCOL_NOTE, ""]
     lines.append(tables_markdown(tables))
+    lines.append(reproduction_markdown(build_reproduction(tables, df)))
     if plot_paths:
         lines += ["## Plots", "",
                   "One bar chart per table block (the table's rows and labels, best NDCG@20 first) and t-SNE maps of "
