@@ -2,10 +2,13 @@
 
 The graphs are extracted from the timm, torchvision and transformers model zoos by
 `narbench.zoo.build.build_real` (`narbench build-real --out DIR`), which needs the optional
-`zoo` extra. The result ships as package data, `narbench/data/real-1.0.narg`, so loading the
-dataset needs none of the zoo packages; its content is pinned by `expected_sha256`.
+`zoo` extra, and rewritten onto the canonical op vocabulary (`narbench.canonical`). Version 2.0
+ships as package data, `narbench/data/real-2.0.narg`, derived from the raw graphs of the 1.0
+extraction (`narbench/data/real-1.0.narg`, kept as the raw record) by
+`narbench build-real --from narbench/data/real-1.0.narg --out DIR`; loading it needs none of the
+zoo packages; its content is pinned by `expected_sha256`.
 
-`NARBENCH_REAL_FILE=/path/to/real-1.0.narg` loads a locally built file instead (its sha256 is
+`NARBENCH_REAL_FILE=/path/to/real-2.0.narg` loads a locally built file instead (its sha256 is
 then reported, not checked against the pin, because zoo versions change graphs).
 """
 
@@ -21,7 +24,7 @@ from narbench.dataset import DatasetProvider, GraphDataset, Split, group_split
 from narbench.graph import ArchGraph
 from narbench.store import CorruptFileError, read_graphs
 
-ARTIFACT = "real-1.0.narg"
+ARTIFACT = "real-2.0.narg"
 ENV_FILE = "NARBENCH_REAL_FILE"
 
 
@@ -30,7 +33,7 @@ class ArtifactMissingError(FileNotFoundError):
 
 
 def shipped_path() -> Path:
-    """Where the packaged artifact lives (`narbench/data/real-1.0.narg`)."""
+    """Where the packaged artifact lives (`narbench/data/real-2.0.narg`)."""
     return Path(str(resources.files("narbench"))) / "data" / ARTIFACT
 
 
@@ -38,10 +41,10 @@ class RealDataset(DatasetProvider):
     """Real-world architectures from the model zoos; family = defining module / model type."""
 
     name = "real"
-    version = "1.0"
-    #: sha256 of the canonical payload of the shipped artifact (`narbench build-real`, 72,246 specs,
-    #: torch 2.14.1, timm 1.0.31, torchvision 0.29.1, transformers 5.23.0; 21,630 graphs).
-    expected_sha256: ClassVar[str | None] = "5dcf0458a4026e6d994563b20293d76b3017035035e994cf2597ee29dcf527ff"
+    version = "2.0"
+    #: sha256 of the payload of the shipped artifact: canonical graphs (op table 2.0) of the 1.0
+    #: extraction (72,246 specs, torch 2.14.1, timm 1.0.31, torchvision 0.29.1, transformers 5.23.0).
+    expected_sha256: ClassVar[str | None] = "cbba6bb0ff2c65d4cf1527d0c1fc7e5c0d415bdc28a7a18f341eebf1bddd58f1"
     split_names = ("standard", "unseen")
 
     def artifact_path(self) -> tuple[Path, bool]:
@@ -84,18 +87,21 @@ class RealDataset(DatasetProvider):
         return graphs, vocab, header
 
     def splits(self, graphs: list[ArchGraph]) -> dict[str, Split]:
-        """`standard` (stratified by family) and `unseen` (whole zoo models on one side).
+        """`standard` (stratified by family) and `unseen` (whole models on one side).
 
-        `unseen` groups graphs by `model_group`: every graph derived from one zoo model (all
-        its variants: depth, stage depth, heads, activation, bias, pooling, headless, task
-        heads) is on the same side, so a query is a model none of whose variants is in the
-        corpus; a family keeps queries only where it has at least two zoo models.
+        `unseen` groups graphs by `model_group`: in 2.0 the taxonomy's model identity (aliases
+        across zoos and renamed copies merged), every graph derived from it (all its variants:
+        depth, stage depth, heads, activation, bias, pooling, headless, task heads) on the same
+        side, so a query is a model none of whose variants is in the corpus; a family keeps
+        queries only where it has at least two identities.
         """
         out = super().splits(graphs)
+        identity = all("identity" in g.meta for g in graphs)
+        rule = ("a group is one model identity from the taxonomy: aliases across zoos and renamed copies merged, "
+                "every variant and task head included") if identity else \
+            "a group is one zoo model: `<family>/<model name>`, every variant and task head of it included"
         out["unseen"] = group_split([g.family for g in graphs], [model_group(g) for g in graphs],
-                                    test_size=self.test_size, seed=self.split_seed, name="unseen",
-                                    group_rule="a group is one zoo model: `<family>/<model name>`, every variant and "
-                                               "task head of it included")
+                                    test_size=self.test_size, seed=self.split_seed, name="unseen", group_rule=rule)
         return out
 
     def identity_unseen(self, graphs: list[ArchGraph]) -> tuple[list[ArchGraph], Split]:
@@ -117,10 +123,14 @@ class RealDataset(DatasetProvider):
 
 
 def model_group(graph: ArchGraph) -> str:
-    """The zoo model a graph derives from: `<family>/<model name>` (model type for transformers).
+    """The model a graph derives from: its taxonomy identity (`meta["identity"]`, real 2.0), else
+    `<family>/<model name>` (model type for transformers; real 1.0).
 
     Taken from the build's provenance (`meta["model"]`, the name the zoo registers; variants
     and task heads keep their model's name), never from the graph itself. One name in two zoos
     (timm's and torchvision's `vgg16`) is one model: the family is shared and so is the group.
     """
+    identity = graph.meta.get("identity")
+    if identity:
+        return str(identity)
     return f"{graph.family}/{graph.meta.get('model', graph.name)}"

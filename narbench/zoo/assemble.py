@@ -58,10 +58,14 @@ def summarize(out: Path, selected: Sequence[Spec], *, assemble: bool = True,
 
     vocab = list(canonical_vocabulary())
     items = []
+    untaxed: Counter = Counter()
     for s, raw, info in raws:
         meta = {"model": s.model, "task": s.task, "variant": {k: v for k, v in s.variant},
                 "device": info.get("device"), "params": info.get("params"), "shrunk": bool(info.get("shrunk", False))}
-        items.append((s.key, raw.canonical(), s.family, s.source, meta))
+        family, meta = taxonomy_labels(s.source, s.model, s.family, meta)
+        if "identity" not in meta:
+            untaxed[f"{s.source}/{s.model}"] += 1
+        items.append((s.key, raw.canonical(), family, s.source, meta))
     graphs, dup_count, cross_family = dedup_graphs(items, vocab)
 
     def pct(vals: list[float], q: float) -> float:
@@ -81,6 +85,7 @@ def summarize(out: Path, selected: Sequence[Spec], *, assemble: bool = True,
         "distinct": len(graphs),
         "duplicates": dup_count,
         "cross_family_duplicates": dict(cross_family.most_common()),
+        "not_in_taxonomy": dict(untaxed.most_common()),
         "num_ops": len(vocab),
         "families": dict(Counter(g.family for g in graphs).most_common()),
         "num_families": len({g.family for g in graphs}),
@@ -107,6 +112,9 @@ def dedup_graphs(items: Iterable[tuple[str, Any, str, str, dict[str, Any]]],
                  vocab: Sequence[str]) -> tuple[list[ArchGraph], int, Counter]:
     """Distinct graphs of `(name, canonical RawGraph, family, source, meta)` items, in their order.
 
+    A `meta["coarse"]` (the taxonomy's) is the graph's coarse label; without one the label is
+    derived from the graph (`coarse_label`).
+
     A graph identical to an earlier one (same content hash) is dropped and counted on the kept
     one (`meta["duplicates"]`: how many other specs gave it); pairs of families that met this way
     are counted in the third value. Canonical graphs carry their unknown raw names in
@@ -118,6 +126,7 @@ def dedup_graphs(items: Iterable[tuple[str, Any, str, str, dict[str, Any]]],
     dup_count = 0
     for name, raw, family, source, meta in items:
         meta = dict(meta)
+        coarse = meta.pop("coarse", None)
         if raw.meta.get("unknown_ops"):
             meta["unknown_ops"] = raw.meta["unknown_ops"]
         extra = meta.pop("duplicates", 0)
@@ -133,10 +142,23 @@ def dedup_graphs(items: Iterable[tuple[str, Any, str, str, dict[str, Any]]],
             continue
         if extra:
             g.meta["duplicates"] = extra
-        g.coarse = raw.coarse()
+        g.coarse = coarse or raw.coarse()
         first_by_hash[h] = g
         graphs.append(g)
     return graphs, dup_count, cross_family
+
+
+def taxonomy_labels(source: str, model: str, family: str, meta: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(family, meta) of a spec by the taxonomy table (`narbench.taxonomy`): its family, coarse
+    label (`meta["coarse"]`) and model identity (`meta["identity"]`). A model the table does not
+    list keeps its zoo family and no identity (the build's summary lists it: add it to the table)."""
+    from narbench import taxonomy
+
+    try:
+        row = taxonomy.lookup(source, model)
+    except taxonomy.UnknownModelError:
+        return family, meta
+    return row.family, {**meta, "coarse": row.coarse, "identity": row.identity}
 
 
 def _zoo_versions() -> dict[str, str]:

@@ -1,7 +1,8 @@
 """`real` 2.0 from the raw graphs of the 1.0 extraction: canonical graphs, taxonomy labels, dedup.
 
 `real-1.0.narg` keeps every graph as torch recorded it (raw autograd names, normalised only by
-`narbench.zoo.extract`). Canonicalisation (`narbench.canonical`) reads nothing but op names and
+`narbench.zoo.extract`). Labels come from the taxonomy table (`narbench.taxonomy`: family per
+paper, coarse label, model identity). Canonicalisation (`narbench.canonical`) reads nothing but op names and
 edges, so the canonical graph of a 1.0 graph is the canonical graph a fresh extraction of the same
 spec gives (`benchmarks/bench_reextract.py` checks that under other torch versions); deriving 2.0
 from 1.0 therefore equals `narbench build-real` with canonical assembly, without hours of
@@ -22,7 +23,7 @@ from typing import Any, Callable
 from narbench.canonical import canonical_vocabulary
 from narbench.ops import OPS_VERSION, table_sha256
 from narbench.store import read_graphs, write_graphs
-from narbench.zoo.assemble import DATASET_NAME, DATASET_VERSION, dedup_graphs
+from narbench.zoo.assemble import DATASET_NAME, DATASET_VERSION, dedup_graphs, taxonomy_labels
 
 #: (name, family, source, meta) -> (family, meta): the labels of a graph (the taxonomy)
 Relabel = Callable[[str, str, str, dict[str, Any]], tuple[str, dict[str, Any]]]
@@ -47,10 +48,9 @@ def derive(source: str | os.PathLike, out: str | os.PathLike, *, relabel: Relabe
             if progress and (i + 1) % 1000 == 0:
                 progress(i + 1, len(work))
     items = []
+    relabel = relabel or _by_taxonomy
     for g, c in zip(graphs, canon):
-        family, meta = g.family, dict(g.meta)
-        if relabel is not None:
-            family, meta = relabel(g.name, family, g.source, meta)
+        family, meta = relabel(g.name, g.family, g.source, dict(g.meta))
         items.append((g.name, c, family, g.source, meta))
     new_vocab = list(canonical_vocabulary())
     kept, _, cross = dedup_graphs(items, new_vocab)
@@ -59,6 +59,7 @@ def derive(source: str | os.PathLike, out: str | os.PathLike, *, relabel: Relabe
         "versions": header.get("versions", {}), "num_specs": header.get("num_specs"),
         "num_extracted": header.get("num_extracted"),
         "ops": {"version": OPS_VERSION, "table_sha256": table_sha256()},
+        "taxonomy_sha256": _taxonomy_sha256(),
         "derived_from": {"name": header.get("name"), "version": header.get("version"), "sha256": digest,
                          "graphs": len(graphs)},
     }
@@ -73,6 +74,18 @@ def derive(source: str | os.PathLike, out: str | os.PathLike, *, relabel: Relabe
             "duplicates_merged": len(graphs) - len(kept),
             "cross_family_duplicates": dict(cross.most_common()), "unknown_ops": dict(unknown),
             "nodes_before": int(sum(g.num_nodes for g in graphs)), "nodes_after": int(sum(g.num_nodes for g in kept))}
+
+
+def _taxonomy_sha256() -> str:
+    import hashlib
+
+    from narbench import taxonomy
+
+    return hashlib.sha256(taxonomy.data_path().read_bytes()).hexdigest()
+
+
+def _by_taxonomy(name: str, family: str, source: str, meta: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    return taxonomy_labels(source, str(meta.get("model") or name.split("/")[1]), family, meta)
 
 
 class _Serial:
