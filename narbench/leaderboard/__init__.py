@@ -35,6 +35,7 @@ from narbench.leaderboard.records import (
     PRETRAINED,
     SCRATCH,
     Key,
+    NothingToShowError,
     Record,
     RejectedResultsError,
     collect,
@@ -60,7 +61,7 @@ from narbench.metrics import METRICS
 
 __all__ = [
     "ALL_METRICS", "ALPHA", "ANY_PROTOCOL", "Block", "COLUMNS", "DEFAULT_OBJECTIVE", "EMB_SUFFIX", "EXTRA", "HEADERS",
-    "KEYS", "Key", "LeaderTable", "MAP_NOTE", "METRICS", "PAPER", "PAPER_LABEL", "PROTOCOL_NOTE", "PAPER_PROFILES", "PLOT_VERSION",
+    "KEYS", "Key", "LeaderTable", "MAP_NOTE", "METRICS", "NothingToShowError", "PAPER", "PAPER_LABEL", "PROTOCOL_NOTE", "PAPER_PROFILES", "PLOT_VERSION",
     "PRETRAINED", "PaperRow", "Record", "RejectedResultsError", "Row", "SCRATCH", "SIG_MARK", "TABLES", "TESTS",
     "TSNE_MAX_POINTS", "aggregate", "build_tables", "collect", "load_paper", "mark_block", "paired_scores",
     "paired_test", "plot_tables", "plot_tsne", "print_tables", "read_record", "row_label", "row_labels", "select_runs",
