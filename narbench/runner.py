@@ -283,8 +283,9 @@ def render(ev: Evaluation, console: Console) -> None:
     from rich.table import Table
 
     res = ev.result
-    table = Table(title=f"{res.encoder} + {res.splitter} on {res.dataset['name']} · {res.split} "
-                        f"({res.profile}, protocol {res.protocol}, seed {res.seed})")
+    title = (f"{res.encoder} + {res.splitter} on {res.dataset['name']} · {res.split} "
+             f"({res.profile}, protocol {res.protocol}, seed {res.seed})")
+    table = Table(title=escape(title), min_width=len(title))  # the title on one line where it fits
     table.add_column("metric")
     for k in (20, 50, 100):
         table.add_column(f"@{k}", justify="right")
