@@ -38,6 +38,8 @@ $(VENV)/.installed-cpu: pyproject.toml
 	@echo "make: installing PyTorch's CPU build ($(WHY_cpu))"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	rm -f $(VENV)/.installed-*
+	$(BIN)/python -c "from importlib.metadata import version; assert '+cpu' not in version('torch')" 2>/dev/null \
+		&& $(BIN)/python -m pip uninstall -y torch || true
 	$(BIN)/python -m pip install $(TORCH_CPU)
 	$(BIN)/python -m pip freeze | grep -E '$(CUDA_ONLY)' | cut -d= -f1 | xargs -r $(BIN)/python -m pip uninstall -y
 	$(BIN)/python -m pip install -e ".[test]"

@@ -44,7 +44,7 @@ class _Version(argparse.Action):
 
 
 def versions_line(dataset_versions) -> str:
-    """`narbench 0.1.0 (torch 2.13.0+cpu, torch-geometric 2.6.1; datasets nas 1.0, real 1.0)`."""
+    """`narbench 0.1.0 (torch 2.13.0+cpu, torch-geometric 2.8.1; datasets nas 1.0, real 1.0)`."""
     from importlib.metadata import PackageNotFoundError, version
 
     def installed(dist: str) -> str:
