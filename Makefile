@@ -2,22 +2,59 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
-# CPU-only machines: `make run CPU=1` (or `make test CPU=1`) installs PyTorch's CPU build first
-# (a 1.7 GB virtual environment instead of 6.2 GB with the CUDA libraries). TORCH_CPU names that
-# build: the default is the CPU wheel this project's machines keep on local disk; elsewhere use
+
+# Which PyTorch build: the CPU build where this machine has no CUDA device (no working
+# `nvidia-smi`, no /dev/nvidia0), else the CUDA build. `CPU=1` / `GPU=0` force the CPU build,
+# `CPU=0` / `GPU=1` the CUDA build. One install stamp per build, so asking for the other build
+# switches the virtual environment in place (no `make clean`): 1.7 GB with the CPU build, 6.2 GB
+# with the CUDA libraries.
+HAVE_CUDA := $(shell { nvidia-smi -L >/dev/null 2>&1 || test -e /dev/nvidia0; } && echo 1)
+ifeq ($(CPU),1)
+  BUILD := cpu
+else ifeq ($(CPU),0)
+  BUILD := cuda
+else ifeq ($(GPU),1)
+  BUILD := cuda
+else ifeq ($(GPU),0)
+  BUILD := cpu
+else ifeq ($(HAVE_CUDA),1)
+  BUILD := cuda
+else
+  BUILD := cpu
+endif
+WHY_cpu := $(if $(CPU)$(GPU),asked for,no CUDA device found on this machine; GPU=1 installs the CUDA build)
+WHY_cuda := $(if $(CPU)$(GPU),asked for,a CUDA device was found; CPU=1 installs the CPU build)
+STAMP := $(VENV)/.installed-$(BUILD)
+# TORCH_CPU names the CPU build: the default is the CPU wheel this project's machines keep on
+# local disk (pip's find-links); elsewhere use
 # TORCH_CPU="torch --index-url https://download.pytorch.org/whl/cpu".
 TORCH_CPU ?= torch==2.13.0
+# the packages only the CUDA build needs; removed when switching to the CPU build
+CUDA_ONLY := ^(nvidia-|triton|cuda-)
 
 .PHONY: setup run test test-fast bench clean
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-ifdef CPU
+$(VENV)/.installed-cpu: pyproject.toml
+	@echo "make: installing PyTorch's CPU build ($(WHY_cpu))"
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	rm -f $(VENV)/.installed-*
+	$(BIN)/python -c "from importlib.metadata import version; assert '+cpu' not in version('torch')" 2>/dev/null \
+		&& $(BIN)/python -m pip uninstall -y torch || true
 	$(BIN)/python -m pip install $(TORCH_CPU)
-endif
+	$(BIN)/python -m pip freeze | grep -E '$(CUDA_ONLY)' | cut -d= -f1 | xargs -r $(BIN)/python -m pip uninstall -y
 	$(BIN)/python -m pip install -e ".[test]"
-	touch $(STAMP)
+	touch $@
+	@$(BIN)/python -c "from importlib.metadata import version; print(f'make: installed PyTorch {version(\"torch\")}, the CPU build, in $(VENV)')"
+
+$(VENV)/.installed-cuda: pyproject.toml
+	@echo "make: installing PyTorch's CUDA build ($(WHY_cuda))"
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	rm -f $(VENV)/.installed-*
+	$(BIN)/python -c "from importlib.metadata import version; assert '+cpu' in version('torch')" 2>/dev/null \
+		&& $(BIN)/python -m pip uninstall -y torch || true
+	$(BIN)/python -m pip install -e ".[test]"
+	touch $@
+	@$(BIN)/python -c "from importlib.metadata import version; print(f'make: installed PyTorch {version(\"torch\")}, the CUDA build, in $(VENV)')"
 
 setup: $(STAMP)
 

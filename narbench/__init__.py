@@ -2,21 +2,32 @@
 
 The path through the package: dataset -> split -> splitter -> encoder -> trainer ->
 embeddings -> retrieval -> metrics -> result. `narbench.run(RunConfig(...))` does all of it.
-`narbench.search(target)` finds the real architectures most similar to a model (imported on
-first use).
-"""
+`narbench.search(target)` finds the real architectures most similar to a model.
 
-from narbench.dataset import GraphDataset, load_dataset
-from narbench.graph import ArchGraph, GraphError
-from narbench.runner import RunConfig, run
+The names below are imported on first use (PEP 562), so that `import narbench.cli` and
+`narbench --version` do not pay for torch.
+"""
 
 __version__ = "0.1.0"
 __all__ = ["ArchGraph", "GraphDataset", "GraphError", "RunConfig", "load_dataset", "run", "search"]
 
+_LAZY = {
+    "ArchGraph": "narbench.graph", "GraphError": "narbench.graph",
+    "GraphDataset": "narbench.dataset", "load_dataset": "narbench.dataset",
+    "RunConfig": "narbench.runner", "run": "narbench.runner",
+    "search": "narbench.engine",
+}
+
 
 def __getattr__(name: str):
-    if name == "search":  # lazy: the search engine is not needed to run the benchmark
-        from narbench.engine import search
+    if name in _LAZY:
+        import importlib
 
-        return search
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'narbench' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

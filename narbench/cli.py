@@ -12,12 +12,92 @@ import argparse
 import sys
 from pathlib import Path
 
-from rich.console import Console
-from rich.markup import escape
-
-from narbench import __version__, registry
+from narbench import __version__
 from narbench.profiles import OBJECTIVES, PROFILES
 from narbench.protocol import DEFAULT_PROTOCOL, PROTOCOLS
+
+# Heavy modules (torch, PyG, numpy, the leaderboard) are imported inside the handlers: `--version`,
+# `--help` and argument errors answer without them (tests/test_cli_first_hour.py checks torch).
+
+#: the seeds narbench accepts: numpy's and torch's generators take 0 .. 2**32-1 everywhere
+MAX_SEED = 2**32 - 1
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with an error in one line (no usage block): `narbench run: error: ... (see --help)`."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+class _Version(argparse.Action):
+    """`--version`: narbench's, torch's, PyG's and the registered datasets' versions (nothing imported)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from narbench.registry import static_versions
+
+        print(versions_line(static_versions))
+        parser.exit(0)
+
+
+def versions_line(dataset_versions) -> str:
+    """`narbench 0.1.0 (torch 2.13.0+cpu, torch-geometric 2.8.1; datasets nas 1.0, real 1.0)`."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def installed(dist: str) -> str:
+        try:
+            return f"{dist} {version(dist)}"
+        except PackageNotFoundError:
+            return f"{dist} not installed"
+
+    datasets = ", ".join(f"{name} {v}" for name, v in dataset_versions("dataset").items())
+    return (f"narbench {__version__} ({installed('torch')}, {installed('torch-geometric')}; "
+            f"datasets {datasets or 'none registered'})")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer from 0 to {MAX_SEED}, got {text!r}") from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"expected an integer from 0 to {MAX_SEED}, got {text!r}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
+def _console(stderr: bool = False, **kwargs):
+    """A rich Console; not on a terminal (a log, a pipe) it is 160 columns wide unless COLUMNS says."""
+    import os
+
+    from rich.console import Console
+
+    console = Console(stderr=stderr, **kwargs)
+    if not console.is_terminal and "COLUMNS" not in os.environ and "width" not in kwargs:
+        console = Console(stderr=stderr, width=160, **kwargs)
+    return console
 
 
 def _parse_param(text: str) -> tuple[str, object]:
@@ -45,8 +125,8 @@ class _ShowDefaults(argparse.HelpFormatter):
 
 def build_parser() -> argparse.ArgumentParser:
     """The `narbench` parser: every subcommand, each with its handler as `func`."""
-    parser = argparse.ArgumentParser(prog="narbench", description="Neural Architecture Retrieval benchmark")
-    parser.add_argument("--version", action="version", version=f"narbench {__version__}")
+    parser = _Parser(prog="narbench", description="Neural Architecture Retrieval benchmark")
+    parser.add_argument("--version", action=_Version, help="show the versions of narbench, torch, PyG and the datasets")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     defaults = _ShowDefaults
 
@@ -64,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                                          "profile's, ce+cl)")
     run.add_argument("--param", dest="params", action="append", type=_parse_param, default=[],
                      metavar="KEY=VALUE", help="a splitter parameter (repeatable)")
-    run.add_argument("--seed", type=int, default=0, help="seed of the data subsets, initialisation and training")
+    run.add_argument("--seed", type=_seed, default=0, help="seed of the data subsets, initialisation and training")
     run.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda or cuda:N")
     run.add_argument("--out", default="runs", help="folder for the result file")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
@@ -73,14 +153,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--save-weights", action="store_true", help="also write the trained weights (<run_id>.pt)")
     run.add_argument("--init-from", default=None, metavar="RESULT_OR_CHECKPOINT",
                      help="start from saved weights: a result .json of a --save-weights run, or its .pt")
-    run.add_argument("--jobs", type=int, default=None, metavar="N",
+    run.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
                      help="processes for splitting graphs not in the parts cache (default: all cores)")
     run.set_defaults(func=cmd_run, interrupted="interrupted; nothing written")
 
     build = sub.add_parser("build-real", help="extract the `real` dataset from the model zoos (needs the zoo extra)",
                            formatter_class=defaults)
     build.add_argument("--out", required=True, help="build folder (per-model results; resumable)")
-    build.add_argument("--jobs", type=int, default=1, help="extraction processes in parallel")
+    build.add_argument("--jobs", type=_positive_int, default=1, help="extraction processes in parallel")
     build.add_argument("--limit", type=int, default=None, help="only this many specs, spread over the zoos")
     build.add_argument("--only", action="append", default=None, help="spec glob or substring (repeatable)")
     build.add_argument("--timeout", type=float, default=180.0, help="seconds per model before it is killed")
@@ -120,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="regression gate: smoke-run the encoders and compare with a reference")
     check.add_argument("--baseline", "--reference", dest="reference", default=gate.DEFAULT_REFERENCE,
                        help=f"reference JSON (default: {gate.DEFAULT_REFERENCE})")
-    check.add_argument("--tolerance", type=float, default=None,
+    check.add_argument("--tolerance", type=_non_negative_float, default=None,
                        help=f"allowed drop per metric (default: the reference's, else {gate.DEFAULT_TOLERANCE:g}; "
                             f"use {gate.CROSS_MACHINE_TOLERANCE:g} against a reference written on another machine)")
     check.add_argument("--encoders", action="append", default=None, metavar="A,B",
@@ -140,7 +220,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _error(message: str) -> None:
-    Console(stderr=True).print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
+    from rich.markup import escape
+
+    _console(stderr=True).print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
 
 
 # ------------------------------------------------------------------------------------ handlers
@@ -158,12 +240,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         save_weights=args.save_weights, init_from=args.init_from, jobs=args.jobs,
     )
     try:
-        ev = run(cfg, console=Console(stderr=True))
+        ev = run(cfg, console=_console(stderr=True))
     except ResultWriteError as exc:
-        render(exc.evaluation, Console())
+        render(exc.evaluation, _console())
         _error(str(exc))
         return 2
-    render(ev, Console())
+    render(ev, _console())
     return 0
 
 
@@ -197,7 +279,7 @@ def cmd_datasheet(args: argparse.Namespace) -> int:
 
     sheet = datasheet(load_dataset(args.dataset))
     text = sheet.to_markdown()
-    Console().print(Markdown(text))
+    _console().print(Markdown(text))
     if args.markdown:
         atomic_write_bytes(Path(args.markdown), text.encode())
     if args.json:
@@ -209,15 +291,18 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     """`narbench leaderboard`: regenerate the leaderboard folder; progress on stderr, compact tables on stdout."""
     import time
 
-    from narbench.leaderboard import PAPER_PROFILES, write_leaderboard
+    from rich.markup import escape
 
-    err, t0 = Console(stderr=True), time.perf_counter()
+    from narbench.leaderboard import PAPER_PROFILES, write_leaderboard
+    from narbench.leaderboard.headline import START
+    from narbench.preflight import check_output
+
+    check_output(args.out, what="leaderboard folder")  # a file in the way, read-only: one line, nothing read
+    err, t0 = _console(stderr=True), time.perf_counter()
 
     def progress(text: str) -> None:
         err.print(f"[dim]leaderboard {time.perf_counter() - t0:5.1f}s[/dim] {escape(text)}", soft_wrap=True,
                   highlight=False)
-
-    from narbench.leaderboard.headline import START
 
     headline = args.readme
     beside = Path(args.out).resolve().parent / "README.md"
@@ -225,8 +310,8 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         headline = beside
     readme = write_leaderboard(args.results, args.out, profiles=args.profiles or PAPER_PROFILES,
                                plots=not args.no_plots, tsne=not args.no_tsne, stat_test=args.test,
-                               redraw=args.redraw, readme=headline, console=Console(), progress=progress)
-    Console().print(f"leaderboard written to [bold]{readme}[/bold]")
+                               redraw=args.redraw, readme=headline, console=_console(), progress=progress)
+    _console().print(f"leaderboard written to [bold]{escape(str(readme))}[/bold]", soft_wrap=True, highlight=False)
     return 0
 
 
@@ -238,8 +323,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     t = time.perf_counter()
     report = gate.check(args.reference, tolerance=args.tolerance, encoders=args.encoders, datasets=args.datasets,
-                        update=args.update, console=Console(stderr=True))
-    console = Console()
+                        update=args.update, console=_console(stderr=True))
+    console = _console()
     gate.render(report, console, strict=args.strict, verbose=not args.quiet)
     console.print(f"gate wall time {time.perf_counter() - t:.1f} s")
     return 0 if report.passed(args.strict) else 1
@@ -250,14 +335,16 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     from narbench.datasheet import datasets_table
 
     table = datasets_table()
-    Console().print(table)
+    _console().print(table)
     return 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     """`narbench encoders` / `narbench splitters`: the registered names, who provides them, what they are."""
+    from narbench import registry
+
     table = registry.table(args.kind)
-    Console().print(table)
+    _console().print(table)
     return 0
 
 
@@ -265,10 +352,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def _shape(text: str) -> tuple[int, ...]:
-    try:
-        shape = tuple(int(x) for x in text.replace("x", ",").split(",") if x.strip())
-    except ValueError:
-        shape = ()
+    parts = text.replace("x", ",").split(",")
+    shape = tuple(int(x) for x in parts if x.strip().isdigit()) if all(x.strip().isdigit() for x in parts) else ()
     if not shape or min(shape) < 1:
         raise argparse.ArgumentTypeError(f"expected positive integers like 1,3,224,224, got {text!r}")
     return shape
@@ -291,7 +376,7 @@ def add_search_parser(sub) -> None:
     p.add_argument("target", metavar="TARGET",
                    help="FILE.py:CLASS, MODULE:CLASS, timm:NAME, torchvision:NAME, transformers:TYPE[/HEAD], "
                         "a graph file written by narbench, or the name of a graph in the index")
-    p.add_argument("-k", type=int, default=10, help="number of hits (default 10)")
+    p.add_argument("-k", type=_positive_int, default=10, help="number of hits (default 10)")
     p.add_argument("--encoder", default=None, help="search the index built with this encoder (default: the shipped one)")
     p.add_argument("--index", default=None, metavar="FILE", help="search this index file")
     p.add_argument("--backend", default="exact", choices=["exact", "faiss"],
@@ -331,7 +416,7 @@ def cmd_search(args) -> int:
     if args.json:
         print(json.dumps(result.to_json(), indent=1))
         return 0
-    render(result, Console() if sys.stdout.isatty() else Console(width=150))  # piped: no folded names
+    render(result, _console())  # piped: 160 columns, no folded names
     return 0
 
 
@@ -344,7 +429,7 @@ def add_index_parser(sub) -> None:
     b.add_argument("--profile", default="quick", choices=sorted(PROFILES), help="training budget and recipe")
     b.add_argument("--protocol", default=DEFAULT_PROTOCOL, choices=sorted(PROTOCOLS), help="training labels")
     b.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda, cuda:N")
-    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--seed", type=_seed, default=0)
     b.add_argument("--param", dest="params", action="append", type=_parse_param, default=None, metavar="KEY=VALUE",
                    help="an encoder parameter (repeatable; default: the index defaults, e.g. wl dim=256)")
     b.add_argument("--max-dim", type=int, default=256, help="wider embeddings are randomly projected (default 256)")
@@ -364,7 +449,9 @@ def cmd_index_build(args) -> int:
     from narbench.index import SHIPPED, IndexConfig, build_index, cache_path, shipped_path, write_index
     from narbench.runner import ConfigError
 
-    console = Console(stderr=True)
+    from narbench import registry
+
+    console = _console(stderr=True)
     encoder = args.encoder or SHIPPED.encoder
     cfg = IndexConfig(encoder=encoder, dataset=args.dataset, profile=args.profile, protocol=args.protocol,
                       seed=args.seed, device=args.device, params=dict(args.params) if args.params else None,
@@ -405,9 +492,10 @@ def cmd_index_info(args) -> int:
 
 def _input_errors() -> tuple[type[BaseException], ...]:
     """The errors that mean bad input (exit 2, one line), as opposed to a bug (a traceback)."""
+    from narbench import registry
     from narbench.checkpoint import CheckpointError
     from narbench.gate import GateError
-    from narbench.leaderboard import RejectedResultsError
+    from narbench.leaderboard import NothingToShowError, RejectedResultsError
     from narbench.leaderboard.headline import HeadlineError
     from narbench.preflight import PreflightError
     from narbench.runner import ConfigError
@@ -415,18 +503,23 @@ def _input_errors() -> tuple[type[BaseException], ...]:
     from narbench.validation import InvalidResultError
 
     return (registry.UnknownNameError, registry.RegistryError, ConfigError, PreflightError, CheckpointError,
-            CorruptFileError, FileNotFoundError, GateError, RejectedResultsError, InvalidResultError, HeadlineError)
+            CorruptFileError, FileNotFoundError, GateError, RejectedResultsError, InvalidResultError, HeadlineError,
+            NothingToShowError)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse `argv` (default: the command line), run the subcommand's handler, return its exit status."""
+    from narbench import process
+
     args = build_parser().parse_args(argv)
     errors = _input_errors()
     try:
-        return args.func(args)
-    except KeyboardInterrupt:
-        Console(stderr=True).print(getattr(args, "interrupted", "interrupted"), soft_wrap=True, highlight=False)
-        return 130
+        with process.scope():  # PyG, ir_datasets, matplotlib write into a temp dir; SIGTERM unwinds
+            return args.func(args)
+    except KeyboardInterrupt as exc:
+        process.show_cursor()
+        _console(stderr=True).print(getattr(args, "interrupted", "interrupted"), soft_wrap=True, highlight=False)
+        return process.TERMINATED if isinstance(exc, process.Terminated) else 130
     except errors as exc:
         _error(str(exc))
         return 2

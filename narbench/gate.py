@@ -34,11 +34,10 @@ import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
+if TYPE_CHECKING:  # rich is imported where it prints: `narbench --help` reads this module's defaults
+    from rich.console import Console
 
 from narbench.metrics import PAPER_NDCG
 
@@ -298,6 +297,9 @@ def check(
 
 def render(report: GateReport, console: Console, *, strict: bool = False, verbose: bool = True) -> None:
     """Print the report: skipped datasets, one table of every compared metric, the verdict."""
+    from rich.markup import escape
+    from rich.table import Table
+
     for name, reason in report.skipped:
         console.print(f"[yellow]warning:[/yellow] skipped dataset {escape(name)}: {escape(reason)}")
     for key, message in report.errors:

@@ -100,7 +100,10 @@ class PartsCache:
     # connection, with recovery from a file that is not a database
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:  # a read-only cache: an sqlite3.Error, reported and skipped by the callers
+                raise sqlite3.OperationalError(f"cannot create {self.path.parent}: {exc.strerror or exc}") from exc
             try:
                 self._conn = self._open()
             except sqlite3.DatabaseError as exc:

@@ -74,6 +74,32 @@ def origin(kind: str, name: str) -> dict[str, str | None]:
             "version": dist.version if dist else None}
 
 
+def static_versions(kind: str) -> dict[str, str]:
+    """name -> the `version` class attribute of each registered `kind` (e.g. the datasets), read
+    from the source with `ast`, without importing it (`narbench --version` must not pay for
+    torch); "?" where the source does not assign it as a plain string."""
+    import ast
+    import importlib.util
+
+    out = {}
+    for name, ep in _entry_points(kind).items():
+        module, _, attr = ep.value.partition(":")
+        version = "?"
+        try:
+            spec = importlib.util.find_spec(module.strip())
+            tree = ast.parse(open(spec.origin, encoding="utf-8").read()) if spec and spec.origin else None
+        except (ImportError, ValueError, OSError, SyntaxError):
+            tree = None
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, ast.ClassDef) and node.name == attr.strip().split(".")[-1]:
+                for stmt in node.body:
+                    if (isinstance(stmt, ast.Assign) and any(getattr(t, "id", None) == "version" for t in stmt.targets)
+                            and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)):
+                        version = stmt.value.value
+        out[name] = version
+    return out
+
+
 def table(kind: str) -> Table:
     """The registered names of `kind` as a table: who provides each and its docstring's first line."""
     from rich.markup import escape

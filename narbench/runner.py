@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from rich.console import Console
 
-from narbench import checkpoint, preflight, registry
+from narbench import checkpoint, jit, preflight, registry
 from narbench.dataset import GraphDataset, UnknownSplitError, load_dataset, stratified_subset
 from narbench.encoder import Encoder, Labels
 from narbench.metrics import METRICS, score_rankings
@@ -85,6 +85,20 @@ class Evaluation:
     per_query: dict[str, np.ndarray]
 
 
+#: seeds accepted: what numpy's and torch's generators take everywhere
+MAX_SEED = 2**32 - 1
+
+
+def check_config(cfg: RunConfig) -> None:
+    """The numeric options are in range (`ConfigError` otherwise), checked before anything runs."""
+    if not isinstance(cfg.seed, (int, np.integer)) or not 0 <= cfg.seed <= MAX_SEED:
+        raise ConfigError(f"seed must be an integer from 0 to {MAX_SEED}, got {cfg.seed!r}")
+    if cfg.jobs is not None and (not isinstance(cfg.jobs, (int, np.integer)) or cfg.jobs < 1):
+        raise ConfigError(f"jobs must be a positive integer (or None: all cores), got {cfg.jobs!r}")
+    if not isinstance(cfg.top_k, int) or cfg.top_k < 1:
+        raise ConfigError(f"top_k must be a positive integer, got {cfg.top_k!r}")
+
+
 def resolve(cfg: RunConfig) -> tuple[type[Encoder], Splitter, str]:
     """Load the encoder class and build the splitter; raise on unknown names or bad combos."""
     encoder_cls = registry.load("encoder", cfg.encoder)
@@ -100,7 +114,7 @@ def resolve(cfg: RunConfig) -> tuple[type[Encoder], Splitter, str]:
     splitter_cls = registry.load("splitter", splitter_name)
     try:
         splitter = splitter_cls(**cfg.splitter_params)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:
         raise ConfigError(f"bad parameters for splitter {splitter_name!r}: {exc}") from exc
     return encoder_cls, splitter, splitter_name
 
@@ -145,6 +159,7 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     console = console or Console(stderr=True)
     timings: dict[str, float] = {}
     t_start = time.perf_counter()
+    check_config(cfg)
     encoder_cls, splitter, splitter_name = resolve(cfg)
     overrides = {"objective": cfg.objective} if cfg.objective else {}
     try:
@@ -153,6 +168,8 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     except (KeyError, ValueError) as exc:
         raise ConfigError(str(exc.args[0])) from exc
     preflight.check(cfg, dataset_given=dataset is not None)
+    if cfg.progress:
+        jit.announce_first_compile(console, jit.modules_of(splitter_name != "none"))
 
     t = time.perf_counter()
     if dataset is None:
@@ -262,11 +279,13 @@ def _device_name(device) -> str:
 
 def render(ev: Evaluation, console: Console) -> None:
     """A run's metrics as a table (@20/50/100), its sizes, timings and where its result file went."""
+    from rich.markup import escape
     from rich.table import Table
 
     res = ev.result
-    table = Table(title=f"{res.encoder} + {res.splitter} on {res.dataset['name']} · {res.split} "
-                        f"({res.profile}, protocol {res.protocol}, seed {res.seed})")
+    title = (f"{res.encoder} + {res.splitter} on {res.dataset['name']} · {res.split} "
+             f"({res.profile}, protocol {res.protocol}, seed {res.seed})")
+    table = Table(title=escape(title), min_width=len(title))  # the title on one line where it fits
     table.add_column("metric")
     for k in (20, 50, 100):
         table.add_column(f"@{k}", justify="right")
@@ -277,5 +296,5 @@ def render(ev: Evaluation, console: Console) -> None:
     console.print(table)
     console.print(f"queries {res.num_queries}, corpus {res.num_corpus}, trained on {res.num_train}; device {res.device}")
     console.print("timings (s): " + ", ".join(f"{k} {v:.1f}" for k, v in res.timings.items()))
-    if ev.path:
-        console.print(f"result written to [bold]{ev.path}[/bold]")
+    if ev.path:  # one line, never wrapped: the path is copied from logs
+        console.print(f"result written to [bold]{escape(str(ev.path))}[/bold]", soft_wrap=True, highlight=False)

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from narbench import losses
 from narbench.profiles import TrainConfig
+from narbench.progress import progress_bars
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -74,13 +74,9 @@ class Trainer:
 
     # -- plumbing ---------------------------------------------------------------------------
     @contextlib.contextmanager
-    def progress(self) -> Iterator[Progress]:
-        prog = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-            console=self.console, disable=not self.show_progress, transient=False,
-        )
-        with prog:
+    def progress(self) -> Iterator:
+        """Progress bars on a terminal; in a log, a line per 10% of each task (`narbench.progress`)."""
+        with progress_bars(self.console, disable=not self.show_progress) as prog:
             yield prog
 
     def autocast(self):

@@ -37,6 +37,7 @@ from narbench.leaderboard.records import (
     PRETRAINED,
     SCRATCH,
     Key,
+    NothingToShowError,
     Record,
     RejectedResultsError,
     collect,
@@ -63,10 +64,10 @@ from narbench.metrics import METRICS
 
 __all__ = [
     "ALL_METRICS", "ALPHA", "ANY_PROTOCOL", "Block", "COLUMNS", "DEFAULT_OBJECTIVE", "EMB_SUFFIX", "EXTRA", "HEADERS",
-    "KEYS", "Key", "LeaderTable", "MAP_NOTE", "METRICS", "PAPER", "PAPER_LABEL", "PROTOCOL_NOTE", "PAPER_PROFILES", "PLOT_VERSION",
-    "PRETRAINED", "PaperRow", "REASONS", "Record", "ReproBlock", "RejectedResultsError", "Row", "SCRATCH", "SIG_MARK", "TABLES", "TESTS",
-    "TSNE_MAX_POINTS", "aggregate", "build_reproduction", "build_tables", "collect", "load_paper", "mark_block", "paired_scores",
-    "paired_test", "paper_row_id", "plot_tables", "plot_tsne", "print_tables", "read_record", "reproduction_markdown",
-    "row_label", "row_labels", "select_runs",
+    "KEYS", "Key", "LeaderTable", "MAP_NOTE", "METRICS", "NothingToShowError", "PAPER", "PAPER_LABEL", "PROTOCOL_NOTE",
+    "PAPER_PROFILES", "PLOT_VERSION", "PRETRAINED", "PaperRow", "REASONS", "Record", "ReproBlock", "RejectedResultsError",
+    "Row", "SCRATCH", "SIG_MARK", "TABLES", "TESTS", "TSNE_MAX_POINTS", "aggregate", "build_reproduction", "build_tables",
+    "collect", "load_paper", "mark_block", "paired_scores", "paired_test", "paper_row_id", "plot_tables", "plot_tsne",
+    "print_tables", "read_record", "reproduction_markdown", "row_label", "row_labels", "select_runs",
     "tables_markdown", "tsne_panels", "write_aggregate", "write_leaderboard",
 ]

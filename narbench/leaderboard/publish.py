@@ -11,7 +11,7 @@ from narbench.leaderboard.aggregate import aggregate, write_aggregate
 from narbench.leaderboard.figures import plot_tables, plot_tsne
 from narbench.leaderboard.headline import check_markers, update_readme
 from narbench.leaderboard.paper import MAP_NOTE, PAPER_LABEL, PROTOCOL_NOTE
-from narbench.leaderboard.records import collect
+from narbench.leaderboard.records import NothingToShowError, collect
 from narbench.leaderboard.render import print_tables, tables_markdown
 from narbench.leaderboard.reproduction import build_reproduction, reproduction_markdown
 from narbench.leaderboard.tables import PAPER_PROFILES, build_tables
@@ -46,16 +46,20 @@ def write_leaderboard(results_dirs: Iterable[str | Path] = (), out_dir: str | Pa
         progress: called with a line of text at every step (the CLI prints them on stderr).
     Returns:
         The README's path. Raises `RejectedResultsError` (a ValueError) naming every result
-        file that fails validation, before anything is written.
+        file that fails validation, and `NothingToShowError` when no result file is of a shown
+        profile (saying why), before anything is written. Files under `out_dir` other than
+        `out_dir/results/` (its own aggregate.json) are never read as results.
     """
     say = progress or (lambda _text: None)
     out_dir, profiles, t0 = Path(out_dir), tuple(profiles), time.perf_counter()
     dirs = [out_dir / "results"] if (out_dir / "results").is_dir() else []
     dirs += [Path(d) for d in results_dirs]
     say(f"reading and validating the result files in {', '.join(map(str, dirs)) or '(no folder)'}")
-    every = collect(dirs, datasets=datasets)
+    every = collect(dirs, datasets=datasets, exclude=[out_dir])  # never its own aggregate.json
     records = [r for r in every if r.result.profile in profiles]
     left_out = Counter(r.result.profile for r in every if r.result.profile not in profiles)
+    if not records:
+        raise NothingToShowError(_nothing_to_show(dirs, left_out, profiles))
     say(f"{len(every)} result files valid ({time.perf_counter() - t0:.1f} s); "
         f"{len(records)} shown, {sum(left_out.values())} of other profiles left out")
     df = aggregate(records)
@@ -79,6 +83,17 @@ def write_leaderboard(results_dirs: Iterable[str | Path] = (), out_dir: str | Pa
     if console is not None:
         print_tables(tables, console, full=page)
     return page
+
+
+def _nothing_to_show(dirs: list[Path], left_out: Counter, profiles: tuple[str, ...]) -> str:
+    where = ", ".join(map(str, dirs)) or "(no folder: pass --results DIR)"
+    shown = " and ".join(profiles)
+    if not left_out:
+        return f"nothing to show: no result files in {where}; `narbench run --out DIR` writes one (nothing was written)"
+    other = ", ".join(f"{n} of profile {p}" for p, n in sorted(left_out.items()))
+    flags = " ".join(f"--profile {p}" for p in sorted({*profiles, *left_out}))
+    return (f"nothing to show: the result files in {where} are {other}; the leaderboard shows {shown} unless "
+            f"asked: add {flags} (nothing was written)")
 
 
 def _keep_only(paths: list[Path], folder: Path, patterns: tuple[str, ...]) -> list[Path]:

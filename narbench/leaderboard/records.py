@@ -118,6 +118,10 @@ class RejectedResultsError(ValueError):
         super().__init__("\n".join(lines + [f"  {e}" for e in errors]))
 
 
+class NothingToShowError(ValueError):
+    """No result file to show: none found, or all of profiles not shown (the message says which)."""
+
+
 def _is_result_file(path: Path) -> bool:
     return path.is_file() and path.name.endswith(".json") and not path.name.endswith(".queries.json")
 
@@ -128,14 +132,18 @@ def read_record(path: str | Path, *, datasets: Iterable[KnownDataset] | None = N
     return Record(Path(path), result, per_query)
 
 
-def collect(dirs: Iterable[str | Path], *, datasets: Iterable[KnownDataset] | None = None) -> list[Record]:
+def collect(dirs: Iterable[str | Path], *, datasets: Iterable[KnownDataset] | None = None,
+            exclude: Iterable[str | Path] = ()) -> list[Record]:
     """Every result file under the given directories (recursively), validated, sorted by run_id then path.
 
     Sidecars (`.queries.json.gz`, `.embeddings.npz`) are read with their result file. A directory
     that does not exist is an error (FileNotFoundError); result files that fail validation, or two
     files of one run_id, raise `RejectedResultsError` naming every one of them and why.
     `datasets`: the datasets results may be on (default: the registered ones, see `narbench.validation`).
+    `exclude`: folders not read when met inside a directory being read (the leaderboard's own output
+    folder inside `runs/`), unless that directory is itself inside one of them.
     """
+    excluded = [Path(e).resolve() for e in exclude]
     datasets = validation.known_datasets() if datasets is None else list(datasets)
     seen: set[Path] = set()
     records: list[Record] = []
@@ -145,8 +153,11 @@ def collect(dirs: Iterable[str | Path], *, datasets: Iterable[KnownDataset] | No
         d = Path(d)
         if not d.is_dir():
             raise FileNotFoundError(f"results directory {d} does not exist")
+        skip = [e for e in excluded if not d.resolve().is_relative_to(e)]
         for path in sorted(d.rglob("*.json")):
             if not _is_result_file(path) or path.resolve() in seen:
+                continue
+            if any(path.resolve().is_relative_to(e) for e in skip):
                 continue
             seen.add(path.resolve())
             try:
