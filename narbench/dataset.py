@@ -207,6 +207,9 @@ class DatasetProvider:
     expected_sha256: ClassVar[str | None] = None
     #: the names `splits()` returns, known without loading the data (result files are checked against them)
     split_names: ClassVar[tuple[str, ...]] = ("standard",)
+    #: earlier versions whose result files stay readable (never ranked with this version's):
+    #: version -> (pinned sha256, split names)
+    previous_versions: ClassVar[dict[str, tuple[str, tuple[str, ...]]]] = {}
     split_seed: ClassVar[int] = 0
     test_size: ClassVar[float] = 0.1
     compress_level: ClassVar[int] = 3

@@ -66,11 +66,12 @@ class Datasheet:
             lines.append("| built with | " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) + " |")
         if self.splits:
             lines += ["", "| split | corpus | queries | families queried | queries with a near-duplicate "
-                      f"of their family in the corpus (op-histogram cosine >= {NEAR_DUPLICATE}) |",
-                      "|---|---:|---:|---:|---:|"]
+                      f"of their family in the corpus (op-histogram cosine >= {NEAR_DUPLICATE}) | queries by source |",
+                      "|---|---:|---:|---:|---:|---|"]
             for name, sp in self.splits.items():
+                by_source = ", ".join(f"{src} {100 * share:.1f}%" for src, share in sp.get("query_sources", {}).items())
                 lines.append(f"| `{name}` | {sp['corpus']:,} | {sp['queries']:,} | {sp['query_families']:,} | "
-                             f"{100 * sp['near_duplicate_share']:.1f}% |")
+                             f"{100 * sp['near_duplicate_share']:.1f}% | {by_source} |")
             lines.append("")
             lines += [f"- `{name}`: {sp['rule']}." for name, sp in self.splits.items()]
         for title, counts in (("source", self.per_source), ("coarse label", self.per_coarse)):
@@ -166,10 +167,18 @@ def datasheet(ds: GraphDataset) -> Datasheet:
         header=header,
         splits={name: {"rule": sp.rule, "corpus": int(len(sp.train)), "queries": int(len(sp.test)),
                        "query_families": len({ds.graphs[i].family for i in sp.test}),
-                       "near_duplicate_share": round(near_duplicate_share(ds, sp), 4)}
+                       "near_duplicate_share": round(near_duplicate_share(ds, sp), 4),
+                       "query_sources": _shares(ds.graphs[i].source or "-" for i in sp.test)}
                 for name, sp in ds.splits.items()},
         taxonomy_markdown=_taxonomy_section(ds),
     )
+
+
+def _shares(values) -> dict[str, float]:
+    """Each value's share of the whole, largest first (4 decimals)."""
+    counts = Counter(values)
+    total = sum(counts.values()) or 1
+    return {k: round(v / total, 4) for k, v in counts.most_common()}
 
 
 def _taxonomy_section(ds: GraphDataset) -> str:

@@ -56,20 +56,14 @@ class ShippedIndex:
     encoder: str
     sha256: str
     dataset: str = "real-2.0"
-    #: `weak_threshold` of the shipped index when its file predates the header's `weak_below`
-    weak_below: float | None = None
 
     @property
     def filename(self) -> str:
         return f"index-{self.dataset}-{self.encoder}{SUFFIX}"
 
 
-#: `weak_threshold` of the shipped index, measured by `tests/test_search.py::test_shipped_weak_threshold`.
-WEAK_SHIPPED = 0.7968
-
-#: The default index (`narbench index build --encoder wl` on `real`, 256-d WL, float16).
-SHIPPED = ShippedIndex("wl", "895d4d1f7d7b4efe4724c18f22c7823219f96eba9d9985c8fc0afbd46694d2ef",
-                       weak_below=WEAK_SHIPPED)
+#: The default index (`narbench index build --encoder wl` on `real` 2.0, 256-d WL, float16).
+SHIPPED = ShippedIndex("wl", "f4708e91c59a8f921151758cca4d46870de9c3490f8f11748e278f0f4f9f6234")
 
 #: Encoder parameters an index uses unless told otherwise (compact, measured to stay faithful).
 DEFAULT_PARAMS: dict[str, dict[str, Any]] = {"wl": {"dim": 256}}
@@ -229,7 +223,7 @@ class SearchIndex:
         """Hits with a cosine below this are weak (`weak_threshold`); None: this index has none."""
         if "weak_below" in self.header:
             return self.header["weak_below"]["cosine"]
-        return SHIPPED.weak_below if self.sha256 == SHIPPED.sha256 else None
+        return None
 
     def describe(self) -> str:
         h = self.header

@@ -77,6 +77,8 @@ def known_datasets() -> list[KnownDataset]:
         except registry.RegistryError:
             continue
         out.append(KnownDataset(cls.name or name, str(cls.version), cls.expected_sha256, tuple(cls.split_names)))
+        out += [KnownDataset(cls.name or name, str(v), sha, tuple(splits))
+                for v, (sha, splits) in getattr(cls, "previous_versions", {}).items()]
     return out
 
 

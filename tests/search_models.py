@@ -100,3 +100,26 @@ def keyword_input():
 
 def failing_inputs():
     raise OSError("no such data file")
+
+
+class _Cube(torch.autograd.Function):
+    """A custom autograd function: its node name (`_CubeBackward`) is in no op table."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return 3 * x * x * grad
+
+
+class CustomOpMLP(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(8, 16), nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc2(_Cube.apply(self.fc1(x)))

@@ -32,7 +32,9 @@ def index():
 def test_shipped_index_loads_with_its_pinned_hash(index):
     assert index.sha256 == SHIPPED.sha256
     assert index.encoder_name == SHIPPED.encoder
-    assert len(index) == 21630 and index.arrays["embeddings"].dtype == np.float16
+    from narbench.dataset import load_dataset
+
+    assert len(index) == len(load_dataset("real")) and index.arrays["embeddings"].dtype == np.float16
     assert shipped_path().stat().st_size <= 15_000_000
     norms = np.linalg.norm(index.embeddings, axis=1)
     assert np.allclose(norms, 1, atol=1e-2)
@@ -125,11 +127,23 @@ def test_file_and_module_targets_agree(index):
     assert search(f"{MODELS}:DataDependent", index=index, input_shape=(1, 3, 32, 32)).info["device"] == "cpu"
 
 
-def test_language_model_gets_token_ids_and_unknown_ops_are_spliced(index):
+def test_language_model_gets_token_ids(index):
     result = search(f"{MODELS}:TinyTagger", index=index)
     assert result.info["input"] == "token ids [1, 16]"
-    assert result.unknown_ops.get("LogSoftmaxBackward0") == 1
-    assert result.hits
+    assert result.unknown_ops == {} and result.hits
+
+
+def test_an_unknown_op_is_embedded_as_other_and_named(index, capsys):
+    """A custom autograd function is in no op table: its node becomes `other` (never dropped) and is reported."""
+    from narbench.engine import render
+
+    result = search(f"{MODELS}:CustomOpMLP", index=index, input_shape=(1, 8))
+    assert result.unknown_ops == {"_CubeBackward": 1} and result.unknown_as == "other"
+    assert result.num_nodes == 3  # linear, other, linear: nothing spliced out
+    from rich.console import Console
+
+    render(result, Console(width=200))
+    assert "unknown to the op table (embedded as `other`): _CubeBackward x1" in capsys.readouterr().out
 
 
 def test_input_shape_override(index):
@@ -159,7 +173,7 @@ def test_several_keyword_and_dict_inputs(index):
     by_inputs = search(model, index=index, inputs=(x, extra))
     assert by_inputs.info["input"] == "tensor [1, 3, 32, 32], tensor [1, 4]" and by_inputs.info["device"] == "meta"
     assert x.device.type == "cpu" and all(p.device.type == "cpu" for p in model.parameters())
-    assert resolve_target(model, index, inputs=(x, extra)).ops["TanhBackward0"] == 1  # the second input's branch
+    assert resolve_target(model, index, inputs=(x, extra)).ops["tanh"] == 1  # the second input's branch
     by_shapes = search(f"{MODELS}:TwoInputs", index=index, input_shape=[(1, 3, 32, 32), (1, 4)])
     names = [h.name for h in by_inputs]
     assert [h.name for h in by_shapes] == names and by_shapes.info["input"] == by_inputs.info["input"]
@@ -245,7 +259,7 @@ def test_zoo_target_is_the_real_graph(index):
 
 @pytest.mark.parametrize("target, extra, expected", [
     ("nowhere/my_net.py:Net", [], "file not found: nowhere/my_net.py"),
-    (f"{MODELS}:Missing", [], "has no 'Missing' \\(it defines: BadForward, Broken, DataDependent, DictInput, KeywordInput, TinyCNN"),
+    (f"{MODELS}:Missing", [], "has no 'Missing' \\(it defines: BadForward, Broken, CustomOpMLP, DataDependent, DictInput, KeywordInput, TinyCNN"),
     (f"{MODELS}:Broken", [], "building .*Broken failed \\(ValueError: bad config\\).*--kwargs"),
     (f"{MODELS}:TinyMLP", [], "building .*TinyMLP failed .*width.*--kwargs"),
     (f"{MODELS}:BadForward", [], "forward pass of .*BadForward.* failed \\(RuntimeError: boom in forward\\)"),
@@ -421,8 +435,8 @@ def test_an_index_without_a_threshold_marks_no_hit_weak(toy_index):
 
 @pytest.mark.slow
 def test_shipped_weak_threshold(index):
-    """The shipped index's threshold (`WEAK_SHIPPED` for real 1.0's, whose header predates it) is what
-    `weak_threshold` gives on its embeddings and the `real` dataset's models."""
+    """The shipped index's threshold (in its header) is what `weak_threshold` gives on its
+    embeddings and the `real` dataset's models."""
     from narbench.dataset import load_dataset
     from narbench.index import model_group, weak_threshold
 

@@ -195,10 +195,9 @@ def test_build_rows_applies_rules_aliases_isomorphism_and_coarse(tmp_path):
 @pytest.fixture(scope="module")
 def shipped():
     from narbench.datasets.real import RealDataset
+    from narbench.zoo.taxonomy_build import raw_graphs
 
-    provider = RealDataset()
-    graphs = provider.build()[0]
-    return provider, graphs
+    return RealDataset(), raw_graphs()[0]  # the raw record the taxonomy is built from (real 1.0)
 
 
 @pytest.mark.slow

@@ -253,8 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     from narbench.datasets.real import RealDataset
 
     provider = RealDataset()
-    graphs, vocab, _, _ = provider._read()
-    print(f"real {provider.version}: {len(graphs):,} graphs", file=sys.stderr)
+    graphs, vocab = raw_graphs()
+    print(f"real 1.0 (raw record): {len(graphs):,} graphs", file=sys.stderr)
     classes = _cached(args.cache, "classes", lambda: tx.isomorphic_classes(graphs))
     print(f"isomorphism classes of 2+ graphs: {len(classes)}", file=sys.stderr)
     rows = build_rows(graphs, read_rules(), read_aliases(), classes)
@@ -283,6 +283,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def raw_graphs() -> tuple[list, list[str]]:
+    """The graphs the taxonomy is built from: the raw record of the extraction (`real-1.0.narg`),
+    which keeps every zoo model and its zoo label (timm module, torchvision module, transformers
+    model type) that the rules match; `real` 2.0 is derived from it (`narbench.zoo.derive`)."""
+    from narbench.store import read_graphs
+
+    graphs, vocab, _, _ = read_graphs(tx.data_path("real-1.0.narg"))
+    return graphs, vocab
+
+
 def _cached(folder: Path | None, name: str, compute):
     """`compute()`, kept as a pickle in `folder` (keyed by the pinned dataset version) when given."""
     import pickle
@@ -291,7 +301,7 @@ def _cached(folder: Path | None, name: str, compute):
 
     if folder is None:
         return compute()
-    path = folder / f"taxonomy-{name}-{RealDataset.version}-{(RealDataset.expected_sha256 or 'unpinned')[:12]}.pkl"
+    path = folder / f"taxonomy-{name}-{RealDataset.previous_versions['1.0'][0][:12]}.pkl"
     if path.is_file():
         return pickle.loads(path.read_bytes())
     value = compute()

@@ -105,7 +105,7 @@ def test_datasheet_cli_writes_markdown(shipped, tmp_path):
 
     out = tmp_path / "sheet.md"
     assert main(["datasheet", "real", "--markdown", str(out)]) == 0
-    assert out.read_text().startswith("## Datasheet: `real` 1.0")
+    assert out.read_text().startswith("## Datasheet: `real` 2.0")
 
 
 def test_shipped_artifact_is_pinned_large_and_distinct():
