@@ -105,7 +105,10 @@ def _tail(path: Path, lines: int = 5) -> str:
 
 @runtime_checkable
 class Handle(Protocol):
-    """A submitted task: poll `done()`, then `outcome()` (never raises for a failed run)."""
+    """A submitted task: poll `done()`, then `outcome()` (never raises for a failed run).
+
+    A handle may also have `started()` (False while queued), for the progress view.
+    """
 
     def done(self) -> bool: ...
 
@@ -133,6 +136,9 @@ class _FutureHandle:
 
     def done(self) -> bool:
         return self.future.done()
+
+    def started(self) -> bool:
+        return self.future.running() or self.future.done()
 
     def outcome(self) -> Outcome:
         try:
@@ -198,6 +204,12 @@ class _JobHandle:
 
     def done(self) -> bool:
         return self.job.done()
+
+    def started(self) -> bool:
+        try:
+            return self.job.done() or self.job.state not in ("PENDING", "UNKNOWN", "REQUEUED")
+        except Exception:  # noqa: BLE001 (sacct/squeue unavailable for a moment)
+            return False
 
     def outcome(self) -> Outcome:
         try:

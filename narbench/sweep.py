@@ -364,6 +364,12 @@ def _eta(seconds: list[float], left: int, running: int, parallel: int) -> str:
     return time.strftime("%H:%M:%S", time.gmtime(eta)) if eta < 86400 else f"{eta / 3600:.0f} h"
 
 
+def _started(handle: Any) -> bool:
+    """Whether a handle's run has started (a launcher that cannot tell counts it as started)."""
+    started = getattr(handle, "started", None)
+    return True if started is None else bool(started())
+
+
 def run_sweep(plan: Plan, launcher: Launcher, *, threads: int | None = None, parallel: int = 1,
               console: Console | None = None, poll: float = 0.5) -> SweepReport:
     """Run every run of `plan` not done yet on `launcher`; one progress view on `console` (stderr).
@@ -394,16 +400,17 @@ def run_sweep(plan: Plan, launcher: Launcher, *, threads: int | None = None, par
 
     def update() -> None:
         finished = len(report.finished) + len(report.failed) + len(report.blocked)
-        left = len(waiting)
-        progress.update(bar, completed=finished, done=len(report.finished), running=len(running),
+        started = sum(_started(handle) for _, handle in running.values())
+        left = len(waiting) + len(running) - started
+        progress.update(bar, completed=finished, done=len(report.finished), running=started,
                         failed=len(report.failed) + len(report.blocked), left=left,
-                        eta=_eta(seconds, left, len(running), parallel))
+                        eta=_eta(seconds, left, started, parallel))
 
-    def ready(run: PlannedRun) -> PlannedRun | None | str:
+    def ready(run: PlannedRun, launching: list[PlannedRun]) -> PlannedRun | None | str:
         """The run ready to launch (init_from resolved), None to wait, or why it cannot run."""
         if run.source is None:
             return run
-        if any(r.hash == run.source for r in waiting) or run.source in running:
+        if run.source in running or any(r.hash == run.source for r in (*waiting, *launching)):
             return None
         source = weights_of(results.get(run.source, []))
         if source is None:
@@ -412,13 +419,13 @@ def run_sweep(plan: Plan, launcher: Launcher, *, threads: int | None = None, par
         return PlannedRun(run.name, run.block, replace(run.cfg, init_from=str(source)), run.hash, run.source)
 
     console.print(f"{len(plan.runs)} runs in the grid: {len(report.skipped)} done already, {total} to run "
-                  f"on {launcher.name}; logs in {work / 'logs'}", highlight=False)
+                  f"on {launcher.name}; logs in {work / 'logs'}", highlight=False, soft_wrap=True)
     try:
         with progress:
             while waiting or running:
                 launch = []
                 for run in list(waiting):
-                    r = ready(run)
+                    r = ready(run, launch)
                     if r is None:
                         continue
                     waiting.remove(run)
@@ -455,8 +462,9 @@ def run_sweep(plan: Plan, launcher: Launcher, *, threads: int | None = None, par
     except KeyboardInterrupt:
         launcher.shutdown(cancel=True)
         report.seconds = time.perf_counter() - t0
-        console.print(f"interrupted: {len(report.finished)} runs finished and kept, {len(running)} stopped "
-                      f"(nothing of them written); run the same command again to resume", highlight=False)
+        stopped = sum(_started(handle) for _, handle in running.values())
+        console.print(f"interrupted: {len(report.finished)} runs finished and kept, {stopped} stopped (nothing of "
+                      f"them written); run the same command again to resume", highlight=False, soft_wrap=True)
         raise
     launcher.shutdown()
     report.seconds = time.perf_counter() - t0
@@ -480,7 +488,7 @@ def render_plan(plan: Plan, console: Console) -> None:
 def render_report(report: SweepReport, console: Console) -> None:
     """The sweep's summary: counts, wall time, and each failed run with its log."""
     console.print(f"sweep: {len(report.finished)} runs finished, {len(report.skipped)} skipped (done already), "
-                  f"{len(report.failed)} failed, {len(report.blocked)} blocked; wall time {report.seconds:.0f} s",
+                  f"{len(report.failed)} failed, {len(report.blocked)} blocked; wall time {report.seconds:.0f} s", soft_wrap=True,
                   highlight=False)
     for out in report.failed:
         console.print(f"  [red]failed[/red] {out.name}: log {out.log}", highlight=False)

@@ -138,6 +138,7 @@ def test_committed_results_are_recognised():
 # ----------------------------------------------------------------------------------- sweeping
 
 
+@pytest.mark.slow
 def test_local_sweep_runs_then_skips_everything(toy_env):
     grid, out = parse_grid(toy_grid()), toy_env / "out"
     plan = expand(grid, out=out, console=QUIET)
@@ -150,6 +151,7 @@ def test_local_sweep_runs_then_skips_everything(toy_env):
     assert len(report.skipped) == 4 and not report.finished and len(results_in(out)) == 4
 
 
+@pytest.mark.slow
 def test_a_failed_run_is_reported_with_its_log_and_the_others_go_on(toy_env):
     from dataclasses import replace
 
@@ -162,6 +164,7 @@ def test_a_failed_run_is_reported_with_its_log_and_the_others_go_on(toy_env):
     assert "cuda" in Path(failed.log).read_text().lower() and failed.error
 
 
+@pytest.mark.slow
 def test_a_blocked_dependent_is_reported(toy_env):
     grid = parse_grid(toy_grid(models=["nodefreq+none"], seeds=[0], init_from={"dataset": "toy", "model": "gcn+none"}))
     plan = expand(grid, out=toy_env / "out", console=QUIET)
@@ -172,6 +175,7 @@ def test_a_blocked_dependent_is_reported(toy_env):
     assert len(report.failed) == 1 and len(report.blocked) == 1 and "failed" in report.blocked[0][1]
 
 
+@pytest.mark.slow
 def test_dependent_starts_from_its_source_weights(toy_env):
     grid = parse_grid(toy_grid(models=["gcn+none"], seeds=[0], init_from={"dataset": "toy", "model": "gcn+none"}))
     out = toy_env / "out"
@@ -183,30 +187,32 @@ def test_dependent_starts_from_its_source_weights(toy_env):
     assert list(out.glob("*.pt")), "the source saved its weights"
 
 
+@pytest.mark.slow
 def test_sweep_killed_half_way_resumes_with_only_what_is_missing(toy_env):
     """SIGTERM to `narbench sweep` mid-grid; the re-run does only the missing runs; one result per run."""
     grid = toy_env / "grid.toml"
-    grid.write_text('seeds = [0, 1, 2]\nprofile = "smoke"\n[[block]]\nname = "b"\ndatasets = ["toy"]\n'
+    grid.write_text('seeds = [0, 1]\nprofile = "smoke"\n[[block]]\nname = "b"\ndatasets = ["toy"]\n'
                     'models = ["nodefreq+none", "random+none"]\n')
     out = toy_env / "out"
     cmd = [sys.executable, "-m", "narbench.cli", "sweep", str(grid), "--out", str(out), "--jobs", "1"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 240
-    while len(results_in(out)) < 2 and time.time() < deadline and proc.poll() is None:
+    while len(results_in(out)) < 1 and time.time() < deadline and proc.poll() is None:
         time.sleep(0.2)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     first = results_in(out)
-    assert 2 <= len(first) < 6 and "run the same command again to resume" in err
+    assert 1 <= len(first) < 4 and "run the same command again to resume" in " ".join(err.split())
     assert not list((out / ".sweep" / "logs").glob("*.tmp"))
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    assert f"{6 - len(first)} runs finished, {len(first)} skipped" in done.stdout
+    assert f"{4 - len(first)} runs finished, {len(first)} skipped" in " ".join(done.stdout.split())
     hashes = [result_hash(RunResult.read(p)) for p in results_in(out)]
-    assert len(hashes) == len(set(hashes)) == 6 and set(first) <= set(results_in(out))
+    assert len(hashes) == len(set(hashes)) == 4 and set(first) <= set(results_in(out))
 
 
+@pytest.mark.slow
 def test_submitit_local_executor_path(toy_env):
     """The slurm launcher's path (array job through submitit), on submitit's local executor."""
     grid, out = parse_grid(toy_grid(seeds=[0])), toy_env / "out"
