@@ -278,7 +278,9 @@ def expand(grid: Grid, *, out: str | Path, profile: str | None = None, seeds: Se
                 src_ds, src_model = block.init_from
                 src_cfg = _config(src_model, src_ds, "standard", protocol, profile, None, seed, device, out)
                 source = config_hash(planned_fields(src_cfg))
-                if source not in runs:  # the source runs too, saving its weights
+                if source in runs:  # the source runs too, saving its weights
+                    runs[source].cfg = replace(runs[source].cfg, save_weights=True)
+                else:
                     runs[source] = PlannedRun(_name(src_cfg, planned_fields(src_cfg)), block.name,
                                               replace(src_cfg, save_weights=True), source)
             cfg = _config(model, ds, split, protocol, profile, objective, seed, device, out,
@@ -297,7 +299,6 @@ def expand(grid: Grid, *, out: str | Path, profile: str | None = None, seeds: Se
     plan = Plan(list(runs.values()), Path(out), known)
     for run in plan.runs:
         run.existing = list(known.get(run.hash, []))
-    # a done source needs its saved weights for the runs that start from it
     return plan
 
 

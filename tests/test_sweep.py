@@ -23,7 +23,7 @@ from narbench.confighash import config_hash, result_hash
 from narbench.launchers import LocalLauncher, SubmititLauncher, SlurmOptions, Task, execute
 from narbench.result import RunResult
 from narbench.runner import ConfigError, RunConfig, run
-from narbench.sweep import GridError, expand, load_grid, parse_grid, planned_fields, run_sweep, scan
+from narbench.sweep import GridError, expand, load_grid, parse_grid, planned_fields, run_sweep, scan, weights_of
 
 ROOT = Path(__file__).resolve().parents[1]
 QUIET = Console(stderr=True, quiet=True)
@@ -133,6 +133,24 @@ def test_committed_results_are_recognised():
     assert set(committed) <= grid_hashes, "a committed result that the grid does not ask for"
     done = [r for r in plan.runs if r.done]
     assert len(done) == len(committed) and len(done) >= 100
+    runs = {r.name: r for r in plan.runs}
+    # seed 0 of Table 1's trained encoders saves its embeddings (t-SNE maps); Table 2's others do not
+    assert runs["nas-standard-gat+none-family-ce+cl-scratch-s0"].cfg.save_embeddings
+    assert not runs["nas-standard-gat+none-family-ce+cl-scratch-s1"].cfg.save_embeddings
+    assert not runs["nas-standard-ours+random-family-ce+cl-scratch-s0"].cfg.save_embeddings
+    # Table 4 starts from the nas ours+motif run of its seed, which saves its weights; the committed one has them
+    for seed in (0, 1, 2):
+        pre = runs[f"real-standard-ours+motif-family-ce+cl-pretrained-s{seed}"]
+        source = runs[f"nas-standard-ours+motif-family-ce+cl-scratch-s{seed}"]
+        assert pre.source == source.hash and source.cfg.save_weights and weights_of(source.existing) is not None
+
+
+def test_weights_of_takes_the_latest_result_with_saved_weights(tmp_path):
+    paths = [tmp_path / f"run-2026112{i}T000000Z.json" for i in range(3)]
+    assert weights_of(paths) is None
+    for p in paths[:2]:
+        p.with_suffix(".pt").write_bytes(b"w")
+    assert weights_of(reversed(paths)) == paths[1]
 
 
 # ----------------------------------------------------------------------------------- sweeping
