@@ -38,7 +38,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from narbench import checkpoint, registry
-from narbench.confighash import ANY_PROTOCOL, DEFAULT_TOP_K, code_version, config_hash, result_hash
+from narbench.confighash import ANY_PROTOCOL, code_version, config_hash, result_hash
 from narbench.launchers import Launcher, Outcome, Task
 from narbench.profiles import PROFILES, get_profile
 from narbench.protocol import DEFAULT_PROTOCOL, PROTOCOLS
@@ -461,9 +461,9 @@ def run_sweep(plan: Plan, launcher: Launcher, *, threads: int | None = None, par
                 if running:
                     time.sleep(poll)
     except KeyboardInterrupt:
+        stopped = sum(_started(handle) and not handle.done() for _, handle in running.values())
         launcher.shutdown(cancel=True)
         report.seconds = time.perf_counter() - t0
-        stopped = sum(_started(handle) for _, handle in running.values())
         console.print(f"interrupted: {len(report.finished)} runs finished and kept, {stopped} stopped (nothing of "
                       f"them written); run the same command again to resume", highlight=False, soft_wrap=True)
         raise
@@ -498,4 +498,4 @@ def render_report(report: SweepReport, console: Console) -> None:
 
 
 __all__ = ["Grid", "GridError", "Plan", "PlannedRun", "SweepReport", "expand", "load_grid", "parse_grid",
-           "planned_fields", "render_plan", "render_report", "run_sweep", "scan", "task_of", "DEFAULT_TOP_K"]
+           "planned_fields", "render_plan", "render_report", "run_sweep", "scan", "task_of", "weights_of"]

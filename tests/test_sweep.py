@@ -20,7 +20,7 @@ from rich.console import Console
 from narbench import registry
 from narbench.cli import main
 from narbench.confighash import config_hash, result_hash
-from narbench.launchers import LocalLauncher, SubmititLauncher, SlurmOptions, Task, execute
+from narbench.launchers import LocalLauncher, SlurmOptions, SubmititLauncher, Task, execute
 from narbench.result import RunResult
 from narbench.runner import ConfigError, RunConfig, run
 from narbench.sweep import GridError, expand, load_grid, parse_grid, planned_fields, run_sweep, scan, weights_of
@@ -277,3 +277,17 @@ def test_execute_reports_a_crash(tmp_path):
     task = Task("bad", ("--encoder", "nope", "--dataset", "toy"), str(tmp_path / "bad.log"))
     out = execute(task)
     assert not out.ok and out.returncode == 2 and "unknown encoder" in Path(out.log).read_text()
+
+
+@pytest.mark.slow
+def test_ray_launcher(toy_env):
+    """The ray launcher on a Ray started on this machine (skipped where Ray is not installed)."""
+    ray = pytest.importorskip("ray")
+    from narbench.launchers import RayLauncher
+
+    grid, out = parse_grid(toy_grid(seeds=[0])), toy_env / "out"
+    try:
+        report = run_sweep(expand(grid, out=out, console=QUIET), RayLauncher(threads=1), console=QUIET, poll=0.2)
+    finally:
+        ray.shutdown()
+    assert report.ok and len(report.finished) == 2 and len(results_in(out)) == 2
