@@ -155,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="start from saved weights: a result .json of a --save-weights run, or its .pt")
     run.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
                      help="processes for splitting graphs not in the parts cache (default: all cores)")
+    run.add_argument("--json", action="store_true", help="print the result as JSON on stdout (the table goes to stderr)")
     run.set_defaults(func=cmd_run, interrupted="interrupted; nothing written")
 
     build = sub.add_parser("build-real", help="extract the `real` dataset from the model zoos (needs the zoo extra)",
@@ -194,6 +195,9 @@ def build_parser() -> argparse.ArgumentParser:
     lb.set_defaults(func=cmd_leaderboard)
 
     from narbench import gate
+    from narbench.cli_sweep import add_runs_parser, add_sweep_parser
+    add_sweep_parser(sub, defaults)
+    add_runs_parser(sub)
     add_search_parser(sub)
     add_index_parser(sub)
 
@@ -239,13 +243,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         out=args.out, progress=not args.no_progress, save_embeddings=args.save_embeddings,
         save_weights=args.save_weights, init_from=args.init_from, jobs=args.jobs,
     )
+    out = _console(stderr=True) if args.json else _console()
     try:
         ev = run(cfg, console=_console(stderr=True))
     except ResultWriteError as exc:
-        render(exc.evaluation, _console())
+        render(exc.evaluation, out)
         _error(str(exc))
         return 2
-    render(ev, _console())
+    render(ev, out)
+    if args.json:
+        import json
+
+        print(json.dumps({**ev.result.to_dict(), "path": str(ev.path) if ev.path else None}, indent=1, sort_keys=True))
     return 0
 
 
@@ -500,11 +509,12 @@ def _input_errors() -> tuple[type[BaseException], ...]:
     from narbench.preflight import PreflightError
     from narbench.runner import ConfigError
     from narbench.store import CorruptFileError
+    from narbench.sweep import GridError
     from narbench.validation import InvalidResultError
 
     return (registry.UnknownNameError, registry.RegistryError, ConfigError, PreflightError, CheckpointError,
             CorruptFileError, FileNotFoundError, GateError, RejectedResultsError, InvalidResultError, HeadlineError,
-            NothingToShowError)
+            NothingToShowError, GridError)
 
 
 def main(argv: list[str] | None = None) -> int:

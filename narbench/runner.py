@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 from rich.console import Console
 
-from narbench import checkpoint, jit, preflight, registry
+from narbench import checkpoint, distributed, jit, preflight, registry
+from narbench.confighash import result_hash
 from narbench.dataset import GraphDataset, UnknownSplitError, load_dataset, stratified_subset
 from narbench.encoder import Encoder, Labels
 from narbench.metrics import METRICS, score_rankings
@@ -245,8 +246,9 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
         git_commit=git_commit(),
         created=now.isoformat(),
     )
+    result.config_hash = result_hash(result)
     evaluation = Evaluation(result, None, query_emb, corpus_emb, ranked.numpy(), per_query)
-    if cfg.out:
+    if cfg.out and distributed.is_main():  # torchrun: rank 0 writes
         evaluation.path = _write(cfg, evaluation, encoder, dataset, [graphs[i] for i in query_idx])
     return evaluation
 

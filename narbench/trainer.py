@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from rich.console import Console
 
-from narbench import losses
+from narbench import distributed, losses
 from narbench.profiles import TrainConfig
 from narbench.progress import progress_bars
 
@@ -59,10 +59,10 @@ class Trainer:
         console: Console | None = None,
         jobs: int | None = None,
     ) -> None:
-        self.device = resolve_device(device)
+        self.device = distributed.setup(resolve_device(device))  # torchrun: this rank's device
         self.seed = seed
         self.amp = (self.device.type == "cuda") if amp is None else amp
-        self.show_progress = progress and os.environ.get("NARBENCH_NO_PROGRESS") != "1"
+        self.show_progress = progress and os.environ.get("NARBENCH_NO_PROGRESS") != "1" and distributed.is_main()
         self.console = console or Console(stderr=True)
         self.histories: list[History] = []
         # CPU processes for data preparation (e.g. splitting graphs); None: all cores
@@ -108,10 +108,12 @@ class Trainer:
         model.to(self.device).train()
         opt = torch.optim.Adam(params if params is not None else model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         hist = History(stage)
-        loader = self.loader(items, cfg.batch_size, shuffle=True, seed_offset=len(self.histories))
+        loader = (distributed.train_loader(items, cfg.batch_size, self.seed + len(self.histories)) if distributed.active()
+                  else self.loader(items, cfg.batch_size, shuffle=True, seed_offset=len(self.histories)))
         with self.progress() as prog:
             task = prog.add_task(stage, total=cfg.epochs * len(loader), info="")
             for epoch in range(cfg.epochs):
+                distributed.set_epoch(loader, epoch)
                 total, count = 0.0, 0
                 for batch in loader:
                     if isinstance(batch, (list, tuple)):  # e.g. (motif batch, context batch)
@@ -122,6 +124,7 @@ class Trainer:
                         loss = step(model, batch)
                     opt.zero_grad(set_to_none=True)
                     loss.backward()
+                    distributed.average_gradients(p for group in opt.param_groups for p in group["params"])
                     opt.step()
                     total += float(loss.detach())
                     count += 1

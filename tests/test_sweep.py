@@ -1,0 +1,293 @@
+"""`narbench sweep`: grid expansion, configuration hashes, skip logic, resume, launchers.
+
+Runs use the test plugin's `toy` dataset (four families of small chains) with the `smoke`
+profile; each run is a real `narbench run` child process, so the plugin goes on PYTHONPATH.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from narbench import registry
+from narbench.cli import main
+from narbench.confighash import config_hash, result_hash
+from narbench.launchers import LocalLauncher, SlurmOptions, SubmititLauncher, Task, execute
+from narbench.result import RunResult
+from narbench.runner import ConfigError, RunConfig, run
+from narbench.sweep import GridError, expand, load_grid, parse_grid, planned_fields, run_sweep, scan, weights_of
+
+ROOT = Path(__file__).resolve().parents[1]
+QUIET = Console(stderr=True, quiet=True)
+
+
+@pytest.fixture
+def toy_env(plugin, monkeypatch, tmp_path):
+    """The plugin registered for this process and for the sweep's child processes."""
+    path = os.pathsep.join([str(plugin), os.environ.get("PYTHONPATH", "")])
+    monkeypatch.setenv("PYTHONPATH", path)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    return tmp_path
+
+
+def toy_grid(models=("nodefreq+none", "random+none"), seeds=(0, 1), **block) -> dict:
+    return {"seeds": list(seeds), "profile": "smoke",
+            "block": [{"name": "b", "datasets": ["toy"], "models": list(models), **block}]}
+
+
+def results_in(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.glob("*.json"))
+
+
+# ----------------------------------------------------------------------------------- expansion
+
+
+def test_grid_expands_to_the_product_and_dedups(toy_env):
+    grid = parse_grid({"seeds": [0, 1], "profile": "smoke", "block": [
+        {"name": "t1", "datasets": ["toy"], "protocols": ["family", "paper"],
+         "models": ["ophist+none", {"model": "gcn+none", "save_embeddings": [0]}]},
+        {"name": "t3", "datasets": ["toy"], "models": [{"model": "gcn+none", "save_weights": True}],
+         "objectives": ["ce", "ce+cl"]},
+    ]})
+    plan = expand(grid, out=toy_env / "out", console=QUIET)
+    names = [r.name for r in plan.runs]
+    # ophist is training-free: one run per seed, not one per protocol; gcn: 2 protocols + objective ce
+    assert len(names) == len(set(names)) == 2 + 4 + 2
+    assert sum(r.cfg.encoder == "ophist" for r in plan.runs) == 2
+    gcn = {(r.cfg.protocol, r.cfg.objective or "ce+cl", r.cfg.seed): r for r in plan.runs if r.cfg.encoder == "gcn"}
+    assert set(gcn) == {(p, o, s) for s in (0, 1) for p, o in (("family", "ce+cl"), ("paper", "ce+cl"), ("family", "ce"))}
+    # t1's family/ce+cl gcn runs are t3's ce+cl runs: one run, with both blocks' side files
+    assert gcn["family", "ce+cl", 0].cfg.save_weights and gcn["family", "ce+cl", 0].cfg.save_embeddings
+    assert gcn["family", "ce+cl", 1].cfg.save_weights and not gcn["family", "ce+cl", 1].cfg.save_embeddings
+    assert not gcn["paper", "ce+cl", 1].cfg.save_weights
+    assert not plan.todo == []  and all(not r.done for r in plan.runs)
+
+
+def test_init_from_adds_its_source_run(toy_env):
+    grid = parse_grid(toy_grid(models=["gcn+none"], seeds=[0], init_from={"dataset": "toy", "model": "gcn+none"}))
+    plan = expand(grid, out=toy_env, console=QUIET)
+    source, dependent = plan.runs
+    assert source.cfg.save_weights and source.cfg.init_from is None and source.source is None
+    assert dependent.source == source.hash and dependent.cfg.init_from and dependent.hash != source.hash
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"block": []}, "no [[block]]"),
+    ({"block": [{"name": "x", "datasets": ["toy"]}]}, "models is required"),
+    ({"block": [{"name": "x", "datasets": ["toy"], "models": ["gcn"], "epochs": 3}]}, "unknown key(s) epochs"),
+    ({"block": [{"name": "x", "datasets": ["toy"], "models": [{"model": "gcn", "lr": 1}]}]}, "unknown key(s) lr"),
+    ({"seed": [0], "block": []}, "unknown top-level key(s) seed"),
+    ({"block": [{"name": "x", "datasets": [], "models": ["gcn"]}]}, "datasets must be a non-empty list"),
+])
+def test_bad_grid_is_named(data, message):
+    with pytest.raises(GridError, match=message.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")):
+        parse_grid(data, "g.toml")
+
+
+def test_unknown_names_fail_before_anything_runs(toy_env):
+    with pytest.raises(registry.UnknownNameError, match="unknown encoder 'nope'"):
+        expand(parse_grid(toy_grid(models=["nope+none"])), out=toy_env, console=QUIET)
+    with pytest.raises(ConfigError, match="no split 'unseen'"):
+        expand(parse_grid(toy_grid(splits=["unseen"])), out=toy_env, console=QUIET)
+    with pytest.raises(GridError, match="unknown block"):
+        expand(parse_grid(toy_grid()), out=toy_env, blocks=["zzz"], console=QUIET)
+
+
+def test_grid_file_errors_name_the_file(tmp_path):
+    bad = tmp_path / "g.toml"
+    bad.write_text("seeds = [0\n")
+    with pytest.raises(GridError, match="g.toml: not valid TOML"):
+        load_grid(bad)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_grid(tmp_path / "missing.toml")
+
+
+# -------------------------------------------------------------------------------- config hash
+
+
+def test_planned_hash_is_the_hash_of_the_result_it_writes(toy_env):
+    cfg = RunConfig(encoder="gcn", dataset="toy", profile="smoke", seed=1, objective="ce", out=str(toy_env / "r"),
+                    progress=False, splitter_params={})
+    ev = run(cfg)
+    stored = json.loads(ev.path.read_text())["config_hash"]
+    assert stored == result_hash(RunResult.read(ev.path)) == config_hash(planned_fields(cfg))
+    # any field of the configuration changes it; the device and the output folder do not
+    assert config_hash(planned_fields(RunConfig(encoder="gcn", dataset="toy", profile="smoke", seed=1))) != stored
+    assert config_hash(planned_fields(RunConfig(encoder="gcn", dataset="toy", profile="smoke", seed=1, objective="ce",
+                                                device="cpu", out="elsewhere"))) == stored
+
+
+def test_committed_results_are_recognised():
+    """Every committed result's configuration is in the shipped grid (quick profile), and is found done."""
+    plan = expand(load_grid(ROOT / "leaderboard" / "grid.toml"), out=ROOT / "leaderboard" / "results", console=QUIET)
+    grid_hashes = {r.hash for r in plan.runs}
+    committed = scan([ROOT / "leaderboard" / "results"])
+    assert set(committed) <= grid_hashes, "a committed result that the grid does not ask for"
+    done = [r for r in plan.runs if r.done]
+    assert len(done) == len(committed) and len(done) >= 100
+    runs = {r.name: r for r in plan.runs}
+    # seed 0 of Table 1's trained encoders saves its embeddings (t-SNE maps); Table 2's others do not
+    assert runs["nas-standard-gat+none-family-ce+cl-scratch-s0"].cfg.save_embeddings
+    assert not runs["nas-standard-gat+none-family-ce+cl-scratch-s1"].cfg.save_embeddings
+    assert not runs["nas-standard-ours+random-family-ce+cl-scratch-s0"].cfg.save_embeddings
+    # Table 4 starts from the nas ours+motif run of its seed, which saves its weights; the committed one has them
+    for seed in (0, 1, 2):
+        pre = runs[f"real-standard-ours+motif-family-ce+cl-pretrained-s{seed}"]
+        source = runs[f"nas-standard-ours+motif-family-ce+cl-scratch-s{seed}"]
+        assert pre.source == source.hash and source.cfg.save_weights and weights_of(source.existing) is not None
+
+
+def test_weights_of_takes_the_latest_result_with_saved_weights(tmp_path):
+    paths = [tmp_path / f"run-2026112{i}T000000Z.json" for i in range(3)]
+    assert weights_of(paths) is None
+    for p in paths[:2]:
+        p.with_suffix(".pt").write_bytes(b"w")
+    assert weights_of(reversed(paths)) == paths[1]
+
+
+# ----------------------------------------------------------------------------------- sweeping
+
+
+@pytest.mark.slow
+def test_local_sweep_runs_then_skips_everything(toy_env):
+    grid, out = parse_grid(toy_grid()), toy_env / "out"
+    plan = expand(grid, out=out, console=QUIET)
+    report = run_sweep(plan, LocalLauncher(jobs=2, threads=1), console=QUIET, poll=0.1)
+    assert report.ok and len(report.finished) == 4 and not report.skipped
+    assert len(results_in(out)) == 4
+    again = expand(grid, out=out, console=QUIET)
+    assert again.todo == []
+    report = run_sweep(again, LocalLauncher(jobs=2), console=QUIET)
+    assert len(report.skipped) == 4 and not report.finished and len(results_in(out)) == 4
+
+
+@pytest.mark.slow
+def test_a_failed_run_is_reported_with_its_log_and_the_others_go_on(toy_env):
+    from dataclasses import replace
+
+    plan = expand(parse_grid(toy_grid(seeds=[0])), out=toy_env / "out", console=QUIET)
+    plan.runs[0].cfg = replace(plan.runs[0].cfg, device="cuda:7")  # fails at run time on this machine
+    report = run_sweep(plan, LocalLauncher(jobs=1), console=QUIET, poll=0.1)
+    assert not report.ok and len(report.failed) == 1 and len(report.finished) == 1
+    failed = report.failed[0]
+    assert failed.name == plan.runs[0].name and Path(failed.log).is_file()
+    assert "cuda" in Path(failed.log).read_text().lower() and failed.error
+
+
+@pytest.mark.slow
+def test_a_blocked_dependent_is_reported(toy_env):
+    grid = parse_grid(toy_grid(models=["nodefreq+none"], seeds=[0], init_from={"dataset": "toy", "model": "gcn+none"}))
+    plan = expand(grid, out=toy_env / "out", console=QUIET)
+    from dataclasses import replace
+
+    plan.runs[0].cfg = replace(plan.runs[0].cfg, device="cuda:7")  # the source fails
+    report = run_sweep(plan, LocalLauncher(jobs=1), console=QUIET, poll=0.1)
+    assert len(report.failed) == 1 and len(report.blocked) == 1 and "failed" in report.blocked[0][1]
+
+
+@pytest.mark.slow
+def test_dependent_starts_from_its_source_weights(toy_env):
+    grid = parse_grid(toy_grid(models=["gcn+none"], seeds=[0], init_from={"dataset": "toy", "model": "gcn+none"}))
+    out = toy_env / "out"
+    report = run_sweep(expand(grid, out=out, console=QUIET), LocalLauncher(jobs=2), console=QUIET, poll=0.1)
+    assert report.ok and len(report.finished) == 2
+    results = [RunResult.read(p) for p in results_in(out)]
+    pretrained = [r for r in results if r.config["run"]["init_from"]]
+    assert len(pretrained) == 1 and pretrained[0].config["run"]["init_from"].endswith(".json")
+    assert list(out.glob("*.pt")), "the source saved its weights"
+
+
+@pytest.mark.slow
+def test_sweep_killed_half_way_resumes_with_only_what_is_missing(toy_env):
+    """SIGTERM to `narbench sweep` mid-grid; the re-run does only the missing runs; one result per run."""
+    grid = toy_env / "grid.toml"
+    grid.write_text('seeds = [0, 1]\nprofile = "smoke"\n[[block]]\nname = "b"\ndatasets = ["toy"]\n'
+                    'models = ["nodefreq+none", "random+none"]\n')
+    out = toy_env / "out"
+    cmd = [sys.executable, "-m", "narbench.cli", "sweep", str(grid), "--out", str(out), "--jobs", "1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 240
+    while len(results_in(out)) < 1 and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    first = results_in(out)
+    assert 1 <= len(first) < 4 and "run the same command again to resume" in " ".join(err.split())
+    assert not list((out / ".sweep" / "logs").glob("*.tmp"))
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert f"{4 - len(first)} runs finished, {len(first)} skipped" in " ".join(done.stdout.split())
+    hashes = [result_hash(RunResult.read(p)) for p in results_in(out)]
+    assert len(hashes) == len(set(hashes)) == 4 and set(first) <= set(results_in(out))
+
+
+@pytest.mark.slow
+def test_submitit_local_executor_path(toy_env):
+    """The slurm launcher's path (array job through submitit), on submitit's local executor."""
+    grid, out = parse_grid(toy_grid(seeds=[0])), toy_env / "out"
+    launcher = SubmititLauncher(out / ".sweep" / "submitit", SlurmOptions(cpus=1, per_job=2, time_min=10),
+                                cluster="local")
+    report = run_sweep(expand(grid, out=out, console=QUIET), launcher, console=QUIET, poll=0.2)
+    assert report.ok and len(report.finished) == 2 and len(results_in(out)) == 2
+    assert len(launcher.jobs) == 1, "two runs per job: one job"
+    assert expand(grid, out=out, console=QUIET).todo == []
+
+
+def test_sweep_cli_dry_run_and_command_line_grid(toy_env, capsys):
+    out = toy_env / "out"
+    assert main(["sweep", "--models", "nodefreq+none", "gcn+none", "--datasets", "toy", "--profile", "smoke",
+                 "--seeds", "0", "1", "--out", str(out), "--dry-run"]) == 0
+    text = capsys.readouterr().out
+    assert "4 runs: 0 done, 4 to run" in text and "toy-standard-gcn+none-family-ce+cl-scratch-s1" in text
+    assert not out.exists() or not results_in(out)
+    assert main(["sweep", "--profile", "smoke", "--out", str(out)]) == 2
+    assert "give a grid file" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------- runs, --json
+
+
+def test_run_json_and_runs_listing(toy_env, capsys):
+    out = toy_env / "runs"
+    assert main(["run", "--encoder", "nodefreq", "--dataset", "toy", "--profile", "smoke", "--no-progress",
+                 "--out", str(out), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["encoder"] == "nodefreq" and Path(data["path"]).is_file() and data["config_hash"]
+    (out / "junk.json").write_text("{}")
+    assert main(["runs", str(out), "--json"]) == 0
+    captured = capsys.readouterr()
+    rows = json.loads(captured.out)
+    assert len(rows) == 1 and rows[0]["config_hash"] == data["config_hash"] and rows[0]["protocol"] == "family"
+    assert rows[0]["metrics"] == data["metrics"] and "junk.json" in captured.err
+    assert main(["runs", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert "nodefreq+none" in table and data["config_hash"] in table
+
+
+def test_execute_reports_a_crash(tmp_path):
+    task = Task("bad", ("--encoder", "nope", "--dataset", "toy"), str(tmp_path / "bad.log"))
+    out = execute(task)
+    assert not out.ok and out.returncode == 2 and "unknown encoder" in Path(out.log).read_text()
+
+
+@pytest.mark.slow
+def test_ray_launcher(toy_env):
+    """The ray launcher on a Ray started on this machine (skipped where Ray is not installed)."""
+    ray = pytest.importorskip("ray")
+    from narbench.launchers import RayLauncher
+
+    grid, out = parse_grid(toy_grid(seeds=[0])), toy_env / "out"
+    try:
+        report = run_sweep(expand(grid, out=out, console=QUIET), RayLauncher(threads=1), console=QUIET, poll=0.2)
+    finally:
+        ray.shutdown()
+    assert report.ok and len(report.finished) == 2 and len(results_in(out)) == 2
