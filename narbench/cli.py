@@ -15,7 +15,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from narbench import __version__, registry
+from narbench import __version__, allocator, registry
 from narbench.profiles import OBJECTIVES, PROFILES
 from narbench.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 
@@ -47,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     """The `narbench` parser: every subcommand, each with its handler as `func`."""
     parser = argparse.ArgumentParser(prog="narbench", description="Neural Architecture Retrieval benchmark")
     parser.add_argument("--version", action="version", version=f"narbench {__version__}")
+    parser.add_argument("--no-malloc-tuning", dest="malloc_tuning", action="store_false",
+                        help="leave glibc's malloc settings alone (by default the command keeps freed batch memory "
+                             "for reuse, see narbench.allocator; also NARBENCH_MALLOC_TUNING=0)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     defaults = _ShowDefaults
 
@@ -407,7 +410,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     errors = _input_errors()
     try:
-        return args.func(args)
+        with allocator.tuned(args.malloc_tuning and allocator.enabled_by_environment()):
+            return args.func(args)
     except KeyboardInterrupt:
         Console(stderr=True).print(getattr(args, "interrupted", "interrupted"), soft_wrap=True, highlight=False)
         return 130
