@@ -22,8 +22,16 @@ Every figure prints one line `name key=value ...`. Figures:
   make-run         `narbench run --encoder ours --splitter motif --dataset nas` (quick profile, what
                    `make run` runs) in a subprocess, with a fresh cache directory
   embed-real       embedding time of `ours` against `gcn` on the same `real` graphs, warm caches
+  train-real       gcn training (quick recipe) on narbench's stratified selection of --train-real-graphs
+                   `real` training graphs, one torch thread: seconds per epoch of narbench's loop
+                   (`narbench run`'s, malloc tuning on as the CLI has it) against a plain-PyG loop of the
+                   same model and loss on the same graphs (the peer), each run in a forked process
+                   so that both start from the same untouched allocator, alternated --rounds times
+                   (medians of epochs 2..E); gflops is narbench's matmul FLOP/s, limit_gflops one
+                   core's torch.mm FLOP/s on the batch's shapes
 
-Options: --device, --encoders, --train-graphs, --profile (model size for `encoders`),
+Options: --device, --encoders, --train-real-graphs, --epochs, --rounds, --no-malloc-tuning (train-real:
+narbench's loop as before the tuning), --train-graphs, --profile (model size for `encoders`),
 --real-graphs (graphs of `real` for embed-real), --limit (only the first N graphs of `real` in
 the motif-real figures, for a quick look), --run-threads / --run-jobs (make-run: torch threads
 and splitting processes; one thread and one job make it a one-core CPU-bound figure, which a
@@ -348,6 +356,152 @@ def bench_embed_real(args) -> None:
          ours_first_pass_seconds=out["ours"][0], threads=torch.get_num_threads())
 
 
+def _in_child(fn, *a):
+    """fn(*a) in a forked process (fresh copy of this one, allocator state included); its result."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+
+    def target():
+        try:
+            send.send(("ok", fn(*a)))
+        except BaseException as exc:  # noqa: BLE001  (handed to the parent, which raises)
+            send.send(("error", repr(exc)))
+
+    proc = ctx.Process(target=target)
+    proc.start()
+    status, value = recv.recv()
+    proc.join()
+    if status != "ok":
+        raise RuntimeError(f"train-real child failed: {value}")
+    return value
+
+
+def _epoch_seconds(stamps: list[float], end: float, per_epoch: int) -> list[float]:
+    """Seconds per epoch from the start times of every batch's forward."""
+    starts = stamps[::per_epoch] + [end]
+    return [b - a for a, b in zip(starts, starts[1:])]
+
+
+def _train_narbench(enc, graphs, labels, malloc_tuning: bool, per_epoch: int) -> list[float]:
+    torch.set_num_threads(1)
+    seed_everything(0)
+    stamps: list[float] = []
+    enc.register_forward_pre_hook(lambda *_: stamps.append(time.perf_counter()))
+    enc.fit(Trainer("cpu", 0, progress=False, jobs=1, malloc_tuning=malloc_tuning), graphs, labels)
+    return _epoch_seconds(stamps, time.perf_counter(), per_epoch)
+
+
+class _PeerGCN(torch.nn.Module):
+    """The plain-PyG peer: embedding, 3 x GCNConv with ReLU and dropout, mean pooling, a classifier."""
+
+    def __init__(self, num_ops: int, hidden: int, layers: int, dropout: float, num_classes: int) -> None:
+        from torch_geometric.nn import GCNConv
+
+        super().__init__()
+        self.embedding = torch.nn.Embedding(num_ops, hidden)
+        self.convs = torch.nn.ModuleList(GCNConv(hidden, hidden) for _ in range(layers))
+        self.dropout = torch.nn.Dropout(dropout)
+        self.classifier = torch.nn.Linear(hidden, num_classes)
+
+    def forward(self, batch):
+        from torch_geometric.nn import global_mean_pool
+
+        h = self.embedding(batch.x)
+        for conv in self.convs:
+            h = self.dropout(torch.relu(conv(h, batch.edge_index)))
+        return global_mean_pool(h, batch.batch, size=batch.num_graphs)
+
+
+def _peer_step(model, batch, cfg):
+    from narbench.losses import supervised_contrastive
+
+    emb = model(batch)
+    return supervised_contrastive(emb, batch.y_cl, cfg.temperature) + \
+        torch.nn.functional.cross_entropy(model.classifier(emb), batch.y_ce)
+
+
+def _train_peer(datas, num_ops: int, num_classes: int, profile) -> list[float]:
+    from torch_geometric.loader import DataLoader
+
+    torch.set_num_threads(1)
+    seed_everything(0)
+    m, cfg = profile.model, profile.train
+    model = _PeerGCN(num_ops, m.hidden, m.layers, m.dropout, num_classes).train()
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    loader = DataLoader(datas, batch_size=cfg.batch_size, shuffle=True)
+    seconds = []
+    for _ in range(cfg.epochs):
+        t = time.perf_counter()
+        for batch in loader:
+            loss = _peer_step(model, batch, cfg)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        seconds.append(time.perf_counter() - t)
+    return seconds
+
+
+def _epoch_flops(datas, num_ops: int, num_classes: int, profile) -> tuple[float, float]:
+    """(matmul FLOPs of one training epoch, forward and backward; mean nodes per batch)."""
+    from torch.utils.flop_counter import FlopCounterMode
+    from torch_geometric.loader import DataLoader
+
+    torch.set_num_threads(1)
+    seed_everything(0)
+    m, cfg = profile.model, profile.train
+    model = _PeerGCN(num_ops, m.hidden, m.layers, m.dropout, num_classes).train()
+    loader = DataLoader(datas, batch_size=cfg.batch_size, shuffle=False)
+    nodes = []
+    with FlopCounterMode(display=False) as counter:
+        for batch in loader:
+            nodes.append(batch.num_nodes)
+            _peer_step(model, batch, cfg).backward()
+    return float(counter.get_total_flops()), float(np.mean(nodes))
+
+
+def _matmul_gflops(rows: int, hidden: int) -> float:
+    """One core's torch.mm GFLOP/s on a GCN batch's shapes: X W (forward), G W^T and X^T G (backward)."""
+    torch.set_num_threads(1)
+    x, w, g = torch.randn(rows, hidden), torch.randn(hidden, hidden), torch.randn(rows, hidden)
+    shapes = [(x, w), (g, w.T), (x.T, g)]
+
+    def products() -> None:
+        for a, b in shapes:
+            torch.mm(a, b)
+
+    products()  # warm-up
+    best, _ = timed(products, repeats=30)
+    return 3 * 2 * rows * hidden * hidden / best / 1e9
+
+
+@figure("train-real")
+def bench_train_real(args) -> None:
+    from narbench.dataset import stratified_subset
+    from narbench.encoder import graph_to_data
+
+    ds = load_dataset("real")
+    fam = ds.family_ids()
+    idx = stratified_subset(ds.split.train, fam[ds.split.train], args.train_real_graphs, seed=0)
+    graphs = [ds.graphs[i] for i in idx]
+    labels = Labels(fam[idx], fam[idx], len(ds.families))
+    profile = get_profile("quick", epochs=args.epochs)
+    datas = [graph_to_data(g, len(ds.vocab), int(c), int(c)) for g, c in zip(graphs, fam[idx])]
+    per_epoch = -(-len(graphs) // profile.train.batch_size)
+    cls = registry.load("encoder", "gcn")
+    ours, peer = [], []
+    for _ in range(args.rounds):
+        enc = cls(len(ds.vocab), len(ds.families), profile)
+        ours.append(statistics.mean(_in_child(_train_narbench, enc, graphs, labels, args.malloc_tuning, per_epoch)[1:]))
+        peer.append(statistics.mean(_in_child(_train_peer, datas, len(ds.vocab), len(ds.families), profile)[1:]))
+    flops, rows = _in_child(_epoch_flops, datas, len(ds.vocab), len(ds.families), profile)
+    limit = _in_child(_matmul_gflops, round(rows), profile.model.hidden)
+    x, y = statistics.median(ours), statistics.median(peer)
+    line("train-real", graphs=len(graphs), epochs=args.epochs, seconds_per_epoch=x, peer_seconds_per_epoch=y,
+         gflops=flops / x / 1e9, limit_gflops=limit)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", action="append", default=None, metavar="NAME", help="run only this figure")
@@ -357,6 +511,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train-graphs", type=int, default=3000)
     parser.add_argument("--profile", default="quick", help="model size for `encoders` (quick or paper)")
     parser.add_argument("--real-graphs", type=int, default=2000, help="graphs of `real` for embed-real")
+    parser.add_argument("--train-real-graphs", type=int, default=600, help="train-real: graphs of `real`")
+    parser.add_argument("--epochs", type=int, default=3, help="train-real: epochs per loop (the first untimed)")
+    parser.add_argument("--rounds", type=int, default=2, help="train-real: alternations of narbench and the peer")
+    parser.add_argument("--no-malloc-tuning", dest="malloc_tuning", action="store_false",
+                        help="train-real: narbench's loop without malloc tuning (as before issue 27)")
     parser.add_argument("--limit", type=int, default=None, help="motif-real: only the first N graphs")
     parser.add_argument("--run-threads", type=int, default=None,
                         help="make-run: OMP_NUM_THREADS for the run (default: torch's own choice)")

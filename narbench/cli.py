@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from narbench import __version__
+from narbench import __version__, allocator
 from narbench.profiles import OBJECTIVES, PROFILES
 from narbench.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 
@@ -127,6 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     """The `narbench` parser: every subcommand, each with its handler as `func`."""
     parser = _Parser(prog="narbench", description="Neural Architecture Retrieval benchmark")
     parser.add_argument("--version", action=_Version, help="show the versions of narbench, torch, PyG and the datasets")
+    parser.add_argument("--no-malloc-tuning", dest="malloc_tuning", action="store_false",
+                        help="leave glibc's malloc settings alone (by default the command keeps freed batch memory "
+                             "for reuse, see narbench.allocator; also NARBENCH_MALLOC_TUNING=0)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     defaults = _ShowDefaults
 
@@ -524,7 +527,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     errors = _input_errors()
     try:
-        with process.scope():  # PyG, ir_datasets, matplotlib write into a temp dir; SIGTERM unwinds
+        # PyG, ir_datasets, matplotlib write into a temp dir; SIGTERM unwinds; freed batch memory is reused
+        with process.scope(), allocator.tuned(args.malloc_tuning and allocator.enabled_by_environment()):
             return args.func(args)
     except KeyboardInterrupt as exc:
         process.show_cursor()

@@ -54,7 +54,7 @@ class Profile:
     max_train: int | None = None
     max_corpus: int | None = None
     max_queries: int | None = None
-    eval_batch_size: int = 1024
+    eval_batch_size: int = 128  # bit-identical to 1024; on `real` half the peak memory, no slower (issue 27)
 
 
 PROFILES: dict[str, Profile] = {

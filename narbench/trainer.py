@@ -1,7 +1,8 @@
 """One trainer for every encoder: device choice, seeding, progress bars, mixed precision.
 
 The same code runs on CUDA when there is one and on the CPU otherwise; `device="cpu"` or
-`"cuda"` forces a choice.
+`"cuda"` forces a choice. `malloc_tuning=True` keeps freed batch memory in the process while
+training and embedding (`narbench.allocator`; the `narbench` command turns it on itself).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 import torch
 from rich.console import Console
 
-from narbench import distributed, losses
+from narbench import allocator, distributed, losses
 from narbench.profiles import TrainConfig
 from narbench.progress import progress_bars
 
@@ -58,6 +59,7 @@ class Trainer:
         progress: bool = True,
         console: Console | None = None,
         jobs: int | None = None,
+        malloc_tuning: bool = False,
     ) -> None:
         self.device = distributed.setup(resolve_device(device))  # torchrun: this rank's device
         self.seed = seed
@@ -65,6 +67,7 @@ class Trainer:
         self.show_progress = progress and os.environ.get("NARBENCH_NO_PROGRESS") != "1" and distributed.is_main()
         self.console = console or Console(stderr=True)
         self.histories: list[History] = []
+        self.malloc_tuning = malloc_tuning
         # CPU processes for data preparation (e.g. splitting graphs); None: all cores
         if jobs is None:
             from narbench.partcache import available_cores
@@ -110,7 +113,7 @@ class Trainer:
         hist = History(stage)
         loader = (distributed.train_loader(items, cfg.batch_size, self.seed + len(self.histories)) if distributed.active()
                   else self.loader(items, cfg.batch_size, shuffle=True, seed_offset=len(self.histories)))
-        with self.progress() as prog:
+        with allocator.tuned(self.malloc_tuning), self.progress() as prog:
             task = prog.add_task(stage, total=cfg.epochs * len(loader), info="")
             for epoch in range(cfg.epochs):
                 distributed.set_epoch(loader, epoch)
@@ -160,7 +163,7 @@ class Trainer:
         model.to(self.device).eval()
         out = []
         loader = self.loader(datas, batch_size, shuffle=False)
-        with self.progress() as prog:
+        with allocator.tuned(self.malloc_tuning), self.progress() as prog:
             task = prog.add_task(desc, total=len(loader), info="")
             for batch in loader:
                 with self.autocast():

@@ -53,3 +53,27 @@ def test_jobs_default_to_the_available_cores_and_reach_the_trainer_from_the_cli(
     with pytest.raises(SystemExit):
         cli.main(["run", "--encoder", "gcn", "--jobs", "3", "--no-progress"])
     assert seen["jobs"] == 3
+
+
+@pytest.mark.parametrize("encoder", ["gcn", "gat"])
+def test_evaluation_batch_size_does_not_change_embeddings(encoder):
+    from dataclasses import replace
+
+    from narbench import registry
+    from narbench.profiles import get_profile
+    from narbench.trainer import Trainer
+
+    from .conftest import toy_graphs
+
+    graphs = toy_graphs(per_family=6)
+    seed_everything(0)
+    profile = replace(get_profile("quick"), model=replace(get_profile("quick").model, hidden=32))
+    enc = registry.load("encoder", encoder)(8, 4, profile)
+    trainer = Trainer("cpu", progress=False, jobs=1)
+    embs = []
+    for batch_size in (1, 5, 128, 1024):
+        enc.profile = replace(profile, eval_batch_size=batch_size)
+        embs.append(enc.embed(trainer, graphs))
+    assert embs[0].shape == (len(graphs), 32)
+    for emb in embs[1:]:
+        assert torch.equal(emb, embs[0])
