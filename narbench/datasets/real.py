@@ -45,7 +45,7 @@ class RealDataset(DatasetProvider):
     #: sha256 of the payload of the shipped artifact: canonical graphs (op table 2.0) of the 1.0
     #: extraction (72,246 specs, torch 2.14.1, timm 1.0.31, torchvision 0.29.1, transformers 5.23.0).
     expected_sha256: ClassVar[str | None] = "cbba6bb0ff2c65d4cf1527d0c1fc7e5c0d415bdc28a7a18f341eebf1bddd58f1"
-    split_names = ("standard", "unseen")
+    split_names = ("standard", "unseen", "crossimpl")
 
     def artifact_path(self) -> tuple[Path, bool]:
         """(path, pinned): the env override if set (not pinned), else the shipped file."""
@@ -116,6 +116,12 @@ class RealDataset(DatasetProvider):
 
         relabelled = taxonomy.relabel(graphs)
         return relabelled, taxonomy.identity_split(relabelled, test_size=self.test_size, seed=self.split_seed)
+
+    def dataset(self, graphs: list[ArchGraph], vocab: list[str], header: dict[str, Any], digest: str) -> GraphDataset:
+        """The splits of `graphs`, plus the `crossimpl` queries appended after them (`narbench.datasets.crossimpl`)."""
+        from narbench.datasets import crossimpl
+
+        return crossimpl.attach(self, graphs, vocab, header, digest)
 
     def load(self, root: Path | None = None, *, refresh: bool = False) -> GraphDataset:
         """Read the artifact directly (it is already a checksummed file; nothing is cached)."""
