@@ -46,7 +46,7 @@ TABLE = "crossimpl.csv"
 ARTIFACT = f"{NAME}-{VERSION}.narg"
 ENV_FILE = "NARBENCH_CROSSIMPL_FILE"
 #: sha256 of the payload of the shipped `crossimpl-2.0.narg`
-EXPECTED_SHA256: str | None = "ec8c24679d525e70087824c599b731f659334f910aa3ec5ec8678470b507deff"
+EXPECTED_SHA256: str | None = "0cc2af1048f1e1cfd921c3b85ea5cad8488cc4e0afdff067bdd68bd84ddf9652"
 COLUMNS = ("package", "model", "builder", "kwargs", "input", "family", "zoo_model", "reason")
 
 
