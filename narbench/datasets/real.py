@@ -8,6 +8,9 @@ extraction (`narbench/data/real-1.0.narg`, kept as the raw record) by
 `narbench build-real --from narbench/data/real-1.0.narg --out DIR`; loading it needs none of the
 zoo packages; its content is pinned by `expected_sha256`.
 
+The `crossimpl` split queries the real graphs with independent reimplementations of zoo
+architectures (`narbench.datasets.crossimpl`, appended after the real graphs at load time).
+
 `NARBENCH_REAL_FILE=/path/to/real-2.0.narg` loads a locally built file instead (its sha256 is
 then reported, not checked against the pin, because zoo versions change graphs).
 """
