@@ -26,6 +26,7 @@ import csv
 import hashlib
 import json
 import os
+import warnings
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -150,8 +151,9 @@ def attach(provider: DatasetProvider, graphs: list[ArchGraph], vocab: list[str],
 
     The provider's own splits are computed on `graphs` alone. The queries are canonical graphs,
     so they are attached only to a dataset on the same vocabulary (real 2.0); any other (real
-    1.0's raw names, a hand-made file) loads without the `crossimpl` split. `extra` is the
-    cross-implementation data (default: `read()`); every query family must be a family of `graphs`.
+    1.0's raw names, a hand-made file) loads without the `crossimpl` split, and so, with a warning,
+    does one that lacks a query's family (a locally built `real` of a few models). `extra` is the
+    cross-implementation data (default: `read()`).
     """
     splits = provider.splits(graphs)
     undeclared = set(splits) - set(provider.split_names)
@@ -166,9 +168,12 @@ def attach(provider: DatasetProvider, graphs: list[ArchGraph], vocab: list[str],
         raise ValueError(f"{NAME}: its graphs use another op vocabulary than dataset {provider.name} "
                          f"{provider.version}; rebuild it with `narbench build-crossimpl`")
     missing = sorted({g.family for g in queries} - {g.family for g in graphs})
-    if missing:
-        raise ValueError(f"{NAME}: families {', '.join(missing)} have no graph in dataset {provider.name} "
-                         f"{provider.version}; a query needs relevant corpus graphs")
+    if missing:  # a locally built `real` of a few families: usable, without this split
+        warnings.warn(f"dataset {provider.name} {provider.version} has no split {NAME}: its query families "
+                      f"{', '.join(missing)} have no graph in this dataset (a query needs relevant corpus graphs, "
+                      "and a new family would change every split's family ids)", stacklevel=3)
+        return GraphDataset(provider.name, provider.version, list(vocab), graphs, digest, splits["standard"],
+                            meta=header, splits=splits)
     splits[NAME] = crossimpl_split(len(graphs), len(queries))
     meta = {**header, "parts": {"real": digest, NAME: q_digest},
             NAME: {"num_graphs": len(queries), "versions": q_header.get("versions", {})}}

@@ -130,9 +130,10 @@ def test_runner_queries_exactly_the_crossimpl_graphs():
     assert corpus.tolist() == train.tolist() == list(range(40))
 
 
-def test_query_families_must_be_corpus_families_and_vocabularies_must_agree():
-    with pytest.raises(ValueError, match="families newfam have no graph"):
-        _attached([_chain([1, 2], "crossimpl/pkg/c", "newfam", "pkg")])
+def test_missing_query_families_drop_the_split_and_vocabularies_must_agree():
+    with pytest.warns(UserWarning, match="no split crossimpl: its query families newfam have no graph"):
+        ds = _attached([_chain([1, 2], "crossimpl/pkg/c", "newfam", "pkg")])
+    assert set(ds.splits) == {"standard", "unseen"} and len(ds) == 40 and ds.sha256 == "a" * 64
     with pytest.raises(ValueError, match="another op vocabulary"):
         _attached(vocab=VOCAB[::-1])
 
