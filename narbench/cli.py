@@ -174,6 +174,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="derive the canonical dataset from a raw graph file (real-1.0.narg) instead of extracting")
     build.set_defaults(func=cmd_build_real)
 
+    cross = sub.add_parser("build-crossimpl", help="extract the cross-implementation queries of `real` "
+                           "(narbench/data/crossimpl.csv; needs the crossimpl extra)", formatter_class=defaults)
+    cross.add_argument("--out", required=True, help="folder for crossimpl-2.0.narg")
+    cross.set_defaults(func=cmd_build_crossimpl)
+
     sheet = sub.add_parser("datasheet", help="counts per source/family/coarse label, sizes, vocabulary, split")
     sheet.add_argument("dataset", help="registered dataset name")
     sheet.add_argument("--markdown", default=None, metavar="FILE", help="also write the datasheet as Markdown")
@@ -277,6 +282,15 @@ def cmd_build_real(args: argparse.Namespace) -> int:
     build_real(args.out, jobs=args.jobs, limit=args.limit, only=args.only, timeout=args.timeout,
                mem_limit_gb=args.mem_limit_gb, retry_failed=args.retry_failed)
     return 0
+
+
+def cmd_build_crossimpl(args: argparse.Namespace) -> int:
+    """`narbench build-crossimpl`: extract every row of `narbench/data/crossimpl.csv` (`narbench.zoo.crossimpl`)."""
+    from pathlib import Path
+
+    from narbench.zoo.crossimpl import run_cli
+
+    return run_cli(Path(args.out))
 
 
 def cmd_datasheet(args: argparse.Namespace) -> int:

@@ -140,7 +140,9 @@ class GraphDataset:
     """A loaded dataset: graphs, op vocabulary, version, content hash and its fixed splits.
 
     `split` is the `standard` split; `splits` maps every split's name to its `Split` (at least
-    `standard`).
+    `standard`). The last `query_only` graphs are queries of one split only (`real`'s
+    `crossimpl`, `narbench.datasets.crossimpl`): outside every other split, the search index and
+    the datasheet's counts; `core_graphs` are the others.
     """
 
     name: str
@@ -151,6 +153,7 @@ class GraphDataset:
     split: Split
     meta: dict[str, Any] = field(default_factory=dict)
     splits: dict[str, Split] = field(default_factory=dict)
+    query_only: int = 0
 
     def __post_init__(self) -> None:
         self.splits = {"standard": self.split, **{k: v for k, v in self.splits.items() if k != "standard"}}
@@ -163,6 +166,11 @@ class GraphDataset:
         if name not in self.splits:
             raise UnknownSplitError(f"dataset {self.name!r} has no split {name!r}; its splits: {', '.join(self.splits)}")
         return self.splits[name]
+
+    @property
+    def core_graphs(self) -> list[ArchGraph]:
+        """The dataset's own graphs: all but the trailing `query_only` ones."""
+        return self.graphs[:len(self.graphs) - self.query_only]
 
     @property
     def families(self) -> list[str]:
@@ -190,6 +198,7 @@ class GraphDataset:
             "num_ops": len(self.vocab),
             "num_families": len(self.families),
             "split": self.get_split(split).describe(),
+            **({"parts": self.meta["parts"]} if "parts" in self.meta else {}),
         }
 
 

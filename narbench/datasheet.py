@@ -146,21 +146,25 @@ def near_duplicate_share(ds: GraphDataset, split) -> float:
 
 
 def datasheet(ds: GraphDataset) -> Datasheet:
-    """Compute the datasheet of a loaded dataset."""
-    per_family = Counter(g.family for g in ds.graphs)
+    """Compute the datasheet of a loaded dataset.
+
+    Counts describe the dataset's own graphs (`core_graphs`); query-only graphs (real's
+    `crossimpl`) appear in their split's line."""
+    graphs = ds.core_graphs
+    per_family = Counter(g.family for g in graphs)
     sources: dict[str, set[str]] = {}
-    for g in ds.graphs:
+    for g in graphs:
         sources.setdefault(g.family, set()).add(g.source or "-")
     family_sources = {f: "+".join(sorted(s)) for f, s in sources.items()}
     query_families = {ds.graphs[i].family for i in ds.split.test}
     header = {k: v for k, v in ds.meta.items() if k in ("versions", "generator", "num_specs", "num_extracted")}
     return Datasheet(
-        name=ds.name, version=ds.version, sha256=ds.sha256, num_graphs=len(ds), num_ops=len(ds.vocab),
+        name=ds.name, version=ds.version, sha256=ds.sha256, num_graphs=len(graphs), num_ops=len(ds.vocab),
         num_families=len(per_family),
-        per_source=dict(Counter(g.source or "-" for g in ds.graphs)),
-        per_coarse=dict(Counter(g.coarse for g in ds.graphs)),
+        per_source=dict(Counter(g.source or "-" for g in graphs)),
+        per_coarse=dict(Counter(g.coarse for g in graphs)),
         per_family=dict(per_family), family_sources=family_sources,
-        nodes=_dist([g.num_nodes for g in ds.graphs]), edges=_dist([g.num_edges for g in ds.graphs]),
+        nodes=_dist([g.num_nodes for g in graphs]), edges=_dist([g.num_edges for g in graphs]),
         split={"corpus": int(len(ds.split.train)), "queries": int(len(ds.split.test)),
                "query_families": len(query_families),
                "singleton_families": sum(1 for v in per_family.values() if v == 1)},

@@ -265,7 +265,7 @@ def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
     encoder_cls, splitter, splitter_name = resolve(RunConfig(encoder=cfg.encoder, dataset=cfg.dataset))
     profile, protocol = get_profile(cfg.profile), get_protocol(cfg.protocol)
     ds = dataset if dataset is not None else load_dataset(cfg.dataset)
-    graphs = ds.graphs
+    graphs = ds.core_graphs  # not real's cross-implementation queries (`GraphDataset.query_only`)
     fam = np.array([g.family for g in graphs])
     train = stratified_subset(np.arange(len(graphs)), fam, profile.max_train, seed=cfg.seed)
     labels, _ = make_labels(ds, protocol, encoder_cls, train)

@@ -129,4 +129,4 @@ def test_provider_declares_every_split_it_returns():
     graphs = toy_graphs(per_family=12)
     with pytest.raises(ValueError, match="returns standard, extra but split_names declares standard"):
         Undeclared().dataset(graphs, ["op"] * 8, {}, "0" * 64)
-    assert RealDataset.split_names == ("standard", "unseen")
+    assert RealDataset.split_names == ("standard", "unseen", "crossimpl")

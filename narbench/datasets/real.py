@@ -8,6 +8,9 @@ extraction (`narbench/data/real-1.0.narg`, kept as the raw record) by
 `narbench build-real --from narbench/data/real-1.0.narg --out DIR`; loading it needs none of the
 zoo packages; its content is pinned by `expected_sha256`.
 
+The `crossimpl` split queries the real graphs with independent reimplementations of zoo
+architectures (`narbench.datasets.crossimpl`, appended after the real graphs at load time).
+
 `NARBENCH_REAL_FILE=/path/to/real-2.0.narg` loads a locally built file instead (its sha256 is
 then reported, not checked against the pin, because zoo versions change graphs).
 """
@@ -45,7 +48,7 @@ class RealDataset(DatasetProvider):
     #: sha256 of the payload of the shipped artifact: canonical graphs (op table 2.0) of the 1.0
     #: extraction (72,246 specs, torch 2.14.1, timm 1.0.31, torchvision 0.29.1, transformers 5.23.0).
     expected_sha256: ClassVar[str | None] = "7730ddd8ecee0e2673e46826421b03345e0addf4b6e5484775fb03b185dca8ae"
-    split_names = ("standard", "unseen")
+    split_names = ("standard", "unseen", "crossimpl")
     #: 1.0: raw autograd graphs, zoo-layout families (results on it stay readable, ranked apart)
     previous_versions = {"1.0": ("5dcf0458a4026e6d994563b20293d76b3017035035e994cf2597ee29dcf527ff",
                                  ("standard", "unseen"))}
@@ -119,6 +122,12 @@ class RealDataset(DatasetProvider):
 
         relabelled = taxonomy.relabel(graphs)
         return relabelled, taxonomy.identity_split(relabelled, test_size=self.test_size, seed=self.split_seed)
+
+    def dataset(self, graphs: list[ArchGraph], vocab: list[str], header: dict[str, Any], digest: str) -> GraphDataset:
+        """The splits of `graphs`, plus the `crossimpl` queries appended after them (`narbench.datasets.crossimpl`)."""
+        from narbench.datasets import crossimpl
+
+        return crossimpl.attach(self, graphs, vocab, header, digest)
 
     def load(self, root: Path | None = None, *, refresh: bool = False) -> GraphDataset:
         """Read the artifact directly (it is already a checksummed file; nothing is cached)."""

@@ -115,11 +115,11 @@ def test_shipped_artifact_is_pinned_large_and_distinct():
     assert shipped_path().is_file(), "narbench/data/real-1.0.narg is missing from the package"
     assert RealDataset.expected_sha256 is not None
     ds = RealDataset().load()  # raises if the content does not match the pin
-    assert ds.sha256 == RealDataset.expected_sha256
+    assert ds.meta["parts"]["real"] == RealDataset.expected_sha256  # ds.sha256 covers crossimpl too
     assert len(ds) >= 12_517 and len(ds.families) >= 150
-    assert len({g.content_hash() for g in ds.graphs}) == len(ds)
+    assert len({g.content_hash() for g in ds.core_graphs}) == len(ds.core_graphs)
     assert set(ds.coarse_labels) <= {"cnn", "attention", "other"}
-    assert {g.source for g in ds.graphs} == {"timm", "torchvision", "transformers"}
+    assert {g.source for g in ds.core_graphs} == {"timm", "torchvision", "transformers"}
 
 
 def test_shipped_unseen_split_holds_out_whole_zoo_models():
@@ -128,7 +128,7 @@ def test_shipped_unseen_split_holds_out_whole_zoo_models():
     from narbench.datasets.real import model_group
 
     ds = load_dataset("real")
-    assert set(ds.splits) == {"standard", "unseen"} and ds.split is ds.splits["standard"]
+    assert set(ds.splits) == {"standard", "unseen", "crossimpl"} and ds.split is ds.splits["standard"]
     unseen = ds.splits["unseen"]
     group = np.array([model_group(g) for g in ds.graphs])
     family = np.array([g.family for g in ds.graphs])
@@ -137,7 +137,7 @@ def test_shipped_unseen_split_holds_out_whole_zoo_models():
     assert not {(f, m) for f, m in zip(family[unseen.test], models[unseen.test])} & \
         {(f, m) for f, m in zip(family[unseen.train], models[unseen.train])}
     assert set(family[unseen.test]) <= set(family[unseen.train])
-    assert len(unseen.test) >= 1000 and len(unseen.train) + len(unseen.test) == len(ds)
+    assert len(unseen.test) >= 1000 and len(unseen.train) + len(unseen.test) == len(ds.core_graphs)
     # the standard split, by contrast, has variants of a query's model in the corpus
     std = ds.splits["standard"]
     assert set(group[std.train]) & set(group[std.test])

@@ -1,0 +1,182 @@
+"""Cross-implementation queries of `real`: zoo architectures as other packages implement them.
+
+`narbench/data/crossimpl.csv` lists independent reimplementations of architectures that `real`
+holds (pytorchcv, vit-pytorch, MONAI, efficientnet-pytorch): per row the package, the builder
+(import path and keyword arguments), the input, the taxonomy family of the architecture it
+implements, the zoo model it corresponds to and the reason where a judgment was made.
+`narbench build-crossimpl --out DIR` (the optional `crossimpl` extra, `narbench.zoo.crossimpl`)
+extracts each row, canonicalises it and writes `crossimpl-2.0.narg`, shipped as package data and
+pinned by `EXPECTED_SHA256`; loading it needs none of those packages.
+
+The `crossimpl` split of `real` queries these graphs against every `real` graph: what a search
+user does with a model written outside the zoos. Its queries are never tuned against. `attach`
+appends them to the loaded `real` graphs (after them, so the indices and the `standard` and
+`unseen` splits of the real graphs are unchanged) and sets `GraphDataset.query_only`, which keeps
+them out of the search index and the datasheet's counts. The dataset's sha256 then covers both
+files: sha256 of `"real:<sha256 of real-2.0.narg>\\ncrossimpl:<sha256 of crossimpl-2.0.narg>\\n"`
+(both payload digests are kept in `meta["parts"]`).
+
+`NARBENCH_CROSSIMPL_FILE=/path/to/crossimpl-2.0.narg` loads a locally built file instead (reported,
+not checked against the pin).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import warnings
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from narbench.dataset import GraphDataset, Split
+from narbench.store import CorruptFileError, read_graphs
+
+if TYPE_CHECKING:
+    from narbench.dataset import DatasetProvider
+    from narbench.graph import ArchGraph
+
+NAME = "crossimpl"
+VERSION = "2.0"
+TABLE = "crossimpl.csv"
+ARTIFACT = f"{NAME}-{VERSION}.narg"
+ENV_FILE = "NARBENCH_CROSSIMPL_FILE"
+#: sha256 of the payload of the shipped `crossimpl-2.0.narg`
+EXPECTED_SHA256: str | None = "0cc2af1048f1e1cfd921c3b85ea5cad8488cc4e0afdff067bdd68bd84ddf9652"
+COLUMNS = ("package", "model", "builder", "kwargs", "input", "family", "zoo_model", "reason")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One reimplemented model: how to build it and what it is."""
+
+    package: str
+    model: str
+    builder: str  # "module:attribute[.attribute]"
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    input: str = "image:1x3x224x224"  # "<kind>:<shape, x-separated>"
+    family: str = ""
+    zoo_model: str = ""  # "<source>/<model>" of the zoo model it corresponds to, if any
+    reason: str = ""
+
+    @property
+    def identity(self) -> str:
+        return f"{NAME}/{self.package}/{self.model}"
+
+    @property
+    def input_shape(self) -> tuple[int, ...]:
+        kind, _, shape = self.input.partition(":")
+        if kind != "image" or not shape:
+            raise ValueError(f"{self.identity}: input {self.input!r} is not `image:<shape>`")
+        return tuple(int(s) for s in shape.split("x"))
+
+
+def table_path() -> Path:
+    return Path(str(resources.files("narbench"))) / "data" / TABLE
+
+
+def read_table(path: str | os.PathLike | None = None) -> list[Row]:
+    """The rows of `crossimpl.csv`; ValueError naming the line for a malformed or repeated row."""
+    path = Path(path) if path is not None else table_path()
+    rows: list[Row] = []
+    seen: set[str] = set()
+    with open(path, newline="") as fh:
+        reader = csv.DictReader(fh)
+        if tuple(reader.fieldnames or ()) != COLUMNS:
+            raise ValueError(f"{path}: columns {reader.fieldnames}, expected {list(COLUMNS)}")
+        for line, rec in enumerate(reader, start=2):
+            try:
+                row = Row(package=rec["package"], model=rec["model"], builder=rec["builder"],
+                          kwargs=json.loads(rec["kwargs"]) if rec["kwargs"] else {}, input=rec["input"],
+                          family=rec["family"], zoo_model=rec["zoo_model"], reason=rec["reason"])
+                row.input_shape  # noqa: B018 - validates the input column
+            except (ValueError, json.JSONDecodeError) as exc:
+                raise ValueError(f"{path}:{line}: {exc}") from exc
+            if not (row.package and row.model and ":" in row.builder and row.family):
+                raise ValueError(f"{path}:{line}: package, model, builder (module:attribute) and family are required")
+            if row.identity in seen:
+                raise ValueError(f"{path}:{line}: {row.package} {row.model} is listed twice")
+            seen.add(row.identity)
+            rows.append(row)
+    return rows
+
+
+def shipped_path() -> Path:
+    return Path(str(resources.files("narbench"))) / "data" / ARTIFACT
+
+
+def artifact_path() -> tuple[Path, bool]:
+    """(path, pinned): `$NARBENCH_CROSSIMPL_FILE` if set (not pinned), else the shipped file."""
+    override = os.environ.get(ENV_FILE)
+    return (Path(override), False) if override else (shipped_path(), True)
+
+
+def read() -> tuple[list[ArchGraph], list[str], dict[str, Any], str]:
+    """The cross-implementation graphs, vocabulary, header and payload sha256 (checked against the pin)."""
+    path, pinned = artifact_path()
+    if not path.is_file():
+        raise FileNotFoundError(f"{NAME} {VERSION}: {path} does not exist; build it with "
+                                f"`pip install 'narbench[crossimpl]' && narbench build-crossimpl --out DIR`"
+                                + ("" if pinned else f" or unset {ENV_FILE}"))
+    try:
+        return read_graphs(path, EXPECTED_SHA256 if pinned else None)
+    except CorruptFileError as exc:
+        raise CorruptFileError(f"{NAME} {VERSION}: {exc}; " + (
+            "reinstall narbench to restore the shipped file" if pinned else f"rebuild it or unset {ENV_FILE}")) from exc
+
+
+def crossimpl_split(num_real: int, num_queries: int) -> Split:
+    """Queries: the `num_queries` graphs after the first `num_real`; corpus: every real graph."""
+    return Split(train=np.arange(num_real, dtype=np.int64),
+                 test=np.arange(num_real, num_real + num_queries, dtype=np.int64), seed=0, test_size=0.0,
+                 name=NAME, rule="queries are independent reimplementations of zoo architectures "
+                                 "(pytorchcv, vit-pytorch, MONAI, efficientnet-pytorch; `narbench/data/crossimpl.csv`), "
+                                 "labelled by the taxonomy family of the architecture they implement; the corpus is "
+                                 "every real graph; never tuned against")
+
+
+def attach(provider: DatasetProvider, graphs: list[ArchGraph], vocab: list[str], header: dict[str, Any],
+           digest: str, extra: tuple[list[ArchGraph], list[str], dict[str, Any], str] | None = None) -> GraphDataset:
+    """`provider`'s dataset of `graphs` with the cross-implementation graphs appended as the `crossimpl` split.
+
+    The provider's own splits are computed on `graphs` alone. The queries are canonical graphs,
+    so they are attached only to a dataset on the same vocabulary (real 2.0); any other (real
+    1.0's raw names, a hand-made file) loads without the `crossimpl` split, and so, with a warning,
+    does one that lacks a query's family (a locally built `real` of a few models). `extra` is the
+    cross-implementation data (default: `read()`).
+    """
+    splits = provider.splits(graphs)
+    undeclared = set(splits) - set(provider.split_names)
+    if "standard" not in splits or undeclared:
+        raise ValueError(f"dataset {provider.name}: splits() returns {', '.join(splits)} but split_names declares "
+                         f"{', '.join(provider.split_names)}; declare every split in split_names")
+    if extra is None and list(vocab) != list(_canonical_vocabulary()):
+        return GraphDataset(provider.name, provider.version, list(vocab), graphs, digest, splits["standard"],
+                            meta=header, splits=splits)
+    queries, q_vocab, q_header, q_digest = extra if extra is not None else read()
+    if list(q_vocab) != list(vocab):
+        raise ValueError(f"{NAME}: its graphs use another op vocabulary than dataset {provider.name} "
+                         f"{provider.version}; rebuild it with `narbench build-crossimpl`")
+    missing = sorted({g.family for g in queries} - {g.family for g in graphs})
+    if missing:  # a locally built `real` of a few families: usable, without this split
+        warnings.warn(f"dataset {provider.name} {provider.version} has no split {NAME}: its query families "
+                      f"{', '.join(missing)} have no graph in this dataset (a query needs relevant corpus graphs, "
+                      "and a new family would change every split's family ids)", stacklevel=3)
+        return GraphDataset(provider.name, provider.version, list(vocab), graphs, digest, splits["standard"],
+                            meta=header, splits=splits)
+    splits[NAME] = crossimpl_split(len(graphs), len(queries))
+    meta = {**header, "parts": {"real": digest, NAME: q_digest},
+            NAME: {"num_graphs": len(queries), "versions": q_header.get("versions", {})}}
+    return GraphDataset(provider.name, provider.version, list(vocab), [*graphs, *queries],
+                        digest, splits["standard"], meta=meta, splits=splits,
+                        query_only=len(queries))
+
+
+def _canonical_vocabulary() -> tuple[str, ...]:
+    from narbench.canonical import canonical_vocabulary
+
+    return canonical_vocabulary()

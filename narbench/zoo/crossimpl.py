@@ -1,0 +1,154 @@
+"""Build `crossimpl-2.0.narg`: canonical graphs of the reimplementations in `narbench/data/crossimpl.csv`.
+
+Each row's builder is imported and called with its keyword arguments on the meta device (the CPU
+when the meta device fails), run once on an input of the row's shape (`narbench.zoo.extract`),
+canonicalised (`narbench.canonical`), mapped onto the canonical vocabulary and labelled by the
+table: family from the table, coarse label by `coarse_label` of the canonical graph, source = the
+package, identity `crossimpl/<package>/<model>`. Needs the optional `crossimpl` extra:
+
+    pip install 'narbench[crossimpl]' && narbench build-crossimpl --out build/crossimpl
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import types
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any, Callable
+
+from narbench.canonical import canonical_vocabulary
+from narbench.datasets.crossimpl import ARTIFACT, NAME, VERSION, Row, read_table, table_path
+from narbench.graph import ArchGraph
+from narbench.ops import OPS_VERSION, table_sha256
+from narbench.store import write_graphs
+
+#: distribution names of the packages a row's `package` column names
+DISTRIBUTIONS = {"pytorchcv": "pytorchcv", "vit-pytorch": "vit-pytorch", "monai": "monai",
+                 "efficientnet-pytorch": "efficientnet_pytorch"}
+
+
+def resolve(builder: str) -> Callable[..., Any]:
+    """The callable named `module:attribute[.attribute]`."""
+    module, _, attr = builder.partition(":")
+    obj: Any = import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def import_module(name: str) -> Any:
+    """`importlib.import_module(name)`; if the package's `__init__` fails on an unrelated dependency,
+    the submodule without it.
+
+    vit-pytorch's `__init__` imports its training wrappers, which import torchvision; a torchvision
+    built for another torch (a CUDA wheel beside the CPU torch) raises RuntimeError on import. The
+    model modules themselves do not use it, so the package is then stood in by an empty package of
+    the same path and only the submodule is imported (its graph is the same).
+    """
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise
+    except Exception:  # noqa: BLE001 - retried without the package's __init__, re-raised if that fails too
+        top = name.split(".")[0]
+        if top == name:
+            raise
+        spec = importlib.util.find_spec(top)
+        if spec is None or not spec.submodule_search_locations:
+            raise
+        for key in [k for k in sys.modules if k == top or k.startswith(top + ".")]:
+            del sys.modules[key]
+        stub = types.ModuleType(top)
+        stub.__path__ = list(spec.submodule_search_locations)
+        sys.modules[top] = stub
+        return importlib.import_module(name)
+
+
+def package_version(package: str) -> str:
+    try:
+        return version(DISTRIBUTIONS.get(package, package))
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def extract_row(row: Row) -> tuple[ArchGraph, dict[str, Any]]:
+    """The labelled canonical graph of one row and how it was extracted (device, parameters)."""
+    import torch
+
+    from narbench.zoo.extract import extract_graph
+    from narbench.zoo.sources import _try_devices
+
+    build = resolve(row.builder)
+
+    def run(dev: str):
+        with torch.device(dev):
+            model = build(**{k: _tuples(v) for k, v in row.kwargs.items()})
+        x = torch.randn(*row.input_shape, device=dev)
+        return extract_graph(model, x), {"params": int(sum(p.numel() for p in model.parameters()))}
+
+    raw, info = _try_devices(["meta", "cpu"], run)
+    canon = raw.canonical()
+    meta = {"package": row.package, "model": row.model, "builder": row.builder, "kwargs": row.kwargs,
+            "input": row.input, "package_version": package_version(row.package), "identity": row.identity,
+            "zoo_model": row.zoo_model, **info}
+    if "unknown_ops" in canon.meta:
+        meta["unknown_ops"] = canon.meta["unknown_ops"]
+    graph = canon.to_arch_graph(list(canonical_vocabulary()), name=row.identity, family=row.family,
+                                source=row.package, meta=meta)
+    return graph, info
+
+
+def _tuples(value: Any) -> Any:
+    """JSON lists as tuples (vit-pytorch asserts tuples for stage depths and head counts)."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def build(out: str | Path, rows: list[Row] | None = None, *, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Extract every row and write `<out>/crossimpl-2.0.narg`; return a summary. A row that fails stops the build."""
+    import hashlib
+
+    import torch
+
+    rows = read_table() if rows is None else rows
+    graphs = []
+    for i, row in enumerate(rows, start=1):
+        try:
+            graph, info = extract_row(row)
+        except Exception as exc:  # noqa: BLE001 - named and re-raised
+            raise RuntimeError(f"{row.identity} ({row.builder}): {type(exc).__name__}: {str(exc)[:500]}") from exc
+        graphs.append(graph)
+        if progress:
+            progress(f"[{i}/{len(rows)}] {row.identity}: {graph.num_nodes} nodes, family {graph.family}, "
+                     f"coarse {graph.coarse}, {info['device']}")
+    packages = sorted({r.package for r in rows})
+    header = {"name": NAME, "version": VERSION, "generator": "narbench.zoo.crossimpl",
+              "versions": {"torch": torch.__version__.split("+")[0], **{p: package_version(p) for p in packages}},
+              "ops": {"version": OPS_VERSION, "table_sha256": table_sha256()},
+              "table_sha256": hashlib.sha256(table_path().read_bytes()).hexdigest()}
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / ARTIFACT
+    digest = write_graphs(path, graphs, list(canonical_vocabulary()), header)
+    return {"path": str(path), "sha256": digest, "graphs": len(graphs), "versions": header["versions"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="narbench build-crossimpl", description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, required=True, help=f"folder for {ARTIFACT}")
+    args = ap.parse_args(argv)
+    return run_cli(args.out)
+
+
+def run_cli(out: Path) -> int:
+    summary = build(out, progress=lambda s: print(s, file=sys.stderr, flush=True))
+    print(f"wrote {summary['path']}: {summary['graphs']} graphs, sha256 {summary['sha256']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

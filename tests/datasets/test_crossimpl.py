@@ -1,0 +1,215 @@
+"""`real`'s cross-implementation queries: the table, the shipped file, the `crossimpl` split, the builder."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from narbench.graph import ArchGraph
+
+VOCAB = ["AddmmBackward0", "ConvolutionBackward0", "ReluBackward0", "SoftmaxBackward0"]
+
+
+def _chain(ops: list[int], name: str, family: str, source: str = "timm", **meta) -> ArchGraph:
+    n = len(ops)
+    return ArchGraph(ops, np.array([np.arange(n - 1), np.arange(1, n)]), name, family,
+                     "cnn", source, meta=dict(meta))
+
+
+def _real() -> list[ArchGraph]:
+    """40 graphs: 4 families of 10, two models per family (so `unseen` has something to hold out)."""
+    return [_chain([f] + [2] * (i + 1) + [(f + 1) % 4], f"timm/m{f}-{i}", f"fam{f}", model=f"m{f}-{i % 2}")
+            for f in range(4) for i in range(10)]
+
+
+def _queries() -> list[ArchGraph]:
+    return [_chain([1, 2, 2, 0], "crossimpl/pkg/a", "fam0", "pkg"), _chain([3, 3, 2], "crossimpl/pkg/b", "fam3", "pkg")]
+
+
+def _attached(queries=None, vocab=VOCAB):
+    from narbench.datasets import crossimpl
+    from narbench.datasets.real import RealDataset
+
+    q = _queries() if queries is None else queries
+    return crossimpl.attach(RealDataset(), _real(), VOCAB, {"name": "real"}, "a" * 64,
+                            extra=(q, vocab, {"versions": {"pkg": "1"}}, "b" * 64))
+
+
+# ----------------------------------------------------------------------------- the table
+
+
+def test_table_loads_and_every_family_is_a_taxonomy_family():
+    from narbench import taxonomy
+    from narbench.datasets.crossimpl import read_table
+
+    rows = read_table()
+    assert 40 <= len(rows) <= 150
+    families = {r.family for r in taxonomy.read_rows(taxonomy.data_path())}
+    assert {r.family for r in rows} <= families, sorted({r.family for r in rows} - families)
+    assert len({r.package for r in rows}) >= 3
+    assert len({r.identity for r in rows}) == len(rows)
+    assert all(len(r.input_shape) == 4 for r in rows)
+    # CNNs, ViTs and others: several families each with attention and without
+    assert {"resnet", "densenet", "vit", "efficientnet"} <= {r.family for r in rows}
+
+
+def test_malformed_table_rows_are_named(tmp_path):
+    from narbench.datasets.crossimpl import COLUMNS, read_table
+
+    path = tmp_path / "t.csv"
+    head = ",".join(COLUMNS)
+    path.write_text(f"{head}\npkg,m,mod:fn,,image:1x3x8x8,resnet,,\npkg,m,mod:fn,,image:1x3x8x8,resnet,,\n")
+    with pytest.raises(ValueError, match=r"t.csv:3: pkg m is listed twice"):
+        read_table(path)
+    path.write_text(f"{head}\npkg,m,mod:fn,{{bad,image:1x3x8x8,resnet,,\n")
+    with pytest.raises(ValueError, match=r"t.csv:2"):
+        read_table(path)
+    path.write_text(f"{head}\npkg,m,mod:fn,,text:12,resnet,,\n")
+    with pytest.raises(ValueError, match=r"t.csv:2: .*image:<shape>"):
+        read_table(path)
+
+
+# ----------------------------------------------------------------------------- the shipped file
+
+
+def test_shipped_file_matches_its_pin_and_the_table():
+    from narbench.canonical import canonical_vocabulary
+    from narbench.datasets import crossimpl
+
+    assert crossimpl.EXPECTED_SHA256 is not None
+    graphs, vocab, header, digest = crossimpl.read()  # raises if the content does not match the pin
+    assert digest == crossimpl.EXPECTED_SHA256
+    assert vocab == list(canonical_vocabulary())
+    rows = crossimpl.read_table()
+    assert [g.name for g in graphs] == [r.identity for r in rows]
+    assert [(g.family, g.source) for g in graphs] == [(r.family, r.package) for r in rows]
+    assert all(g.meta["identity"] == g.name and g.meta["package_version"] for g in graphs)
+    assert set(header["versions"]) == {"torch"} | {r.package for r in rows}
+    assert {g.coarse for g in graphs} <= {"cnn", "attention", "other"}
+
+
+def test_shipped_file_loads_without_the_packages():
+    import subprocess
+    import sys
+
+    code = ("import sys; from narbench.datasets import crossimpl; crossimpl.read(); "
+            "print(sorted(m for m in ('pytorchcv', 'vit_pytorch', 'monai', 'efficientnet_pytorch') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+# ----------------------------------------------------------------------------- the split (hand-built data)
+
+
+def test_crossimpl_split_appends_queries_and_keeps_the_other_splits():
+    from narbench.datasets import crossimpl
+    from narbench.datasets.real import RealDataset
+
+    plain = RealDataset().dataset(_real(), VOCAB, {"name": "real"}, "a" * 64)  # not canonical: no crossimpl
+    assert set(plain.splits) == {"standard", "unseen"} and plain.sha256 == "a" * 64 and plain.query_only == 0
+    ds = _attached()
+    assert set(ds.splits) == {"standard", "unseen", "crossimpl"} == set(RealDataset.split_names)
+    for name in ("standard", "unseen"):
+        assert np.array_equal(ds.splits[name].train, plain.splits[name].train)
+        assert np.array_equal(ds.splits[name].test, plain.splits[name].test)
+    sp = ds.get_split("crossimpl")
+    assert sp.test.tolist() == [40, 41] and sp.train.tolist() == list(range(40))
+    assert [ds.graphs[i].name for i in sp.test] == ["crossimpl/pkg/a", "crossimpl/pkg/b"]
+    assert ds.query_only == 2 and len(ds.core_graphs) == 40 and ds.families == plain.families
+    # the dataset's sha256 stays the corpus file's (its pin); the queries' file is recorded beside it
+    assert ds.sha256 == "a" * 64
+    assert ds.meta["parts"] == {"real": "a" * 64, "crossimpl": "b" * 64} == ds.describe("crossimpl")["parts"]
+
+
+def test_runner_queries_exactly_the_crossimpl_graphs():
+    from narbench.profiles import get_profile
+    from narbench.runner import select
+
+    ds = _attached()
+    train, corpus, queries = select(ds, get_profile("quick"), 0, "crossimpl")
+    assert queries.tolist() == [40, 41]
+    assert corpus.tolist() == train.tolist() == list(range(40))
+
+
+def test_missing_query_families_drop_the_split_and_vocabularies_must_agree():
+    with pytest.warns(UserWarning, match="no split crossimpl: its query families newfam have no graph"):
+        ds = _attached([_chain([1, 2], "crossimpl/pkg/c", "newfam", "pkg")])
+    assert set(ds.splits) == {"standard", "unseen"} and len(ds) == 40 and ds.sha256 == "a" * 64
+    with pytest.raises(ValueError, match="another op vocabulary"):
+        _attached(vocab=VOCAB[::-1])
+
+
+def test_datasheet_counts_core_graphs_and_lists_the_split():
+    from narbench.datasheet import datasheet
+
+    sheet = datasheet(_attached())
+    assert sheet.num_graphs == 40 and "pkg" not in sheet.per_source
+    assert sheet.splits["crossimpl"]["queries"] == 2 and sheet.splits["crossimpl"]["corpus"] == 40
+    assert "| `crossimpl` | 40 | 2 |" in sheet.to_markdown()
+
+
+def test_search_index_leaves_out_the_queries():
+    from narbench.index import IndexConfig, build_index
+
+    index = build_index(IndexConfig(encoder="ophist", profile="smoke", progress=False, params={}),
+                        dataset=_attached())
+    assert len(index) == 40
+
+
+# ----------------------------------------------------------------------------- the builder
+
+
+def tiny_cnn(width: int = 4):
+    import torch
+
+    return torch.nn.Sequential(torch.nn.Conv2d(3, width, 3), torch.nn.ReLU(), torch.nn.Conv2d(width, width, 3),
+                               torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1),
+                               torch.nn.Flatten(), torch.nn.Linear(width, 2))
+
+
+def test_builder_extracts_labels_and_writes_a_loadable_file(tmp_path):
+    pytest.importorskip("torch")
+    from narbench.canonical import canonical_vocabulary
+    from narbench.datasets.crossimpl import Row
+    from narbench.store import read_graphs
+    from narbench.zoo.crossimpl import build
+
+    rows = [Row("torch", "tiny", "tests.datasets.test_crossimpl:tiny_cnn", {"width": 5}, "image:1x3x9x9", "resnet")]
+    summary = build(tmp_path, rows)
+    graphs, vocab, header, digest = read_graphs(summary["path"], summary["sha256"])
+    (g,) = graphs
+    assert vocab == list(canonical_vocabulary()) and header["versions"]["torch"]
+    assert (g.name, g.family, g.source, g.coarse) == ("crossimpl/torch/tiny", "resnet", "torch", "cnn")
+    assert g.meta["device"] == "meta" and g.meta["kwargs"] == {"width": 5} and g.meta["params"] == 3 * 5 * 9 + 5 + 5 * 5 * 9 + 5 + 5 * 2 + 2
+    assert build(tmp_path / "again", rows)["sha256"] == digest  # deterministic
+
+
+def test_builder_names_the_row_that_fails(tmp_path):
+    from narbench.datasets.crossimpl import Row
+    from narbench.zoo.crossimpl import build
+
+    rows = [Row("torch", "nope", "tests.datasets.test_crossimpl:no_such_builder", {}, "image:1x3x9x9", "resnet")]
+    with pytest.raises(RuntimeError, match="crossimpl/torch/nope"):
+        build(tmp_path, rows)
+
+
+# ----------------------------------------------------------------------------- the shipped dataset
+
+
+@pytest.mark.slow
+def test_shipped_real_has_the_crossimpl_split(tmp_path, monkeypatch):
+    from narbench.cli import main
+    from narbench.dataset import load_dataset
+    from narbench.datasets import crossimpl
+
+    ds = load_dataset("real")
+    queries, _, _, digest = crossimpl.read()
+    sp = ds.get_split("crossimpl")
+    assert [ds.graphs[i].name for i in sp.test] == [g.name for g in queries]
+    assert len(sp.train) == len(ds.core_graphs) == len(ds) - len(queries)
+    assert not set(sp.train) & set(sp.test)
+    for name in ("standard", "unseen"):
+        assert ds.splits[name].test.max() < len(ds.core_graphs) and ds.splits[name].train.max() < len(ds.core_graphs)
+    assert ds.meta["parts"]["crossimpl"] == digest
+    assert main(["run", "--encoder", "wl", "--dataset", "real", "--split", "crossimpl", "--profile", "smoke",
+                 "--no-progress", "--out", str(tmp_path)]) == 0
