@@ -5,7 +5,12 @@
 2. Stage 1, motif level (eq. 3-4): a GCN F_s embeds each motif, a GCN F_c embeds its context
    graph G_c (the motif plus its k-hop neighbours in G); InfoNCE with cosine similarity, the
    motif's own context as the positive and the other contexts in the batch as negatives.
-   Each distinct motif (same ops and internal edges) is one training example.
+   Each distinct motif (same ops and internal edges) is one training example (or, with the
+   parameter `motif_examples=occurrences`, every occurrence with its own context; with
+   `stage1=False` stage 1 is skipped: ablations, docs/encoders.md). Learning rate 1e-3 (the
+   profiles' `motif_train`): Table 5's 1e-2 collapses F_s (`stage1_lr=0.01` restores it).
+   The result records stage-1 health (`narbench.health`: loss per epoch, effective rank and
+   dead dimensions of F_s's output on a fixed motif sample, before and after).
 3. Stage 2, graph level (eq. 5-6): F_s is frozen; every distinct motif is embedded once
    (an embedding cache) and the macro graph, whose nodes carry the motif embeddings H_sg*,
    is embedded by a GCN F_m. Loss: eq. 5 + cross-entropy through a classifier head, on the
