@@ -20,13 +20,17 @@ from narbench.trainer import Trainer
 class GNNStack(nn.Module):
     """Input layer, `layers` message-passing layers with ReLU and dropout, mean pooling per graph.
 
+    `last_activation=False` leaves the last layer linear (no ReLU, no dropout after it).
+
     With `num_ops`, node features are op ids through an embedding (= one-hot times a linear
     map); without, they are float vectors of width `hidden` (standardised by batch norm).
     `conv(hidden)` builds one message-passing layer.
     """
 
-    def __init__(self, conv, hidden: int, layers: int, dropout: float, num_ops: int | None = None) -> None:
+    def __init__(self, conv, hidden: int, layers: int, dropout: float, num_ops: int | None = None,
+                 last_activation: bool = True) -> None:
         super().__init__()
+        self.last_activation = last_activation
         import_torch_geometric()  # before `conv` imports it: without torch_geometric's import-time warning
         if num_ops is not None:
             self.embedding = nn.Embedding(num_ops, hidden)
@@ -39,8 +43,11 @@ class GNNStack(nn.Module):
         from torch_geometric.nn import global_mean_pool
 
         h = self.embedding(batch.x)
-        for conv in self.convs:
-            h = self.dropout(torch.relu(conv(h, batch.edge_index)))
+        last = len(self.convs) - 1
+        for i, conv in enumerate(self.convs):
+            h = conv(h, batch.edge_index)
+            if i < last or self.last_activation:
+                h = self.dropout(torch.relu(h))
         return global_mean_pool(h, batch.batch, size=batch.num_graphs)
 
 

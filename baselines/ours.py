@@ -5,7 +5,12 @@
 2. Stage 1, motif level (eq. 3-4): a GCN F_s embeds each motif, a GCN F_c embeds its context
    graph G_c (the motif plus its k-hop neighbours in G); InfoNCE with cosine similarity, the
    motif's own context as the positive and the other contexts in the batch as negatives.
-   Each distinct motif (same ops and internal edges) is one training example.
+   Each distinct motif (same ops and internal edges) is one training example (or, with the
+   parameter `motif_examples=occurrences`, every occurrence with its own context; with
+   `stage1=False` stage 1 is skipped: ablations, docs/encoders.md). Learning rate 1e-3 (the
+   profiles' `motif_train`): Table 5's 1e-2 collapses F_s (`stage1_lr=0.01` restores it).
+   The result records stage-1 health (`narbench.health`: loss per epoch, effective rank and
+   dead dimensions of F_s's output on a fixed motif sample, before and after).
 3. Stage 2, graph level (eq. 5-6): F_s is frozen; every distinct motif is embedded once
    (an embedding cache) and the macro graph, whose nodes carry the motif embeddings H_sg*,
    is embedded by a GCN F_m. Loss: eq. 5 + cross-entropy through a classifier head, on the
@@ -23,13 +28,13 @@ the first occurrence of each distinct motif.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import numpy as np
 import torch
 from torch import nn
 
-from narbench import losses
+from narbench import health, losses
 from narbench.baselines.gnn import GNNStack, gcn_conv
 from narbench.encoder import Encoder, Labels
 from narbench.graph import ArchGraph, import_torch_geometric
@@ -52,12 +57,16 @@ class MacroModel(nn.Module):
 
 
 class MotifPairModel(nn.Module):
-    """F_s and F_c: what stage 1 trains (F_c is discarded after training)."""
+    """F_s and F_c: what stage 1 trains (F_c is discarded after training).
 
-    def __init__(self, num_ops: int, hidden: int, layers: int, dropout: float) -> None:
+    `last_activation` (F_s and F_c alike): ReLU and dropout after the last layer, as after the
+    others (the Table 5 build) or not (the last layer linear, the usual contrastive head).
+    """
+
+    def __init__(self, num_ops: int, hidden: int, layers: int, dropout: float, last_activation: bool = True) -> None:
         super().__init__()
-        self.f_s = GNNStack(gcn_conv, hidden, layers, dropout, num_ops)
-        self.f_c = GNNStack(gcn_conv, hidden, layers, dropout, num_ops)
+        self.f_s = GNNStack(gcn_conv, hidden, layers, dropout, num_ops, last_activation=last_activation)
+        self.f_c = GNNStack(gcn_conv, hidden, layers, dropout, num_ops, last_activation=last_activation)
 
 
 def induced(graph: ArchGraph, nodes: np.ndarray):
@@ -105,11 +114,24 @@ class MotifEncoder(Encoder):
     default_splitter = "motif"
     paper_labels = ("family", "family")  # section 3.5: eq. 5 and the classifier on the model family
     context_hops = 1
+    #: `stage1`: False leaves F_s at its random initialisation, frozen (ablation: no stage 1);
+    #: `motif_examples`: `distinct` (one stage-1 pair per distinct motif, its first occurrence's
+    #: context) or `occurrences` (one pair per occurrence, Algorithm 1's loop; ablation);
+    #: `stage1_lr`: stage 1's learning rate, None for the profile's `motif_train.lr` (0.01 is
+    #: Table 5's); `last_activation`: ReLU + dropout after F_s's and F_c's last layer (Table 5's
+    #: build, the default) or a linear last layer; `stage1_dropout`: F_s's and F_c's dropout, None
+    #: for the profile's model dropout;
+    #: `health_sample`: distinct training motifs in the fixed sample of the stage-1 health record.
+    PARAMS = {"stage1": True, "motif_examples": "distinct", "stage1_lr": None, "last_activation": True,
+              "stage1_dropout": None, "health_sample": 1024}
+    MOTIF_EXAMPLES = ("distinct", "occurrences")
 
     def __init__(self, num_ops, num_classes, profile, splitter=None) -> None:
         super().__init__(num_ops, num_classes, profile, splitter)
+        for key, value in self.PARAMS.items():
+            setattr(self, key, value)
+        self._build_pair()
         cfg = self.model_config
-        self.pair = MotifPairModel(num_ops, cfg.hidden, cfg.layers, cfg.dropout)
         self.macro = MacroModel(cfg.hidden, cfg.layers, cfg.dropout, num_classes)
         self._parts: dict[str, GraphParts] = {}  # graph content hash -> its parts, for the whole run
         self._hashes: dict[int, tuple[ArchGraph, str]] = {}  # id(graph) -> (graph, content hash)
@@ -118,9 +140,26 @@ class MotifEncoder(Encoder):
         self.parts_cache: PartsCache | None = PartsCache()  # on disk, across runs; None: off
         self.stats: dict[str, float] = {}
 
+    def _build_pair(self) -> None:
+        cfg = self.model_config
+        dropout = cfg.dropout if self.stage1_dropout is None else float(self.stage1_dropout)
+        self.pair = MotifPairModel(self.num_ops, cfg.hidden, cfg.layers, dropout, self.last_activation)
+
+    def params_changed(self) -> None:
+        if self.motif_examples not in self.MOTIF_EXAMPLES:
+            raise ValueError(f"motif_examples must be one of {', '.join(self.MOTIF_EXAMPLES)}, got {self.motif_examples!r}")
+        dropout = self.model_config.dropout if self.stage1_dropout is None else float(self.stage1_dropout)
+        if self.pair.f_s.last_activation != self.last_activation or self.pair.f_s.dropout.p != dropout:
+            self._build_pair()
+
+    def stage1_config(self):
+        """Stage 1's recipe: the profile's `motif_train` with `stage1_lr` when set."""
+        cfg = self.profile.motif_train
+        return cfg if self.stage1_lr is None else replace(cfg, lr=float(self.stage1_lr))
+
     def config(self) -> dict:
         out = super().config()
-        out.update(motif_train=asdict(self.profile.motif_train), context_hops=self.context_hops)
+        out.update(motif_train=asdict(self.stage1_config()), context_hops=self.context_hops)
         return out
 
     # -- motifs -----------------------------------------------------------------------------
@@ -214,28 +253,66 @@ class MotifEncoder(Encoder):
         return datas
 
     # -- Encoder API ------------------------------------------------------------------------
+    def stage1_pairs(self, graphs: list[ArchGraph], motifs: list[GraphParts]) -> list[tuple]:
+        """Stage 1's (motif, context) pairs: per distinct motif (its first occurrence's context)
+        or per occurrence (`motif_examples`)."""
+        if self.motif_examples == "distinct":
+            first: dict[bytes, tuple[int, int]] = {}
+            for gi, parts in enumerate(motifs):
+                for pi, key in enumerate(parts.keys):
+                    if key not in first:
+                        first[key] = (gi, pi)
+            contexts = self._contexts(graphs, motifs, first)
+            return [(self._motif_data[key], contexts[key]) for key in first]
+        pairs = []
+        for g, parts in zip(graphs, motifs):
+            csr = adjacency(g)
+            everything = list(range(parts.num_parts))
+            sub = induced_subgraphs(g, *neighbourhoods(g, *parts.select(everything), self.context_hops, csr=csr), csr=csr)
+            pairs.extend((self._motif_data[key], sub.data(j)) for j, key in enumerate(parts.keys))
+        return pairs
+
+    def health_sample_keys(self, motifs: list[GraphParts], seed: int) -> list[bytes]:
+        """A fixed sample of distinct training motifs (at most `health_sample`, chosen by the
+        run's seed from the keys in sorted order): what the stage-1 health record embeds."""
+        keys = sorted({key for parts in motifs for key in parts.keys})
+        if len(keys) > self.health_sample:
+            pick = np.random.default_rng(seed).choice(len(keys), self.health_sample, replace=False)
+            keys = [keys[i] for i in sorted(pick)]
+        return keys
+
+    def motif_health(self, trainer: Trainer, keys: list[bytes]) -> dict:
+        """`narbench.health` of F_s's raw output (eval mode) on the motifs `keys`."""
+        emb = trainer.embed(self.pair.f_s, [self._motif_data[k] for k in keys], self.profile.motif_train.batch_size,
+                            desc=f"health of {len(keys)} motifs")
+        return health.health(emb)
+
     def fit(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels) -> None:
         motifs = self._motifs(trainer, graphs, "split train graphs")
-        # Stage 1: one (motif, context) pair per distinct motif, first occurrence's context.
-        first: dict[bytes, tuple[int, int]] = {}
-        for gi, parts in enumerate(motifs):
-            for pi, key in enumerate(parts.keys):
-                if key not in first:
-                    first[key] = (gi, pi)
-        contexts = self._contexts(graphs, motifs, first)
-        pairs = {key: (self._motif_data[key], contexts[key]) for key in first}
-        self.stats.update(train_motifs=sum(p.num_parts for p in motifs), distinct_train_motifs=len(pairs))
-        temperature = self.profile.motif_train.temperature
+        self.stats.update(train_motifs=sum(p.num_parts for p in motifs),
+                          distinct_train_motifs=len({k for p in motifs for k in p.keys}))
+        sample = self.health_sample_keys(motifs, getattr(trainer, "seed", 0))
+        record: dict = {"trained": bool(self.stage1), "motif_examples": self.motif_examples,
+                        "before": self.motif_health(trainer, sample)}
+        # Stage 1: (motif, context) pairs, eq. 4 with in-batch negatives.
+        if self.stage1:
+            pairs = self.stage1_pairs(graphs, motifs)
+            record["pairs"] = len(pairs)
+            cfg = self.stage1_config()
+            temperature = cfg.temperature
 
-        def motif_step(model: MotifPairModel, batch) -> torch.Tensor:
-            motif_batch, context_batch = batch
-            return losses.info_nce(model.f_s(motif_batch), model.f_c(context_batch), temperature)
+            def motif_step(model: MotifPairModel, batch) -> torch.Tensor:
+                motif_batch, context_batch = batch
+                return losses.info_nce(model.f_s(motif_batch), model.f_c(context_batch), temperature)
 
-        if len(pairs) >= 2:
-            trainer.fit(self.pair, list(pairs.values()), self.profile.motif_train, motif_step, stage="stage 1: motifs")
+            if len(pairs) >= 2:
+                hist = trainer.fit(self.pair, pairs, cfg, motif_step, stage="stage 1: motifs")
+                record["loss"] = [round(v, 6) for v in hist.losses]
         self.pair.eval()
         for p in self.pair.f_s.parameters():
             p.requires_grad_(False)
+        record["after"] = self.motif_health(trainer, sample)
+        self.stats["stage1_health"] = record
         # Stage 2: macro graphs of frozen motif embeddings.
         self._embed_motifs(trainer, motifs)
         datas = self._macro_datas(graphs, motifs, labels)

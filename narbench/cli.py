@@ -147,7 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
                                                                          "profile's, ce+cl)")
     run.add_argument("--param", dest="params", action="append", type=_parse_param, default=[],
                      metavar="KEY=VALUE", help="a splitter parameter (repeatable)")
-    run.add_argument("--seed", type=_seed, default=0, help="seed of the data subsets, initialisation and training")
+    run.add_argument("--encoder-param", dest="encoder_params", action="append", type=_parse_param, default=[],
+                     metavar="KEY=VALUE", help="an encoder parameter (repeatable; e.g. ours: stage1=false, "
+                                               "motif_examples=occurrences, stage1_lr=0.01; see docs/encoders.md)")
+        run.add_argument("--seed", type=_seed, default=0, help="seed of the data subsets, initialisation and training")
     run.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda or cuda:N")
     run.add_argument("--out", default="runs", help="folder for the result file")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
@@ -248,7 +251,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         encoder=args.encoder, splitter=args.splitter, dataset=args.dataset, split=args.split,
         protocol=args.protocol, profile=args.profile,
         seed=args.seed, device=args.device, objective=args.objective, splitter_params=dict(args.params),
-        out=args.out, progress=not args.no_progress, save_embeddings=args.save_embeddings,
+        encoder_params=dict(args.encoder_params), out=args.out, progress=not args.no_progress, save_embeddings=args.save_embeddings,
         save_weights=args.save_weights, init_from=args.init_from, jobs=args.jobs,
     )
     out = _console(stderr=True) if args.json else _console()

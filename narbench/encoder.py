@@ -43,6 +43,9 @@ class Encoder(torch.nn.Module):
     default_splitter: ClassVar[str] = "none"
     trainable: ClassVar[bool] = True
     paper_labels: ClassVar[tuple[str, str]] = ("coarse", "coarse")
+    #: the encoder's parameters and their defaults (`set_params`, `narbench run --encoder-param`):
+    #: ablations and recipe switches that are not part of the profile
+    PARAMS: ClassVar[dict[str, object]] = {}
 
     def __init__(self, num_ops: int, num_classes: int, profile: Profile, splitter: Splitter | None = None) -> None:
         super().__init__()
@@ -50,6 +53,34 @@ class Encoder(torch.nn.Module):
         self.num_classes = num_classes
         self.profile = profile
         self.splitter = splitter
+
+    def set_params(self, params: dict[str, object]) -> None:
+        """Set encoder parameters (names from `PARAMS`); an unknown name or a value of another
+        type raises ValueError naming it. Call before `fit` (or loading weights)."""
+        for key, value in params.items():
+            if key not in self.PARAMS:
+                known = ", ".join(self.PARAMS) or "none"
+                raise ValueError(f"encoder {self.name!r} has no parameter {key!r} (its parameters: {known})")
+            default = self.PARAMS[key]
+            if default is not None and isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+                value = float(value)
+            if default is not None and value is not None and type(value) is not type(default):
+                raise ValueError(f"encoder {self.name!r} parameter {key!r} takes a {type(default).__name__}, "
+                                 f"got {value!r}")
+            setattr(self, key, value)
+        self.params_changed()
+
+    def params_changed(self) -> None:
+        """Hook: rebuild what depends on a parameter (called by `set_params`)."""
+
+    def params(self) -> dict[str, object]:
+        """Every parameter's current value."""
+        return {k: getattr(self, k) for k in self.PARAMS}
+
+    def variant(self) -> str:
+        """The parameters that differ from their defaults, `k=v` joined by commas ('' for none):
+        the leaderboard's row variant (an ablation is a row of its own)."""
+        return ",".join(f"{k}={v}" for k, v in self.params().items() if v != self.PARAMS[k])
 
     @property
     def model_config(self) -> ModelConfig:
@@ -59,9 +90,10 @@ class Encoder(torch.nn.Module):
         """Everything that defines this encoder, recorded in the result file."""
         from dataclasses import asdict
 
+        extra = {"params": self.params(), "variant": self.variant()} if self.PARAMS else {}
         if not self.trainable:
-            return {"trainable": False}
-        return {"model": asdict(self.profile.model), "train": asdict(self.profile.train), "trainable": True}
+            return {"trainable": False, **extra}
+        return {"model": asdict(self.profile.model), "train": asdict(self.profile.train), "trainable": True, **extra}
 
     def fit(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels) -> None:
         """Train on the training graphs (a subset of the corpus; never the queries).

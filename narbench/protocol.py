@@ -12,8 +12,9 @@ are part of the protocol, named in every result file and in the leaderboard's gr
   contrastive learning and classification on the mapped coarse-grained label" (both terms on
   the coarse label); section 3.5 trains `ours` with both terms on the model family. An encoder
   says which labels it gets here through its `paper_labels` class attribute (the default
-  `("coarse", "coarse")` is the baselines' setting). The authors' public code uses the three
-  coarse classes in the graph stage of their own method too; narbench follows the paper's text.
+  `("coarse", "coarse")` is the baselines' setting). The authors' public code trains the graph
+  stage of their own method on the model-name id (`num_classes = len(model_names) + 1`, finer
+  than the family; docs/protocol.md); narbench follows the paper's text.
 
 On `nas` the coarse label equals the family, so both protocols give the same labels there.
 A training-free encoder (`Encoder.trainable = False`) sees no labels: its result holds

@@ -50,7 +50,8 @@ class RunConfig:
     `encoder`, `splitter` (None: the encoder's default) and `dataset` are registered names;
     `split` a split of the dataset; `protocol` which labels trainable encoders get; `profile`
     the data and recipe budget (`narbench.profiles`); `objective` overrides the profile's loss
-    terms; `splitter_params` are the splitter's parameters; `device` is auto, cpu, cuda or
+    terms; `splitter_params` are the splitter's parameters; `encoder_params` the encoder's
+    (`Encoder.PARAMS`: ablations and recipe switches, recorded in the result); `device` is auto, cpu, cuda or
     cuda:N; `out` the folder for the result file (None: write nothing); `top_k` the ranking
     depth; `init_from` a checkpoint (`.pt`) or the result `.json` of a run that saved one.
     """
@@ -65,6 +66,7 @@ class RunConfig:
     device: str = "auto"
     objective: str | None = None
     splitter_params: dict[str, Any] = field(default_factory=dict)
+    encoder_params: dict[str, Any] = field(default_factory=dict)  # the encoder's `PARAMS` (ablations)
     out: str | None = "runs"
     progress: bool = True
     top_k: int = 100
@@ -112,6 +114,10 @@ def resolve(cfg: RunConfig) -> tuple[type[Encoder], Splitter, str]:
             f"encoder {cfg.encoder!r} embeds whole graphs and takes no splitter; use --splitter none "
             f"(got {splitter_name!r})"
         )
+    unknown = sorted(set(cfg.encoder_params) - set(getattr(encoder_cls, "PARAMS", {})))
+    if unknown:
+        known = ", ".join(getattr(encoder_cls, "PARAMS", {})) or "none"
+        raise ConfigError(f"encoder {cfg.encoder!r} has no parameter {', '.join(map(repr, unknown))} (its parameters: {known})")
     splitter_cls = registry.load("splitter", splitter_name)
     try:
         splitter = splitter_cls(**cfg.splitter_params)
@@ -188,6 +194,11 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     seed_everything(cfg.seed)
     trainer = Trainer(cfg.device, cfg.seed, progress=cfg.progress, console=console, jobs=cfg.jobs)
     encoder = encoder_cls(len(dataset.vocab), labels.num_ce_classes, profile, splitter)
+    if cfg.encoder_params:
+        try:
+            encoder.set_params(cfg.encoder_params)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from exc
     init = checkpoint.load_into(encoder, cfg.encoder, dataset.vocab, cfg.init_from) if cfg.init_from else None
 
     t = time.perf_counter()
@@ -211,7 +222,9 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     timings["total"] = time.perf_counter() - t_start
 
     now = datetime.now(timezone.utc)
-    run_id = (f"{dataset.name}-{cfg.split}-{cfg.encoder}-{splitter_name}-{cfg.profile}-{protocol.name}-s{cfg.seed}-"
+    variant = encoder.variant() if encoder.PARAMS else ""
+    method = cfg.encoder + (f"+{variant.replace('=', '.').replace(',', '+')}" if variant else "")
+    run_id = (f"{dataset.name}-{cfg.split}-{method}-{splitter_name}-{cfg.profile}-{protocol.name}-s{cfg.seed}-"
               f"{now:%Y%m%dT%H%M%S%fZ}")
     config = {
         "run": {**{k: v for k, v in asdict(cfg).items() if k not in ("out", "progress", "save_embeddings", "save_weights", "jobs")},

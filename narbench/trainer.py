@@ -106,8 +106,12 @@ class Trainer:
         *,
         stage: str = "train",
         params=None,
+        on_epoch: Callable[[int, float], None] | None = None,
     ) -> History:
-        """Generic loop: `step(model, batch)` returns the loss of one batch on `self.device`."""
+        """Generic loop: `step(model, batch)` returns the loss of one batch on `self.device`.
+
+        `on_epoch(epoch, mean_loss)`, if given, is called after each epoch (model in train mode
+        again when it returns), e.g. for probes of what the model has learnt so far."""
         model.to(self.device).train()
         opt = torch.optim.Adam(params if params is not None else model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         hist = History(stage)
@@ -133,6 +137,9 @@ class Trainer:
                     count += 1
                     prog.update(task, advance=1, info=f"epoch {epoch + 1}/{cfg.epochs} loss {total / count:.4f}")
                 hist.losses.append(total / max(count, 1))
+                if on_epoch is not None:
+                    on_epoch(epoch, hist.losses[-1])
+                    model.train()
         model.eval()
         self.histories.append(hist)
         return hist

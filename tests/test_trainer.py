@@ -77,3 +77,24 @@ def test_evaluation_batch_size_does_not_change_embeddings(encoder):
     assert embs[0].shape == (len(graphs), 32)
     for emb in embs[1:]:
         assert torch.equal(emb, embs[0])
+
+
+def test_on_epoch_sees_each_epoch_mean_loss_and_training_resumes_in_train_mode():
+    from narbench.profiles import TrainConfig
+    from narbench.trainer import Trainer
+
+    model = torch.nn.Linear(2, 1)
+    items = [torch.tensor([float(i), 1.0]) for i in range(8)]
+    seen = []
+
+    def on_epoch(epoch, loss):
+        seen.append((epoch, loss))
+        model.eval()  # a probe may switch modes; the loop must switch back
+
+    def step(m, batch):
+        assert m.training
+        return m(batch).pow(2).mean()
+
+    hist = Trainer("cpu", 0, progress=False).fit(model, items, TrainConfig(epochs=3, batch_size=4, lr=1e-2), step,
+                                                  on_epoch=on_epoch)
+    assert [e for e, _ in seen] == [0, 1, 2] and [loss for _, loss in seen] == hist.losses

@@ -39,6 +39,9 @@ class Key(NamedTuple):
     splitter: str
     objective: str
     init: str
+    #: the encoder parameters that differ from their defaults (`config.encoder.variant`, an
+    #: ablation such as `stage1=False`); '' for the encoder as shipped
+    variant: str = ""
 
     @property
     def setting(self) -> tuple[str, str, str, str, str]:
@@ -81,6 +84,11 @@ class Record:
         return str(obj or DEFAULT_OBJECTIVE)
 
     @property
+    def variant(self) -> str:
+        """The run's non-default encoder parameters ('' for none, and for files written before them)."""
+        return str(((self.result.config or {}).get("encoder") or {}).get("variant") or "")
+
+    @property
     def init(self) -> str:
         """`scratch`, or `pretrained` when the run was initialised from another (config.run.init_from)."""
         return PRETRAINED if ((self.result.config or {}).get("run") or {}).get("init_from") else SCRATCH
@@ -98,7 +106,7 @@ class Record:
     def key(self) -> Key:
         r = self.result
         return Key(self.dataset, str(r.split), r.profile, self.device, self.protocol, r.encoder, r.splitter,
-                   self.objective, self.init)
+                   self.objective, self.init, self.variant)
 
     @property
     def sidecar(self) -> Path:

@@ -41,12 +41,14 @@ def row_label(key: Key, *, objective: bool = False) -> str:
     """A configuration's label: `<encoder>[+<splitter>]`, with `(<objective>)` when `objective`,
     `, pretrained` when it was initialised from other weights; `<encoder> (floor)` when training-free.
 
-    E.g. `gcn`, `ours+motif (ce+cl)`, `ours+motif (cl)`, `ours+motif (ce+cl, pretrained)`, `wl (floor)`.
+    E.g. `gcn`, `ours+motif (ce+cl)`, `ours+motif (cl)`, `ours+motif (ce+cl, pretrained)`, `wl (floor)`;
+    an ablation names its parameters: `ours+motif (stage1=False)`.
     """
     if key.protocol == ANY_PROTOCOL:
         return f"{key.encoder} (floor)"
     method = key.encoder if key.splitter == "none" else f"{key.encoder}+{key.splitter}"
-    details = ([key.objective] if objective else []) + (["pretrained"] if key.init != SCRATCH else [])
+    details = ([key.objective] if objective else []) + (["pretrained"] if key.init != SCRATCH else []) \
+        + ([key.variant] if key.variant else [])
     return f"{method} ({', '.join(details)})" if details else method
 
 
@@ -127,7 +129,7 @@ _OBJECTIVES = {"ce": 0, "cl": 1, "ce+cl": 2}
 
 
 def _t1(k: Key) -> bool:
-    if k.init != SCRATCH:
+    if k.init != SCRATCH or k.variant:
         return False
     if k.protocol == ANY_PROTOCOL:  # training-free floors
         return True
@@ -139,14 +141,16 @@ TABLES = (
     TableSpec(1, "Encoders (paper Table 1)", _t1,
               lambda k: (k.protocol != ANY_PROTOCOL, _FLOORS.get(k.encoder, 9), _ENCODERS.get(k.encoder, 9), k.encoder)),
     TableSpec(2, "Graph splitters with `ours` (paper Table 2)",
-              lambda k: k.encoder == "ours" and k.objective == DEFAULT_OBJECTIVE and k.init == SCRATCH,
+              lambda k: k.encoder == "ours" and k.objective == DEFAULT_OBJECTIVE and k.init == SCRATCH and not k.variant,
               lambda k: (_SPLITTERS.get(k.splitter, 9), k.splitter)),
-    TableSpec(3, "Objectives with `ours+motif` (paper Table 3)",
+    TableSpec(3, "Objectives and ablations of `ours+motif` (paper Table 3; ablation rows name their encoder "
+                 "parameters: `stage1=False` F_s untrained and frozen, `motif_examples=occurrences` every motif "
+                 "occurrence in stage 1)",
               lambda k: k.encoder == "ours" and k.splitter == "motif" and k.init == SCRATCH,
-              lambda k: (_OBJECTIVES.get(k.objective, 9), k.objective)),
+              lambda k: (bool(k.variant), _OBJECTIVES.get(k.objective, 9), k.objective, k.variant)),
     TableSpec(4, "Transfer: `ours+motif` on real from scratch vs `pretrained`, initialised from the weights of a "
                  "nas run (`config.run.init_from`; paper Table 4)",
-              lambda k: k.encoder == "ours" and k.splitter == "motif" and k.objective == DEFAULT_OBJECTIVE,
+              lambda k: k.encoder == "ours" and k.splitter == "motif" and k.objective == DEFAULT_OBJECTIVE and not k.variant,
               lambda k: k.init != SCRATCH),
 )
 

@@ -82,6 +82,25 @@ def test_tables_3_and_4_carry_significance_marks(results):
     assert t4.rows[1].marks["ndcg@20"] == lb.SIG_MARK and t4.paper
 
 
+def test_ablations_are_table3_rows_only(results):
+    for s in range(3):
+        write_result(results, "ours", "motif", s, base(s) * 0.7, variant="stage1=False")
+        write_result(results, "ours", "motif", s, base(s) * 0.95, variant="motif_examples=occurrences")
+        write_result(results, "ours", "motif", s, base(s), dataset="real")
+        write_result(results, "ours", "motif", s, base(s), dataset="real", init_from="runs/nas.pt", tag="-init")
+        write_result(results, "ours", "motif", s, base(s), dataset="real", variant="stage1=False")
+    records = lb.collect([results])
+    assert {r.key.variant for r in records} == {"", "stage1=False", "motif_examples=occurrences"}
+    tables = lb.build_tables(records)
+    t3 = {r.label: r for r in _block(tables, 3).rows}
+    assert list(t3) == ["ours+motif", "ours+motif (motif_examples=occurrences)", "ours+motif (stage1=False)"]
+    assert t3["ours+motif (stage1=False)"].marks["ndcg@20"] == lb.SIG_MARK and "ndcg@20" in t3["ours+motif"].bold
+    assert [r.label for r in _block(tables, 1).rows] == ["random (floor)", "gcn", "gat", "ours+motif"]
+    assert {r.label for r in _block(tables, 2).rows} == {"ours+motif", "ours+node-number"}
+    assert [r.label for r in _block(tables, 4, "real").rows] == ["ours+motif", "ours+motif (pretrained)"]
+    assert "variant" in lb.aggregate(records).columns
+
+
 def test_table4_only_with_init_from(results):
     t4 = _table(lb.build_tables(lb.collect([results])), 4)
     assert not any(b.rows for b in t4.blocks) and t4.empty_note and t4.blocks[0].paper
