@@ -150,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--encoder-param", dest="encoder_params", action="append", type=_parse_param, default=[],
                      metavar="KEY=VALUE", help="an encoder parameter (repeatable; e.g. ours: stage1=false, "
                                                "motif_examples=occurrences, stage1_lr=0.01; see docs/encoders.md)")
-        run.add_argument("--seed", type=_seed, default=0, help="seed of the data subsets, initialisation and training")
+    run.add_argument("--seed", type=_seed, default=0, help="seed of the data subsets, initialisation and training")
     run.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda or cuda:N")
     run.add_argument("--out", default="runs", help="folder for the result file")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")

@@ -1,7 +1,8 @@
 """The configuration hash: which runs are "the same run", so a sweep can skip what is done.
 
-A run's hash covers what decides its numbers and nothing else: encoder, splitter and its full
-parameters, dataset and its version, split, protocol (`any` for a training-free encoder, which
+A run's hash covers what decides its numbers and nothing else: encoder and its parameters
+(`Encoder.PARAMS` with their values, e.g. the ablations of `ours`; a file that recorded none
+counts as none), splitter and its full parameters, dataset and its version, split, protocol (`any` for a training-free encoder, which
 sees no labels), profile, objective, initialisation (scratch or pretrained), seed, ranking depth
 and the *code version* of the encoder and the splitter.
 
@@ -23,12 +24,12 @@ from typing import Any
 from narbench.result import RunResult
 
 #: bump when the fields or their meaning change: every stored hash then differs from a new one
-HASH_VERSION = 1
+HASH_VERSION = 2
 #: protocol of a training-free encoder (the leaderboard's `narbench.leaderboard.ANY_PROTOCOL`)
 ANY_PROTOCOL = "any"
 DEFAULT_OBJECTIVE = "ce+cl"
 DEFAULT_TOP_K = 100
-FIELDS = ("encoder", "splitter", "splitter_params", "dataset", "dataset_version", "split", "protocol", "profile",
+FIELDS = ("encoder", "encoder_params", "splitter", "splitter_params", "dataset", "dataset_version", "split", "protocol", "profile",
           "objective", "init", "seed", "top_k", "encoder_code", "splitter_code")
 
 
@@ -62,6 +63,7 @@ def result_fields(result: RunResult) -> dict[str, Any]:
     fallback = f"narbench=={fallback}" if fallback else None
     return {
         "encoder": result.encoder,
+        "encoder_params": (cfg.get("encoder") or {}).get("params") or {},
         "splitter": result.splitter,
         "splitter_params": (cfg.get("splitter") or {}).get("params") or {},
         "dataset": (result.dataset or {}).get("name"),

@@ -52,7 +52,7 @@ else:  # pragma: no cover
 
 WORK_DIR = ".sweep"  # under the output folder: run logs and submitit's files
 _BLOCK_KEYS = {"name", "datasets", "splits", "protocols", "models", "objectives", "seeds", "init_from"}
-_MODEL_KEYS = {"model", "params", "save_weights", "save_embeddings"}
+_MODEL_KEYS = {"model", "params", "encoder_params", "save_weights", "save_embeddings"}
 
 
 class GridError(ValueError):
@@ -69,6 +69,7 @@ class Model:
     encoder: str
     splitter: str | None
     params: tuple[tuple[str, Any], ...] = ()
+    encoder_params: tuple[tuple[str, Any], ...] = ()  # the encoder's PARAMS (e.g. the ablations of `ours`)
     save_weights: bool = False
     save_embeddings: tuple[int, ...] = ()  # seeds whose query embeddings are saved
 
@@ -86,6 +87,7 @@ class Model:
         emb = entry.get("save_embeddings", ())
         emb = (0,) if emb is True else () if emb is False else tuple(int(s) for s in emb)
         return cls(enc, spl or None, tuple(sorted((entry.get("params") or {}).items())),
+                   tuple(sorted((entry.get("encoder_params") or {}).items())),
                    bool(entry.get("save_weights", False)), emb)
 
 
@@ -211,7 +213,9 @@ def planned_fields(cfg: RunConfig) -> dict[str, Any]:
         raise ConfigError(f"dataset {cfg.dataset!r} has no split {cfg.split!r}; its splits: "
                           f"{', '.join(dataset_cls.split_names)}")
     return {
-        "encoder": cfg.encoder, "splitter": splitter_name, "splitter_params": splitter.params(),
+        "encoder": cfg.encoder,
+        "encoder_params": {**encoder_cls.PARAMS, **cfg.encoder_params} if getattr(encoder_cls, "PARAMS", None) else {},
+        "splitter": splitter_name, "splitter_params": splitter.params(),
         "dataset": dataset_cls.name or cfg.dataset, "dataset_version": str(dataset_cls.version), "split": cfg.split,
         "protocol": cfg.protocol if encoder_cls.trainable else ANY_PROTOCOL, "profile": cfg.profile,
         "objective": profile.train.objective, "init": "pretrained" if cfg.init_from else "scratch",
@@ -245,7 +249,8 @@ def scan(dirs: Iterable[str | Path], console: Console | None = None) -> dict[str
 
 def _name(cfg: RunConfig, fields: dict[str, Any]) -> str:
     params = "".join(f"-{k}{v}" for k, v in sorted(cfg.splitter_params.items()))
-    return (f"{cfg.dataset}-{cfg.split}-{cfg.encoder}+{fields['splitter']}{params}-{fields['protocol']}-"
+    variant = "".join(f"+{k}.{v}" for k, v in sorted(cfg.encoder_params.items()))
+    return (f"{cfg.dataset}-{cfg.split}-{cfg.encoder}{variant}+{fields['splitter']}{params}-{fields['protocol']}-"
             f"{fields['objective']}-{fields['init']}-s{cfg.seed}")
 
 
@@ -306,7 +311,8 @@ def _config(model: Model, dataset: str, split: str, protocol: str, profile: str,
             device: str, out: str | Path, init_from: str | None = None) -> RunConfig:
     return RunConfig(encoder=model.encoder, splitter=model.splitter, dataset=dataset, split=split, protocol=protocol,
                      profile=profile, seed=seed, device=device, objective=objective,
-                     splitter_params=dict(model.params), out=str(out), progress=False,
+                     splitter_params=dict(model.params), encoder_params=dict(model.encoder_params),
+                     out=str(out), progress=False,
                      save_weights=model.save_weights, save_embeddings=seed in model.save_embeddings,
                      init_from=init_from)
 
