@@ -7,8 +7,8 @@
     python benchmarks/tables.py --summarize runs/tables       # only aggregate existing results
 
 `--split` and `--protocol` pass through to every run (`narbench run --split/--protocol`).
-Cells: Table 1 = ours+motif, gcn, gat and the training-free floors (random, ophist,
-ophist-tfidf, wl; a floor's result holds under every protocol, so it is run once per split);
+Cells: Table 1 = ours+motif, gcn, gat, gin, gps and the training-free floors (random, ophist,
+ophist-tfidf, wl, graphstats; a floor's result holds under every protocol, so it is run once per split);
 Table 2 = ours with each
 splitter; Table 3 = ours with each objective; Table 4 (real only) = ours+motif initialised
 from the `nas` ours+motif run of the same profile and seed found in --pretrained (default
@@ -36,8 +36,9 @@ DEFAULT_OBJECTIVE = TrainConfig().objective
 
 CELLS = {  # (encoder, splitter, objective or None for the default, init)
     "table1": [(e, s, None, SCRATCH) for e, s in (("ophist", "none"), ("ophist-tfidf", "none"), ("wl", "none"),
-                                                  ("random", "none"), ("ours", "motif"), ("gcn", "none"),
-                                                  ("gat", "none"))],
+                                                  ("graphstats", "none"), ("random", "none"), ("ours", "motif"),
+                                                  ("gcn", "none"), ("gat", "none"), ("gin", "none"),
+                                                  ("gps", "none"))],
     "table2": [("ours", s, None, SCRATCH) for s in ("node-number", "motif-number", "random", "motif")],
     "table3": [("ours", "motif", o, SCRATCH) for o in ("ce", "cl", "ce+cl")],
     "table4": [("ours", "motif", None, SCRATCH), ("ours", "motif", None, PRETRAINED)],
