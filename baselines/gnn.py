@@ -176,8 +176,8 @@ def random_walk_pe(graph: ArchGraph, walk_length: int) -> torch.Tensor:
     on the undirected graph, as PyG's example runs it on its undirected molecules. The values are
     PyG's `AddRandomWalkPE` (a test compares them), computed in scipy as diag(P^k) =
     rowsum(P^ceil(k/2) * (P^floor(k/2))^T): powers up to walk_length/2 only, whose fill-in is far
-    smaller; measured on 200 `real` graphs, 28 us per node instead of 1.2 ms (PyG's torch sparse
-    path) or 72 us (scipy, all 20 powers).
+    smaller; CPU time on 200 random `real` graphs (266,844 nodes): 7.5 s, against 19.3 s for all 20
+    scipy powers and about 100 s for PyG's transform (docs/encoders.md).
     """
     import scipy.sparse as sp
 
