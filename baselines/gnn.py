@@ -187,12 +187,16 @@ def random_walk_pe(graph: ArchGraph, walk_length: int) -> torch.Tensor:
     adj.data[:] = 1.0  # an edge listed twice is one edge, as in to_undirected
     deg = np.asarray(adj.sum(axis=1)).ravel()
     walk = (sp.diags(np.where(deg > 0, 1.0 / np.maximum(deg, 1.0), 0.0)) @ adj).tocsr()
-    powers = [sp.identity(n, format="csr"), walk]
-    for _ in range(2, (walk_length + 1) // 2 + 1):
-        powers.append((powers[-1] @ walk).tocsr())
     pe = np.empty((n, walk_length), np.float32)
-    for k in range(1, walk_length + 1):
-        pe[:, k - 1] = np.asarray(powers[(k + 1) // 2].multiply(powers[k // 2].T).sum(axis=1)).ravel()
+    pe[:, 0] = walk.diagonal()
+    low = walk  # P^j; only two powers are held at a time (a large graph's P^10 can take GBs)
+    for j in range(1, (walk_length + 1) // 2 + 1):
+        if 2 * j <= walk_length:
+            pe[:, 2 * j - 1] = np.asarray(low.multiply(low.T).sum(axis=1)).ravel()
+        if 2 * j + 1 <= walk_length:
+            high = (low @ walk).tocsr()
+            pe[:, 2 * j] = np.asarray(high.multiply(low.T).sum(axis=1)).ravel()
+            low = high
     return torch.from_numpy(pe)
 
 
