@@ -144,7 +144,7 @@ class GPSStack(nn.Module):
     """
 
     def __init__(self, num_ops: int, hidden: int, layers: int, dropout: float, *, heads: int = 4,
-                 walk_length: int = 20, pe_dim: int = 8, window: int = 256) -> None:
+                 walk_length: int = 20, pe_dim: int = 8, window: int = 128) -> None:
         super().__init__()
         import_torch_geometric()
         from torch_geometric.nn import GINConv, GPSConv
@@ -207,7 +207,7 @@ class GPSEncoder(GNNEncoder):
     heads: ClassVar[int] = 4
     walk_length: ClassVar[int] = 20  # PyG's example
     pe_dim: ClassVar[int] = 8  # PyG's example
-    window: ClassVar[int] = 256  # most nodes one attention group holds (docs/encoders.md)
+    window: ClassVar[int] = 128  # most nodes one attention group holds (docs/encoders.md)
 
     def __init__(self, num_ops, num_classes, profile, splitter=None) -> None:
         Encoder.__init__(self, num_ops, num_classes, profile, splitter)
