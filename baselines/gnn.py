@@ -143,6 +143,9 @@ class GPSStack(nn.Module):
     batch norm and an MLP. Mean pooling per graph.
     """
 
+    #: Attention weights per layer above which training recomputes layers (checkpointing).
+    CHECKPOINT_ELEMENTS = 1 << 26
+
     def __init__(self, num_ops: int, hidden: int, layers: int, dropout: float, *, heads: int = 4,
                  walk_length: int = 20, pe_dim: int = 8, window: int = 128) -> None:
         super().__init__()
@@ -163,8 +166,21 @@ class GPSStack(nn.Module):
 
         h = torch.cat([self.node_emb(batch.x), self.pe_lin(self.pe_norm(batch.pe))], dim=1)
         groups = attention_groups(batch.batch, batch.ptr, self.window)
+        num_groups = int(groups[-1]) + 1 if groups.numel() else 0
+        padded = int(torch.bincount(groups).max()) if groups.numel() else 0
+        # Training keeps each layer's attention weights, softmax and dropout mask for the backward
+        # pass: 5 GB at a `real` batch of the quick profile. Above CHECKPOINT_ELEMENTS attention
+        # weights, a layer is recomputed in the backward pass instead (same values and gradients,
+        # the RNG state is replayed; about one more forward pass of time).
+        recompute = torch.is_grad_enabled() and self.training and \
+            num_groups * padded * padded * self.convs[0].heads > self.CHECKPOINT_ELEMENTS
         for conv in self.convs:
-            h = conv(h, batch.edge_index, groups)
+            if recompute:
+                from torch.utils.checkpoint import checkpoint
+
+                h = checkpoint(conv, h, batch.edge_index, groups, use_reentrant=False)
+            else:
+                h = conv(h, batch.edge_index, groups)
         return global_mean_pool(h, batch.batch, size=batch.num_graphs)
 
 
