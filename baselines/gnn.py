@@ -1,14 +1,18 @@
-"""Whole-graph GNN baselines of the paper (section 4.3): `gcn` and `gat`.
+"""Whole-graph GNN baselines: the paper's `gcn` and `gat` (section 4.3), and `gin` and `gps`.
 
 Op ids go through an embedding layer (equivalent to one-hot features times a linear map),
 then `layers` message-passing layers with ReLU and dropout, then mean pooling. Trained with
 eq. 5 plus cross-entropy through a classifier head on the labels of the run's protocol
 (`narbench.protocol`: the family by default; the coarse label under `paper`, section 4.3),
-with the Table 5 recipe in the `paper` profile.
+with the Table 5 recipe in the `paper` profile. `gin` swaps the convolution for GIN's
+(Xu et al., 2019); `gps` is a GraphGPS graph transformer (Rampasek et al., 2022; `GPSStack`).
 """
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+import numpy as np
 import torch
 from torch import nn
 
@@ -63,6 +67,18 @@ def gat_conv(hidden: int, heads: int = 4) -> nn.Module:
     return GATConv(hidden, hidden // heads, heads=heads)
 
 
+def gin_mlp(hidden: int) -> nn.Module:
+    """GIN's update MLP (Xu et al., 2019): Linear, BatchNorm, ReLU, Linear."""
+    return nn.Sequential(nn.Linear(hidden, hidden), nn.BatchNorm1d(hidden), nn.ReLU(), nn.Linear(hidden, hidden))
+
+
+def gin_conv(hidden: int) -> nn.Module:
+    """GIN-0: sum aggregation, epsilon fixed at 0 (Xu et al.'s better-generalising variant)."""
+    from torch_geometric.nn import GINConv
+
+    return GINConv(gin_mlp(hidden), eps=0.0, train_eps=False)
+
+
 class GNNEncoder(Encoder):
     """Shared body of the whole-graph baselines; subclasses pick the convolution."""
 
@@ -77,12 +93,16 @@ class GNNEncoder(Encoder):
     def forward(self, batch) -> torch.Tensor:
         return self.stack(batch)
 
+    def to_data(self, graph: ArchGraph, cl: int | None = None, ce: int | None = None):
+        """One graph as the `Data` this encoder's forward reads."""
+        return graph_to_data(graph, self.num_ops, cl, ce)
+
     def fit(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels) -> None:
-        datas = [graph_to_data(g, self.num_ops, int(c), int(e)) for g, c, e in zip(graphs, labels.cl, labels.ce)]
+        datas = [self.to_data(g, int(c), int(e)) for g, c, e in zip(graphs, labels.cl, labels.ce)]
         trainer.fit_graph_level(self, datas, self.profile.train, stage=f"train {self.name}")
 
     def embed(self, trainer: Trainer, graphs: list[ArchGraph]) -> torch.Tensor:
-        datas = [graph_to_data(g, self.num_ops) for g in graphs]
+        datas = [self.to_data(g) for g in graphs]
         return trainer.embed(self, datas, self.profile.eval_batch_size, desc=f"embed {self.name}")
 
 
@@ -98,3 +118,132 @@ class GATEncoder(GNNEncoder):
 
     name = "gat"
     conv = staticmethod(gat_conv)
+
+
+class GINEncoder(GNNEncoder):
+    """Graph isomorphism network (GIN-0, MLP inside each layer) on the whole computational graph."""
+
+    name = "gin"
+    conv = staticmethod(gin_conv)
+
+
+def attention_groups(batch, ptr, window: int) -> torch.Tensor:
+    """Per node, the id of its attention group: graph by graph, runs of `window` consecutive nodes.
+
+    Ids are sorted as `batch` is (what `to_dense_batch` needs), so `GPSConv`'s global attention
+    runs within each group: the whole graph when it has at most `window` nodes.
+    """
+    local = torch.arange(batch.numel(), device=batch.device) - ptr[batch]
+    per_graph = torch.div(ptr[1:] - ptr[:-1] + window - 1, window, rounding_mode="floor").clamp(min=1)
+    first = torch.cumsum(per_graph, 0) - per_graph
+    return first[batch] + torch.div(local, window, rounding_mode="floor")
+
+
+class GPSStack(nn.Module):
+    """GraphGPS as PyG's `examples/graph_gps.py` builds it, pooled like `GNNStack`.
+
+    Input: the op embedding (width `hidden - pe_dim`) concatenated with a linear map of the
+    batch-normalised random-walk positional encoding (`walk_length` return probabilities, width
+    `pe_dim`). Then `layers` `GPSConv` layers, each a GIN convolution on the graph's edges plus
+    multi-head self-attention (4 heads) over the nodes of an attention group (`attention_groups`:
+    the whole graph up to `window` nodes, else consecutive runs of `window` nodes), residuals,
+    batch norm and an MLP. Mean pooling per graph.
+    """
+
+    #: Attention weights per layer above which training recomputes layers (checkpointing).
+    CHECKPOINT_ELEMENTS = 1 << 26
+
+    def __init__(self, num_ops: int, hidden: int, layers: int, dropout: float, *, heads: int = 4,
+                 walk_length: int = 20, pe_dim: int = 8, window: int = 128) -> None:
+        super().__init__()
+        import_torch_geometric()
+        from torch_geometric.nn import GINConv, GPSConv
+
+        self.window = window
+        self.node_emb = nn.Embedding(num_ops, hidden - pe_dim)
+        self.pe_norm = nn.BatchNorm1d(walk_length)
+        self.pe_lin = nn.Linear(walk_length, pe_dim)
+        self.convs = nn.ModuleList(
+            GPSConv(hidden, GINConv(nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, hidden))),
+                    heads=heads, dropout=dropout, attn_type="multihead", attn_kwargs={"dropout": dropout})
+            for _ in range(layers))
+
+    def forward(self, batch) -> torch.Tensor:
+        from torch_geometric.nn import global_mean_pool
+
+        h = torch.cat([self.node_emb(batch.x), self.pe_lin(self.pe_norm(batch.pe))], dim=1)
+        groups = attention_groups(batch.batch, batch.ptr, self.window)
+        num_groups = int(groups[-1]) + 1 if groups.numel() else 0
+        padded = int(torch.bincount(groups).max()) if groups.numel() else 0
+        # Training keeps each layer's attention weights, softmax and dropout mask for the backward
+        # pass: 5 GB at a `real` batch of the quick profile. Above CHECKPOINT_ELEMENTS attention
+        # weights, a layer is recomputed in the backward pass instead (same values and gradients,
+        # the RNG state is replayed; about one more forward pass of time).
+        recompute = torch.is_grad_enabled() and self.training and \
+            num_groups * padded * padded * self.convs[0].heads > self.CHECKPOINT_ELEMENTS
+        for conv in self.convs:
+            if recompute:
+                from torch.utils.checkpoint import checkpoint
+
+                h = checkpoint(conv, h, batch.edge_index, groups, use_reentrant=False)
+            else:
+                h = conv(h, batch.edge_index, groups)
+        return global_mean_pool(h, batch.batch, size=batch.num_graphs)
+
+
+def random_walk_pe(graph: ArchGraph, walk_length: int) -> torch.Tensor:
+    """RWPE (Dwivedi et al., 2022) of the graph with its edges undirected, float [N, walk_length].
+
+    Column k-1 is the probability that a k-step random walk returns to its start: the diagonal of
+    P^k, P = D^-1 A. On the directed graph every one is 0 (a DAG has no cycles), so the walk runs
+    on the undirected graph, as PyG's example runs it on its undirected molecules. The values are
+    PyG's `AddRandomWalkPE` (a test compares them), computed in scipy as diag(P^k) =
+    rowsum(P^ceil(k/2) * (P^floor(k/2))^T): powers up to walk_length/2 only, whose fill-in is far
+    smaller; CPU time on 200 random `real` graphs (266,844 nodes): 7.5 s, against 19.3 s for all 20
+    scipy powers and about 100 s for PyG's transform (docs/encoders.md).
+    """
+    import scipy.sparse as sp
+
+    n = graph.num_nodes
+    src, dst = graph.edges
+    adj = sp.csr_matrix((np.ones(2 * src.size), (np.concatenate([src, dst]), np.concatenate([dst, src]))), shape=(n, n))
+    adj.data[:] = 1.0  # an edge listed twice is one edge, as in to_undirected
+    deg = np.asarray(adj.sum(axis=1)).ravel()
+    walk = (sp.diags(np.where(deg > 0, 1.0 / np.maximum(deg, 1.0), 0.0)) @ adj).tocsr()
+    pe = np.empty((n, walk_length), np.float32)
+    pe[:, 0] = walk.diagonal()
+    low = walk  # P^j; only two powers are held at a time (a large graph's P^10 can take GBs)
+    for j in range(1, (walk_length + 1) // 2 + 1):
+        if 2 * j <= walk_length:
+            pe[:, 2 * j - 1] = np.asarray(low.multiply(low.T).sum(axis=1)).ravel()
+        if 2 * j + 1 <= walk_length:
+            high = (low @ walk).tocsr()
+            pe[:, 2 * j] = np.asarray(high.multiply(low.T).sum(axis=1)).ravel()
+            low = high
+    return torch.from_numpy(pe)
+
+
+class GPSEncoder(GNNEncoder):
+    """GraphGPS graph transformer (GIN local layer + windowed multi-head attention, RWPE inputs)."""
+
+    name = "gps"
+    heads: ClassVar[int] = 4
+    walk_length: ClassVar[int] = 20  # PyG's example
+    pe_dim: ClassVar[int] = 8  # PyG's example
+    window: ClassVar[int] = 128  # most nodes one attention group holds (docs/encoders.md)
+
+    def __init__(self, num_ops, num_classes, profile, splitter=None) -> None:
+        Encoder.__init__(self, num_ops, num_classes, profile, splitter)
+        cfg = self.model_config
+        self.stack = GPSStack(num_ops, cfg.hidden, cfg.layers, cfg.dropout, heads=self.heads,
+                              walk_length=self.walk_length, pe_dim=self.pe_dim, window=self.window)
+        self.classifier = nn.Linear(cfg.hidden, num_classes)
+
+    def config(self) -> dict:
+        return {**super().config(), "gps": {"heads": self.heads, "walk_length": self.walk_length,
+                                            "pe_dim": self.pe_dim, "window": self.window, "attn_type": "multihead"}}
+
+    def to_data(self, graph: ArchGraph, cl: int | None = None, ce: int | None = None):
+        data = super().to_data(graph, cl, ce)
+        data.pe = random_walk_pe(graph, self.walk_length)
+        return data

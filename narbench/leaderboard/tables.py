@@ -122,8 +122,8 @@ class TableSpec:
     order: object  # Callable[[Key], object]
 
 
-_FLOORS = {"random": 0, "ophist": 1, "ophist-tfidf": 2, "wl": 3}
-_ENCODERS = {"gcn": 0, "gat": 1, "ours": 2}
+_FLOORS = {"random": 0, "ophist": 1, "ophist-tfidf": 2, "wl": 3, "graphstats": 4}
+_ENCODERS = {"gcn": 0, "gat": 1, "ours": 2, "gin": 3, "gps": 4}
 _SPLITTERS = {"node-number": 0, "motif-number": 1, "random": 2, "motif": 3}
 _OBJECTIVES = {"ce": 0, "cl": 1, "ce+cl": 2}
 
@@ -133,7 +133,7 @@ def _t1(k: Key) -> bool:
         return False
     if k.protocol == ANY_PROTOCOL:  # training-free floors
         return True
-    # any encoder but ours' other splitters (Table 2): gcn, gat, ours+motif, a submitted one
+    # any encoder but ours' other splitters (Table 2): gcn, gat, ours+motif, gin, gps, a submitted one
     return k.objective == DEFAULT_OBJECTIVE and not (k.encoder == "ours" and k.splitter != "motif")
 
 

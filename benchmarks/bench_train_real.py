@@ -1,0 +1,50 @@
+"""Quick-profile training cost on `real` without a whole run: one epoch of each encoder over a stratified
+sample of the quick profile's 6,000 training graphs (seed 0), scaled by nodes to the whole training set.
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_train_real.py 150 gcn gin gps
+
+CPU time (process_time) and wall time per epoch; data preparation (gps: RWPE) timed apart.
+"""
+import sys
+import time
+from dataclasses import replace
+
+import numpy as np
+import torch
+
+from narbench import registry
+from narbench.dataset import load_dataset, stratified_subset
+from narbench.profiles import get_profile
+from narbench.runner import select
+from narbench.trainer import Trainer
+
+torch.set_num_threads(1)
+n_sample = int(sys.argv[1]) if len(sys.argv) > 1 else 300
+ds = load_dataset("real")
+prof = get_profile("quick")
+train, corpus, queries = select(ds, prof, 0)
+fam = np.array([g.family for g in ds.graphs])
+sample = stratified_subset(train, fam[train], n_sample, seed=0)
+graphs = [ds.graphs[i] for i in sample]
+nodes_sample = sum(g.num_nodes for g in graphs)
+nodes_train = sum(ds.graphs[i].num_nodes for i in train)
+nodes_all = sum(g.num_nodes for g in ds.graphs)
+print(f"sample {len(graphs)} graphs {nodes_sample} nodes; training set {len(train)} graphs {nodes_train} nodes; "
+      f"all {len(ds.graphs)} graphs {nodes_all} nodes", flush=True)
+families = sorted(set(fam))
+cl = np.array([families.index(g.family) for g in graphs])
+for name in sys.argv[2:] or ["gcn", "gin", "gps"]:
+    torch.manual_seed(0)
+    enc = registry.load("encoder", name)(len(ds.vocab), len(families), prof)
+    t0, c0 = time.perf_counter(), time.process_time()
+    datas = [enc.to_data(g, int(c), int(c)) for g, c in zip(graphs, cl)]
+    dw, dc = time.perf_counter() - t0, time.process_time() - c0
+    tr = Trainer("cpu", 0, progress=False)
+    one = replace(prof.train, epochs=1)
+    t0, c0 = time.perf_counter(), time.process_time()
+    tr.fit_graph_level(enc, datas, one, stage=name)
+    ew, ec = time.perf_counter() - t0, time.process_time() - c0
+    scale = nodes_train / nodes_sample
+    print(f"{name}: data {dw:.1f}s wall {dc:.1f}s cpu; one epoch on the sample {ew:.1f}s wall {ec:.1f}s cpu; "
+          f"per epoch on the training set ~{ew*scale:.0f}s wall ~{ec*scale:.0f}s cpu "
+          f"(x{scale:.1f} by nodes); 5 epochs ~{5*ec*scale:.0f}s cpu", flush=True)
