@@ -90,6 +90,9 @@ def test_reference_made_on_other_dataset_content_fails(plugins, tmp_path):
     assert not report.passed()
     assert [k for k, _ in report.errors] == ["toy/nodefreq/none"] and "dataset content changed" in report.errors[0][1]
     assert {c.key for c in report.cells} == {"toy/random/none"}
+    # what the message says: --update rewrites the entry for the new content
+    assert gate.check(ref, encoders=ENCODERS, datasets=["toy"], update=True).updated
+    assert json.loads(ref.read_text())["entries"]["toy/nodefreq/none"]["config"]["dataset_sha256"] != "0" * 64
 
 
 def test_unavailable_dataset_is_skipped_with_a_warning(plugins, tmp_path, capsys, monkeypatch):
