@@ -82,3 +82,15 @@ def plugin(monkeypatch, tmp_path):
     monkeypatch.setenv("NARBENCH_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("NARBENCH_NO_PROGRESS", "1")
     return PLUGIN_DIR
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    """Fail the test if a run gets as far as loading data or building its trainer."""
+    import narbench.runner as runner
+
+    def forbidden(*a, **k):
+        raise AssertionError("the run went past its pre-flight checks")
+
+    monkeypatch.setattr(runner, "load_dataset", forbidden)
+    monkeypatch.setattr(runner, "Trainer", forbidden)

@@ -15,18 +15,6 @@ from narbench.cli import build_parser, main
 TOY = ["--dataset", "toy", "--profile", "smoke", "--no-progress"]
 
 
-@pytest.fixture
-def no_training(monkeypatch):
-    """Fail the test if a run gets as far as loading data or building its trainer."""
-    import narbench.runner as runner
-
-    def forbidden(*a, **k):
-        raise AssertionError("the run went past its pre-flight checks")
-
-    monkeypatch.setattr(runner, "load_dataset", forbidden)
-    monkeypatch.setattr(runner, "Trainer", forbidden)
-
-
 def _one_error_line(err: str, expected: str) -> str:
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1 and "Traceback" not in err, err

@@ -23,18 +23,6 @@ TOY = ["--dataset", "toy", "--profile", "smoke", "--no-progress"]
 
 
 @pytest.fixture
-def no_training(monkeypatch):
-    """Fail the test if a run gets as far as loading data or building its trainer."""
-    import narbench.runner as runner
-
-    def forbidden(*a, **k):
-        raise AssertionError("the run went past its pre-flight checks")
-
-    monkeypatch.setattr(runner, "load_dataset", forbidden)
-    monkeypatch.setattr(runner, "Trainer", forbidden)
-
-
-@pytest.fixture
 def cache(monkeypatch, tmp_path) -> Path:
     monkeypatch.setenv("NARBENCH_CACHE", str(tmp_path / "cache"))
     return tmp_path / "cache"
