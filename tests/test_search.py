@@ -497,3 +497,16 @@ def test_built_index_round_trips_and_embeds_queries_as_the_corpus(encoder, toy_d
     assert np.allclose(emb, again.embeddings[rows], atol=2e-3)
     result = search(again.names[0], index=again, k=5)
     assert result.hits[0].family == again.record(0)["family"]
+
+
+def test_torch_outside_the_checked_versions_warns(index):
+    """The shipped index records the torch versions its canonical graphs were checked with; outside them
+    `narbench search` warns (graphs recorded by another torch may differ unnoticed)."""
+    from narbench.engine import torch_warning
+    from narbench.ops import TORCH_CHECKED
+
+    assert index.header["torch_checked"] == list(TORCH_CHECKED)
+    assert torch_warning(index, "2.14.1+cu130") is None and torch_warning(index, "2.13.0+cpu") is None
+    assert "torch 2.16.0 is outside the versions" in torch_warning(index, "2.16.0")
+    old = type(index)({k: v for k, v in index.header.items() if k != "torch_checked"}, index.arrays)
+    assert torch_warning(old, "2.16.0") is None  # an index that recorded none cannot say
