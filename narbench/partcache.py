@@ -249,6 +249,18 @@ def _work_chunk(task) -> list[tuple[GraphParts, bytes | None, bytes | None]]:
     return out
 
 
+def _worker_signals() -> None:
+    """A pool worker dies at once on SIGTERM (`pool.terminate()`), whatever handler the parent had.
+
+    The CLI turns SIGTERM into an exception in its own process (`narbench.process`); a forked
+    worker inherits that handler, and a worker blocked on the pool's task-queue lock when
+    `terminate()` came was seen to survive it, leaving `pool.join()` waiting forever (the gate in
+    CI, cold parts cache)."""
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def split_graphs(
     splitter: Splitter,
     graphs: Sequence[ArchGraph],
@@ -305,7 +317,7 @@ def split_graphs(
             # the first chunk here: whatever the splitter compiles or loads on first use (numba
             # kernels) is then inherited by the forked workers instead of done once in each
             head = [_work_chunk(tasks[0])]
-            pool = ctx.Pool(jobs)
+            pool = ctx.Pool(jobs, initializer=_worker_signals)
             results = itertools.chain(head, pool.imap(_work_chunk, tasks[1:]))
         else:
             results = map(_work_chunk, tasks)

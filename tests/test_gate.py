@@ -170,3 +170,20 @@ def test_third_party_package_gates_itself_with_the_pytest_plugin(plugins, pytest
     assert "mrr@20" in out and "unchanged" in out
     failure = out[out.index("_ test_edgeop_does_not_regress _"):out.index("short test summary")]
     assert len(failure.splitlines()) < 40, failure
+
+
+@pytest.mark.slow
+def test_gate_of_ours_on_a_cold_parts_cache_does_not_hang(tmp_path):
+    """The CLI's SIGTERM handler is inherited by the parts pool's forked workers; without resetting it
+    there, `pool.terminate()` left a worker alive and `pool.join()` waited forever (seen in CI)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "NARBENCH_CACHE": str(tmp_path / "cache"), "NARBENCH_NO_PROGRESS": "1"}
+    out = subprocess.run([sys.executable, "-m", "narbench.cli", "check", "--encoders", "ours", "--datasets", "nas",
+                          "--baseline", str(root / "leaderboard" / "reference.json"), "--quiet"],
+                         capture_output=True, text=True, env=env, cwd=root, timeout=300)
+    assert out.returncode == 0, out.stdout[-1500:] + out.stderr[-1500:]
