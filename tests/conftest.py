@@ -27,6 +27,12 @@ def chain_graph(name: str, family: str, coarse: str, block: list[int], repeats: 
     return ArchGraph(ops=np.array(ops), edges=np.array(edges).T, name=name, family=family, coarse=coarse, source="test")
 
 
+def edge_list_graph(ops, edges, *, name: str = "g", family: str = "f", coarse: str = "c") -> ArchGraph:
+    """A hand-built graph: op ids and a list of (producer, consumer) edges."""
+    return ArchGraph(ops=np.array(ops), edges=np.array(edges, dtype=np.int64).reshape(-1, 2).T, name=name,
+                     family=family, coarse=coarse)
+
+
 def toy_graphs(per_family: int = 12, seed: int = 0) -> list[ArchGraph]:
     """Four families whose blocks differ, each with varying depth; coarse labels cnn/attention."""
     rng = np.random.default_rng(seed)

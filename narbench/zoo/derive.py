@@ -14,6 +14,7 @@ the first of each canonical duplicate keeps the first spec, as assembly does.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
@@ -42,8 +43,8 @@ def derive(source: str | os.PathLike, out: str | os.PathLike, *, relabel: Relabe
     graphs, vocab, header, digest = read_graphs(source)
     work = [([vocab[o] for o in g.ops.tolist()], g.edges) for g in graphs]
     canon = []
-    with ProcessPoolExecutor(jobs) if jobs > 1 else _Serial() as pool:
-        for i, c in enumerate(pool.map(_canonical, work, chunksize=64)):
+    with ProcessPoolExecutor(jobs) if jobs > 1 else contextlib.nullcontext() as pool:
+        for i, c in enumerate(pool.map(_canonical, work, chunksize=64) if pool else map(_canonical, work)):
             canon.append(c)
             if progress and (i + 1) % 1000 == 0:
                 progress(i + 1, len(work))
@@ -86,17 +87,3 @@ def _taxonomy_sha256() -> str:
 
 def _by_taxonomy(name: str, family: str, source: str, meta: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return taxonomy_labels(source, str(meta.get("model") or name.split("/")[1]), family, meta)
-
-
-class _Serial:
-    """`ProcessPoolExecutor`'s map, in this process (jobs=1)."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        return None
-
-    @staticmethod
-    def map(fn, items, chunksize: int = 1):
-        return map(fn, items)

@@ -10,16 +10,16 @@ import torch
 
 from narbench import registry
 from narbench.encoder import Labels
-from narbench.graph import ArchGraph
 from narbench.profiles import get_profile
 from narbench.trainer import Trainer
+
+from ..conftest import edge_list_graph
 
 NUM_OPS = 6
 
 
 def _graph(ops, edges, name="g", family="f"):
-    return ArchGraph(ops=np.array(ops), edges=np.array(edges, dtype=np.int64).reshape(-1, 2).T, name=name,
-                     family=family, coarse="c")
+    return edge_list_graph(ops, edges, name=name, family=family)
 
 
 # 0 -> 1 -> 2 -> 3 -> 4 plus the skip edge 0 -> 4: a residual block
