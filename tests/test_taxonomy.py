@@ -189,6 +189,58 @@ def test_build_rows_applies_rules_aliases_isomorphism_and_coarse(tmp_path):
     assert rows[("transformers", "hybrid")].coarse == "attention"  # any attention graph makes the model attention
 
 
+# ----------------------------------------------------------------------------- the near-duplicate table
+
+
+def _reasons_csv(tmp_path, text: str):
+    from narbench.zoo import taxonomy_build as tb
+
+    path = tmp_path / "reasons.csv"
+    path.write_text("families_a,families_b,group,reason\n# a comment\n" + text)
+    return tb.read_pair_reasons(path)
+
+
+def test_pair_reason_takes_the_first_row_listing_both_families(tmp_path):
+    from narbench.zoo import taxonomy_build as tb
+
+    reasons = _reasons_csv(tmp_path, "a,b,specific,a and b share one block\n"
+                                     "a b c,a b c,general,one block for all three\n")
+    assert tb.pair_reason("b", "a", reasons) == ("specific", "a and b share one block")
+    assert tb.pair_reason("a", "c", reasons) == ("general", "one block for all three")
+    assert tb.pair_reason("a", "z", reasons) == ("", "")
+
+
+def test_near_duplicate_table_counts_pairs_and_gives_reasons(tmp_path):
+    from narbench.zoo import taxonomy_build as tb
+
+    reasons = _reasons_csv(tmp_path, "a,b,shared block,a and b share one block\n")
+    graphs = [_diamond(family="a"), _diamond(family="b"), _diamond(family="b"),
+              _diamond(family="c", variant={"depth": 1}), _diamond(family="d"), _diamond(family="e")]
+    pairs = np.array([[0, 1], [0, 2], [1, 2], [3, 4], [4, 5]])
+    text = tb.near_duplicate_table(graphs, pairs, reasons)
+    rows = {(r["family_a"], r["family_b"]): r for r in csv.DictReader(text.splitlines())}
+    assert list(rows) == [("a", "b"), ("c", "d"), ("d", "e")]  # most graph pairs first; (b, b) is one family
+    assert (rows[("a", "b")]["pairs"], rows[("a", "b")]["graphs"], rows[("a", "b")]["group"]) == ("2", "3", "shared block")
+    assert rows[("c", "d")]["group"] == tb.TRUNCATED_GROUP and rows[("c", "d")]["truncated_pairs"] == "1"
+    assert rows[("d", "e")]["reason"] == "" and tb._unexplained(text) == [("d", "e", 1)]
+    path = tmp_path / "dups.csv"
+    path.write_text(text)
+    assert tx.read_near_duplicates(path)[("a", "b")] == "a and b share one block"
+    groups = tx.near_duplicate_groups(tx.read_near_duplicate_rows(path))
+    assert [(g, nf, ng) for g, nf, ng, _ in groups] == [("shared block", 1, 2), ("(no reason)", 1, 1),
+                                                        (tb.TRUNCATED_GROUP, 1, 1)]
+    md = tx.markdown(near_duplicates=path, top=1, straddling=0)
+    assert "| shared block | 1 | 2 | a and b share one block |" in md
+    assert "| a | b | 2 | 3 | 0 | shared block |" in md and "the other 2 pairs" in md and "measured: 0" in md
+
+
+def test_a_near_duplicate_table_without_its_columns_is_rejected(tmp_path):
+    path = tmp_path / "dups.csv"
+    path.write_text("family_a,family_b,pairs,graphs,truncated_pairs,reason\na,b,1,2,0,why\n")
+    with pytest.raises(ValueError, match="missing column.*group"):
+        tx.read_near_duplicate_rows(path)
+
+
 # ----------------------------------------------------------------------------- the shipped data
 
 
@@ -200,8 +252,19 @@ def shipped():
     return RealDataset(), raw_graphs()[0]  # the raw record the taxonomy is built from (real 1.0)
 
 
+@pytest.fixture(scope="module")
+def shipped_2_0():
+    """The shipped `real` 2.0 dataset: its real graphs are `core_graphs` (the crossimpl queries follow them)."""
+    from narbench.datasets.real import RealDataset
+
+    ds = RealDataset().load()
+    assert ds.version == "2.0" and len(ds.core_graphs) == len(ds.graphs) - ds.query_only > 17000
+    return ds
+
+
 @pytest.mark.slow
 def test_every_shipped_model_has_a_row_and_invariants_hold(shipped):
+    """The table as built from the raw 1.0 record (the zoo labels its rules read)."""
     provider, graphs = shipped
     new = tx.relabel(graphs)  # raises on a missing row
     assert len({(g.source, tx.graph_model(g)) for g in graphs}) == len(tx.load())
@@ -220,14 +283,36 @@ def test_every_shipped_model_has_a_row_and_invariants_hold(shipped):
 
 
 @pytest.mark.slow
-def test_every_shipped_cross_family_near_duplicate_is_listed(shipped):
-    _, graphs = shipped
-    new = tx.relabel(graphs)
+def test_shipped_2_0_graphs_keep_the_invariants(shipped_2_0):
+    """Invariants (a) and (c) on the canonical graphs `real` 2.0 ships, labelled by the committed table."""
+    import hashlib
+
+    from narbench.zoo import taxonomy_build as tb
+
+    ds = shipped_2_0
+    graphs = ds.core_graphs
+    assert ds.meta["taxonomy_sha256"] == hashlib.sha256(tx.data_path().read_bytes()).hexdigest()
+    assert tb.label_differences(graphs, tx.load()) == []
+    classes = tx.isomorphic_classes(graphs)
+    assert classes, "2.0 holds isomorphic canonical graphs (renamed copies of one family)"
+    assert tx.isomorphism_violations(graphs, classes) == []
+    unseen = ds.splits["unseen"]
+    assert len(unseen.test) > 1000 and tx.straddling_identities(graphs, unseen) == []
+
+
+@pytest.mark.slow
+def test_every_shipped_cross_family_near_duplicate_is_listed(shipped_2_0):
+    """Invariant (b) on real 2.0: the committed near-duplicate table is what the build measures, every row has a reason."""
+    from narbench.zoo import taxonomy_build as tb
+
+    graphs = shipped_2_0.core_graphs
     pairs = tx.near_duplicate_pairs(tx.wl_unit_embeddings(graphs))
-    assert tx.unlisted_near_duplicates(new, pairs, tx.read_near_duplicates()) == {}
-    with open(tx.data_path(tx.NEAR_DUPLICATES), newline="") as f:
-        listed = {tx.family_pair(r["family_a"], r["family_b"]): int(r["pairs"]) for r in csv.DictReader(f)}
-    assert listed == dict(tx.cross_family_pairs(new, pairs))
+    assert tx.unlisted_near_duplicates(graphs, pairs, tx.read_near_duplicates()) == {}
+    rows = tx.read_near_duplicate_rows()
+    listed = {tx.family_pair(r["family_a"], r["family_b"]): int(r["pairs"]) for r in rows}
+    assert listed == dict(tx.cross_family_pairs(graphs, pairs))
+    assert all(r["group"].strip() and r["reason"].strip() for r in rows)
+    assert tb.near_duplicate_table(graphs, pairs, tb.read_pair_reasons()) == tx.data_path(tx.NEAR_DUPLICATES).read_text()
 
 
 def test_tower_rule_takes_the_longest_model_type_that_exists():
