@@ -361,14 +361,19 @@ def read_near_duplicate_rows(path: Path | None = None) -> list[dict[str, str]]:
         return list(reader)
 
 
-def near_duplicate_groups(rows: list[dict[str, str]]) -> list[tuple[str, int, int, str]]:
-    """(group, family pairs, graph pairs, reason of its largest pair) per reason group, most graph pairs first."""
-    acc: dict[str, list] = {}
+def near_duplicate_groups(rows: list[dict[str, str]]) -> list[tuple[str, int, int, list[tuple[str, int, int]]]]:
+    """Per reason group: (group, family pairs, graph pairs, [(reason, family pairs, graph pairs), ...]), most graph
+    pairs first (reasons too)."""
+    acc: dict[str, dict[str, list[int]]] = {}
     for r in rows:
-        g = acc.setdefault(r["group"] or "(no reason)", [0, 0, r["reason"]])
-        g[0] += 1
-        g[1] += int(r["pairs"])
-    return sorted(((k, v[0], v[1], v[2]) for k, v in acc.items()), key=lambda t: (-t[2], t[0]))
+        c = acc.setdefault(r["group"] or "(no reason)", {}).setdefault(r["reason"], [0, 0])
+        c[0] += 1
+        c[1] += int(r["pairs"])
+    out = []
+    for group, reasons in acc.items():
+        listed = sorted(((why, nf, ng) for why, (nf, ng) in reasons.items()), key=lambda t: (-t[2], t[0]))
+        out.append((group, sum(t[1] for t in listed), sum(t[2] for t in listed), listed))
+    return sorted(out, key=lambda t: (-t[2], t[0]))
 
 
 def markdown(taxonomy: Taxonomy | None = None, near_duplicates: Path | None = None, top: int = 25,
@@ -415,8 +420,10 @@ def markdown(taxonomy: Taxonomy | None = None, near_duplicates: Path | None = No
              "pre-LN decoder block and a pre-LN encoder block differ only in the causal mask, which a graph cannot "
              "show. The reasons (`taxonomy-near-duplicate-reasons.csv`) are written from the papers and the designs, "
              "never from retrieval scores. By reason group:", "",
-             "| group | family pairs | graph pairs | reason (the largest pair's) |", "|---|---:|---:|---|"]
-    lines += [f"| {g} | {nf:,} | {ng:,} | {why} |" for g, nf, ng, why in groups]
+             "| group | family pairs | graph pairs |", "|---|---:|---:|"]
+    lines += [f"| {g} | {nf:,} | {ng:,} |" for g, nf, ng, _ in groups]
+    lines += ["", "The reasons, by group:", "", "| group | family pairs | graph pairs | reason |", "|---|---:|---:|---|"]
+    lines += [f"| {g} | {nf:,} | {ng:,} | {why or '(none)'} |" for g, _, _, reasons in groups for why, nf, ng in reasons]
     lines += ["", f"Cross-family near-duplicates (`{NEAR_DUPLICATES}`; pairs of graphs at cosine >= "
               f"{NEAR_DUPLICATE_WL}; `graphs`: distinct graphs involved; `truncated`: pairs with a variant cut to "
               f"1-2 layers), the {top} largest:", "",

@@ -208,6 +208,9 @@ def test_pair_reason_takes_the_first_row_listing_both_families(tmp_path):
     assert tb.pair_reason("b", "a", reasons) == ("specific", "a and b share one block")
     assert tb.pair_reason("a", "c", reasons) == ("general", "one block for all three")
     assert tb.pair_reason("a", "z", reasons) == ("", "")
+    with pytest.raises(ValueError, match="unquoted comma"):
+        _reasons_csv(tmp_path, "a,b,group,a reason, with a comma\n")
+    assert _reasons_csv(tmp_path, 'a,b,group,"a reason, quoted"\n')[0][3] == "a reason, quoted"
 
 
 def test_near_duplicate_table_counts_pairs_and_gives_reasons(tmp_path):
@@ -229,8 +232,10 @@ def test_near_duplicate_table_counts_pairs_and_gives_reasons(tmp_path):
     groups = tx.near_duplicate_groups(tx.read_near_duplicate_rows(path))
     assert [(g, nf, ng) for g, nf, ng, _ in groups] == [("shared block", 1, 2), ("(no reason)", 1, 1),
                                                         (tb.TRUNCATED_GROUP, 1, 1)]
+    assert groups[0][3] == [("a and b share one block", 1, 2)]
     md = tx.markdown(near_duplicates=path, top=1, straddling=0)
-    assert "| shared block | 1 | 2 | a and b share one block |" in md
+    assert "| shared block | 1 | 2 |\n" in md and "| shared block | 1 | 2 | a and b share one block |" in md
+    assert "| (no reason) | 1 | 1 | (none) |" in md
     assert "| a | b | 2 | 3 | 0 | shared block |" in md and "the other 2 pairs" in md and "measured: 0" in md
 
 

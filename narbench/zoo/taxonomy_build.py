@@ -218,8 +218,14 @@ TRUNCATED_REASON = ("separate designs (each its own paper); only variants trunca
 
 def read_pair_reasons(path: Path | None = None) -> list[PairReason]:
     """`taxonomy-near-duplicate-reasons.csv`: (families_a, families_b, group, reason) rows, first match wins."""
+    path = path or tx.data_path("taxonomy-near-duplicate-reasons.csv")
+    rows = _read_csv(path)
+    for r in rows:
+        if None in r or not all(r.get(c) for c in ("families_a", "families_b", "group", "reason")):
+            raise ValueError(f"{path}: a row needs families_a, families_b, group and reason, and no unquoted comma in "
+                             f"its reason: {r}")
     return [(set(r["families_a"].split()), set(r["families_b"].split()), r["group"].strip(), r["reason"].strip())
-            for r in _read_csv(path or tx.data_path("taxonomy-near-duplicate-reasons.csv"))]
+            for r in rows]
 
 
 def pair_reason(a: str, b: str, reasons: list[PairReason]) -> tuple[str, str]:
