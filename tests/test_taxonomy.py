@@ -303,6 +303,9 @@ def test_shipped_2_0_graphs_keep_the_invariants(shipped_2_0):
     assert tx.isomorphism_violations(graphs, classes) == []
     unseen = ds.splits["unseen"]
     assert len(unseen.test) > 1000 and tx.straddling_identities(graphs, unseen) == []
+    from narbench.datasheet import _taxonomy_section
+
+    assert "(`straddling_identities`; measured: 0)" in _taxonomy_section(ds)  # the datasheet measures (c) too
 
 
 @pytest.mark.slow
