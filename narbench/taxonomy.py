@@ -34,7 +34,7 @@ from narbench.graph import ArchGraph
 
 TABLE = "taxonomy-real.csv"
 NEAR_DUPLICATES = "taxonomy-near-duplicates.csv"
-NEAR_DUPLICATE_COLUMNS = ("family_a", "family_b", "pairs", "graphs", "truncated_pairs", "group", "reason")
+NEAR_DUPLICATE_COLUMNS = ("family_a", "family_b", "pairs", "graphs", "truncated_pairs", "merged", "group", "reason")
 COLUMNS = ("source", "model", "family", "identity", "coarse", "reason")
 COARSE_LABELS = ("attention", "cnn", "other")
 #: WL cosine at or above which two graphs of different families must be explained
@@ -361,19 +361,20 @@ def read_near_duplicate_rows(path: Path | None = None) -> list[dict[str, str]]:
         return list(reader)
 
 
-def near_duplicate_groups(rows: list[dict[str, str]]) -> list[tuple[str, int, int, list[tuple[str, int, int]]]]:
-    """Per reason group: (group, family pairs, graph pairs, [(reason, family pairs, graph pairs), ...]), most graph
-    pairs first (reasons too)."""
+def near_duplicate_groups(rows: list[dict[str, str]]) -> list[tuple[str, int, int, int, list[tuple[str, int, int, int]]]]:
+    """Per reason group: (group, family pairs, graph pairs, merged graphs, [(reason, family pairs, graph pairs,
+    merged graphs), ...]), most graph pairs first (reasons too)."""
     acc: dict[str, dict[str, list[int]]] = {}
     for r in rows:
-        c = acc.setdefault(r["group"] or "(no reason)", {}).setdefault(r["reason"], [0, 0])
+        c = acc.setdefault(r["group"] or "(no reason)", {}).setdefault(r["reason"], [0, 0, 0])
         c[0] += 1
         c[1] += int(r["pairs"])
+        c[2] += int(r["merged"])
     out = []
     for group, reasons in acc.items():
-        listed = sorted(((why, nf, ng) for why, (nf, ng) in reasons.items()), key=lambda t: (-t[2], t[0]))
-        out.append((group, sum(t[1] for t in listed), sum(t[2] for t in listed), listed))
-    return sorted(out, key=lambda t: (-t[2], t[0]))
+        listed = sorted(((why, nf, ng, nm) for why, (nf, ng, nm) in reasons.items()), key=lambda t: (-t[2], -t[3], t[0]))
+        out.append((group, sum(t[1] for t in listed), sum(t[2] for t in listed), sum(t[3] for t in listed), listed))
+    return sorted(out, key=lambda t: (-t[2], -t[3], t[0]))
 
 
 def markdown(taxonomy: Taxonomy | None = None, near_duplicates: Path | None = None, top: int = 25,
@@ -401,13 +402,18 @@ def markdown(taxonomy: Taxonomy | None = None, near_duplicates: Path | None = No
              f"| families with >= 2 identities (can be `unseen` queries) | {sum(len(v) >= 2 for v in fam_ids.values()):,} |",
              f"| rows with a judgment (reason given) | {sum(bool(r.reason) for r in rows):,} |",
              f"| cross-family family pairs with graphs at WL cosine >= {NEAR_DUPLICATE_WL} (each listed with its reason) "
-             f"| {len(dups):,} ({sum(int(d['pairs']) for d in dups):,} graph pairs) |",
+             f"| {sum(int(d['pairs']) > 0 for d in dups):,} ({sum(int(d['pairs']) for d in dups):,} graph pairs) |",
+             f"| family pairs whose graphs the dedup merged (identical canonical graphs; each listed with its reason) "
+             f"| {sum(int(d['merged']) > 0 for d in dups):,} ({sum(int(d['merged']) for d in dups):,} source graphs) |",
              "", "### Invariants", "",
              "Checked on the shipped `real` 2.0 graphs (canonical graphs; the `crossimpl` queries left out) by "
              "`python -m narbench.zoo.taxonomy_build` (which fails when one breaks) and by the slow tests of "
              "`tests/test_taxonomy.py`:", "",
              "1. isomorphic canonical graphs are never in two families (`narbench.taxonomy.isomorphism_violations`: "
-             "Weisfeiler-Lehman colours, then a canonical numbering, per bucket of a cheap invariant);",
+             "Weisfeiler-Lehman colours, then a canonical numbering, per bucket of a cheap invariant); the dataset "
+             "keeps one graph per canonical graph, so the source graphs (real 1.0) whose canonical graph equals a "
+             "shipped graph of another family are counted too (`merged`: the dedup kept the first spec's family) "
+             "and their family pairs listed with a reason;",
              f"2. every cross-family pair of graphs at WL cosine >= {NEAR_DUPLICATE_WL} (the shipped `wl` floor's "
              f"embedding) is merged or its family pair is listed with its reason in `{NEAR_DUPLICATES}`; "
              "the committed table is what the build measures (`unlisted_near_duplicates`); no family was merged "
@@ -420,19 +426,24 @@ def markdown(taxonomy: Taxonomy | None = None, near_duplicates: Path | None = No
              "pre-LN decoder block and a pre-LN encoder block differ only in the causal mask, which a graph cannot "
              "show. The reasons (`taxonomy-near-duplicate-reasons.csv`) are written from the papers and the designs, "
              "never from retrieval scores. By reason group:", "",
-             "| group | family pairs | graph pairs |", "|---|---:|---:|"]
-    lines += [f"| {g} | {nf:,} | {ng:,} |" for g, nf, ng, _ in groups]
-    lines += ["", "The reasons, by group:", "", "| group | family pairs | graph pairs | reason |", "|---|---:|---:|---|"]
-    lines += [f"| {g} | {nf:,} | {ng:,} | {why or '(none)'} |" for g, _, _, reasons in groups for why, nf, ng in reasons]
+             "| group | family pairs | graph pairs | merged graphs |", "|---|---:|---:|---:|"]
+    lines += [f"| {g} | {nf:,} | {ng:,} | {nm:,} |" for g, nf, ng, nm, _ in groups]
+    lines += ["", "The reasons, by group:", "", "| group | family pairs | graph pairs | merged graphs | reason |",
+              "|---|---:|---:|---:|---|"]
+    lines += [f"| {g} | {nf:,} | {ng:,} | {nm:,} | {why or '(none)'} |"
+              for g, _, _, _, reasons in groups for why, nf, ng, nm in reasons]
     lines += ["", f"Cross-family near-duplicates (`{NEAR_DUPLICATES}`; pairs of graphs at cosine >= "
               f"{NEAR_DUPLICATE_WL}; `graphs`: distinct graphs involved; `truncated`: pairs with a variant cut to "
-              f"1-2 layers), the {top} largest:", "",
-              "| family a | family b | graph pairs | graphs | truncated | group |", "|---|---|---:|---:|---:|---|"]
+              f"1-2 layers; `merged`: source graphs the dedup merged into a graph of the other family), the {top} "
+              f"largest:", "",
+              "| family a | family b | graph pairs | graphs | truncated | merged | group |",
+              "|---|---|---:|---:|---:|---:|---|"]
     fmt = lambda d: (f"| {d['family_a']} | {d['family_b']} | {int(d['pairs']):,} | {int(d['graphs']):,} | "
-                     f"{int(d['truncated_pairs']):,} | {d['group']} |")
+                     f"{int(d['truncated_pairs']):,} | {int(d['merged']):,} | {d['group']} |")
     lines += [fmt(d) for d in dups[:top]]
     if len(dups) > top:
         lines += ["", f"<details><summary>the other {len(dups) - top} pairs</summary>", "",
-                  "| family a | family b | graph pairs | graphs | truncated | group |", "|---|---|---:|---:|---:|---|"]
+                  "| family a | family b | graph pairs | graphs | truncated | merged | group |",
+                  "|---|---|---:|---:|---:|---:|---|"]
         lines += [fmt(d) for d in dups[top:]] + ["", "</details>"]
     return "\n".join(lines) + "\n"

@@ -7,6 +7,8 @@ import csv
 import numpy as np
 import pytest
 
+from collections import Counter
+
 from narbench import taxonomy as tx
 from narbench.dataset import Split
 from narbench.graph import ArchGraph
@@ -220,28 +222,30 @@ def test_near_duplicate_table_counts_pairs_and_gives_reasons(tmp_path):
     graphs = [_diamond(family="a"), _diamond(family="b"), _diamond(family="b"),
               _diamond(family="c", variant={"depth": 1}), _diamond(family="d"), _diamond(family="e")]
     pairs = np.array([[0, 1], [0, 2], [1, 2], [3, 4], [4, 5]])
-    text = tb.near_duplicate_table(graphs, pairs, reasons)
+    text = tb.near_duplicate_table(graphs, pairs, reasons, merged=Counter({("a", "b"): 4, ("a", "z"): 2}))
     rows = {(r["family_a"], r["family_b"]): r for r in csv.DictReader(text.splitlines())}
-    assert list(rows) == [("a", "b"), ("c", "d"), ("d", "e")]  # most graph pairs first; (b, b) is one family
+    # most graph pairs first; (b, b) is one family; (a, z) met only at the dedup
+    assert list(rows) == [("a", "b"), ("c", "d"), ("d", "e"), ("a", "z")]
+    assert (rows[("a", "b")]["merged"], rows[("a", "z")]["merged"], rows[("a", "z")]["pairs"]) == ("4", "2", "0")
     assert (rows[("a", "b")]["pairs"], rows[("a", "b")]["graphs"], rows[("a", "b")]["group"]) == ("2", "3", "shared block")
     assert rows[("c", "d")]["group"] == tb.TRUNCATED_GROUP and rows[("c", "d")]["truncated_pairs"] == "1"
-    assert rows[("d", "e")]["reason"] == "" and tb._unexplained(text) == [("d", "e", 1)]
+    assert rows[("d", "e")]["reason"] == "" and tb._unexplained(text) == [("d", "e", 1), ("a", "z", 0)]
     path = tmp_path / "dups.csv"
     path.write_text(text)
     assert tx.read_near_duplicates(path)[("a", "b")] == "a and b share one block"
     groups = tx.near_duplicate_groups(tx.read_near_duplicate_rows(path))
-    assert [(g, nf, ng) for g, nf, ng, _ in groups] == [("shared block", 1, 2), ("(no reason)", 1, 1),
-                                                        (tb.TRUNCATED_GROUP, 1, 1)]
-    assert groups[0][3] == [("a and b share one block", 1, 2)]
+    assert [(g, nf, ng, nm) for g, nf, ng, nm, _ in groups] == [("shared block", 1, 2, 4), ("(no reason)", 2, 1, 2),
+                                                                 (tb.TRUNCATED_GROUP, 1, 1, 0)]
+    assert groups[0][4] == [("a and b share one block", 1, 2, 4)]
     md = tx.markdown(near_duplicates=path, top=1, straddling=0)
-    assert "| shared block | 1 | 2 |\n" in md and "| shared block | 1 | 2 | a and b share one block |" in md
-    assert "| (no reason) | 1 | 1 | (none) |" in md
-    assert "| a | b | 2 | 3 | 0 | shared block |" in md and "the other 2 pairs" in md and "measured: 0" in md
+    assert "| shared block | 1 | 2 | 4 |\n" in md and "| shared block | 1 | 2 | 4 | a and b share one block |" in md
+    assert "| (no reason) | 2 | 1 | 2 | (none) |" in md
+    assert "| a | b | 2 | 3 | 0 | 4 | shared block |" in md and "the other 3 pairs" in md and "measured: 0" in md
 
 
 def test_a_near_duplicate_table_without_its_columns_is_rejected(tmp_path):
     path = tmp_path / "dups.csv"
-    path.write_text("family_a,family_b,pairs,graphs,truncated_pairs,reason\na,b,1,2,0,why\n")
+    path.write_text("family_a,family_b,pairs,graphs,truncated_pairs,merged,reason\na,b,1,2,0,0,why\n")
     with pytest.raises(ValueError, match="missing column.*group"):
         tx.read_near_duplicate_rows(path)
 
@@ -314,13 +318,18 @@ def test_every_shipped_cross_family_near_duplicate_is_listed(shipped_2_0):
     from narbench.zoo import taxonomy_build as tb
 
     graphs = shipped_2_0.core_graphs
+    raw, raw_vocab = tb.raw_graphs()
+    merged = tb.merged_cross_family(raw, raw_vocab, graphs, tx.load())
+    assert len(merged) > 50  # identical canonical graphs of two families (e.g. Qwen2 = LLaMA once biases are elided)
     pairs = tx.near_duplicate_pairs(tx.wl_unit_embeddings(graphs))
     assert tx.unlisted_near_duplicates(graphs, pairs, tx.read_near_duplicates()) == {}
     rows = tx.read_near_duplicate_rows()
     listed = {tx.family_pair(r["family_a"], r["family_b"]): int(r["pairs"]) for r in rows}
-    assert listed == dict(tx.cross_family_pairs(graphs, pairs))
+    assert {fp: n for fp, n in listed.items() if n} == dict(tx.cross_family_pairs(graphs, pairs))
+    assert {tx.family_pair(r["family_a"], r["family_b"]): int(r["merged"]) for r in rows if int(r["merged"])} == merged
     assert all(r["group"].strip() and r["reason"].strip() for r in rows)
-    assert tb.near_duplicate_table(graphs, pairs, tb.read_pair_reasons()) == tx.data_path(tx.NEAR_DUPLICATES).read_text()
+    rebuilt = tb.near_duplicate_table(graphs, pairs, tb.read_pair_reasons(), merged)
+    assert rebuilt == tx.data_path(tx.NEAR_DUPLICATES).read_text()
 
 
 def test_tower_rule_takes_the_longest_model_type_that_exists():

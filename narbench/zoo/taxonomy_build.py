@@ -236,9 +236,12 @@ def pair_reason(a: str, b: str, reasons: list[PairReason]) -> tuple[str, str]:
     return "", ""
 
 
-def near_duplicate_table(graphs: list[ArchGraph], pairs: np.ndarray, reasons: list[PairReason]) -> str:
+def near_duplicate_table(graphs: list[ArchGraph], pairs: np.ndarray, reasons: list[PairReason],
+                         merged: Counter | None = None) -> str:
     """family_a, family_b, pairs, graphs (distinct graphs involved), truncated_pairs (pairs where a graph is a
-    depth-truncated variant), group, reason: one row per family pair, most graph pairs first."""
+    depth-truncated variant), merged (source graphs dropped by the dataset's dedup as identical to a graph of the
+    other family: `merged_cross_family`), group, reason: one row per family pair, most graph pairs first."""
+    merged = merged or Counter()
     stats: dict[tuple[str, str], list] = defaultdict(lambda: [0, set(), 0])
     for i, j in pairs.tolist():
         gi, gj = graphs[i], graphs[j]
@@ -253,11 +256,13 @@ def near_duplicate_table(graphs: list[ArchGraph], pairs: np.ndarray, reasons: li
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(tx.NEAR_DUPLICATE_COLUMNS)
-    for (a, b), (n, members, trunc) in sorted(stats.items(), key=lambda kv: (-kv[1][0], kv[0])):
+    for fp in merged:
+        stats[fp]  # noqa: B018 - a family pair met only at dedup gets a row too
+    for (a, b), (n, members, trunc) in sorted(stats.items(), key=lambda kv: (-kv[1][0], -merged[kv[0]], kv[0])):
         group, why = pair_reason(a, b, reasons)
-        if not why and trunc == n:
+        if not why and n and trunc == n and not merged[(a, b)]:
             group, why = TRUNCATED_GROUP, TRUNCATED_REASON
-        w.writerow([a, b, n, len(members), trunc, group, why])
+        w.writerow([a, b, n, len(members), trunc, merged[(a, b)], group, why])
     return out.getvalue()
 
 
@@ -269,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="keep the isomorphism classes and WL pairs of the (unchanged) graphs here between runs")
     args = ap.parse_args(argv)
 
-    graphs, _ = raw_graphs()
+    graphs, raw_vocab = raw_graphs()
     print(f"real 1.0 (raw record): {len(graphs):,} graphs", file=sys.stderr)
     classes = _cached(args.cache, "classes-1.0", lambda: tx.isomorphic_classes(graphs))
     print(f"isomorphism classes of 2+ raw graphs: {len(classes)}", file=sys.stderr)
@@ -300,7 +305,11 @@ def main(argv: list[str] | None = None) -> int:
     print("embedding with the wl floor ...", file=sys.stderr)
     pairs = _cached(args.cache, "pairs-2.0", lambda: tx.near_duplicate_pairs(tx.wl_unit_embeddings(shipped)),
                     ds.sha256)
-    tables = {tx.TABLE: table, tx.NEAR_DUPLICATES: near_duplicate_table(shipped, pairs, read_pair_reasons())}
+    print("canonicalising the raw graphs (duplicates 2.0's dedup merged across families) ...", file=sys.stderr)
+    merged = _cached(args.cache, "merged-2.0", lambda: merged_cross_family(graphs, raw_vocab, shipped, taxonomy, True),
+                     ds.sha256)
+    tables = {tx.TABLE: table,
+              tx.NEAR_DUPLICATES: near_duplicate_table(shipped, pairs, read_pair_reasons(), merged)}
     out = args.out or tx.data_path().parent
     if args.check:
         stale_files = [n for n, text in tables.items() if not (out / n).is_file() or (out / n).read_text() != text]
@@ -312,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, text in tables.items():
             (out / name).write_text(text)
             print(f"wrote {out / name}", file=sys.stderr)
-    report(graphs, rows, ds, pairs)
+    report(graphs, rows, ds, pairs, merged)
     missing = [(a, b, n) for a, b, n in _unexplained(tables[tx.NEAR_DUPLICATES])]
     if missing:
         print(f"{len(missing)} family pair(s) without a reason: add rows to taxonomy-near-duplicate-reasons.csv:\n  "
@@ -324,6 +333,28 @@ def main(argv: list[str] | None = None) -> int:
 def _unexplained(table: str) -> list[tuple[str, str, int]]:
     return [(r["family_a"], r["family_b"], int(r["pairs"])) for r in csv.DictReader(io.StringIO(table))
             if not r["reason"].strip()]
+
+
+def merged_cross_family(raw: list[ArchGraph], raw_vocab: list[str], shipped: list[ArchGraph],
+                        taxonomy: tx.Taxonomy, progress: bool = False) -> Counter:
+    """Graph counts per family pair of `raw` graphs whose canonical graph is identical to a `shipped` graph of
+    another family: the cross-family duplicates that `real` 2.0's dedup merged (keeping the first spec's family),
+    which no pair of shipped graphs shows. Canonicalises every raw graph (about a minute for real 1.0)."""
+    from narbench.canonical import canonical_vocabulary
+    from narbench.zoo.derive import _canonical
+
+    index = {op: i for i, op in enumerate(canonical_vocabulary())}
+    family_of = {g.content_hash(): g.family for g in shipped}
+    out: Counter = Counter()
+    for k, (g, labelled) in enumerate(zip(raw, taxonomy.relabel(raw))):
+        canon = _canonical(([raw_vocab[o] for o in g.ops.tolist()], g.edges))
+        kept = family_of.get(canon.to_arch_graph(index, name=g.name, coarse="")
+                             .content_hash())
+        if kept is not None and kept != labelled.family:
+            out[tx.family_pair(kept, labelled.family)] += 1
+        if progress and (k + 1) % 5000 == 0:
+            print(f"  canonicalised {k + 1:,} of {len(raw):,}", file=sys.stderr)
+    return out
 
 
 def shipped_dataset():
@@ -367,7 +398,7 @@ def _cached(folder: Path | None, name: str, compute, sha256: str | None = None):
     return value
 
 
-def report(raw: list[ArchGraph], rows: list[tx.TaxonomyRow], ds, pairs: np.ndarray) -> None:
+def report(raw: list[ArchGraph], rows: list[tx.TaxonomyRow], ds, pairs: np.ndarray, merged: Counter) -> None:
     """The figures of the datasheet: families, identities, near-duplicate twins, the splits of the shipped data."""
     from narbench.datasheet import near_duplicate_share
 
@@ -381,7 +412,8 @@ def report(raw: list[ArchGraph], rows: list[tx.TaxonomyRow], ds, pairs: np.ndarr
     cross = tx.cross_family_pairs(graphs, pairs)
     print(f"real {ds.version}: {len(graphs):,} graphs, {len({g.family for g in graphs})} families; graph pairs at WL "
           f"cosine >= {tx.NEAR_DUPLICATE_WL}: {len(pairs):,}, across families {sum(cross.values()):,} over "
-          f"{len(cross)} family pairs; graphs with such a twin {tx.twin_share(graphs, pairs):.1%}")
+          f"{len(cross)} family pairs; graphs with such a twin {tx.twin_share(graphs, pairs):.1%}; raw graphs merged "
+          f"into a graph of another family by the dedup: {sum(merged.values()):,} over {len(merged)} family pairs")
     for name, split in ds.splits.items():
         q = [ds.graphs[i] for i in split.test]
         by_source = Counter(g.source for g in q)
