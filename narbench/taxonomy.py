@@ -361,7 +361,11 @@ def read_near_duplicate_rows(path: Path | None = None) -> list[dict[str, str]]:
         return list(reader)
 
 
-def near_duplicate_groups(rows: list[dict[str, str]]) -> list[tuple[str, int, int, int, list[tuple[str, int, int, int]]]]:
+#: (reason, family pairs, graph pairs, merged graphs)
+ReasonCount = tuple[str, int, int, int]
+
+
+def near_duplicate_groups(rows: list[dict[str, str]]) -> list[tuple[str, int, int, int, list[ReasonCount]]]:
     """Per reason group: (group, family pairs, graph pairs, merged graphs, [(reason, family pairs, graph pairs,
     merged graphs), ...]), most graph pairs first (reasons too)."""
     acc: dict[str, dict[str, list[int]]] = {}
@@ -372,7 +376,8 @@ def near_duplicate_groups(rows: list[dict[str, str]]) -> list[tuple[str, int, in
         c[2] += int(r["merged"])
     out = []
     for group, reasons in acc.items():
-        listed = sorted(((why, nf, ng, nm) for why, (nf, ng, nm) in reasons.items()), key=lambda t: (-t[2], -t[3], t[0]))
+        listed = sorted(((why, nf, ng, nm) for why, (nf, ng, nm) in reasons.items()),
+                        key=lambda t: (-t[2], -t[3], t[0]))
         out.append((group, sum(t[1] for t in listed), sum(t[2] for t in listed), sum(t[3] for t in listed), listed))
     return sorted(out, key=lambda t: (-t[2], -t[3], t[0]))
 
@@ -401,7 +406,8 @@ def markdown(taxonomy: Taxonomy | None = None, near_duplicates: Path | None = No
              f"| families | {len(fam_ids):,} |",
              f"| families with >= 2 identities (can be `unseen` queries) | {sum(len(v) >= 2 for v in fam_ids.values()):,} |",
              f"| rows with a judgment (reason given) | {sum(bool(r.reason) for r in rows):,} |",
-             f"| cross-family family pairs with graphs at WL cosine >= {NEAR_DUPLICATE_WL} (each listed with its reason) "
+             f"| cross-family family pairs with graphs at WL cosine >= {NEAR_DUPLICATE_WL} "
+             "(each listed with its reason) "
              f"| {sum(int(d['pairs']) > 0 for d in dups):,} ({sum(int(d['pairs']) for d in dups):,} graph pairs) |",
              f"| family pairs whose graphs the dedup merged (identical canonical graphs; each listed with its reason) "
              f"| {sum(int(d['merged']) > 0 for d in dups):,} ({sum(int(d['merged']) for d in dups):,} source graphs) |",
@@ -426,9 +432,10 @@ def markdown(taxonomy: Taxonomy | None = None, near_duplicates: Path | None = No
              "pre-LN decoder block and a pre-LN encoder block differ only in the causal mask, which a graph cannot "
              "show. The reasons (`taxonomy-near-duplicate-reasons.csv`) are written from the papers and the designs, "
              "never from retrieval scores. By reason group:", "",
-             "| group | family pairs | graph pairs | merged graphs |", "|---|---:|---:|---:|"]
+             f"| group | family pairs listed | graph pairs at WL >= {NEAR_DUPLICATE_WL} | source graphs merged |",
+             "|---|---:|---:|---:|"]
     lines += [f"| {g} | {nf:,} | {ng:,} | {nm:,} |" for g, nf, ng, nm, _ in groups]
-    lines += ["", "The reasons, by group:", "", "| group | family pairs | graph pairs | merged graphs | reason |",
+    lines += ["", "The reasons, by group:", "", "| group | family pairs listed | graph pairs | merged | reason |",
               "|---|---:|---:|---:|---|"]
     lines += [f"| {g} | {nf:,} | {ng:,} | {nm:,} | {why or '(none)'} |"
               for g, _, _, _, reasons in groups for why, nf, ng, nm in reasons]

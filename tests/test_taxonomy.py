@@ -227,7 +227,8 @@ def test_near_duplicate_table_counts_pairs_and_gives_reasons(tmp_path):
     # most graph pairs first; (b, b) is one family; (a, z) met only at the dedup
     assert list(rows) == [("a", "b"), ("c", "d"), ("d", "e"), ("a", "z")]
     assert (rows[("a", "b")]["merged"], rows[("a", "z")]["merged"], rows[("a", "z")]["pairs"]) == ("4", "2", "0")
-    assert (rows[("a", "b")]["pairs"], rows[("a", "b")]["graphs"], rows[("a", "b")]["group"]) == ("2", "3", "shared block")
+    ab = rows[("a", "b")]
+    assert (ab["pairs"], ab["graphs"], ab["group"]) == ("2", "3", "shared block")
     assert rows[("c", "d")]["group"] == tb.TRUNCATED_GROUP and rows[("c", "d")]["truncated_pairs"] == "1"
     assert rows[("d", "e")]["reason"] == "" and tb._unexplained(text) == [("d", "e", 1), ("a", "z", 0)]
     path = tmp_path / "dups.csv"
@@ -314,7 +315,8 @@ def test_shipped_2_0_graphs_keep_the_invariants(shipped_2_0):
 
 @pytest.mark.slow
 def test_every_shipped_cross_family_near_duplicate_is_listed(shipped_2_0):
-    """Invariant (b) on real 2.0: the committed near-duplicate table is what the build measures, every row has a reason."""
+    """Invariant (b) on real 2.0: the committed near-duplicate table is what the build measures (WL pairs of the
+    shipped graphs, source graphs merged by the dedup across families), every row has a reason."""
     from narbench.zoo import taxonomy_build as tb
 
     graphs = shipped_2_0.core_graphs
