@@ -186,12 +186,18 @@ def _shares(values) -> dict[str, float]:
 
 
 def _taxonomy_section(ds: GraphDataset) -> str:
-    """The taxonomy's section for `real` (its labels for the next version; empty for other datasets)."""
+    """The taxonomy's section for `real` (its labels, invariants and near-duplicates; empty for other datasets).
+
+    Invariant (c) is measured here on the loaded data: identities with graphs on both sides of `unseen`."""
     if ds.name != "real":
         return ""
     from narbench import taxonomy
 
-    return taxonomy.markdown()
+    straddling = None
+    graphs = ds.core_graphs
+    if "unseen" in ds.splits and graphs and all("identity" in g.meta for g in graphs):
+        straddling = len(taxonomy.straddling_identities(graphs, ds.splits["unseen"]))
+    return taxonomy.markdown(straddling=straddling)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ Invariants, as functions the tests and the build call:
 
 - `isomorphism_violations`: isomorphic graphs are never in two families;
 - `unlisted_near_duplicates`: every cross-family pair of graphs at WL cosine >= 0.999 is either
-  merged or its family pair is listed, with a reason, in `taxonomy-near-duplicates.csv`;
+  merged or its family pair is listed, with a reason, in `taxonomy-near-duplicates.csv` (built
+  from the shipped `real` 2.0 canonical graphs);
 - `identity_split` / `straddling_identities`: a split that keeps every identity on one side.
 """
 
@@ -33,6 +34,7 @@ from narbench.graph import ArchGraph
 
 TABLE = "taxonomy-real.csv"
 NEAR_DUPLICATES = "taxonomy-near-duplicates.csv"
+NEAR_DUPLICATE_COLUMNS = ("family_a", "family_b", "pairs", "graphs", "truncated_pairs", "merged", "group", "reason")
 COLUMNS = ("source", "model", "family", "identity", "coarse", "reason")
 COARSE_LABELS = ("attention", "cnn", "other")
 #: WL cosine at or above which two graphs of different families must be explained
@@ -348,19 +350,53 @@ RULE = ("A *family* is one architecture design as its paper names it (ResNet, Mo
         "graphs has an attention pattern, else the label of most of its graphs) unless a row says why not.")
 
 
-def markdown(taxonomy: Taxonomy | None = None, near_duplicates: Path | None = None, top: int = 25) -> str:
-    """The taxonomy's section of the `real` datasheet: the rule, counts, the listed near-duplicates."""
+def read_near_duplicate_rows(path: Path | None = None) -> list[dict[str, str]]:
+    """The rows of `taxonomy-near-duplicates.csv` (columns `NEAR_DUPLICATE_COLUMNS`), most graph pairs first."""
+    p = path or data_path(NEAR_DUPLICATES)
+    with open(p, newline="") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in NEAR_DUPLICATE_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"{p}: missing column(s) {', '.join(missing)}; has {reader.fieldnames}")
+        return list(reader)
+
+
+#: (reason, family pairs, graph pairs, merged graphs)
+ReasonCount = tuple[str, int, int, int]
+
+
+def near_duplicate_groups(rows: list[dict[str, str]]) -> list[tuple[str, int, int, int, list[ReasonCount]]]:
+    """Per reason group: (group, family pairs, graph pairs, merged graphs, [(reason, family pairs, graph pairs,
+    merged graphs), ...]), most graph pairs first (reasons too)."""
+    acc: dict[str, dict[str, list[int]]] = {}
+    for r in rows:
+        c = acc.setdefault(r["group"] or "(no reason)", {}).setdefault(r["reason"], [0, 0, 0])
+        c[0] += 1
+        c[1] += int(r["pairs"])
+        c[2] += int(r["merged"])
+    out = []
+    for group, reasons in acc.items():
+        listed = sorted(((why, nf, ng, nm) for why, (nf, ng, nm) in reasons.items()),
+                        key=lambda t: (-t[2], -t[3], t[0]))
+        out.append((group, sum(t[1] for t in listed), sum(t[2] for t in listed), sum(t[3] for t in listed), listed))
+    return sorted(out, key=lambda t: (-t[2], -t[3], t[0]))
+
+
+def markdown(taxonomy: Taxonomy | None = None, near_duplicates: Path | None = None, top: int = 25,
+             straddling: int | None = None) -> str:
+    """The taxonomy's section of the `real` datasheet: the rule, counts, invariants, the listed near-duplicates.
+
+    `straddling`: the number of identities measured on both sides of the shipped `unseen` (shown when given)."""
     taxonomy = taxonomy or load()
     rows = taxonomy.rows
     fam_ids: dict[str, set[str]] = {}
     for r in rows:
         fam_ids.setdefault(r.family, set()).add(r.identity)
-    path = near_duplicates or data_path(NEAR_DUPLICATES)
-    with open(path, newline="") as f:
-        dups = list(csv.DictReader(f))
+    dups = read_near_duplicate_rows(near_duplicates)
+    groups = near_duplicate_groups(dups)
     lines = ["## Taxonomy (`narbench/data/taxonomy-real.csv`)", "",
-             "The labels of the next `real` version (2.0); real 1.0's graphs keep the family and coarse label they "
-             "were published with (the zoo's module / model type).", "", RULE, "",
+             "The labels of `real` 2.0 (real 1.0's graphs keep the family and coarse label they were published with: "
+             "the zoo's module / model type).", "", RULE, "",
              "Built by `python -m narbench.zoo.taxonomy_build` from mechanical rules and two hand-written tables "
              "(`taxonomy-rules.csv`: the judgments, each with its reason; `taxonomy-aliases.csv`: one model under "
              "several names); `narbench.taxonomy.relabel` applies it to graphs.", "",
@@ -370,16 +406,51 @@ def markdown(taxonomy: Taxonomy | None = None, near_duplicates: Path | None = No
              f"| families | {len(fam_ids):,} |",
              f"| families with >= 2 identities (can be `unseen` queries) | {sum(len(v) >= 2 for v in fam_ids.values()):,} |",
              f"| rows with a judgment (reason given) | {sum(bool(r.reason) for r in rows):,} |",
-             f"| cross-family family pairs with graphs at WL cosine >= {NEAR_DUPLICATE_WL} (listed below) | {len(dups):,} |",
-             "",
-             f"Cross-family near-duplicates (`{NEAR_DUPLICATES}`; the `wl` floor's embedding of every graph, pairs at "
-             f"cosine >= {NEAR_DUPLICATE_WL}; `truncated`: pairs with a variant cut to 1-2 layers), the {top} largest:", "",
-             "| family a | family b | graph pairs | graphs | truncated | reason |", "|---|---|---:|---:|---:|---|"]
+             f"| cross-family family pairs with graphs at WL cosine >= {NEAR_DUPLICATE_WL} "
+             "(each listed with its reason) "
+             f"| {sum(int(d['pairs']) > 0 for d in dups):,} ({sum(int(d['pairs']) for d in dups):,} graph pairs) |",
+             f"| family pairs whose graphs the dedup merged (identical canonical graphs; each listed with its reason) "
+             f"| {sum(int(d['merged']) > 0 for d in dups):,} ({sum(int(d['merged']) for d in dups):,} source graphs) |",
+             "", "### Invariants", "",
+             "Checked on the shipped `real` 2.0 graphs (canonical graphs; the `crossimpl` queries left out) by "
+             "`python -m narbench.zoo.taxonomy_build` (which fails when one breaks) and by the slow tests of "
+             "`tests/test_taxonomy.py`:", "",
+             "1. isomorphic canonical graphs are never in two families (`narbench.taxonomy.isomorphism_violations`: "
+             "Weisfeiler-Lehman colours, then a canonical numbering, per bucket of a cheap invariant); the dataset "
+             "keeps one graph per canonical graph, so the source graphs (real 1.0) whose canonical graph equals a "
+             "shipped graph of another family are counted too (`merged`: the dedup kept the first spec's family) "
+             "and their family pairs listed with a reason;",
+             f"2. every cross-family pair of graphs at WL cosine >= {NEAR_DUPLICATE_WL} (the shipped `wl` floor's "
+             f"embedding) is merged or its family pair is listed with its reason in `{NEAR_DUPLICATES}`; "
+             "the committed table is what the build measures (`unlisted_near_duplicates`); no family was merged "
+             "for 2.0 after its labels were published;",
+             "3. no model identity (aliases across zoos and renamed copies merged) has graphs on both sides of "
+             "`unseen` (`straddling_identities`" + (f"; measured: {straddling}" if straddling is not None else "")
+             + ").", "",
+             "Canonical graphs elide attention masks, biases and additive position embeddings and fold attention, "
+             "norms and GELU spellings (docs/canonical-graphs.md), so designs that share a block share a graph: a "
+             "pre-LN decoder block and a pre-LN encoder block differ only in the causal mask, which a graph cannot "
+             "show. The reasons (`taxonomy-near-duplicate-reasons.csv`) are written from the papers and the designs, "
+             "never from retrieval scores. By reason group:", "",
+             f"| group | family pairs listed | graph pairs at WL >= {NEAR_DUPLICATE_WL} | source graphs merged |",
+             "|---|---:|---:|---:|"]
+    lines += [f"| {g} | {nf:,} | {ng:,} | {nm:,} |" for g, nf, ng, nm, _ in groups]
+    lines += ["", "The reasons, by group:", "", "| group | family pairs listed | graph pairs | merged | reason |",
+              "|---|---:|---:|---:|---|"]
+    lines += [f"| {g} | {nf:,} | {ng:,} | {nm:,} | {why or '(none)'} |"
+              for g, _, _, _, reasons in groups for why, nf, ng, nm in reasons]
+    lines += ["", f"Cross-family near-duplicates (`{NEAR_DUPLICATES}`; pairs of graphs at cosine >= "
+              f"{NEAR_DUPLICATE_WL}; `graphs`: distinct graphs involved; `truncated`: pairs with a variant cut to "
+              f"1-2 layers; `merged`: source graphs the dedup merged into a graph of the other family), the {top} "
+              f"largest:", "",
+              "| family a | family b | graph pairs | graphs | truncated | merged | group |",
+              "|---|---|---:|---:|---:|---:|---|"]
     fmt = lambda d: (f"| {d['family_a']} | {d['family_b']} | {int(d['pairs']):,} | {int(d['graphs']):,} | "
-                     f"{int(d['truncated_pairs']):,} | {d['reason']} |")
+                     f"{int(d['truncated_pairs']):,} | {int(d['merged']):,} | {d['group']} |")
     lines += [fmt(d) for d in dups[:top]]
     if len(dups) > top:
         lines += ["", f"<details><summary>the other {len(dups) - top} pairs</summary>", "",
-                  "| family a | family b | graph pairs | graphs | truncated | reason |", "|---|---|---:|---:|---:|---|"]
+                  "| family a | family b | graph pairs | graphs | truncated | merged | group |",
+                  "|---|---|---:|---:|---:|---:|---|"]
         lines += [fmt(d) for d in dups[top:]] + ["", "</details>"]
     return "\n".join(lines) + "\n"

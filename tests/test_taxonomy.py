@@ -7,6 +7,8 @@ import csv
 import numpy as np
 import pytest
 
+from collections import Counter
+
 from narbench import taxonomy as tx
 from narbench.dataset import Split
 from narbench.graph import ArchGraph
@@ -189,6 +191,66 @@ def test_build_rows_applies_rules_aliases_isomorphism_and_coarse(tmp_path):
     assert rows[("transformers", "hybrid")].coarse == "attention"  # any attention graph makes the model attention
 
 
+# ----------------------------------------------------------------------------- the near-duplicate table
+
+
+def _reasons_csv(tmp_path, text: str):
+    from narbench.zoo import taxonomy_build as tb
+
+    path = tmp_path / "reasons.csv"
+    path.write_text("families_a,families_b,group,reason\n# a comment\n" + text)
+    return tb.read_pair_reasons(path)
+
+
+def test_pair_reason_takes_the_first_row_listing_both_families(tmp_path):
+    from narbench.zoo import taxonomy_build as tb
+
+    reasons = _reasons_csv(tmp_path, "a,b,specific,a and b share one block\n"
+                                     "a b c,a b c,general,one block for all three\n")
+    assert tb.pair_reason("b", "a", reasons) == ("specific", "a and b share one block")
+    assert tb.pair_reason("a", "c", reasons) == ("general", "one block for all three")
+    assert tb.pair_reason("a", "z", reasons) == ("", "")
+    with pytest.raises(ValueError, match="unquoted comma"):
+        _reasons_csv(tmp_path, "a,b,group,a reason, with a comma\n")
+    assert _reasons_csv(tmp_path, 'a,b,group,"a reason, quoted"\n')[0][3] == "a reason, quoted"
+
+
+def test_near_duplicate_table_counts_pairs_and_gives_reasons(tmp_path):
+    from narbench.zoo import taxonomy_build as tb
+
+    reasons = _reasons_csv(tmp_path, "a,b,shared block,a and b share one block\n")
+    graphs = [_diamond(family="a"), _diamond(family="b"), _diamond(family="b"),
+              _diamond(family="c", variant={"depth": 1}), _diamond(family="d"), _diamond(family="e")]
+    pairs = np.array([[0, 1], [0, 2], [1, 2], [3, 4], [4, 5]])
+    text = tb.near_duplicate_table(graphs, pairs, reasons, merged=Counter({("a", "b"): 4, ("a", "z"): 2}))
+    rows = {(r["family_a"], r["family_b"]): r for r in csv.DictReader(text.splitlines())}
+    # most graph pairs first; (b, b) is one family; (a, z) met only at the dedup
+    assert list(rows) == [("a", "b"), ("c", "d"), ("d", "e"), ("a", "z")]
+    assert (rows[("a", "b")]["merged"], rows[("a", "z")]["merged"], rows[("a", "z")]["pairs"]) == ("4", "2", "0")
+    ab = rows[("a", "b")]
+    assert (ab["pairs"], ab["graphs"], ab["group"]) == ("2", "3", "shared block")
+    assert rows[("c", "d")]["group"] == tb.TRUNCATED_GROUP and rows[("c", "d")]["truncated_pairs"] == "1"
+    assert rows[("d", "e")]["reason"] == "" and tb._unexplained(text) == [("d", "e", 1), ("a", "z", 0)]
+    path = tmp_path / "dups.csv"
+    path.write_text(text)
+    assert tx.read_near_duplicates(path)[("a", "b")] == "a and b share one block"
+    groups = tx.near_duplicate_groups(tx.read_near_duplicate_rows(path))
+    assert [(g, nf, ng, nm) for g, nf, ng, nm, _ in groups] == [("shared block", 1, 2, 4), ("(no reason)", 2, 1, 2),
+                                                                 (tb.TRUNCATED_GROUP, 1, 1, 0)]
+    assert groups[0][4] == [("a and b share one block", 1, 2, 4)]
+    md = tx.markdown(near_duplicates=path, top=1, straddling=0)
+    assert "| shared block | 1 | 2 | 4 |\n" in md and "| shared block | 1 | 2 | 4 | a and b share one block |" in md
+    assert "| (no reason) | 2 | 1 | 2 | (none) |" in md
+    assert "| a | b | 2 | 3 | 0 | 4 | shared block |" in md and "the other 3 pairs" in md and "measured: 0" in md
+
+
+def test_a_near_duplicate_table_without_its_columns_is_rejected(tmp_path):
+    path = tmp_path / "dups.csv"
+    path.write_text("family_a,family_b,pairs,graphs,truncated_pairs,merged,reason\na,b,1,2,0,0,why\n")
+    with pytest.raises(ValueError, match="missing column.*group"):
+        tx.read_near_duplicate_rows(path)
+
+
 # ----------------------------------------------------------------------------- the shipped data
 
 
@@ -200,8 +262,19 @@ def shipped():
     return RealDataset(), raw_graphs()[0]  # the raw record the taxonomy is built from (real 1.0)
 
 
+@pytest.fixture(scope="module")
+def shipped_2_0():
+    """The shipped `real` 2.0 dataset: its real graphs are `core_graphs` (the crossimpl queries follow them)."""
+    from narbench.datasets.real import RealDataset
+
+    ds = RealDataset().load()
+    assert ds.version == "2.0" and len(ds.core_graphs) == len(ds.graphs) - ds.query_only > 17000
+    return ds
+
+
 @pytest.mark.slow
 def test_every_shipped_model_has_a_row_and_invariants_hold(shipped):
+    """The table as built from the raw 1.0 record (the zoo labels its rules read)."""
     provider, graphs = shipped
     new = tx.relabel(graphs)  # raises on a missing row
     assert len({(g.source, tx.graph_model(g)) for g in graphs}) == len(tx.load())
@@ -220,14 +293,45 @@ def test_every_shipped_model_has_a_row_and_invariants_hold(shipped):
 
 
 @pytest.mark.slow
-def test_every_shipped_cross_family_near_duplicate_is_listed(shipped):
-    _, graphs = shipped
-    new = tx.relabel(graphs)
+def test_shipped_2_0_graphs_keep_the_invariants(shipped_2_0):
+    """Invariants (a) and (c) on the canonical graphs `real` 2.0 ships, labelled by the committed table."""
+    import hashlib
+
+    from narbench.zoo import taxonomy_build as tb
+
+    ds = shipped_2_0
+    graphs = ds.core_graphs
+    assert ds.meta["taxonomy_sha256"] == hashlib.sha256(tx.data_path().read_bytes()).hexdigest()
+    assert tb.label_differences(graphs, tx.load()) == []
+    classes = tx.isomorphic_classes(graphs)
+    assert classes, "2.0 holds isomorphic canonical graphs (renamed copies of one family)"
+    assert tx.isomorphism_violations(graphs, classes) == []
+    unseen = ds.splits["unseen"]
+    assert len(unseen.test) > 1000 and tx.straddling_identities(graphs, unseen) == []
+    from narbench.datasheet import _taxonomy_section
+
+    assert "(`straddling_identities`; measured: 0)" in _taxonomy_section(ds)  # the datasheet measures (c) too
+
+
+@pytest.mark.slow
+def test_every_shipped_cross_family_near_duplicate_is_listed(shipped_2_0):
+    """Invariant (b) on real 2.0: the committed near-duplicate table is what the build measures (WL pairs of the
+    shipped graphs, source graphs merged by the dedup across families), every row has a reason."""
+    from narbench.zoo import taxonomy_build as tb
+
+    graphs = shipped_2_0.core_graphs
+    raw, raw_vocab = tb.raw_graphs()
+    merged = tb.merged_cross_family(raw, raw_vocab, graphs, tx.load())
+    assert len(merged) > 50  # identical canonical graphs of two families (e.g. Qwen2 = LLaMA once biases are elided)
     pairs = tx.near_duplicate_pairs(tx.wl_unit_embeddings(graphs))
-    assert tx.unlisted_near_duplicates(new, pairs, tx.read_near_duplicates()) == {}
-    with open(tx.data_path(tx.NEAR_DUPLICATES), newline="") as f:
-        listed = {tx.family_pair(r["family_a"], r["family_b"]): int(r["pairs"]) for r in csv.DictReader(f)}
-    assert listed == dict(tx.cross_family_pairs(new, pairs))
+    assert tx.unlisted_near_duplicates(graphs, pairs, tx.read_near_duplicates()) == {}
+    rows = tx.read_near_duplicate_rows()
+    listed = {tx.family_pair(r["family_a"], r["family_b"]): int(r["pairs"]) for r in rows}
+    assert {fp: n for fp, n in listed.items() if n} == dict(tx.cross_family_pairs(graphs, pairs))
+    assert {tx.family_pair(r["family_a"], r["family_b"]): int(r["merged"]) for r in rows if int(r["merged"])} == merged
+    assert all(r["group"].strip() and r["reason"].strip() for r in rows)
+    rebuilt = tb.near_duplicate_table(graphs, pairs, tb.read_pair_reasons(), merged)
+    assert rebuilt == tx.data_path(tx.NEAR_DUPLICATES).read_text()
 
 
 def test_tower_rule_takes_the_longest_model_type_that_exists():

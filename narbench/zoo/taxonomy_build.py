@@ -16,9 +16,15 @@ Per (source, model) of the `real` dataset, in this order:
    attention pattern (hybrids are attention; a headless variant may cut the attention off), else
    the label of most of its graphs (ties: its default graph's).
 
-The build fails if isomorphic graphs land in two families (invariant a). The near-duplicate table
-lists every family pair with graphs at WL cosine >= 0.999 after relabelling, with its reason:
-`taxonomy-near-duplicate-reasons.csv`, or a mechanical one when all its pairs are depth-truncated variants.
+The build fails if isomorphic graphs land in two families (invariant a), on the raw 1.0 graphs
+the rules read and on the shipped `real` 2.0 canonical graphs. The near-duplicate table describes
+the shipped dataset: every family pair of real 2.0 (its canonical graphs, the crossimpl queries
+left out) with graphs at WL cosine >= 0.999, with its reason: the first matching row of
+`taxonomy-near-duplicate-reasons.csv`, or a mechanical one when all its pairs are depth-truncated
+variants. Canonical graphs elide attention masks, biases and additive positions and fold
+attention, norms and GELU spellings (docs/canonical-graphs.md), so more designs share one graph
+there than in 1.0's raw graphs; 1.0's table (raw graphs) is not kept: its figures are in
+docs/datasets.md. A family pair without a reason makes the build fail after writing.
 Labels are never chosen by looking at retrieval scores.
 """
 
@@ -202,23 +208,40 @@ def write_table(rows: list[tx.TaxonomyRow]) -> str:
     return out.getvalue()
 
 
-def read_pair_reasons(path: Path | None = None) -> list[tuple[set[str], set[str], str]]:
-    """`taxonomy-near-duplicate-reasons.csv`: (families_a, families_b, reason) rows, first match wins."""
-    return [(set(r["families_a"].split()), set(r["families_b"].split()), r["reason"].strip())
-            for r in _read_csv(path or tx.data_path("taxonomy-near-duplicate-reasons.csv"))]
+#: a pair reason: (families_a, families_b, group, reason)
+PairReason = tuple[set[str], set[str], str, str]
+#: the mechanical reason of a family pair whose every graph pair involves a depth-truncated variant
+TRUNCATED_GROUP = "only truncated variants coincide"
+TRUNCATED_REASON = ("separate designs (each its own paper); only variants truncated to 1-2 layers/blocks coincide, "
+                    "where the parts that tell the designs apart are cut away")
 
 
-def pair_reason(a: str, b: str, reasons: list[tuple[set[str], set[str], str]]) -> str:
-    for fa, fb, why in reasons:
+def read_pair_reasons(path: Path | None = None) -> list[PairReason]:
+    """`taxonomy-near-duplicate-reasons.csv`: (families_a, families_b, group, reason) rows, first match wins."""
+    path = path or tx.data_path("taxonomy-near-duplicate-reasons.csv")
+    rows = _read_csv(path)
+    for r in rows:
+        if None in r or not all(r.get(c) for c in ("families_a", "families_b", "group", "reason")):
+            raise ValueError(f"{path}: a row needs families_a, families_b, group and reason, and no unquoted comma in "
+                             f"its reason: {r}")
+    return [(set(r["families_a"].split()), set(r["families_b"].split()), r["group"].strip(), r["reason"].strip())
+            for r in rows]
+
+
+def pair_reason(a: str, b: str, reasons: list[PairReason]) -> tuple[str, str]:
+    """(group, reason) of the first row listing families a and b on its two sides; ("", "") if none does."""
+    for fa, fb, group, why in reasons:
         if (a in fa and b in fb) or (b in fa and a in fb):
-            return why
-    return ""
+            return group, why
+    return "", ""
 
 
-def near_duplicate_table(graphs: list[ArchGraph], pairs: np.ndarray,
-                         reasons: list[tuple[set[str], set[str], str]]) -> str:
-    """family_a, family_b, pairs, graphs (distinct graphs involved), truncated (pairs where a graph is a
-    depth-truncated variant), reason."""
+def near_duplicate_table(graphs: list[ArchGraph], pairs: np.ndarray, reasons: list[PairReason],
+                         merged: Counter | None = None) -> str:
+    """family_a, family_b, pairs, graphs (distinct graphs involved), truncated_pairs (pairs where a graph is a
+    depth-truncated variant), merged (source graphs dropped by the dataset's dedup as identical to a graph of the
+    other family: `merged_cross_family`), group, reason: one row per family pair, most graph pairs first."""
+    merged = merged or Counter()
     stats: dict[tuple[str, str], list] = defaultdict(lambda: [0, set(), 0])
     for i, j in pairs.tolist():
         gi, gj = graphs[i], graphs[j]
@@ -232,13 +255,14 @@ def near_duplicate_table(graphs: list[ArchGraph], pairs: np.ndarray,
             s[2] += 1
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
-    w.writerow(["family_a", "family_b", "pairs", "graphs", "truncated_pairs", "reason"])
-    for (a, b), (n, members, trunc) in sorted(stats.items(), key=lambda kv: (-kv[1][0], kv[0])):
-        why = pair_reason(a, b, reasons)
-        if not why and trunc == n:
-            why = ("separate designs (each its own paper); only variants truncated to 1-2 layers/blocks coincide, "
-                   "where the parts that tell the designs apart are cut away")
-        w.writerow([a, b, n, len(members), trunc, why])
+    w.writerow(tx.NEAR_DUPLICATE_COLUMNS)
+    for fp in merged:
+        stats[fp]  # noqa: B018 - a family pair met only at dedup gets a row too
+    for (a, b), (n, members, trunc) in sorted(stats.items(), key=lambda kv: (-kv[1][0], -merged[kv[0]], kv[0])):
+        group, why = pair_reason(a, b, reasons)
+        if not why and n and trunc == n and not merged[(a, b)]:
+            group, why = TRUNCATED_GROUP, TRUNCATED_REASON
+        w.writerow([a, b, n, len(members), trunc, merged[(a, b)], group, why])
     return out.getvalue()
 
 
@@ -250,37 +274,101 @@ def main(argv: list[str] | None = None) -> int:
                     help="keep the isomorphism classes and WL pairs of the (unchanged) graphs here between runs")
     args = ap.parse_args(argv)
 
-    from narbench.datasets.real import RealDataset
-
-    provider = RealDataset()
-    graphs, vocab = raw_graphs()
+    graphs, raw_vocab = raw_graphs()
     print(f"real 1.0 (raw record): {len(graphs):,} graphs", file=sys.stderr)
-    classes = _cached(args.cache, "classes", lambda: tx.isomorphic_classes(graphs))
-    print(f"isomorphism classes of 2+ graphs: {len(classes)}", file=sys.stderr)
+    classes = _cached(args.cache, "classes-1.0", lambda: tx.isomorphic_classes(graphs))
+    print(f"isomorphism classes of 2+ raw graphs: {len(classes)}", file=sys.stderr)
     rows = build_rows(graphs, read_rules(), read_aliases(), classes)
     taxonomy = tx.Taxonomy(rows)
-    new = taxonomy.relabel(graphs)
-    bad = tx.isomorphism_violations(new, classes)
+    bad = tx.isomorphism_violations(taxonomy.relabel(graphs), classes)
     if bad:
-        print("isomorphic graphs in two families (add a rule):\n  " + "\n  ".join(" ~ ".join(b) for b in bad),
+        print("isomorphic raw graphs in two families (add a rule):\n  " + "\n  ".join(" ~ ".join(b) for b in bad),
               file=sys.stderr)
         return 1
+    table = write_table(rows)
+
+    ds = shipped_dataset()
+    shipped = ds.core_graphs
+    print(f"real {ds.version} (shipped, canonical): {len(shipped):,} graphs", file=sys.stderr)
+    stale = label_differences(shipped, taxonomy)
+    if stale:
+        print(f"real {ds.version}'s labels differ from this table on {len(stale):,} graphs (e.g. {stale[0]}): the "
+              "table is a new dataset version's; the near-duplicate table keeps describing the shipped labels",
+              file=sys.stderr)
+    canon_classes = _cached(args.cache, "classes-2.0", lambda: tx.isomorphic_classes(shipped), ds.sha256)
+    bad = tx.isomorphism_violations(shipped, canon_classes)
+    print(f"isomorphism classes of 2+ canonical graphs: {len(canon_classes)}; in two families: {len(bad)}",
+          file=sys.stderr)
+    if bad:
+        print("  " + "\n  ".join(" ~ ".join(b) for b in bad), file=sys.stderr)
+        return 1
     print("embedding with the wl floor ...", file=sys.stderr)
-    pairs = _cached(args.cache, "pairs", lambda: tx.near_duplicate_pairs(tx.wl_unit_embeddings(graphs)))
-    tables = {tx.TABLE: write_table(rows), tx.NEAR_DUPLICATES: near_duplicate_table(new, pairs, read_pair_reasons())}
+    pairs = _cached(args.cache, "pairs-2.0", lambda: tx.near_duplicate_pairs(tx.wl_unit_embeddings(shipped)),
+                    ds.sha256)
+    print("canonicalising the raw graphs (duplicates 2.0's dedup merged across families) ...", file=sys.stderr)
+    merged = _cached(args.cache, "merged-2.0", lambda: merged_cross_family(graphs, raw_vocab, shipped, taxonomy, True),
+                     ds.sha256)
+    tables = {tx.TABLE: table,
+              tx.NEAR_DUPLICATES: near_duplicate_table(shipped, pairs, read_pair_reasons(), merged)}
     out = args.out or tx.data_path().parent
     if args.check:
-        stale = [n for n, text in tables.items() if not (out / n).is_file() or (out / n).read_text() != text]
-        if stale:
-            print(f"stale: {', '.join(stale)}; rerun python -m narbench.zoo.taxonomy_build", file=sys.stderr)
+        stale_files = [n for n, text in tables.items() if not (out / n).is_file() or (out / n).read_text() != text]
+        if stale_files:
+            print(f"stale: {', '.join(stale_files)}; rerun python -m narbench.zoo.taxonomy_build", file=sys.stderr)
             return 1
     else:
         out.mkdir(parents=True, exist_ok=True)
         for name, text in tables.items():
             (out / name).write_text(text)
             print(f"wrote {out / name}", file=sys.stderr)
-    report(graphs, new, pairs, provider, vocab)
+    report(graphs, rows, ds, pairs, merged)
+    missing = [(a, b, n) for a, b, n in _unexplained(tables[tx.NEAR_DUPLICATES])]
+    if missing:
+        print(f"{len(missing)} family pair(s) without a reason: add rows to taxonomy-near-duplicate-reasons.csv:\n  "
+              + "\n  ".join(f"{a} ~ {b} ({n} graph pairs)" for a, b, n in missing), file=sys.stderr)
+        return 1
     return 0
+
+
+def _unexplained(table: str) -> list[tuple[str, str, int]]:
+    return [(r["family_a"], r["family_b"], int(r["pairs"])) for r in csv.DictReader(io.StringIO(table))
+            if not r["reason"].strip()]
+
+
+def merged_cross_family(raw: list[ArchGraph], raw_vocab: list[str], shipped: list[ArchGraph],
+                        taxonomy: tx.Taxonomy, progress: bool = False) -> Counter:
+    """Graph counts per family pair of `raw` graphs whose canonical graph is identical to a `shipped` graph of
+    another family: the cross-family duplicates that `real` 2.0's dedup merged (keeping the first spec's family),
+    which no pair of shipped graphs shows. Canonicalises every raw graph (about a minute for real 1.0)."""
+    from narbench.canonical import canonical_vocabulary
+    from narbench.zoo.derive import _canonical
+
+    index = {op: i for i, op in enumerate(canonical_vocabulary())}
+    family_of = {g.content_hash(): g.family for g in shipped}
+    out: Counter = Counter()
+    for k, (g, labelled) in enumerate(zip(raw, taxonomy.relabel(raw))):
+        canon = _canonical(([raw_vocab[o] for o in g.ops.tolist()], g.edges))
+        kept = family_of.get(canon.to_arch_graph(index, name=g.name, coarse="")
+                             .content_hash())
+        if kept is not None and kept != labelled.family:
+            out[tx.family_pair(kept, labelled.family)] += 1
+        if progress and (k + 1) % 5000 == 0:
+            print(f"  canonicalised {k + 1:,} of {len(raw):,}", file=sys.stderr)
+    return out
+
+
+def shipped_dataset():
+    """The shipped `real` dataset (the pinned 2.0 file; `core_graphs` are its real graphs)."""
+    from narbench.datasets.real import RealDataset
+
+    return RealDataset().load()
+
+
+def label_differences(graphs: list[ArchGraph], taxonomy: tx.Taxonomy) -> list[str]:
+    """Names of `graphs` whose family, coarse label or identity is not `taxonomy`'s (empty: they agree)."""
+    new = taxonomy.relabel(graphs)
+    return [g.name for g, n in zip(graphs, new)
+            if (g.family, g.coarse, g.meta.get("identity")) != (n.family, n.coarse, n.meta["identity"])]
 
 
 def raw_graphs() -> tuple[list, list[str]]:
@@ -293,15 +381,15 @@ def raw_graphs() -> tuple[list, list[str]]:
     return graphs, vocab
 
 
-def _cached(folder: Path | None, name: str, compute):
-    """`compute()`, kept as a pickle in `folder` (keyed by the pinned dataset version) when given."""
+def _cached(folder: Path | None, name: str, compute, sha256: str | None = None):
+    """`compute()`, kept as a pickle in `folder` (keyed by the dataset's sha256: 1.0's pin unless given) when given."""
     import pickle
 
     from narbench.datasets.real import RealDataset
 
     if folder is None:
         return compute()
-    path = folder / f"taxonomy-{name}-{RealDataset.previous_versions['1.0'][0][:12]}.pkl"
+    path = folder / f"taxonomy-{name}-{(sha256 or RealDataset.previous_versions['1.0'][0])[:12]}.pkl"
     if path.is_file():
         return pickle.loads(path.read_bytes())
     value = compute()
@@ -310,33 +398,32 @@ def _cached(folder: Path | None, name: str, compute):
     return value
 
 
-def report(old: list[ArchGraph], new: list[ArchGraph], pairs: np.ndarray, provider, vocab: list[str]) -> None:
-    """The figures of the datasheet: families, identities, near-duplicate twins, unseen by identity."""
-    from narbench.dataset import GraphDataset
+def report(raw: list[ArchGraph], rows: list[tx.TaxonomyRow], ds, pairs: np.ndarray, merged: Counter) -> None:
+    """The figures of the datasheet: families, identities, near-duplicate twins, the splits of the shipped data."""
     from narbench.datasheet import near_duplicate_share
 
+    graphs = ds.core_graphs
     fam_ids: dict[str, set[str]] = defaultdict(set)
-    for g in new:
-        fam_ids[g.family].add(g.meta["identity"])
-    print(f"families: {len({g.family for g in old})} (1.0) -> {len(fam_ids)}")
-    print(f"families with >= 2 identities: {sum(1 for v in fam_ids.values() if len(v) >= 2)}")
-    print(f"identities: {len({g.meta['identity'] for g in new})}; models: {len({(g.source, tx.graph_model(g)) for g in new})}")
-    print(f"graphs with a cross-family WL>={tx.NEAR_DUPLICATE_WL} twin: {tx.twin_share(old, pairs):.1%} "
-          f"({len(tx.cross_family_pairs(old, pairs))} family pairs) -> {tx.twin_share(new, pairs):.1%} "
-          f"({len(tx.cross_family_pairs(new, pairs))} family pairs)")
-    print(f"coarse changed on {sum(a.coarse != b.coarse for a, b in zip(old, new))} graphs")
-    for label, graphs, split in (
-            ("1.0 unseen (model_group)", old, provider.splits(old)["unseen"]),
-            ("unseen by identity", new, tx.identity_split(new, test_size=provider.test_size, seed=provider.split_seed))):
-        q = [graphs[i] for i in split.test]
+    for r in rows:
+        fam_ids[r.family].add(r.identity)
+    print(f"taxonomy: {len(rows):,} models, {len({r.identity for r in rows}):,} identities, {len(fam_ids)} families "
+          f"(1.0's zoo labels: {len({g.family for g in raw})}), "
+          f"{sum(1 for v in fam_ids.values() if len(v) >= 2)} with >= 2 identities")
+    cross = tx.cross_family_pairs(graphs, pairs)
+    print(f"real {ds.version}: {len(graphs):,} graphs, {len({g.family for g in graphs})} families; graph pairs at WL "
+          f"cosine >= {tx.NEAR_DUPLICATE_WL}: {len(pairs):,}, across families {sum(cross.values()):,} over "
+          f"{len(cross)} family pairs; graphs with such a twin {tx.twin_share(graphs, pairs):.1%}; raw graphs merged "
+          f"into a graph of another family by the dedup: {sum(merged.values()):,} over {len(merged)} family pairs")
+    for name, split in ds.splits.items():
+        q = [ds.graphs[i] for i in split.test]
         by_source = Counter(g.source for g in q)
-        ds = GraphDataset(name="real", version=provider.version, graphs=graphs, vocab=vocab, split=split, sha256="")
-        share = near_duplicate_share(ds, split)
-        print(f"{label}: queries {len(q):,}, families {len({g.family for g in q})}, corpus {len(split.train):,}; "
-              + ", ".join(f"{s} {by_source[s]:,} ({by_source[s] / max(len(q), 1):.1%})" for s in SOURCE_ORDER)
-              + f"; queries with an op-histogram near-duplicate of their family in the corpus {share:.1%}")
-        if graphs is new:
-            print(f"  identities on both sides: {len(tx.straddling_identities(new, split))}")
+        line = (f"{name}: queries {len(q):,}, families {len({g.family for g in q})}, corpus {len(split.train):,}; "
+                + ", ".join(f"{s} {c:,} ({c / max(len(q), 1):.1%})" for s, c in by_source.most_common())
+                + f"; with an op-histogram near-duplicate of their family in the corpus "
+                  f"{near_duplicate_share(ds, split):.1%}")
+        if name == "unseen":
+            line += f"; identities on both sides: {len(tx.straddling_identities(graphs, split))}"
+        print(line)
 
 
 if __name__ == "__main__":
