@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from narbench.encoder import Encoder, Labels
-from narbench.graph import ArchGraph
+from narbench.data.graph import ArchGraph
 from narbench.splitters.motif import _mix, encode_levels
 from narbench.trainer import Trainer
 

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from narbench.encoder import Encoder, Labels, graph_to_data, import_torch_geometric
-from narbench.graph import ArchGraph
+from narbench.data.graph import ArchGraph
 from narbench.trainer import Trainer
 
 

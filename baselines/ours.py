@@ -37,7 +37,7 @@ from torch import nn
 from narbench import health, losses
 from narbench.baselines.gnn import GNNStack, gcn_conv
 from narbench.encoder import Encoder, Labels
-from narbench.graph import ArchGraph, import_torch_geometric
+from narbench.data.graph import ArchGraph, import_torch_geometric
 from narbench.partcache import PartsCache, split_graphs
 from narbench.parts import GraphParts, adjacency, induced_subgraphs, neighbourhoods
 from narbench.splitter import Partition

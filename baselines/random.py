@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from narbench.encoder import Encoder, Labels
-from narbench.graph import ArchGraph
+from narbench.data.graph import ArchGraph
 from narbench.trainer import Trainer
 
 

@@ -55,8 +55,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from narbench import registry
-from narbench.dataset import load_dataset
+from narbench.core import registry
+from narbench.data.dataset import load_dataset
 from narbench.encoder import Labels
 from narbench.profiles import get_profile
 from narbench.retrieval import top_k_cosine
@@ -478,7 +478,7 @@ def _matmul_gflops(rows: int, hidden: int) -> float:
 
 @figure("train-real")
 def bench_train_real(args) -> None:
-    from narbench.dataset import stratified_subset
+    from narbench.data.dataset import stratified_subset
     from narbench.encoder import graph_to_data
 
     ds = load_dataset("real")

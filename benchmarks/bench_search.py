@@ -48,7 +48,7 @@ def bench_api(repeat: int) -> None:
 
     import narbench
     from narbench.index import load_index
-    from narbench.store import write_graphs
+    from narbench.data.store import write_graphs
 
     sys.path.insert(0, str(ROOT / "examples"))
     from out_of_zoo import ResidualCNN, TransformerEncoder

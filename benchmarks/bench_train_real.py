@@ -12,8 +12,8 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from narbench import registry
-from narbench.dataset import load_dataset, stratified_subset
+from narbench.core import registry
+from narbench.data.dataset import load_dataset, stratified_subset
 from narbench.profiles import get_profile
 from narbench.runner import select
 from narbench.trainer import Trainer

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from narbench.dataset import load_dataset
+from narbench.data.dataset import load_dataset
 from narbench.metrics import KS, uncut_ideal_ratio
 
 

@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from narbench import losses  # noqa: E402
 from narbench.cli import _parse_param  # noqa: E402
-from narbench.dataset import load_dataset, stratified_subset  # noqa: E402
+from narbench.data.dataset import load_dataset, stratified_subset  # noqa: E402
 from narbench.profiles import get_profile  # noqa: E402
-from narbench.registry import load  # noqa: E402
+from narbench.core.registry import load  # noqa: E402
 from narbench.runner import select  # noqa: E402
 from narbench.trainer import Trainer, seed_everything  # noqa: E402
 

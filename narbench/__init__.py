@@ -12,8 +12,8 @@ __version__ = "0.1.0"
 __all__ = ["ArchGraph", "GraphDataset", "GraphError", "RunConfig", "load_dataset", "run", "search"]
 
 _LAZY = {
-    "ArchGraph": "narbench.graph", "GraphError": "narbench.graph",
-    "GraphDataset": "narbench.dataset", "load_dataset": "narbench.dataset",
+    "ArchGraph": "narbench.data.graph", "GraphError": "narbench.data.graph",
+    "GraphDataset": "narbench.data.dataset", "load_dataset": "narbench.data.dataset",
     "RunConfig": "narbench.runner", "run": "narbench.runner",
     "search": "narbench.engine",
 }

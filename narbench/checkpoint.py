@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from narbench.store import atomic_write_bytes
+from narbench.data.store import atomic_write_bytes
 
 SUFFIX = ".pt"
 

@@ -37,7 +37,7 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        from narbench.registry import static_versions
+        from narbench.core.registry import static_versions
 
         print(versions_line(static_versions))
         parser.exit(0)
@@ -290,9 +290,9 @@ def cmd_datasheet(args: argparse.Namespace) -> int:
 
     from rich.markdown import Markdown
 
-    from narbench.dataset import load_dataset
+    from narbench.data.dataset import load_dataset
     from narbench.datasheet import datasheet
-    from narbench.store import atomic_write_bytes
+    from narbench.data.store import atomic_write_bytes
 
     sheet = datasheet(load_dataset(args.dataset))
     text = sheet.to_markdown()
@@ -358,7 +358,7 @@ def cmd_datasets(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """`narbench encoders` / `narbench splitters`: the registered names, who provides them, what they are."""
-    from narbench import registry
+    from narbench.core import registry
 
     table = registry.table(args.kind)
     _console().print(table)
@@ -462,11 +462,11 @@ def add_index_parser(sub) -> None:
 def cmd_index_build(args) -> int:
     from pathlib import Path
 
-    from narbench.dataset import CorruptFileError
+    from narbench.data.dataset import CorruptFileError
     from narbench.index import SHIPPED, IndexConfig, build_index, cache_path, shipped_path, write_index
     from narbench.runner import ConfigError
 
-    from narbench import registry
+    from narbench.core import registry
 
     console = _console(stderr=True)
     encoder = args.encoder or SHIPPED.encoder
@@ -509,14 +509,14 @@ def cmd_index_info(args) -> int:
 
 def _input_errors() -> tuple[type[BaseException], ...]:
     """The errors that mean bad input (exit 2, one line), as opposed to a bug (a traceback)."""
-    from narbench import registry
+    from narbench.core import registry
     from narbench.checkpoint import CheckpointError
     from narbench.gate import GateError
     from narbench.leaderboard import NothingToShowError, RejectedResultsError
     from narbench.leaderboard.headline import HeadlineError
     from narbench.preflight import PreflightError
     from narbench.runner import ConfigError
-    from narbench.store import CorruptFileError
+    from narbench.data.store import CorruptFileError
     from narbench.sweep import GridError
     from narbench.validation import InvalidResultError
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from narbench.dataset import GraphDataset
+from narbench.data.dataset import GraphDataset
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -215,8 +215,8 @@ class DatasetSummary:
 
 def summarize(name: str) -> DatasetSummary:
     """A registered dataset's version, splits and, when its data is here, its counts (`store.read_head`)."""
-    from narbench import registry
-    from narbench.store import CorruptFileError, read_head
+    from narbench.core import registry
+    from narbench.data.store import CorruptFileError, read_head
 
     provider = registry.load("dataset", name)()
     path = provider.data_path()
@@ -242,7 +242,7 @@ def datasets_table() -> Table:
     from rich.markup import escape
     from rich.table import Table
 
-    from narbench import registry
+    from narbench.core import registry
 
     table = Table(title=f"registered datasets (entry-point group {registry.GROUPS['dataset']})")
     for col in ("name", "version", "graphs", "families", "coarse", "splits", "content (sha256)", "provided by",

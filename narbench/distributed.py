@@ -59,7 +59,7 @@ def train_loader(items: Sequence, batch_size: int, seed: int):
     """A PyG DataLoader over this rank's shard of `items`, reshuffled each epoch by `set_epoch`."""
     from torch.utils.data.distributed import DistributedSampler
 
-    from narbench.graph import import_torch_geometric
+    from narbench.data.graph import import_torch_geometric
 
     import_torch_geometric()
     from torch_geometric.loader import DataLoader

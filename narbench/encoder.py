@@ -13,7 +13,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from narbench.graph import ArchGraph, import_torch_geometric  # noqa: F401 (re-exported)
+from narbench.data.graph import ArchGraph, import_torch_geometric  # noqa: F401 (re-exported)
 from narbench.profiles import ModelConfig, Profile
 from narbench.splitter import Splitter
 from narbench.trainer import Trainer

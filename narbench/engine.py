@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from narbench.index import SearchIndex, load_index
 from narbench.target import Query, resolve_target
-from narbench.ops import UNKNOWN_OP
+from narbench.data.ops import UNKNOWN_OP
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -174,7 +174,7 @@ def load_reference(path: str | Path) -> dict[str, Any]:
 
 def write_reference(path: str | Path, entries: Mapping[str, Any], tolerance: float) -> None:
     """Write a reference file atomically (temp file + rename)."""
-    from narbench.store import atomic_write_bytes
+    from narbench.data.store import atomic_write_bytes
 
     data = {"version": REFERENCE_VERSION, "tolerance": tolerance, "entries": {k: entries[k] for k in sorted(entries)}}
     atomic_write_bytes(path, (json.dumps(data, indent=2, sort_keys=False) + "\n").encode())
@@ -228,8 +228,8 @@ def check(
     Raises `GateError` when there is no usable reference and `update` is False, and
     `registry.UnknownNameError` for an unknown encoder or dataset name.
     """
-    from narbench import registry
-    from narbench.dataset import load_dataset
+    from narbench.core import registry
+    from narbench.data.dataset import load_dataset
     from narbench.runner import ConfigError, RunConfig, run
 
     reference_path = Path(reference_path)

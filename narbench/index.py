@@ -40,9 +40,9 @@ from typing import Any
 
 import numpy as np
 
-from narbench.graph import ArchGraph
-from narbench.ops import TORCH_CHECKED
-from narbench.store import CorruptFileError, read_payload, write_payload
+from narbench.data.graph import ArchGraph
+from narbench.data.ops import TORCH_CHECKED
+from narbench.data.store import CorruptFileError, read_payload, write_payload
 
 MAGIC = b"NARBENCH-INDEX\x001\x00"
 FORMAT = 1
@@ -130,7 +130,7 @@ def shipped_path() -> Path:
 
 def cache_path(encoder: str, dataset: str = "real") -> Path:
     """Where `narbench index build` writes an index by default (`$NARBENCH_CACHE/index/`)."""
-    from narbench.dataset import cache_dir
+    from narbench.core.cache import cache_dir
 
     return cache_dir() / "index" / f"index-{dataset}-{encoder}{SUFFIX}"
 
@@ -256,7 +256,7 @@ def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
 
     The header records no time or machine, so the same encoder and data give the same sha256.
     """
-    from narbench.dataset import load_dataset, stratified_subset
+    from narbench.data.dataset import load_dataset, stratified_subset
     from narbench.profiles import get_profile
     from narbench.protocol import get_protocol
     from narbench.runner import RunConfig, make_labels, resolve
@@ -332,7 +332,7 @@ def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
 def _rebuild_encoder(index: SearchIndex):
     import torch
 
-    from narbench import registry
+    from narbench.core import registry
     from narbench.profiles import get_profile
 
     enc = index.header["encoder"]

@@ -118,7 +118,7 @@ def score_rankings(
     ranked = np.asarray(ranked)
     if ranked.shape[0] != len(query_labels):
         raise ValueError(f"{ranked.shape[0]} rankings for {len(query_labels)} queries")
-    from narbench.jit import setup_numba_cache
+    from narbench.core.jit import setup_numba_cache
 
     setup_numba_cache()
     import ranx.metrics

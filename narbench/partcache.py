@@ -9,7 +9,7 @@ one; `jobs=1` in this process) and written to the cache.
 cache_dir()`), with one row per (splitter id, graph content hash). The splitter id is a sha256
 of the splitter's name, its parameters and its code version (`Splitter.code_version()`: the
 source of the splitter's class and base classes), plus the source of `narbench.parts` (and its
-kernels), `narbench.graph` (topological order), `narbench._partcodec` (row format) and this
+kernels), `narbench.data.graph` (topological order), `narbench._partcodec` (row format) and this
 module: changing any of them gives new rows and never reads stale ones. A row holds the
 zstd-compressed parts (offsets, node ids delta-coded within each part, macro edges, as int32;
 keys) and the blake2b checksum of the uncompressed payload (`encode_parts`, `decode_parts`).
@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from narbench._partcodec import FORMAT, decode_parts, encode_parts
-from narbench.graph import ArchGraph
+from narbench.data.graph import ArchGraph
 from narbench.parts import GraphParts
 from narbench.splitter import Splitter
 
@@ -60,7 +60,7 @@ def splitter_id(splitter: Splitter) -> str:
     """Cache identity of a splitter: name, parameters, code version, parts format."""
     import narbench._partcodec
     import narbench._parts_kernels
-    import narbench.graph
+    import narbench.data.graph
     import narbench.parts
 
     ident = {
@@ -68,7 +68,7 @@ def splitter_id(splitter: Splitter) -> str:
         "class": f"{type(splitter).__module__}.{type(splitter).__qualname__}",
         "params": splitter.params(),
         "code": splitter.code_version(),
-        "parts": _source_digest([narbench.parts, narbench._parts_kernels, narbench.graph, narbench._partcodec,
+        "parts": _source_digest([narbench.parts, narbench._parts_kernels, narbench.data.graph, narbench._partcodec,
                                  sys.modules[__name__]]),
         "format": FORMAT,
     }
@@ -77,7 +77,7 @@ def splitter_id(splitter: Splitter) -> str:
 
 # -- the cache file ----------------------------------------------------------------------------
 def default_path() -> Path:
-    from narbench.dataset import cache_dir
+    from narbench.core.cache import cache_dir
 
     return cache_dir() / "parts" / "parts.sqlite"
 

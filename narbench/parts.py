@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from narbench.graph import ArchGraph
+from narbench.data.graph import ArchGraph
 from narbench.splitter import Partition
 
 __all__ = ["GraphParts", "Subgraphs", "adjacency", "flatten", "induced_subgraphs", "neighbourhoods", "subgraph_keys"]
@@ -67,7 +67,7 @@ class Subgraphs:
     def data(self, i: int):
         """Subgraph i as a PyG Data (x = op ids), identical to `induced(graph, nodes_i)`."""
         import torch
-        from narbench.graph import import_torch_geometric
+        from narbench.data.graph import import_torch_geometric
 
         import_torch_geometric()
         from torch_geometric.data import Data
@@ -103,7 +103,7 @@ def _kernels():
     """`narbench._parts_kernels`, imported on first use (numba start-up is paid only then)."""
     global _KERNELS
     if _KERNELS is None:
-        from narbench.jit import setup_numba_cache
+        from narbench.core.jit import setup_numba_cache
 
         setup_numba_cache()
         from narbench import _parts_kernels

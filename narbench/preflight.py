@@ -71,7 +71,7 @@ def check_output(out: str | os.PathLike, *, need_bytes: int = 0, what: str = "ou
 def check_cache() -> None:
     """The narbench cache ($NARBENCH_CACHE, default ~/.cache/narbench) can be written: datasets are
     generated, graphs split and kernels compiled into it."""
-    from narbench.dataset import cache_dir
+    from narbench.core.cache import cache_dir
 
     path = cache_dir()
     try:
@@ -117,7 +117,7 @@ def check_device(device: str) -> None:
 
 def check_dataset(name: str) -> None:
     """The registered dataset `name` can be loaded here (`DatasetProvider.check_available`)."""
-    from narbench import registry
+    from narbench.core import registry
 
     registry.load("dataset", name)().check_available()
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from narbench.store import atomic_write_bytes
+from narbench.data.store import atomic_write_bytes
 
 SCHEMA_VERSION = 2
 #: the per-query sidecar of `<run_id>.json`: `<run_id>.queries.json.gz`

@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 from rich.console import Console
 
-from narbench import checkpoint, distributed, jit, preflight, registry
+from narbench import checkpoint, distributed, preflight
+from narbench.core import jit, registry
 from narbench.confighash import result_hash
-from narbench.dataset import GraphDataset, UnknownSplitError, load_dataset, stratified_subset
+from narbench.data.dataset import GraphDataset, UnknownSplitError, load_dataset, stratified_subset
 from narbench.encoder import Encoder, Labels
 from narbench.metrics import METRICS, score_rankings
 from narbench.profiles import get_profile

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from narbench.graph import ArchGraph
+from narbench.data.graph import ArchGraph
 
 
 @dataclass(frozen=True, eq=False)

@@ -37,7 +37,8 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from narbench import checkpoint, registry
+from narbench import checkpoint
+from narbench.core import registry
 from narbench.confighash import ANY_PROTOCOL, code_version, config_hash, result_hash
 from narbench.launchers import Launcher, Outcome, Task
 from narbench.profiles import PROFILES, get_profile

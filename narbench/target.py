@@ -34,7 +34,7 @@ import numpy as np
 from narbench._target_inputs import SEQ_LEN, example_inputs, normalise_inputs  # noqa: F401 - re-exported
 from narbench._target_run import extract as _extract
 from narbench._target_run import one_line as _one_line
-from narbench.graph import ArchGraph
+from narbench.data.graph import ArchGraph
 
 ZOOS = ("timm", "torchvision", "transformers")
 
@@ -105,7 +105,7 @@ def _map_graph(query: Query, raw_ops: list[str], edges: np.ndarray, vocab: list[
     `coarse`: the graph's coarse label if known (else derived from its ops, `coarse_label`)."""
     from collections import Counter
 
-    from narbench.canonical import canonical_vocabulary, canonicalize
+    from narbench.data.canonical import canonical_vocabulary, canonicalize
     from narbench.zoo.extract import coarse_label
 
     index = {op: i for i, op in enumerate(vocab)}
@@ -302,7 +302,7 @@ def _zoo(label: str, zoo: str, name: str, index, shape) -> Query:
 
 
 def _graph_file(label: str, path: Path, name: str | None, index) -> Query:
-    from narbench.store import CorruptFileError, read_graphs
+    from narbench.data.store import CorruptFileError, read_graphs
 
     try:
         graphs, vocab, _, _ = read_graphs(path)

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from narbench.dataset import Split, group_split
-from narbench.graph import ArchGraph
+from narbench.data.dataset import Split, group_split
+from narbench.data.graph import ArchGraph
 
 TABLE = "taxonomy-real.csv"
 NEAR_DUPLICATES = "taxonomy-near-duplicates.csv"

@@ -88,7 +88,7 @@ class Trainer:
         return contextlib.nullcontext()
 
     def loader(self, items: Sequence, batch_size: int, *, shuffle: bool, seed_offset: int = 0):
-        from narbench.graph import import_torch_geometric
+        from narbench.data.graph import import_torch_geometric
 
         import_torch_geometric()
         from torch_geometric.loader import DataLoader

@@ -68,7 +68,7 @@ class KnownDataset:
 
 def known_datasets() -> list[KnownDataset]:
     """The registered dataset providers (entry points), as `KnownDataset`s; one that fails to load is left out."""
-    from narbench import registry
+    from narbench.core import registry
 
     out = []
     for name in registry.names("dataset"):

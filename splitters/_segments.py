@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from narbench.graph import ArchGraph, GraphError
+from narbench.data.graph import ArchGraph, GraphError
 from narbench.splitter import Partition, Splitter
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from narbench.graph import ArchGraph
+from narbench.data.graph import ArchGraph
 from narbench.splitter import Partition, Splitter
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from narbench.dataset import GraphDataset, stratified_split
-from narbench.graph import ArchGraph
+from narbench.data.dataset import GraphDataset, stratified_split
+from narbench.data.graph import ArchGraph
 
 
 def chain_graph(name: str, family: str, coarse: str, block: list[int], repeats: int, *, skip: bool) -> ArchGraph:

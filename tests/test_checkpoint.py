@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from narbench.checkpoint import CheckpointError
-from narbench.dataset import GraphDataset, stratified_split
+from narbench.data.dataset import GraphDataset, stratified_split
 from narbench.runner import RunConfig, run
 from tests.conftest import toy_graphs
 

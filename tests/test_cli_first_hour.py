@@ -267,7 +267,7 @@ def test_log_progress_prints_a_line_per_step():
 def test_first_compile_is_announced_when_a_kernel_cache_is_missing(monkeypatch, tmp_path):
     from rich.console import Console
 
-    from narbench import jit
+    from narbench.core import jit
 
     buf = io.StringIO()
     kernels = (("narbench", "", ("_parts_kernels",)),)

@@ -9,7 +9,7 @@ import torch
 
 from narbench.baselines.ours import MotifEncoder, data_key, induced, neighbourhood
 from narbench.encoder import Labels
-from narbench.graph import ArchGraph
+from narbench.data.graph import ArchGraph
 from narbench.partcache import PartsCache, decode_parts, encode_parts, split_graphs, splitter_id
 from narbench.parts import GraphParts, flatten, induced_subgraphs, neighbourhoods, subgraph_keys
 from narbench.profiles import get_profile

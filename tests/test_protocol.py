@@ -18,7 +18,7 @@ def _run(ds, tmp_path, **kw):
 
 
 def test_family_protocol_gives_every_encoder_the_same_labels():
-    from narbench import registry
+    from narbench.core import registry
 
     family = get_protocol("family")
     for name in ("gcn", "gat", "ours"):

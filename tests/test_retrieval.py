@@ -51,7 +51,7 @@ def test_tiebreak_keys_order_equal_scores_not_the_corpus_index():
 
 
 def test_tiebreak_keys_depend_on_the_graph_only():
-    from narbench.graph import ArchGraph
+    from narbench.data.graph import ArchGraph
     from narbench.retrieval import tiebreak_keys
 
     a = ArchGraph(ops=[0, 1], edges=[[0], [1]], name="a", family="x", coarse="c")

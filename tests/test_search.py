@@ -32,7 +32,7 @@ def index():
 def test_shipped_index_loads_with_its_pinned_hash(index):
     assert index.sha256 == SHIPPED.sha256
     assert index.encoder_name == SHIPPED.encoder
-    from narbench.dataset import load_dataset
+    from narbench.data.dataset import load_dataset
 
     assert len(index) == len(load_dataset("real").core_graphs) and index.arrays["embeddings"].dtype == np.float16
     assert shipped_path().stat().st_size <= 15_000_000
@@ -59,7 +59,7 @@ def test_damaged_and_unpinned_index_files_are_refused(tmp_path):
 @pytest.fixture(scope="module")
 def toy_index():
     """A `wl` index of the four toy families (no training: built in well under a second)."""
-    from narbench.dataset import GraphDataset, stratified_split
+    from narbench.data.dataset import GraphDataset, stratified_split
     from narbench.index import IndexConfig, build_index
     from tests.conftest import toy_graphs
 
@@ -210,7 +210,7 @@ def test_bad_inputs_give_one_line_and_exit_2(target, extra, expected, capsys):
 
 
 def test_saved_graph_and_index_name(index, tmp_path):
-    from narbench.store import write_graphs
+    from narbench.data.store import write_graphs
 
     q = resolve_target(f"{MODELS}:TinyCNN", index)
     path = tmp_path / "q.narg"
@@ -231,7 +231,7 @@ def test_saved_graph_and_index_name(index, tmp_path):
 
 
 def test_exact_duplicate_is_found(index):
-    from narbench.dataset import GraphDataset, stratified_split
+    from narbench.data.dataset import GraphDataset, stratified_split
     from narbench.index import IndexConfig, build_index
 
     q = resolve_target(f"{MODELS}:TinyCNN", index)
@@ -437,7 +437,7 @@ def test_an_index_without_a_threshold_marks_no_hit_weak(toy_index):
 def test_shipped_weak_threshold(index):
     """The shipped index's threshold (in its header) is what `weak_threshold` gives on its
     embeddings and the `real` dataset's models."""
-    from narbench.dataset import load_dataset
+    from narbench.data.dataset import load_dataset
     from narbench.index import model_group, weak_threshold
 
     graphs = {g.name: g for g in load_dataset("real").graphs}
@@ -503,7 +503,7 @@ def test_torch_outside_the_checked_versions_warns(index):
     """The shipped index records the torch versions its canonical graphs were checked with; outside them
     `narbench search` warns (graphs recorded by another torch may differ unnoticed)."""
     from narbench.engine import torch_warning
-    from narbench.ops import TORCH_CHECKED
+    from narbench.data.ops import TORCH_CHECKED
 
     assert index.header["torch_checked"] == list(TORCH_CHECKED)
     assert torch_warning(index, "2.14.1+cu130") is None and torch_warning(index, "2.13.0+cpu") is None

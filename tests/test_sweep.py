@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from narbench import registry
+from narbench.core import registry
 from narbench.cli import main
 from narbench.confighash import config_hash, result_hash
 from narbench.launchers import LocalLauncher, SlurmOptions, SubmititLauncher, Task, execute
@@ -126,7 +126,7 @@ def test_planned_hash_is_the_hash_of_the_result_it_writes(toy_env):
 
 
 def _registered_version(name: str) -> str:
-    from narbench import registry
+    from narbench.core import registry
 
     return str(registry.load("dataset", name).version)
 
@@ -136,7 +136,7 @@ def test_committed_results_are_recognised():
     profile): exactly, or with an older recipe of its encoder (ours before its stage-1 fix recorded no
     encoder parameters), which the sweep then runs again; results on an earlier dataset version
     (real 1.0) are never counted as done for the current one."""
-    from narbench import registry
+    from narbench.core import registry
     from narbench.confighash import result_fields
     from narbench.sweep import planned_fields
 

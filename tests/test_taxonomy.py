@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from narbench import taxonomy as tx
-from narbench.dataset import Split
-from narbench.graph import ArchGraph
+from narbench.data.dataset import Split
+from narbench.data.graph import ArchGraph
 
 
 def _graph(ops, edges, name="g", family="f", coarse="cnn", source="timm", **meta) -> ArchGraph:

@@ -59,7 +59,7 @@ def test_jobs_default_to_the_available_cores_and_reach_the_trainer_from_the_cli(
 def test_evaluation_batch_size_does_not_change_embeddings(encoder):
     from dataclasses import replace
 
-    from narbench import registry
+    from narbench.core import registry
     from narbench.profiles import get_profile
     from narbench.trainer import Trainer
 

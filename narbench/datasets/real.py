@@ -23,9 +23,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar
 
-from narbench.dataset import DatasetProvider, GraphDataset, Split, group_split
-from narbench.graph import ArchGraph
-from narbench.store import CorruptFileError, read_graphs
+from narbench.data.dataset import DatasetProvider, GraphDataset, Split, group_split
+from narbench.data.graph import ArchGraph
+from narbench.data.store import CorruptFileError, read_graphs
 
 ARTIFACT = "real-2.0.narg"
 ENV_FILE = "NARBENCH_REAL_FILE"

@@ -16,7 +16,7 @@ import numpy as np
 
 from narbench.leaderboard.records import KEYS, Record, select_runs
 from narbench.metrics import METRICS, PAPER_NDCG
-from narbench.store import atomic_write_bytes
+from narbench.data.store import atomic_write_bytes
 
 EXTRA = tuple(f"map_capped@{k}" for k in (20, 50, 100))
 #: metrics older result files lack: the row's mean is NaN unless every seed has them

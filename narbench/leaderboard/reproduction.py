@@ -137,7 +137,7 @@ def build_reproduction(tables: list[LeaderTable], df) -> list[ReproBlock]:
 
 def _same_labels_under_both(encoder: str) -> bool:
     """Whether a registered encoder trains on the family under the `paper` protocol too."""
-    from narbench import registry
+    from narbench.core import registry
     from narbench.protocol import PROTOCOLS
 
     try:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from narbench.store import atomic_write_bytes
+from narbench.data.store import atomic_write_bytes
 from narbench.zoo.assemble import DATASET_NAME, DATASET_VERSION, MAX_NODES, print_summary, summarize
 from narbench.zoo.results import FAILED, NOT_APPLICABLE, OK, RESULT_SUFFIX, read_result, result_path, write_result
 from narbench.zoo.sources import SOURCES, Spec

@@ -21,9 +21,9 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
-from narbench.canonical import canonical_vocabulary
-from narbench.ops import OPS_VERSION, table_sha256
-from narbench.store import read_graphs, write_graphs
+from narbench.data.canonical import canonical_vocabulary
+from narbench.data.ops import OPS_VERSION, table_sha256
+from narbench.data.store import read_graphs, write_graphs
 from narbench.zoo.assemble import DATASET_NAME, DATASET_VERSION, dedup_graphs, taxonomy_labels
 
 #: (name, family, source, meta) -> (family, meta): the labels of a graph (the taxonomy)

@@ -33,7 +33,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from narbench.graph import ArchGraph
+from narbench.data.graph import ArchGraph
 
 #: Autograd nodes removed (and spliced through) before numbering.
 DROPPED_OPS = frozenset({"AccumulateGrad", "TBackward0"})
@@ -82,7 +82,7 @@ class RawGraph:
 
         Raw names the op table does not know become `other`; they are listed, with their
         counts, in the result's `meta["unknown_ops"]`."""
-        from narbench.canonical import canonicalize
+        from narbench.data.canonical import canonicalize
 
         c = canonicalize(self.ops, self.edges)
         meta = {k: v for k, v in self.meta.items() if k != "unknown_ops"}

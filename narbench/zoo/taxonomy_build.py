@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from narbench import taxonomy as tx
-from narbench.graph import ArchGraph
+from narbench.data.graph import ArchGraph
 
 SOURCE_ORDER = {"timm": 0, "torchvision": 1, "transformers": 2}
 TOWER = "@tower"
@@ -287,7 +287,7 @@ def raw_graphs() -> tuple[list, list[str]]:
     """The graphs the taxonomy is built from: the raw record of the extraction (`real-1.0.narg`),
     which keeps every zoo model and its zoo label (timm module, torchvision module, transformers
     model type) that the rules match; `real` 2.0 is derived from it (`narbench.zoo.derive`)."""
-    from narbench.store import read_graphs
+    from narbench.data.store import read_graphs
 
     graphs, vocab, _, _ = read_graphs(tx.data_path("real-1.0.narg"))
     return graphs, vocab
@@ -312,7 +312,7 @@ def _cached(folder: Path | None, name: str, compute):
 
 def report(old: list[ArchGraph], new: list[ArchGraph], pairs: np.ndarray, provider, vocab: list[str]) -> None:
     """The figures of the datasheet: families, identities, near-duplicate twins, unseen by identity."""
-    from narbench.dataset import GraphDataset
+    from narbench.data.dataset import GraphDataset
     from narbench.datasheet import near_duplicate_share
 
     fam_ids: dict[str, set[str]] = defaultdict(set)

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from narbench import registry
+from narbench.core import registry
 from narbench.encoder import Labels
-from narbench.graph import ArchGraph
+from narbench.data.graph import ArchGraph
 from narbench.profiles import get_profile
 from narbench.trainer import Trainer
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from narbench import registry
-from narbench.graph import ArchGraph
+from narbench.core import registry
+from narbench.data.graph import ArchGraph
 from narbench.profiles import get_profile
 from narbench.trainer import Trainer
 

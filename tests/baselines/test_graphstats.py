@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from narbench import registry
+from narbench.core import registry
 from narbench.encoder import Labels
 from narbench.profiles import get_profile
 from narbench.trainer import Trainer

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from narbench.graph import ArchGraph
+from narbench.data.graph import ArchGraph
 
 VOCAB = ["AddmmBackward0", "ConvolutionBackward0", "ReluBackward0", "SoftmaxBackward0"]
 
@@ -73,7 +73,7 @@ def test_malformed_table_rows_are_named(tmp_path):
 
 
 def test_shipped_file_matches_its_pin_and_the_table():
-    from narbench.canonical import canonical_vocabulary
+    from narbench.data.canonical import canonical_vocabulary
     from narbench.datasets import crossimpl
 
     assert crossimpl.EXPECTED_SHA256 is not None
@@ -169,9 +169,9 @@ def tiny_cnn(width: int = 4):
 
 def test_builder_extracts_labels_and_writes_a_loadable_file(tmp_path):
     pytest.importorskip("torch")
-    from narbench.canonical import canonical_vocabulary
+    from narbench.data.canonical import canonical_vocabulary
     from narbench.datasets.crossimpl import Row
-    from narbench.store import read_graphs
+    from narbench.data.store import read_graphs
     from narbench.zoo.crossimpl import build
 
     rows = [Row("torch", "tiny", "tests.datasets.test_crossimpl:tiny_cnn", {"width": 5}, "image:1x3x9x9", "resnet")]
@@ -199,7 +199,7 @@ def test_builder_names_the_row_that_fails(tmp_path):
 @pytest.mark.slow
 def test_shipped_real_has_the_crossimpl_split(tmp_path, monkeypatch):
     from narbench.cli import main
-    from narbench.dataset import load_dataset
+    from narbench.data.dataset import load_dataset
     from narbench.datasets import crossimpl
 
     ds = load_dataset("real")

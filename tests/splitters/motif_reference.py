@@ -71,7 +71,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from narbench.graph import ArchGraph
+from narbench.data.graph import ArchGraph
 from narbench.splitter import SplitterConfig
 
 from narbench.splitters._segments import SegmentSplitter

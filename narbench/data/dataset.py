@@ -19,13 +19,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from narbench.graph import ArchGraph
-from narbench.store import CorruptFileError, read_graphs, write_graphs
-
-
-def cache_dir() -> Path:
-    """Where generated datasets are cached: `$NARBENCH_CACHE` or `~/.cache/narbench`."""
-    return Path(os.environ.get("NARBENCH_CACHE", Path.home() / ".cache" / "narbench"))
+from narbench.data.graph import ArchGraph
+from narbench.data.store import CorruptFileError, read_graphs, write_graphs
+from narbench.core.cache import cache_dir  # noqa: F401 - re-exported: `narbench.dataset.cache_dir` before 0.2
 
 
 @dataclass(frozen=True)
@@ -279,7 +275,7 @@ class DatasetProvider:
 
 def load_dataset(name: str, *, root: str | os.PathLike | None = None, refresh: bool = False) -> GraphDataset:
     """Load a registered dataset by name (`nas`, `real`, or a third party's)."""
-    from narbench import registry
+    from narbench.core import registry
 
     provider_cls = registry.load("dataset", name)
     return provider_cls().load(Path(root) if root is not None else None, refresh=refresh)

@@ -33,7 +33,7 @@ from typing import Sequence
 
 import numpy as np
 
-from narbench.ops import ELIDED, UNKNOWN_OP, load_table, vocabulary
+from narbench.data.ops import ELIDED, UNKNOWN_OP, load_table, vocabulary
 
 #: f in `x * f(x)` -> the activation that product is.
 SELF_GATES = {"sigmoid": "silu", "erf": "gelu", "relu6": "hardswish", "hardsigmoid": "hardswish"}
@@ -116,7 +116,7 @@ def _topological(n: int, edges: np.ndarray) -> list[int]:
     src, dst = edges
     if not src.size or bool((src < dst).all()):
         return list(range(n))
-    from narbench.graph import ArchGraph
+    from narbench.data.graph import ArchGraph
 
     order = ArchGraph(ops=np.zeros(n), edges=edges, name="", family="", coarse="").topological_order()
     if order.shape[0] != n:

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from narbench.graph import ArchGraph
+from narbench.data.graph import ArchGraph
 
 MAGIC = b"NARBENCH-GRAPHS\x001\x00"
 _ARRAYS = ("ops", "node_counts", "edge_src_delta", "edge_dst_delta", "edge_counts")

@@ -31,7 +31,7 @@ def setup_numba_cache() -> None:
             continue
         origin = os.path.dirname(spec.origin) if spec is not None and spec.origin else None
         if origin is not None and not os.access(origin, os.W_OK):
-            from narbench.dataset import cache_dir
+            from narbench.core.cache import cache_dir
 
             os.environ["NUMBA_CACHE_DIR"] = str(cache_dir() / "numba")
             return
