@@ -16,9 +16,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from narbench.encoder import Encoder, Labels, graph_to_data, import_torch_geometric
+from narbench.train.encoder import Encoder, Labels, graph_to_data, import_torch_geometric
 from narbench.data.graph import ArchGraph
-from narbench.trainer import Trainer
+from narbench.train.trainer import Trainer
 
 
 class GNNStack(nn.Module):

@@ -34,14 +34,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from narbench import health, losses
+from narbench.train import health, losses
 from narbench.baselines.gnn import GNNStack, gcn_conv
-from narbench.encoder import Encoder, Labels
+from narbench.train.encoder import Encoder, Labels
 from narbench.data.graph import ArchGraph, import_torch_geometric
-from narbench.partcache import PartsCache, split_graphs
-from narbench.parts import GraphParts, adjacency, induced_subgraphs, neighbourhoods
-from narbench.splitter import Partition
-from narbench.trainer import Trainer
+from narbench.train.partcache import PartsCache, split_graphs
+from narbench.train.parts import GraphParts, adjacency, induced_subgraphs, neighbourhoods
+from narbench.train.splitter import Partition
+from narbench.train.trainer import Trainer
 
 
 class MacroModel(nn.Module):

@@ -57,10 +57,10 @@ import torch
 
 from narbench.core import registry
 from narbench.data.dataset import load_dataset
-from narbench.encoder import Labels
-from narbench.profiles import get_profile
+from narbench.train.encoder import Labels
+from narbench.train.profiles import get_profile
 from narbench.retrieval import top_k_cosine
-from narbench.trainer import Trainer, seed_everything
+from narbench.train.trainer import Trainer, seed_everything
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES: dict[str, object] = {}
@@ -203,7 +203,7 @@ def bench_motif_real_cache(args) -> None:
     """All the motif work of a run that trains on every `real` graph (parts of every graph,
     every distinct motif's subgraph and its context graph): first with an empty parts cache
     (splitting in `jobs` processes, all cores), then again with a fresh encoder (the cache warm)."""
-    from narbench.partcache import PartsCache
+    from narbench.train.partcache import PartsCache
 
     ds, graphs = _real_graphs(args)
     with tempfile.TemporaryDirectory() as tmp:
@@ -415,7 +415,7 @@ class _PeerGCN(torch.nn.Module):
 
 
 def _peer_step(model, batch, cfg):
-    from narbench.losses import supervised_contrastive
+    from narbench.train.losses import supervised_contrastive
 
     emb = model(batch)
     return supervised_contrastive(emb, batch.y_cl, cfg.temperature) + \
@@ -479,7 +479,7 @@ def _matmul_gflops(rows: int, hidden: int) -> float:
 @figure("train-real")
 def bench_train_real(args) -> None:
     from narbench.data.dataset import stratified_subset
-    from narbench.encoder import graph_to_data
+    from narbench.train.encoder import graph_to_data
 
     ds = load_dataset("real")
     fam = ds.family_ids()

@@ -27,13 +27,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from narbench import losses  # noqa: E402
+from narbench.train import losses  # noqa: E402
 from narbench.cli import _parse_param  # noqa: E402
 from narbench.data.dataset import load_dataset, stratified_subset  # noqa: E402
-from narbench.profiles import get_profile  # noqa: E402
+from narbench.train.profiles import get_profile  # noqa: E402
 from narbench.core.registry import load  # noqa: E402
 from narbench.runner import select  # noqa: E402
-from narbench.trainer import Trainer, seed_everything  # noqa: E402
+from narbench.train.trainer import Trainer, seed_everything  # noqa: E402
 
 
 def graph_vectors(enc, trainer, motifs) -> torch.Tensor:

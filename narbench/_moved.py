@@ -1,20 +1,61 @@
 """The module paths of narbench 0.1, kept for one release as aliases of the modules' new homes.
 
-Each old module (`narbench/trainer.py`, ...) only calls `alias`: importing it warns (a
-DeprecationWarning that points at the importing line) and puts the moved module in its place in
-`sys.modules`. So `narbench.trainer.Trainer is narbench.train.trainer.Trainer`, monkeypatching
-the old path patches the module itself, and a pickle that names the old path still loads.
+`MOVED` maps each old path to the module's home since the house was laid out in subpackages
+(docs/development.md). Importing an old path warns (a DeprecationWarning that points at the
+importing line) and gives the moved module itself: `narbench.trainer.Trainer is
+narbench.train.trainer.Trainer`, monkeypatching the old path patches the module, and a pickle
+that names the old path still loads. No file stands at an old path, so git follows each move.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.util
 import sys
 import warnings
 
+MOVED = {
+    "narbench.registry": "narbench.core.registry",
+    "narbench.jit": "narbench.core.jit",
+    "narbench.graph": "narbench.data.graph",
+    "narbench.ops": "narbench.data.ops",
+    "narbench.canonical": "narbench.data.canonical",
+    "narbench.store": "narbench.data.store",
+    "narbench.dataset": "narbench.data.dataset",
+    "narbench.splitter": "narbench.train.splitter",
+    "narbench.encoder": "narbench.train.encoder",
+    "narbench.trainer": "narbench.train.trainer",
+    "narbench.losses": "narbench.train.losses",
+    "narbench.profiles": "narbench.train.profiles",
+    "narbench.protocol": "narbench.train.protocol",
+    "narbench.checkpoint": "narbench.train.checkpoint",
+    "narbench.allocator": "narbench.train.allocator",
+    "narbench.distributed": "narbench.train.distributed",
+    "narbench.progress": "narbench.train.progress",
+    "narbench.health": "narbench.train.health",
+    "narbench.parts": "narbench.train.parts",
+    "narbench.partcache": "narbench.train.partcache",
+}
 
-def alias(old: str, new: str) -> None:
-    """Make the module `old` (being imported) the module `new`, with a DeprecationWarning."""
-    warnings.warn(f"`{old}` moved to `{new}`: import it from there (the old path goes in the next release)",
-                  DeprecationWarning, stacklevel=3)
-    sys.modules[old] = importlib.import_module(new)
+
+class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds an old path of `MOVED` (consulted after the real files) and loads the new module."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        return importlib.util.spec_from_loader(fullname, self) if fullname in MOVED else None
+
+    def create_module(self, spec):
+        return None  # a placeholder: exec_module puts the moved module in its place
+
+    def exec_module(self, module) -> None:
+        old, new = module.__name__, MOVED[module.__name__]
+        warnings.warn(f"`{old}` moved to `{new}`: import it from there (the old path goes in the next release)",
+                      DeprecationWarning, stacklevel=2)
+        sys.modules[old] = importlib.import_module(new)
+
+
+def install() -> None:
+    """Put the finder on `sys.meta_path` once (`import narbench` does)."""
+    if not any(isinstance(f, MovedModules) for f in sys.meta_path):
+        sys.meta_path.append(MovedModules())

@@ -12,9 +12,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from narbench import __version__, allocator
-from narbench.profiles import OBJECTIVES, PROFILES
-from narbench.protocol import DEFAULT_PROTOCOL, PROTOCOLS
+from narbench import __version__
+from narbench.train import allocator
+from narbench.train.profiles import OBJECTIVES, PROFILES
+from narbench.train.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 
 # Heavy modules (torch, PyG, numpy, the leaderboard) are imported inside the handlers: `--version`,
 # `--help` and argument errors answer without them (tests/test_cli_first_hour.py checks torch).
@@ -510,7 +511,7 @@ def cmd_index_info(args) -> int:
 def _input_errors() -> tuple[type[BaseException], ...]:
     """The errors that mean bad input (exit 2, one line), as opposed to a bug (a traceback)."""
     from narbench.core import registry
-    from narbench.checkpoint import CheckpointError
+    from narbench.train.checkpoint import CheckpointError
     from narbench.gate import GateError
     from narbench.leaderboard import NothingToShowError, RejectedResultsError
     from narbench.leaderboard.headline import HeadlineError

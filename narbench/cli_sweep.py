@@ -12,7 +12,7 @@ import sys
 
 from rich.console import Console
 
-from narbench.profiles import PROFILES
+from narbench.train.profiles import PROFILES
 
 DEFAULT_GRID = "leaderboard/grid.toml"
 

@@ -209,7 +209,7 @@ class SearchIndex:
         """Embed graphs (in this index's vocabulary) as the corpus was: projected, L2-normalised."""
         import torch
 
-        from narbench.trainer import Trainer
+        from narbench.train.trainer import Trainer
 
         trainer = self._cache.get("trainer")
         if trainer is None:
@@ -257,10 +257,10 @@ def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
     The header records no time or machine, so the same encoder and data give the same sha256.
     """
     from narbench.data.dataset import load_dataset, stratified_subset
-    from narbench.profiles import get_profile
-    from narbench.protocol import get_protocol
+    from narbench.train.profiles import get_profile
+    from narbench.train.protocol import get_protocol
     from narbench.runner import RunConfig, make_labels, resolve
-    from narbench.trainer import Trainer, seed_everything
+    from narbench.train.trainer import Trainer, seed_everything
 
     encoder_cls, splitter, splitter_name = resolve(RunConfig(encoder=cfg.encoder, dataset=cfg.dataset))
     profile, protocol = get_profile(cfg.profile), get_protocol(cfg.protocol)
@@ -333,7 +333,7 @@ def _rebuild_encoder(index: SearchIndex):
     import torch
 
     from narbench.core import registry
-    from narbench.profiles import get_profile
+    from narbench.train.profiles import get_profile
 
     enc = index.header["encoder"]
     try:

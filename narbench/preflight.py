@@ -129,7 +129,7 @@ def check(cfg, *, dataset_given: bool = False) -> None:
     Raises `PreflightError`, `checkpoint.CheckpointError`, `registry.UnknownNameError` or the
     provider's FileNotFoundError, each with a one-line message.
     """
-    from narbench import checkpoint
+    from narbench.train import checkpoint
 
     if cfg.out:
         check_output(cfg.out, need_bytes=output_bytes(save_weights=cfg.save_weights,

@@ -15,18 +15,19 @@ from typing import Any
 import numpy as np
 from rich.console import Console
 
-from narbench import checkpoint, distributed, preflight
+from narbench.train import checkpoint, distributed
+from narbench import preflight
 from narbench.core import jit, registry
 from narbench.confighash import result_hash
 from narbench.data.dataset import GraphDataset, UnknownSplitError, load_dataset, stratified_subset
-from narbench.encoder import Encoder, Labels
+from narbench.train.encoder import Encoder, Labels
 from narbench.metrics import METRICS, score_rankings
-from narbench.profiles import get_profile
-from narbench.protocol import DEFAULT_PROTOCOL, Protocol, get_protocol
+from narbench.train.profiles import get_profile
+from narbench.train.protocol import DEFAULT_PROTOCOL, Protocol, get_protocol
 from narbench.result import SIDECAR_SUFFIX, RunResult, environment, git_commit, write_embeddings
 from narbench.retrieval import tiebreak_keys, top_k_cosine
-from narbench.splitter import Splitter
-from narbench.trainer import Trainer, seed_everything
+from narbench.train.splitter import Splitter
+from narbench.train.trainer import Trainer, seed_everything
 
 
 class ConfigError(ValueError):

@@ -37,12 +37,12 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from narbench import checkpoint
+from narbench.train import checkpoint
 from narbench.core import registry
 from narbench.confighash import ANY_PROTOCOL, code_version, config_hash, result_hash
 from narbench.launchers import Launcher, Outcome, Task
-from narbench.profiles import PROFILES, get_profile
-from narbench.protocol import DEFAULT_PROTOCOL, PROTOCOLS
+from narbench.train.profiles import PROFILES, get_profile
+from narbench.train.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 from narbench.result import RunResult
 from narbench.runner import ConfigError, RunConfig, resolve
 

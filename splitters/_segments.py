@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from narbench.data.graph import ArchGraph, GraphError
-from narbench.splitter import Partition, Splitter
+from narbench.train.splitter import Partition, Splitter
 
 
 def checked_order(graph: ArchGraph) -> np.ndarray:

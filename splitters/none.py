@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from narbench.data.graph import ArchGraph
-from narbench.splitter import Partition, Splitter
+from narbench.train.splitter import Partition, Splitter
 
 
 class NoSplitter(Splitter):

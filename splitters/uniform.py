@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from narbench.data.graph import ArchGraph
-from narbench.splitter import SplitterConfig
+from narbench.train.splitter import SplitterConfig
 
 from ._segments import SegmentSplitter
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from narbench import leaderboard as lb
-from narbench.protocol import PROTOCOLS, get_protocol
+from narbench.train.protocol import PROTOCOLS, get_protocol
 from narbench.result import MIXED_PROTOCOL, RunResult
 from narbench.runner import ConfigError, RunConfig, make_labels, run
 

@@ -46,8 +46,8 @@ def _registered():
 @pytest.mark.parametrize("kind, name", _registered(), ids=lambda v: v)
 def test_every_registered_entry_point_loads_as_its_kind_under_its_name(kind, name):
     from narbench.data.dataset import DatasetProvider
-    from narbench.encoder import Encoder
-    from narbench.splitter import Splitter
+    from narbench.train.encoder import Encoder
+    from narbench.train.splitter import Splitter
 
     obj = registry.load(kind, name)
     base = {"encoder": Encoder, "splitter": Splitter, "dataset": DatasetProvider}[kind]

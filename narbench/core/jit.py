@@ -40,7 +40,7 @@ def setup_numba_cache() -> None:
 #: the numba kernels a run compiles: (package, subfolder, module stems). ranx's metrics serve
 #: every run; the graph-part kernels and the motif splitter's serve runs with a splitter.
 METRIC_KERNELS = (("ranx", "metrics", ("reciprocal_rank", "average_precision", "ndcg")),)
-SPLIT_KERNELS = (("narbench", "", ("_parts_kernels",)),
+SPLIT_KERNELS = (("narbench.train", "", ("_parts_kernels",)),
                  ("narbench.splitters", "", ("_motif_windows", "_motif_phases", "_motif_segments")))
 FIRST_COMPILE = "compiling numba kernels, once per machine (about 1 min); later runs load them from disk"
 

@@ -138,7 +138,7 @@ def build_reproduction(tables: list[LeaderTable], df) -> list[ReproBlock]:
 def _same_labels_under_both(encoder: str) -> bool:
     """Whether a registered encoder trains on the family under the `paper` protocol too."""
     from narbench.core import registry
-    from narbench.protocol import PROTOCOLS
+    from narbench.train.protocol import PROTOCOLS
 
     try:
         cls = registry.load("encoder", encoder)

@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from narbench.core import registry
-from narbench.encoder import Labels
+from narbench.train.encoder import Labels
 from narbench.data.graph import ArchGraph
-from narbench.profiles import get_profile
-from narbench.trainer import Trainer
+from narbench.train.profiles import get_profile
+from narbench.train.trainer import Trainer
 
 NUM_OPS = 6
 

@@ -8,8 +8,8 @@ import torch
 
 from narbench.core import registry
 from narbench.data.graph import ArchGraph
-from narbench.profiles import get_profile
-from narbench.trainer import Trainer
+from narbench.train.profiles import get_profile
+from narbench.train.trainer import Trainer
 
 from ..conftest import edge_list_graph
 

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from narbench.core import registry
-from narbench.encoder import Labels
-from narbench.profiles import get_profile
-from narbench.trainer import Trainer
+from narbench.train.encoder import Labels
+from narbench.train.profiles import get_profile
+from narbench.train.trainer import Trainer
 
 from ..conftest import edge_list_graph
 

@@ -3,11 +3,11 @@ import pytest
 import torch
 
 from narbench.baselines.ours import MotifEncoder, data_key, induced, neighbourhood
-from narbench.encoder import Labels
-from narbench.profiles import get_profile
+from narbench.train.encoder import Labels
+from narbench.train.profiles import get_profile
 from narbench.runner import RunConfig, run
 from narbench.splitters.motif import MotifSplitter
-from narbench.trainer import Trainer
+from narbench.train.trainer import Trainer
 from tests.conftest import chain_graph
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from narbench.data.graph import ArchGraph
-from narbench.splitter import Partition
+from narbench.train.splitter import Partition
 
 # ------------------------------------------------------------------ synthetic architectures
 

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from narbench.data.dataset import DatasetProvider
-from narbench.encoder import Encoder
+from narbench.train.encoder import Encoder
 from narbench.data.graph import ArchGraph
 
 

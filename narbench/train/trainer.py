@@ -17,9 +17,9 @@ import numpy as np
 import torch
 from rich.console import Console
 
-from narbench import allocator, distributed, losses
-from narbench.profiles import TrainConfig
-from narbench.progress import progress_bars
+from narbench.train import allocator, distributed, losses
+from narbench.train.profiles import TrainConfig
+from narbench.train.progress import progress_bars
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -70,7 +70,7 @@ class Trainer:
         self.malloc_tuning = malloc_tuning
         # CPU processes for data preparation (e.g. splitting graphs); None: all cores
         if jobs is None:
-            from narbench.partcache import available_cores
+            from narbench.train.partcache import available_cores
 
             jobs = available_cores()
         self.jobs = max(1, int(jobs))

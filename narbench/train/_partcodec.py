@@ -12,7 +12,7 @@ import struct
 
 import numpy as np
 
-from narbench.parts import GraphParts
+from narbench.train.parts import GraphParts
 
 FORMAT = 3
 _HEAD = struct.Struct("<4sIIII")  # magic, format, parts, members, macro edges

@@ -14,9 +14,9 @@ import numpy as np
 import torch
 
 from narbench.data.graph import ArchGraph, import_torch_geometric  # noqa: F401 (re-exported)
-from narbench.profiles import ModelConfig, Profile
-from narbench.splitter import Splitter
-from narbench.trainer import Trainer
+from narbench.train.profiles import ModelConfig, Profile
+from narbench.train.splitter import Splitter
+from narbench.train.trainer import Trainer
 
 
 @dataclass(frozen=True)

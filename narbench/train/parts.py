@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from narbench.data.graph import ArchGraph
-from narbench.splitter import Partition
+from narbench.train.splitter import Partition
 
 __all__ = ["GraphParts", "Subgraphs", "adjacency", "flatten", "induced_subgraphs", "neighbourhoods", "subgraph_keys"]
 
@@ -106,7 +106,7 @@ def _kernels():
         from narbench.core.jit import setup_numba_cache
 
         setup_numba_cache()
-        from narbench import _parts_kernels
+        from narbench.train import _parts_kernels
 
         _KERNELS = _parts_kernels
     return _KERNELS

@@ -1,15 +1,15 @@
 """Split many graphs once: in parallel processes, persisted in an on-disk cache.
 
 `split_graphs(splitter, graphs, jobs=..., cache=...)` returns one `GraphParts` per graph (the
-partition as flat arrays plus every part's subgraph key, `narbench.parts`). Graphs found in the
+partition as flat arrays plus every part's subgraph key, `narbench.train.parts`). Graphs found in the
 cache are read back; the others are split (`jobs` processes, fork start method where there is
 one; `jobs=1` in this process) and written to the cache.
 
 **The cache** is one SQLite file, `<narbench cache>/parts/parts.sqlite` (`narbench.dataset.
 cache_dir()`), with one row per (splitter id, graph content hash). The splitter id is a sha256
 of the splitter's name, its parameters and its code version (`Splitter.code_version()`: the
-source of the splitter's class and base classes), plus the source of `narbench.parts` (and its
-kernels), `narbench.data.graph` (topological order), `narbench._partcodec` (row format) and this
+source of the splitter's class and base classes), plus the source of `narbench.train.parts` (and its
+kernels), `narbench.data.graph` (topological order), `narbench.train._partcodec` (row format) and this
 module: changing any of them gives new rows and never reads stale ones. A row holds the
 zstd-compressed parts (offsets, node ids delta-coded within each part, macro edges, as int32;
 keys) and the blake2b checksum of the uncompressed payload (`encode_parts`, `decode_parts`).
@@ -39,10 +39,10 @@ import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from narbench._partcodec import FORMAT, decode_parts, encode_parts
+from narbench.train._partcodec import FORMAT, decode_parts, encode_parts
 from narbench.data.graph import ArchGraph
-from narbench.parts import GraphParts
-from narbench.splitter import Splitter
+from narbench.train.parts import GraphParts
+from narbench.train.splitter import Splitter
 
 
 # -- identity ----------------------------------------------------------------------------------
@@ -58,17 +58,17 @@ def _source_digest(objects) -> str:
 
 def splitter_id(splitter: Splitter) -> str:
     """Cache identity of a splitter: name, parameters, code version, parts format."""
-    import narbench._partcodec
-    import narbench._parts_kernels
+    import narbench.train._partcodec
+    import narbench.train._parts_kernels
     import narbench.data.graph
-    import narbench.parts
+    import narbench.train.parts
 
     ident = {
         "name": splitter.name,
         "class": f"{type(splitter).__module__}.{type(splitter).__qualname__}",
         "params": splitter.params(),
         "code": splitter.code_version(),
-        "parts": _source_digest([narbench.parts, narbench._parts_kernels, narbench.data.graph, narbench._partcodec,
+        "parts": _source_digest([narbench.train.parts, narbench.train._parts_kernels, narbench.data.graph, narbench.train._partcodec,
                                  sys.modules[__name__]]),
         "format": FORMAT,
     }
