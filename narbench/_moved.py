@@ -24,7 +24,6 @@ MOVED = {
     "narbench.store": "narbench.data.store",
     "narbench.dataset": "narbench.data.dataset",
     "narbench.splitter": "narbench.train.splitter",
-    "narbench.encoder": "narbench.train.encoder",
     "narbench.trainer": "narbench.train.trainer",
     "narbench.losses": "narbench.train.losses",
     "narbench.profiles": "narbench.train.profiles",

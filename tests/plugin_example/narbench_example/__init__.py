@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from narbench.train.encoder import Encoder
+from narbench.encoder import Encoder
 
 
 class EdgeOpEncoder(Encoder):
