@@ -59,7 +59,7 @@ from narbench.core import registry
 from narbench.data.dataset import load_dataset
 from narbench.train.encoder import Labels
 from narbench.train.profiles import get_profile
-from narbench.retrieval import top_k_cosine
+from narbench.eval.retrieval import top_k_cosine
 from narbench.train.trainer import Trainer, seed_everything
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -246,7 +246,7 @@ def _nas_rankings():
 
 @figure("score-nas")
 def bench_score(args) -> None:
-    from narbench.metrics import score_rankings
+    from narbench.eval.metrics import score_rankings
 
     q, c, ranked = _nas_rankings()
     score_rankings(q[:20], c, ranked[:20])  # numba compilation / cache load, untimed

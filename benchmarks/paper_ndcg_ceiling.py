@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from narbench.data.dataset import load_dataset
-from narbench.metrics import KS, uncut_ideal_ratio
+from narbench.eval.metrics import KS, uncut_ideal_ratio
 
 
 def main() -> None:

@@ -35,6 +35,10 @@ MOVED = {
     "narbench.health": "narbench.train.health",
     "narbench.parts": "narbench.train.parts",
     "narbench.partcache": "narbench.train.partcache",
+    "narbench.retrieval": "narbench.eval.retrieval",
+    "narbench.metrics": "narbench.eval.metrics",
+    "narbench.result": "narbench.eval.result",
+    "narbench.validation": "narbench.eval.validation",
 }
 
 

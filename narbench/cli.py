@@ -519,7 +519,7 @@ def _input_errors() -> tuple[type[BaseException], ...]:
     from narbench.runner import ConfigError
     from narbench.data.store import CorruptFileError
     from narbench.sweep import GridError
-    from narbench.validation import InvalidResultError
+    from narbench.eval.validation import InvalidResultError
 
     return (registry.UnknownNameError, registry.RegistryError, ConfigError, PreflightError, CheckpointError,
             CorruptFileError, FileNotFoundError, GateError, RejectedResultsError, InvalidResultError, HeadlineError,

@@ -21,7 +21,7 @@ import hashlib
 import json
 from typing import Any
 
-from narbench.result import RunResult
+from narbench.eval.result import RunResult
 
 #: bump when the fields or their meaning change: every stored hash then differs from a new one
 HASH_VERSION = 2

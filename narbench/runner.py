@@ -21,11 +21,11 @@ from narbench.core import jit, registry
 from narbench.confighash import result_hash
 from narbench.data.dataset import GraphDataset, UnknownSplitError, load_dataset, stratified_subset
 from narbench.train.encoder import Encoder, Labels
-from narbench.metrics import METRICS, score_rankings
+from narbench.eval.metrics import METRICS, score_rankings
 from narbench.train.profiles import get_profile
 from narbench.train.protocol import DEFAULT_PROTOCOL, Protocol, get_protocol
-from narbench.result import SIDECAR_SUFFIX, RunResult, environment, git_commit, write_embeddings
-from narbench.retrieval import tiebreak_keys, top_k_cosine
+from narbench.eval.result import SIDECAR_SUFFIX, RunResult, environment, git_commit, write_embeddings
+from narbench.eval.retrieval import tiebreak_keys, top_k_cosine
 from narbench.train.splitter import Splitter
 from narbench.train.trainer import Trainer, seed_everything
 

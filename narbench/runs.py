@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from narbench.confighash import result_fields, result_hash
-from narbench.result import RunResult
+from narbench.eval.result import RunResult
 
 METRICS = ("ndcg@20", "mrr@20", "map@20")
 

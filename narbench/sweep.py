@@ -43,7 +43,7 @@ from narbench.confighash import ANY_PROTOCOL, code_version, config_hash, result_
 from narbench.launchers import Launcher, Outcome, Task
 from narbench.train.profiles import PROFILES, get_profile
 from narbench.train.protocol import DEFAULT_PROTOCOL, PROTOCOLS
-from narbench.result import RunResult
+from narbench.eval.result import RunResult
 from narbench.runner import ConfigError, RunConfig, resolve
 
 if sys.version_info >= (3, 11):

@@ -70,7 +70,7 @@ def hand_made_datasets(monkeypatch):
     (`narbench.validation`); hand-made files say `nas` / `real` 1.0 with sha256 HAND_MADE_SHA256.
     Declared here, as any tool declares a toy dataset (`datasets=`), beside the registered ones.
     """
-    from narbench import validation
+    from narbench.eval import validation
 
     registered = validation.known_datasets
     hand_made = [validation.KnownDataset(name, "1.0", HAND_MADE_SHA256, ("standard", "unseen")) for name in ("nas", "real")]

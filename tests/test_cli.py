@@ -93,7 +93,7 @@ def test_missing_real_artifact_fails_before_training(capsys, tmp_path, monkeypat
 
 
 def test_a_failed_write_still_prints_the_metrics_and_leaves_nothing(plugin, capsys, tmp_path, monkeypatch):
-    from narbench.result import RunResult
+    from narbench.eval.result import RunResult
 
     def disk_full(self, out_dir, per_query=None):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -109,7 +109,7 @@ def test_a_failed_write_still_prints_the_metrics_and_leaves_nothing(plugin, caps
 
 def test_ctrl_c_is_one_line_exit_130_and_nothing_written(plugin, capsys, tmp_path, monkeypatch):
     import narbench.runner as runner
-    from narbench.result import RunResult
+    from narbench.eval.result import RunResult
 
     def interrupt(*a, **k):
         raise KeyboardInterrupt

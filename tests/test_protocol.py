@@ -9,7 +9,7 @@ import pytest
 
 from narbench import leaderboard as lb
 from narbench.train.protocol import PROTOCOLS, get_protocol
-from narbench.result import MIXED_PROTOCOL, RunResult
+from narbench.eval.result import MIXED_PROTOCOL, RunResult
 from narbench.runner import ConfigError, RunConfig, make_labels, run
 
 

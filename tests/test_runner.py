@@ -3,8 +3,8 @@ import json
 import numpy as np
 import pytest
 
-from narbench.metrics import METRICS
-from narbench.result import RunResult
+from narbench.eval.metrics import METRICS
+from narbench.eval.result import RunResult
 from narbench.runner import ConfigError, RunConfig, run
 
 

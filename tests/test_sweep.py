@@ -21,7 +21,7 @@ from narbench.core import registry
 from narbench.cli import main
 from narbench.confighash import config_hash, result_hash
 from narbench.launchers import LocalLauncher, SlurmOptions, SubmititLauncher, Task, execute
-from narbench.result import RunResult
+from narbench.eval.result import RunResult
 from narbench.runner import ConfigError, RunConfig, run
 from narbench.sweep import GridError, expand, load_grid, parse_grid, planned_fields, run_sweep, scan, weights_of
 

@@ -60,7 +60,7 @@ from narbench.leaderboard.tables import (
     row_label,
     row_labels,
 )
-from narbench.metrics import METRICS
+from narbench.eval.metrics import METRICS
 
 __all__ = [
     "ALL_METRICS", "ALPHA", "ANY_PROTOCOL", "Block", "COLUMNS", "DEFAULT_OBJECTIVE", "EMB_SUFFIX", "EXTRA", "HEADERS",

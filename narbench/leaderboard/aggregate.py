@@ -15,7 +15,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from narbench.leaderboard.records import KEYS, Record, select_runs
-from narbench.metrics import METRICS, PAPER_NDCG
+from narbench.eval.metrics import METRICS, PAPER_NDCG
 from narbench.data.store import atomic_write_bytes
 
 EXTRA = tuple(f"map_capped@{k}" for k in (20, 50, 100))

@@ -16,7 +16,7 @@ from narbench.leaderboard.render import print_tables, tables_markdown
 from narbench.leaderboard.reproduction import build_reproduction, reproduction_markdown
 from narbench.leaderboard.tables import PAPER_PROFILES, build_tables
 from narbench.data.store import atomic_write_bytes
-from narbench.validation import KnownDataset
+from narbench.eval.validation import KnownDataset
 
 #: the figures the leaderboard owns in `<out>/plots/` (older names included, so they are cleaned up)
 _OWNED = {"bars": ("table*.png", "ndcg-*.png"), "tsne": ("tsne-*.png",)}

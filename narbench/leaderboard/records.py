@@ -14,9 +14,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from narbench import validation
-from narbench.result import RunResult
-from narbench.validation import InvalidResultError, KnownDataset, sidecar_path, validate_result
+from narbench.eval import validation
+from narbench.eval.result import RunResult
+from narbench.eval.validation import InvalidResultError, KnownDataset, sidecar_path, validate_result
 
 #: `init` of a run: trained from scratch, or initialised from another run (config.run.init_from)
 SCRATCH, PRETRAINED = "scratch", "pretrained"

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from narbench.leaderboard.paper import PAPER, PaperRow
 from narbench.leaderboard.records import ANY_PROTOCOL, Key
 from narbench.leaderboard.tables import PAPER_PROFILES, LeaderTable, Row
-from narbench.metrics import KS
+from narbench.eval.metrics import KS
 
 #: the split the paper's protocol corresponds to (queries held out at random within each label)
 SPLIT = "standard"

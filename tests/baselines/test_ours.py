@@ -129,7 +129,7 @@ def test_encoder_params_are_validated_and_recorded(toy_dataset):
 
 
 def test_smoke_result_records_stage1_health(toy_dataset, tmp_path):
-    from narbench.result import RunResult
+    from narbench.eval.result import RunResult
 
     ev = run(RunConfig(encoder="ours", profile="smoke", out=str(tmp_path), progress=False), dataset=toy_dataset)
     rec = RunResult.read(ev.path).config["encoder_stats"]["stage1_health"]

@@ -32,10 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
-from narbench.metrics import KS, METRICS, PAPER_NDCG
+from narbench.eval.metrics import KS, METRICS, PAPER_NDCG
 from narbench.train.profiles import PROFILES
 from narbench.train.protocol import PROTOCOLS
-from narbench.result import MIXED_PROTOCOL, SCHEMA_VERSION, SIDECAR_SUFFIX, RunResult
+from narbench.eval.result import MIXED_PROTOCOL, SCHEMA_VERSION, SIDECAR_SUFFIX, RunResult
 
 #: the metrics every result file and sidecar must hold: the paper's nine and the capped MAP
 REQUIRED_METRICS = (*METRICS, *(f"map_capped@{k}" for k in KS))
