@@ -39,6 +39,8 @@ MOVED = {
     "narbench.metrics": "narbench.eval.metrics",
     "narbench.result": "narbench.eval.result",
     "narbench.validation": "narbench.eval.validation",
+    "narbench.taxonomy": "narbench.datasets.taxonomy",
+    "narbench.datasheet": "narbench.datasets.datasheet",
 }
 
 

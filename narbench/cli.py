@@ -292,7 +292,7 @@ def cmd_datasheet(args: argparse.Namespace) -> int:
     from rich.markdown import Markdown
 
     from narbench.data.dataset import load_dataset
-    from narbench.datasheet import datasheet
+    from narbench.datasets.datasheet import datasheet
     from narbench.data.store import atomic_write_bytes
 
     sheet = datasheet(load_dataset(args.dataset))
@@ -350,7 +350,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_datasets(args: argparse.Namespace) -> int:
     """`narbench datasets`: every registered dataset with its version, size, families and splits."""
-    from narbench.datasheet import datasets_table
+    from narbench.datasets.datasheet import datasets_table
 
     table = datasets_table()
     _console().print(table)

@@ -7,7 +7,7 @@ import csv
 import numpy as np
 import pytest
 
-from narbench import taxonomy as tx
+from narbench.datasets import taxonomy as tx
 from narbench.data.dataset import Split
 from narbench.data.graph import ArchGraph
 

@@ -118,7 +118,7 @@ class RealDataset(DatasetProvider):
         and renamed copies merged) on one side. real 1.0's committed `unseen` (`splits`) is
         unchanged; a new dataset version switches to this.
         """
-        from narbench import taxonomy
+        from narbench.datasets import taxonomy
 
         relabelled = taxonomy.relabel(graphs)
         return relabelled, taxonomy.identity_split(relabelled, test_size=self.test_size, seed=self.split_seed)

@@ -152,7 +152,7 @@ def taxonomy_labels(source: str, model: str, family: str, meta: dict[str, Any]) 
     """(family, meta) of a spec by the taxonomy table (`narbench.taxonomy`): its family, coarse
     label (`meta["coarse"]`) and model identity (`meta["identity"]`). A model the table does not
     list keeps its zoo family and no identity (the build's summary lists it: add it to the table)."""
-    from narbench import taxonomy
+    from narbench.datasets import taxonomy
 
     try:
         row = taxonomy.lookup(source, model)

@@ -80,7 +80,7 @@ def derive(source: str | os.PathLike, out: str | os.PathLike, *, relabel: Relabe
 def _taxonomy_sha256() -> str:
     import hashlib
 
-    from narbench import taxonomy
+    from narbench.datasets import taxonomy
 
     return hashlib.sha256(taxonomy.data_path().read_bytes()).hexdigest()
 

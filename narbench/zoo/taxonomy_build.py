@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from narbench import taxonomy as tx
+from narbench.datasets import taxonomy as tx
 from narbench.data.graph import ArchGraph
 
 SOURCE_ORDER = {"timm": 0, "torchvision": 1, "transformers": 2}
@@ -313,7 +313,7 @@ def _cached(folder: Path | None, name: str, compute):
 def report(old: list[ArchGraph], new: list[ArchGraph], pairs: np.ndarray, provider, vocab: list[str]) -> None:
     """The figures of the datasheet: families, identities, near-duplicate twins, unseen by identity."""
     from narbench.data.dataset import GraphDataset
-    from narbench.datasheet import near_duplicate_share
+    from narbench.datasets.datasheet import near_duplicate_share
 
     fam_ids: dict[str, set[str]] = defaultdict(set)
     for g in new:

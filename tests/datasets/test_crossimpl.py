@@ -39,7 +39,7 @@ def _attached(queries=None, vocab=VOCAB):
 
 
 def test_table_loads_and_every_family_is_a_taxonomy_family():
-    from narbench import taxonomy
+    from narbench.datasets import taxonomy
     from narbench.datasets.crossimpl import read_table
 
     rows = read_table()
@@ -140,7 +140,7 @@ def test_missing_query_families_drop_the_split_and_vocabularies_must_agree():
 
 
 def test_datasheet_counts_core_graphs_and_lists_the_split():
-    from narbench.datasheet import datasheet
+    from narbench.datasets.datasheet import datasheet
 
     sheet = datasheet(_attached())
     assert sheet.num_graphs == 40 and "pkg" not in sheet.per_source

@@ -84,7 +84,7 @@ def test_corrupted_artifact_is_rejected_with_a_clear_error(shipped):
 
 def test_datasheet_counts(shipped):
     from narbench.datasets.real import RealDataset
-    from narbench.datasheet import datasheet
+    from narbench.datasets.datasheet import datasheet
 
     ds = RealDataset().load()
     sheet = datasheet(ds)

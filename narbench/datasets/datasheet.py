@@ -189,7 +189,7 @@ def _taxonomy_section(ds: GraphDataset) -> str:
     """The taxonomy's section for `real` (its labels for the next version; empty for other datasets)."""
     if ds.name != "real":
         return ""
-    from narbench import taxonomy
+    from narbench.datasets import taxonomy
 
     return taxonomy.markdown()
 
