@@ -15,7 +15,7 @@ import torch
 from narbench.core import registry
 from narbench.data.dataset import load_dataset, stratified_subset
 from narbench.train.profiles import get_profile
-from narbench.runner import select
+from narbench.harness.runner import select
 from narbench.train.trainer import Trainer
 
 torch.set_num_threads(1)

@@ -32,7 +32,7 @@ from narbench.cli import _parse_param  # noqa: E402
 from narbench.data.dataset import load_dataset, stratified_subset  # noqa: E402
 from narbench.train.profiles import get_profile  # noqa: E402
 from narbench.core.registry import load  # noqa: E402
-from narbench.runner import select  # noqa: E402
+from narbench.harness.runner import select  # noqa: E402
 from narbench.train.trainer import Trainer, seed_everything  # noqa: E402
 
 

@@ -19,7 +19,7 @@ __all__ = ["ArchGraph", "GraphDataset", "GraphError", "RunConfig", "load_dataset
 _LAZY = {
     "ArchGraph": "narbench.data.graph", "GraphError": "narbench.data.graph",
     "GraphDataset": "narbench.data.dataset", "load_dataset": "narbench.data.dataset",
-    "RunConfig": "narbench.runner", "run": "narbench.runner",
+    "RunConfig": "narbench.harness.runner", "run": "narbench.harness.runner",
     "search": "narbench.engine",
 }
 

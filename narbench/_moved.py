@@ -41,6 +41,13 @@ MOVED = {
     "narbench.validation": "narbench.eval.validation",
     "narbench.taxonomy": "narbench.datasets.taxonomy",
     "narbench.datasheet": "narbench.datasets.datasheet",
+    "narbench.confighash": "narbench.harness.confighash",
+    "narbench.runs": "narbench.harness.runs",
+    "narbench.preflight": "narbench.harness.preflight",
+    "narbench.runner": "narbench.harness.runner",
+    "narbench.launchers": "narbench.harness.launchers",
+    "narbench.sweep": "narbench.harness.sweep",
+    "narbench.gate": "narbench.harness.gate",
 }
 
 

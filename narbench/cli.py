@@ -194,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     lb.add_argument("--test", default="student", choices=("student", "fisher"), help="paired significance test")
     lb.set_defaults(func=cmd_leaderboard)
 
-    from narbench import gate
+    from narbench.harness import gate
     from narbench.cli_sweep import add_runs_parser, add_sweep_parser
     add_sweep_parser(sub, defaults)
     add_runs_parser(sub)
@@ -234,7 +234,7 @@ def _error(message: str) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """`narbench run`: one benchmark run; prints its metrics even when its files cannot be written."""
-    from narbench.runner import ResultWriteError, RunConfig, render, run
+    from narbench.harness.runner import ResultWriteError, RunConfig, render, run
 
     cfg = RunConfig(
         encoder=args.encoder, splitter=args.splitter, dataset=args.dataset, split=args.split,
@@ -313,7 +313,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
     from narbench.leaderboard import PAPER_PROFILES, write_leaderboard
     from narbench.leaderboard.headline import START
-    from narbench.preflight import check_output
+    from narbench.harness.preflight import check_output
 
     check_output(args.out, what="leaderboard folder")  # a file in the way, read-only: one line, nothing read
     err, t0 = _console(stderr=True), time.perf_counter()
@@ -337,7 +337,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     """`narbench check`: the regression gate; 0 passed (or updated), 1 failed."""
     import time
 
-    from narbench import gate
+    from narbench.harness import gate
 
     t = time.perf_counter()
     report = gate.check(args.reference, tolerance=args.tolerance, encoders=args.encoders, datasets=args.datasets,
@@ -465,7 +465,7 @@ def cmd_index_build(args) -> int:
 
     from narbench.data.dataset import CorruptFileError
     from narbench.index import SHIPPED, IndexConfig, build_index, cache_path, shipped_path, write_index
-    from narbench.runner import ConfigError
+    from narbench.harness.runner import ConfigError
 
     from narbench.core import registry
 
@@ -512,13 +512,13 @@ def _input_errors() -> tuple[type[BaseException], ...]:
     """The errors that mean bad input (exit 2, one line), as opposed to a bug (a traceback)."""
     from narbench.core import registry
     from narbench.train.checkpoint import CheckpointError
-    from narbench.gate import GateError
+    from narbench.harness.gate import GateError
     from narbench.leaderboard import NothingToShowError, RejectedResultsError
     from narbench.leaderboard.headline import HeadlineError
-    from narbench.preflight import PreflightError
-    from narbench.runner import ConfigError
+    from narbench.harness.preflight import PreflightError
+    from narbench.harness.runner import ConfigError
     from narbench.data.store import CorruptFileError
-    from narbench.sweep import GridError
+    from narbench.harness.sweep import GridError
     from narbench.eval.validation import InvalidResultError
 
     return (registry.UnknownNameError, registry.RegistryError, ConfigError, PreflightError, CheckpointError,

@@ -259,7 +259,7 @@ def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
     from narbench.data.dataset import load_dataset, stratified_subset
     from narbench.train.profiles import get_profile
     from narbench.train.protocol import get_protocol
-    from narbench.runner import RunConfig, make_labels, resolve
+    from narbench.harness.runner import RunConfig, make_labels, resolve
     from narbench.train.trainer import Trainer, seed_everything
 
     encoder_cls, splitter, splitter_name = resolve(RunConfig(encoder=cfg.encoder, dataset=cfg.dataset))

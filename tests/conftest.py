@@ -93,7 +93,7 @@ def plugin(monkeypatch, tmp_path):
 @pytest.fixture
 def no_training(monkeypatch):
     """Fail the test if a run gets as far as loading data or building its trainer."""
-    import narbench.runner as runner
+    import narbench.harness.runner as runner
 
     def forbidden(*a, **k):
         raise AssertionError("the run went past its pre-flight checks")

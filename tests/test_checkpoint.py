@@ -6,7 +6,7 @@ import torch
 
 from narbench.train.checkpoint import CheckpointError
 from narbench.data.dataset import GraphDataset, stratified_split
-from narbench.runner import RunConfig, run
+from narbench.harness.runner import RunConfig, run
 from tests.conftest import toy_graphs
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from narbench import cli, preflight, process
+from narbench import cli, process
+from narbench.harness import preflight
 from narbench.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,7 +65,7 @@ def test_input_shape_still_takes_both_spellings():
 
 
 def test_seed_range_is_the_runners(no_training, cache):
-    from narbench.runner import MAX_SEED, ConfigError, RunConfig, run
+    from narbench.harness.runner import MAX_SEED, ConfigError, RunConfig, run
 
     assert cli.MAX_SEED == MAX_SEED
     for bad in ({"seed": -1}, {"seed": MAX_SEED + 1}, {"jobs": 0}):

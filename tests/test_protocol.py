@@ -10,7 +10,7 @@ import pytest
 from narbench import leaderboard as lb
 from narbench.train.protocol import PROTOCOLS, get_protocol
 from narbench.eval.result import MIXED_PROTOCOL, RunResult
-from narbench.runner import ConfigError, RunConfig, make_labels, run
+from narbench.harness.runner import ConfigError, RunConfig, make_labels, run
 
 
 def _run(ds, tmp_path, **kw):

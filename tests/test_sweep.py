@@ -19,11 +19,11 @@ from rich.console import Console
 
 from narbench.core import registry
 from narbench.cli import main
-from narbench.confighash import config_hash, result_hash
-from narbench.launchers import LocalLauncher, SlurmOptions, SubmititLauncher, Task, execute
+from narbench.harness.confighash import config_hash, result_hash
+from narbench.harness.launchers import LocalLauncher, SlurmOptions, SubmititLauncher, Task, execute
 from narbench.eval.result import RunResult
-from narbench.runner import ConfigError, RunConfig, run
-from narbench.sweep import GridError, expand, load_grid, parse_grid, planned_fields, run_sweep, scan, weights_of
+from narbench.harness.runner import ConfigError, RunConfig, run
+from narbench.harness.sweep import GridError, expand, load_grid, parse_grid, planned_fields, run_sweep, scan, weights_of
 
 ROOT = Path(__file__).resolve().parents[1]
 QUIET = Console(stderr=True, quiet=True)
@@ -137,8 +137,8 @@ def test_committed_results_are_recognised():
     encoder parameters), which the sweep then runs again; results on an earlier dataset version
     (real 1.0) are never counted as done for the current one."""
     from narbench.core import registry
-    from narbench.confighash import result_fields
-    from narbench.sweep import planned_fields
+    from narbench.harness.confighash import result_fields
+    from narbench.harness.sweep import planned_fields
 
     current = {(name, _registered_version(name)) for name in registry.names("dataset")}
     plan = expand(load_grid(ROOT / "leaderboard" / "grid.toml"), out=ROOT / "leaderboard" / "results", console=QUIET)
@@ -291,7 +291,7 @@ def test_execute_reports_a_crash(tmp_path):
 def test_ray_launcher(toy_env):
     """The ray launcher on a Ray started on this machine (skipped where Ray is not installed)."""
     ray = pytest.importorskip("ray")
-    from narbench.launchers import RayLauncher
+    from narbench.harness.launchers import RayLauncher
 
     grid, out = parse_grid(toy_grid(seeds=[0])), toy_env / "out"
     try:

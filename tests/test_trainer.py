@@ -26,7 +26,7 @@ def test_seeding_is_reproducible():
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_gcn_trains_on_gpu(toy_dataset, tmp_path):
-    from narbench.runner import RunConfig, run
+    from narbench.harness.runner import RunConfig, run
 
     ev = run(RunConfig(encoder="gcn", profile="smoke", device="cuda", out=str(tmp_path), progress=False),
              dataset=toy_dataset)

@@ -96,7 +96,7 @@ def test_tfidf_weights_come_from_the_training_graphs():
 
 
 def test_floors_run_end_to_end_and_record_no_labels(toy_dataset, tmp_path):
-    from narbench.runner import RunConfig, run
+    from narbench.harness.runner import RunConfig, run
 
     for name in ("ophist", "wl"):
         ev = run(RunConfig(encoder=name, profile="smoke", device="cpu", out=str(tmp_path), progress=False),

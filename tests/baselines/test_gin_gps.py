@@ -121,7 +121,7 @@ def test_random_walk_pe_equals_pyg_add_random_walk_pe():
 
 @pytest.mark.parametrize("name", ["gin", "gps", "graphstats"])
 def test_new_encoders_run_end_to_end(toy_dataset, tmp_path, name):
-    from narbench.runner import RunConfig, run
+    from narbench.harness.runner import RunConfig, run
 
     res = run(RunConfig(encoder=name, profile="smoke", device="cpu", out=str(tmp_path), progress=False),
               dataset=toy_dataset).result

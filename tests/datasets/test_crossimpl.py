@@ -123,7 +123,7 @@ def test_crossimpl_split_appends_queries_and_keeps_the_other_splits():
 
 def test_runner_queries_exactly_the_crossimpl_graphs():
     from narbench.train.profiles import get_profile
-    from narbench.runner import select
+    from narbench.harness.runner import select
 
     ds = _attached()
     train, corpus, queries = select(ds, get_profile("quick"), 0, "crossimpl")

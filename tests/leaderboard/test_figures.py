@@ -93,7 +93,7 @@ def test_tsne_colours_the_largest_families_and_says_so(tmp_path, monkeypatch):
 
 
 def test_runs_save_embeddings_that_the_tsne_maps(toy_dataset, tmp_path):
-    from narbench.runner import RunConfig, run
+    from narbench.harness.runner import RunConfig, run
     from narbench.eval.validation import KnownDataset
 
     plain = run(RunConfig(encoder="gcn", profile="smoke", out=str(tmp_path / "plain"), progress=False), dataset=toy_dataset)

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from narbench.confighash import result_fields, result_hash
+from narbench.harness.confighash import result_fields, result_hash
 from narbench.eval.result import RunResult
 
 METRICS = ("ndcg@20", "mrr@20", "map@20")

@@ -39,12 +39,12 @@ from rich.markup import escape
 
 from narbench.train import checkpoint
 from narbench.core import registry
-from narbench.confighash import ANY_PROTOCOL, code_version, config_hash, result_hash
-from narbench.launchers import Launcher, Outcome, Task
+from narbench.harness.confighash import ANY_PROTOCOL, code_version, config_hash, result_hash
+from narbench.harness.launchers import Launcher, Outcome, Task
 from narbench.train.profiles import PROFILES, get_profile
 from narbench.train.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 from narbench.eval.result import RunResult
-from narbench.runner import ConfigError, RunConfig, resolve
+from narbench.harness.runner import ConfigError, RunConfig, resolve
 
 if sys.version_info >= (3, 11):
     import tomllib

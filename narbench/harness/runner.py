@@ -16,9 +16,9 @@ import numpy as np
 from rich.console import Console
 
 from narbench.train import checkpoint, distributed
-from narbench import preflight
+from narbench.harness import preflight
 from narbench.core import jit, registry
-from narbench.confighash import result_hash
+from narbench.harness.confighash import result_hash
 from narbench.data.dataset import GraphDataset, UnknownSplitError, load_dataset, stratified_subset
 from narbench.train.encoder import Encoder, Labels
 from narbench.eval.metrics import METRICS, score_rankings

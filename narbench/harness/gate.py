@@ -230,7 +230,7 @@ def check(
     """
     from narbench.core import registry
     from narbench.data.dataset import load_dataset
-    from narbench.runner import ConfigError, RunConfig, run
+    from narbench.harness.runner import ConfigError, RunConfig, run
 
     reference_path = Path(reference_path)
     if update and not reference_path.exists():
