@@ -20,7 +20,7 @@ _LAZY = {
     "ArchGraph": "narbench.data.graph", "GraphError": "narbench.data.graph",
     "GraphDataset": "narbench.data.dataset", "load_dataset": "narbench.data.dataset",
     "RunConfig": "narbench.harness.runner", "run": "narbench.harness.runner",
-    "search": "narbench.engine",
+    "search": "narbench.search_engine.engine",
 }
 
 

@@ -48,6 +48,10 @@ MOVED = {
     "narbench.launchers": "narbench.harness.launchers",
     "narbench.sweep": "narbench.harness.sweep",
     "narbench.gate": "narbench.harness.gate",
+    "narbench.engine": "narbench.search_engine.engine",
+    "narbench.index": "narbench.search_engine.index",
+    "narbench.target": "narbench.search_engine.target",
+    "narbench.backends": "narbench.search_engine.backends",
 }
 
 

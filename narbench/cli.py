@@ -417,10 +417,10 @@ def cmd_search(args) -> int:
     import json
     import warnings
 
-    from narbench.backends import BackendError
-    from narbench.engine import render, search
-    from narbench.index import IndexFileError
-    from narbench.target import TargetError, load_inputs
+    from narbench.search_engine.backends import BackendError
+    from narbench.search_engine.engine import render, search
+    from narbench.search_engine.index import IndexFileError
+    from narbench.search_engine.target import TargetError, load_inputs
 
     try:
         with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):  # user code's prints
@@ -464,7 +464,7 @@ def cmd_index_build(args) -> int:
     from pathlib import Path
 
     from narbench.data.dataset import CorruptFileError
-    from narbench.index import SHIPPED, IndexConfig, build_index, cache_path, shipped_path, write_index
+    from narbench.search_engine.index import SHIPPED, IndexConfig, build_index, cache_path, shipped_path, write_index
     from narbench.harness.runner import ConfigError
 
     from narbench.core import registry
@@ -489,7 +489,7 @@ def cmd_index_build(args) -> int:
 
 
 def cmd_index_info(args) -> int:
-    from narbench.index import IndexFileError, load_index
+    from narbench.search_engine.index import IndexFileError, load_index
 
     try:
         index = load_index(args.encoder, args.index)

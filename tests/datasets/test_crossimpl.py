@@ -149,7 +149,7 @@ def test_datasheet_counts_core_graphs_and_lists_the_split():
 
 
 def test_search_index_leaves_out_the_queries():
-    from narbench.index import IndexConfig, build_index
+    from narbench.search_engine.index import IndexConfig, build_index
 
     index = build_index(IndexConfig(encoder="ophist", profile="smoke", progress=False, params={}),
                         dataset=_attached())

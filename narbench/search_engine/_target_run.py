@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Callable
 
-from narbench._target_inputs import describe, example_inputs, to_device
+from narbench.search_engine._target_inputs import TargetError, describe, example_inputs, to_device
 
 
 def one_line(exc: BaseException) -> str:
@@ -24,7 +24,6 @@ def one_line(exc: BaseException) -> str:
 def _construct(label: str, build: Callable[[], Any], dev: str):
     import torch
 
-    from narbench.target import TargetError
     from narbench.zoo.extract import prepare_model
 
     with torch.device(dev):
@@ -57,8 +56,6 @@ def extract(label: str, build: Callable[[], Any] | None, instance=None, shape=No
     `inputs`: the (args, kwargs) to call the model with (moved to each device tried), instead of
     the example input `example_inputs` makes (of `shape`, if given)."""
     import torch
-
-    from narbench.target import TargetError
 
     errors: list[tuple[str, str, BaseException]] = []
     described = None

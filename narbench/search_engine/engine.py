@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from narbench.index import SearchIndex, load_index
-from narbench.target import Query, resolve_target
+from narbench.search_engine.index import SearchIndex, load_index
+from narbench.search_engine.target import Query, resolve_target
 from narbench.data.ops import UNKNOWN_OP
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def _backend(index: SearchIndex, name: str):
     key = f"backend:{name}"
     backend = index._cache.get(key)
     if backend is None:
-        from narbench.backends import make_backend
+        from narbench.search_engine.backends import make_backend
 
         backend = index._cache[key] = make_backend(name, index.arrays["embeddings"])
     return backend

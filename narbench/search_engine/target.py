@@ -31,16 +31,12 @@ from typing import Any
 
 import numpy as np
 
-from narbench._target_inputs import SEQ_LEN, example_inputs, normalise_inputs  # noqa: F401 - re-exported
-from narbench._target_run import extract as _extract
-from narbench._target_run import one_line as _one_line
+from narbench.search_engine._target_inputs import SEQ_LEN, TargetError, example_inputs, normalise_inputs  # noqa: F401 - re-exported
+from narbench.search_engine._target_run import extract as _extract
+from narbench.search_engine._target_run import one_line as _one_line
 from narbench.data.graph import ArchGraph
 
 ZOOS = ("timm", "torchvision", "transformers")
-
-
-class TargetError(ValueError):
-    """A search target that cannot be turned into a graph (message: problem; fix)."""
 
 
 @dataclass

@@ -1,5 +1,9 @@
 """The example input of a search target model (`narbench.target`): chosen as the `real` build does,
-shaped as the caller says (`shapes`), or given by the caller (`normalise_inputs`)."""
+shaped as the caller says (`shapes`), or given by the caller (`normalise_inputs`).
+
+`TargetError`, the error of every step from a target to its graph, is defined here, under
+`narbench.search_engine._target_run` and `narbench.search_engine.target`, so that the three
+import one another in one direction only."""
 
 from __future__ import annotations
 
@@ -9,6 +13,10 @@ import numpy as np
 
 #: Sequence length of the token ids given to a language model (the `real` build's choice).
 SEQ_LEN = 16
+
+
+class TargetError(ValueError):
+    """A search target that cannot be turned into a graph (message: problem; fix)."""
 
 
 def _first_layer(model):
@@ -83,8 +91,6 @@ def example_inputs(model, device: str, shape=None) -> tuple[tuple, dict, str]:
         first, *rest = [tuple(int(s) for s in sh) for sh in shape]
         args, kwargs, described = example_inputs(model, device, first)
         if rest and kwargs:
-            from narbench.target import TargetError  # here: narbench.target imports this module
-
             raise TargetError(f"{type(model).__name__} takes keyword inputs ({', '.join(kwargs)}): give them with "
                               "--inputs FILE.py:FUNC (Python: inputs=), not several --input-shape")
         extra = tuple(torch.randn(*sh, device=device) for sh in rest)
@@ -129,8 +135,6 @@ def _one_input(model, device: str, shape: tuple[int, ...] | None) -> tuple[tuple
         elif isinstance(first, nn.BatchNorm1d):
             shape = (1, first.num_features)
         else:
-            from narbench.target import TargetError  # here: narbench.target imports this module
-
             raise TargetError(f"cannot tell what input {type(model).__name__} takes (first layer: "
                               f"{type(first).__name__ if first is not None else 'none with weights'}); "
                               "give its shape with --input-shape, e.g. --input-shape 1,3,224,224")
