@@ -258,7 +258,7 @@ _FIRST_SCORE = """
 import time
 t = time.perf_counter()
 import numpy as np
-import narbench.metrics as m
+import narbench.eval.metrics as m
 import ranx.metrics
 t_import = time.perf_counter() - t
 t = time.perf_counter()
@@ -283,9 +283,9 @@ def bench_score_numba(args) -> None:
 _FIRST_SPLIT = """
 import time
 t = time.perf_counter()
-import narbench.parts
+import narbench.train.parts
 from narbench.datasets.nas import generate
-from narbench.partcache import compute_parts
+from narbench.train.partcache import compute_parts
 from narbench.splitters.motif import MotifSplitter
 graph = generate(seed=0, n_classes=1, per_class=1)[0][0]
 t_import = time.perf_counter() - t

@@ -5,7 +5,7 @@ stratified sixth of the training graphs (by family, the run's seed) are the prob
 the other five sixths its corpus, and stage 1 trains on the corpus part only. The probe reads
 a graph as the mean of the unit-normalised F_s embeddings of its parts (no training on top),
 and P@10 is the share of a probe query's 10 nearest corpus graphs (cosine) of its family.
-Health (`narbench.health`) is F_s's raw output on the encoder's fixed motif sample.
+Health (`narbench.train.health`) is F_s's raw output on the encoder's fixed motif sample.
 
     python benchmarks/stage1_probe.py --dataset nas --profile quick --seed 0 \\
         --encoder-param stage1_lr=0.01 --encoder-param last_activation=true

@@ -3,7 +3,7 @@
 `build_parser` defines every subcommand and wires its handler with `set_defaults(func=...)`.
 A handler takes the parsed arguments and returns the exit status: 0 done, 1 the gate failed,
 2 bad input (said in one line on stderr, before any training), 130 interrupted. Handlers are
-thin: the work is the Python API's (`narbench.run`, `narbench.leaderboard`, `narbench.gate`).
+thin: the work is the Python API's (`narbench.run`, `narbench.leaderboard`, `narbench.harness.gate`).
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version, help="show the versions of narbench, torch, PyG and the datasets")
     parser.add_argument("--no-malloc-tuning", dest="malloc_tuning", action="store_false",
                         help="leave glibc's malloc settings alone (by default the command keeps freed batch memory "
-                             "for reuse, see narbench.allocator; also NARBENCH_MALLOC_TUNING=0)")
+                             "for reuse, see narbench.train.allocator; also NARBENCH_MALLOC_TUNING=0)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     defaults = _ShowDefaults
 
@@ -484,7 +484,7 @@ def cmd_index_build(args) -> int:
     print(f"index written to {path} ({path.stat().st_size / 1e6:.1f} MB): {index.describe()}")
     print(f"sha256 {digest}")
     if path.resolve().parent == shipped_path().resolve().parent:
-        print(f'to ship it, set in narbench/index.py: SHIPPED = ShippedIndex("{encoder}", "{digest}")')
+        print(f'to ship it, set in narbench/search_engine/index.py: SHIPPED = ShippedIndex("{encoder}", "{digest}")')
     return 0
 
 

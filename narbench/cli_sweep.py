@@ -1,7 +1,7 @@
 """`narbench sweep` and `narbench runs`: their parsers and handlers (registered by `narbench.cli`).
 
-Thin like the rest of the CLI: the work is `narbench.sweep`, `narbench.launchers` and
-`narbench.runs`. Imports of those happen in the handlers, so building the parser stays cheap.
+Thin like the rest of the CLI: the work is `narbench.harness.sweep`, `narbench.harness.launchers` and
+`narbench.harness.runs`. Imports of those happen in the handlers, so building the parser stays cheap.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 `canonicalize(ops, edges)` takes a graph of raw autograd node names (as `narbench.zoo.extract`
 records them, or as `real` 1.0 stored them) and returns the canonical graph, in three passes:
 
-1. **Map and elide** (`narbench.ops`, the table `narbench/data/ops.csv`): each node becomes its
+1. **Map and elide** (`narbench.data.ops`, the table `narbench/data/ops.csv`): each node becomes its
    canonical op; layout nodes, and arithmetic with a single data input (scaling, bias, masks),
    are spliced through: their producers feed their consumers. The number of data inputs is
    counted after splicing, so `x + x.view(...)` is a node with one data input.
@@ -104,7 +104,7 @@ def canonicalize(ops: Sequence[str], edges: np.ndarray) -> CanonicalGraph:
 
 
 def canonical_vocabulary() -> tuple[str, ...]:
-    """The fixed vocabulary of canonical graphs (`narbench.ops.vocabulary`)."""
+    """The fixed vocabulary of canonical graphs (`narbench.data.ops.vocabulary`)."""
     vocab = vocabulary()
     missing = FOLDED_OPS - set(vocab)
     if missing:  # the table and the folds must agree; a test keeps them so

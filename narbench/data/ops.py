@@ -14,7 +14,7 @@ where a judgment was made. Rules the table encodes:
 * `split`/`chunk`/`unbind`/`select`/`slice` are one op, `slice`.
 
 Patterns that a compiler folds (decomposed GELU, the attention core, RMSNorm, LayerNorm) are
-folded by `narbench.canonical`. A raw name the table does not know maps to `other`
+folded by `narbench.data.canonical`. A raw name the table does not know maps to `other`
 (`UNKNOWN_OP`): never dropped, and reported (`narbench search` names it).
 """
 

@@ -42,7 +42,7 @@ class Datasheet:
     header: dict[str, Any] = field(default_factory=dict)
     #: per split name: its rule, corpus/query/family counts and the near-duplicate share
     splits: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: the `real` taxonomy's section (`narbench.taxonomy.markdown`), appended to the Markdown
+    #: the `real` taxonomy's section (`narbench.datasets.taxonomy.markdown`), appended to the Markdown
     taxonomy_markdown: str = ""
 
     def to_json(self) -> dict[str, Any]:

@@ -30,7 +30,7 @@ matters to the metrics). The per-query values are the ones `ranx.evaluate` gives
 rankings (tests/test_metrics.py compares both paths).
 
 ranx's metric functions are numba functions compiled on first use and cached on disk
-(`cache=True`; `narbench.jit` puts the cache under narbench's cache dir when ranx's package
+(`cache=True`; `narbench.core.jit` puts the cache under narbench's cache dir when ranx's package
 directory is not writable), so the compilation is paid once per machine, not once per run.
 """
 

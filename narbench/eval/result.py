@@ -54,7 +54,7 @@ class RunResult:
     split: str = "standard"
     protocol: str = "family"
     schema: int = SCHEMA_VERSION
-    #: `narbench.confighash`: what makes two runs the same run (None in files written before it)
+    #: `narbench.harness.confighash`: what makes two runs the same run (None in files written before it)
     config_hash: str | None = None
 
     def to_dict(self) -> dict[str, Any]:

@@ -118,7 +118,7 @@ class GateReport:
 # -- comparison (also used by the pytest plugin) ---------------------------------------------------
 def result_metrics(result) -> dict[str, float]:
     """The compared metrics of a RunResult: the nine plus `map_capped@k`. Not `ndcg_paper@k`: a function
-    of `ndcg@k` and the data's |R| only (`narbench.metrics`), it adds nothing to a regression check."""
+    of `ndcg@k` and the data's |R| only (`narbench.eval.metrics`), it adds nothing to a regression check."""
     from narbench.eval.metrics import PAPER_NDCG  # here: importing metrics loads numpy, which --help does not need
 
     return {k: float(v) for k, v in {**result.metrics, **result.metrics_extra}.items() if k not in PAPER_NDCG}

@@ -11,7 +11,7 @@ result file, seconds). A launcher only decides where `execute` is called:
 - `RayLauncher`: a Ray cluster (`ray.init(address=...)`), for a workstation-plus-cloud user.
 
 To add one, implement `Launcher`: `submit(tasks) -> handles` (each with `done()` and `outcome()`),
-and `shutdown()`; `narbench.sweep.run_sweep` takes any such object.
+and `shutdown()`; `narbench.harness.sweep.run_sweep` takes any such object.
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ class LocalLauncher:
         if cancel:
             with self._lock:
                 procs = list(self._procs)
-            for proc in procs:  # an interrupted run writes nothing (narbench.runner)
+            for proc in procs:  # an interrupted run writes nothing (narbench.harness.runner)
                 if proc.poll() is None:
                     proc.terminate()
             for proc in procs:

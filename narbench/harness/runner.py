@@ -51,7 +51,7 @@ class RunConfig:
 
     `encoder`, `splitter` (None: the encoder's default) and `dataset` are registered names;
     `split` a split of the dataset; `protocol` which labels trainable encoders get; `profile`
-    the data and recipe budget (`narbench.profiles`); `objective` overrides the profile's loss
+    the data and recipe budget (`narbench.train.profiles`); `objective` overrides the profile's loss
     terms; `splitter_params` are the splitter's parameters; `encoder_params` the encoder's
     (`Encoder.PARAMS`: ablations and recipe switches, recorded in the result); `device` is auto, cpu, cuda or
     cuda:N; `out` the folder for the result file (None: write nothing); `top_k` the ranking
@@ -62,7 +62,7 @@ class RunConfig:
     splitter: str | None = None
     dataset: str = "nas"
     split: str = "standard"  # a split of the dataset (`dataset.splits`): real has `standard` and `unseen`
-    protocol: str = DEFAULT_PROTOCOL  # which labels trainable encoders get (`narbench.protocol`)
+    protocol: str = DEFAULT_PROTOCOL  # which labels trainable encoders get (`narbench.train.protocol`)
     profile: str = "quick"
     seed: int = 0
     device: str = "auto"
@@ -160,7 +160,7 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
         An `Evaluation`: the `RunResult`, the path of its file (None without `cfg.out`), the
         embeddings, the rankings and the per-query scores.
     Raises:
-        Before loading or training anything (`narbench.preflight`): `ConfigError`,
+        Before loading or training anything (`narbench.harness.preflight`): `ConfigError`,
         `PreflightError`, `registry.UnknownNameError`, `checkpoint.CheckpointError`, or the
         dataset's FileNotFoundError. After the run: `ResultWriteError`, holding the evaluation,
         when the files cannot be written; an interrupted run writes nothing.

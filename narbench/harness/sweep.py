@@ -2,9 +2,9 @@
 
 A grid (a TOML file, or one block given on the command line) expands to runs: each block is the
 product datasets x splits x protocols x models x objectives x seeds. Every run has a
-configuration hash (`narbench.confighash`); a run whose hash matches a result file already in the
+configuration hash (`narbench.harness.confighash`); a run whose hash matches a result file already in the
 output folder (or another `--results` folder) is skipped, so an interrupted sweep re-run does
-only what is missing. The rest goes to a launcher (`narbench.launchers`); a failed run is
+only what is missing. The rest goes to a launcher (`narbench.harness.launchers`); a failed run is
 reported with its log and the others go on. Runs that start from another run's weights (Table 4:
 `init_from`) wait for that run.
 
@@ -199,7 +199,7 @@ class Plan:
 
 
 def planned_fields(cfg: RunConfig) -> dict[str, Any]:
-    """The hashed fields (`narbench.confighash.FIELDS`) of a run not run yet, as its result file will record them."""
+    """The hashed fields (`narbench.harness.confighash.FIELDS`) of a run not run yet, as its result file will record them."""
     encoder_cls, splitter, splitter_name = resolve(cfg)
     if cfg.profile not in PROFILES:
         raise ConfigError(f"unknown profile {cfg.profile!r}; known profiles: {', '.join(PROFILES)}")

@@ -8,7 +8,7 @@ digest of what they show and are redrawn only when it changes, see `figures`).
 
 The modules, in the order data flows through them:
 
-- `records`: read and validate result files (`narbench.validation`; a bad file is rejected,
+- `records`: read and validate result files (`narbench.eval.validation`; a bad file is rejected,
   never averaged in) and group them: one row per `Key` (dataset, split, profile, device kind,
   protocol, encoder, splitter, objective, init), one run per seed (the latest).
 - `aggregate`: mean, sample std and n over seeds per row (`aggregate.csv`).

@@ -1,6 +1,6 @@
 """Aggregation over seeds: one row per `Key` with n, the seeds, mean and std of every metric.
 
-`ndcg_paper@k` (the authors' NDCG convention, `narbench.metrics`) is in result files written since
+`ndcg_paper@k` (the authors' NDCG convention, `narbench.eval.metrics`) is in result files written since
 it was added only: a row gets its mean only when every one of its seeds has it (NaN otherwise), so
 a mean never covers fewer seeds than the row's n.
 """

@@ -38,7 +38,7 @@ def write_leaderboard(results_dirs: Iterable[str | Path] = (), out_dir: str | Pa
         plots, tsne: draw the bar charts / the t-SNE maps (the slowest part).
         stat_test: the paired test of the tables' † (`student` or `fisher`).
         redraw: redraw every figure, even those whose digest says nothing changed.
-        datasets: the data results may be on (default: the registered datasets, `narbench.validation`).
+        datasets: the data results may be on (default: the registered datasets, `narbench.eval.validation`).
         readme: a file (the project's README) whose headline table, between the markers of
             `narbench.leaderboard.headline`, is rewritten from these tables; a file without the
             markers raises `HeadlineError` before anything is written.

@@ -3,7 +3,7 @@
 For every block of Tables 1-4 that shows the paper's numbers (a `quick` or `paper` profile) on the
 `standard` split (the paper has no `unseen` split), one line per paper row and cut-off k: the
 paper's MRR, MAP and NDCG, and ours from the same rankings under both conventions: narbench's
-(ranx's definitions, NDCG's ideal cut at k) and the authors' evaluator's (`narbench.metrics`:
+(ranx's definitions, NDCG's ideal cut at k) and the authors' evaluator's (`narbench.eval.metrics`:
 `PAPER_CONVENTION`), so a reader compares like with like. The known reasons the numbers differ
 (`REASONS`) are said once above the blocks; docs/protocol.md cites the authors' code for each.
 """

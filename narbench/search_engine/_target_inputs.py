@@ -1,4 +1,4 @@
-"""The example input of a search target model (`narbench.target`): chosen as the `real` build does,
+"""The example input of a search target model (`narbench.search_engine.target`): chosen as the `real` build does,
 shaped as the caller says (`shapes`), or given by the caller (`normalise_inputs`).
 
 `TargetError`, the error of every step from a target to its graph, is defined here, under

@@ -1,4 +1,4 @@
-"""Running a search target's model once (`narbench.target`): on which device, in which order.
+"""Running a search target's model once (`narbench.search_engine.target`): on which device, in which order.
 
 Every model runs on the meta device first: it costs no memory, and `narbench.zoo.metacache`
 makes its repeated blocks cheap (a 224 x 224 ViT-B in ~12 ms on one core where the CPU needs

@@ -1,10 +1,10 @@
 """The search engine: `search(target)` -> the most similar real architectures (paper eq. 1).
 
-Resolve the target to a graph (`narbench.target`), embed it with the index's encoder
-(`narbench.index`), rank the index's graphs by cosine similarity (`narbench.backends`), and say
+Resolve the target to a graph (`narbench.search_engine.target`), embed it with the index's encoder
+(`narbench.search_engine.index`), rank the index's graphs by cosine similarity (`narbench.search_engine.backends`), and say
 why the top hit is close (the op types the two share most), whether the query's graph is in
 the index itself (an exact duplicate, ranked first), and which hits are weak (a cosine below the
-index's `weak_below`, `narbench.index.weak_threshold`).
+index's `weak_below`, `narbench.search_engine.index.weak_threshold`).
 """
 
 from __future__ import annotations

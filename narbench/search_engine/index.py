@@ -5,12 +5,12 @@ everything a query needs: the encoder's name, parameters and (for a trained enco
 op vocabulary; one L2-normalised float16 embedding per graph; and per graph its name, family,
 coarse label, source zoo, node and edge counts, op-type counts (for the "why close" line) and a
 64-bit content-hash prefix (to tell an exact duplicate). Rows are stored in content-hash order,
-so ranking ties break by graph content, as in `narbench.retrieval.tiebreak_keys`.
+so ranking ties break by graph content, as in `narbench.eval.retrieval.tiebreak_keys`.
 
-File layout (`.nari`): the container of `narbench.store` (version 2: a checksum of the file,
+File layout (`.nari`): the container of `narbench.data.store` (version 2: a checksum of the file,
 then zstd over the payload; version 1, the shipped index: zstd with its frame checksum) around a
 canonical payload of magic bytes, a JSON header and named numpy arrays; the sha256 is taken over
-the payload, like `narbench.store`. On read, every per-graph array must have one row per name
+the payload, like `narbench.data.store`. On read, every per-graph array must have one row per name
 and every label and op id must index its list (`_check_arrays`).
 The shipped index (`narbench/data/`) is pinned by `SHIPPED`; switching the default encoder is
 `narbench index build --encoder E --out narbench/data/index-real-E.nari` and the one-line
@@ -370,7 +370,7 @@ def encode_index(index: SearchIndex) -> bytes:
 
 
 def write_index(index: SearchIndex, path: str | Path, *, level: int = 19) -> str:
-    """Write the index atomically (`narbench.store.write_payload`); returns the payload's sha256."""
+    """Write the index atomically (`narbench.data.store.write_payload`); returns the payload's sha256."""
     return write_payload(path, encode_index(index), level=level)
 
 

@@ -5,13 +5,13 @@ A target is a `torch.nn.Module` instance (API only) or a string:
 * `path/to/file.py:ClassName` or `package.module:ClassName`: built with no arguments (or the
   `kwargs` given) and run on the meta device, so a large model costs no memory (the CPU if
   that fails); an instance runs on meta too, on meta copies of its weights (its own device if
-  meta fails; `narbench._target_run` says which device when, and why);
+  meta fails; `narbench.search_engine._target_run` says which device when, and why);
 * `timm:NAME`, `torchvision:NAME`, `transformers:MODEL_TYPE[/HEAD]`: a zoo model, built and run
   exactly as the `real` build runs it (`narbench.zoo.sources.extract_spec`);
-* a graph file that narbench wrote (`narbench.store`; `FILE:NAME` picks one of several);
+* a graph file that narbench wrote (`narbench.data.store`; `FILE:NAME` picks one of several);
 * the name of a graph in the index (`timm/resnet50/classification`).
 
-A model runs on the example input `narbench._target_inputs.example_inputs` chooses (of the
+A model runs on the example input `narbench.search_engine._target_inputs.example_inputs` chooses (of the
 shape, or shapes, the caller gives), or on the example inputs the caller gives (`inputs`: a
 tensor, a tuple of positional inputs, a dict of keyword inputs or an `(args, kwargs)` pair; the
 CLI's `--inputs FILE.py:FUNC` is `load_inputs`). Every failure is a `TargetError` whose one-line
@@ -96,7 +96,7 @@ def _map_graph(query: Query, raw_ops: list[str], edges: np.ndarray, vocab: list[
     """Fill `query.graph` with the graph over `vocab`.
 
     Over the canonical vocabulary (`real` 2.0 and its index) a raw graph is canonicalised first
-    (`narbench.canonical`): raw names the op table does not know become `other` and are listed in
+    (`narbench.data.canonical`): raw names the op table does not know become `other` and are listed in
     `query.unknown_ops`. Over any other vocabulary, ops it lacks are spliced out (and listed).
     `coarse`: the graph's coarse label if known (else derived from its ops, `coarse_label`)."""
     from collections import Counter
@@ -144,7 +144,7 @@ def splice(edges: np.ndarray, keep: np.ndarray) -> np.ndarray:
 
 def load_inputs(spec: str) -> tuple[tuple, dict[str, Any]]:
     """The (args, kwargs) that `FILE.py:FUNC` or `MODULE:FUNC` returns when called with no argument
-    (what it may return: `narbench._target_inputs.normalise_inputs`)."""
+    (what it may return: `narbench.search_engine._target_inputs.normalise_inputs`)."""
     colon = _parse_colon(spec)
     if not colon:
         raise TargetError(f"--inputs takes FILE.py:FUNC or MODULE:FUNC (a function returning the example inputs), "
@@ -208,7 +208,7 @@ def _resolve(target: Any, index, kwargs: dict[str, Any], shapes, feed) -> Query:
         raw, info = _extract(label, None, instance=target, shape=shape, inputs=feed)
         return _from_raw(Query(label, "module", info=info), raw, index)
     if isinstance(target, ArchGraph):
-        raise TargetError("an ArchGraph's op ids need their vocabulary; save it with narbench.store.write_graphs "
+        raise TargetError("an ArchGraph's op ids need their vocabulary; save it with narbench.data.store.write_graphs "
                           "and search the file")
     if not isinstance(target, (str, Path)):
         raise TargetError(f"cannot search a {type(target).__name__}; give an nn.Module, a FILE.py:CLASS, "
@@ -303,7 +303,7 @@ def _graph_file(label: str, path: Path, name: str | None, index) -> Query:
     try:
         graphs, vocab, _, _ = read_graphs(path)
     except CorruptFileError as exc:
-        raise TargetError(f"{exc}; give a graph file written by narbench (narbench.store.write_graphs)") from exc
+        raise TargetError(f"{exc}; give a graph file written by narbench (narbench.data.store.write_graphs)") from exc
     if name is not None:
         graphs = [g for g in graphs if g.name == name]
         if not graphs:

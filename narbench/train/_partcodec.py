@@ -1,4 +1,4 @@
-"""The row format of the parts cache (`narbench.partcache`): one graph's `GraphParts` as bytes.
+"""The row format of the parts cache (`narbench.train.partcache`): one graph's `GraphParts` as bytes.
 
 `encode_parts` gives the zstd-compressed payload and the blake2b checksum of the uncompressed
 one; `decode_parts` reads them back and rejects a damaged row. `FORMAT` is part of the cache's

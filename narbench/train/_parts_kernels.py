@@ -1,4 +1,4 @@
-"""Compiled loops of `narbench.parts` (numba): adjacency, induced edges, neighbourhoods."""
+"""Compiled loops of `narbench.train.parts` (numba): adjacency, induced edges, neighbourhoods."""
 
 from __future__ import annotations
 

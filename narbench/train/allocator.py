@@ -12,7 +12,7 @@ bit-identical with and without.
 Nothing changes unless asked: importing narbench leaves the allocator alone. The `narbench`
 command turns it on around its subcommand (off with `--no-malloc-tuning` or
 `NARBENCH_MALLOC_TUNING=0`); a program that uses narbench as a library asks with
-`Trainer(malloc_tuning=True)` or `with narbench.allocator.tuned(): ...`.
+`Trainer(malloc_tuning=True)` or `with narbench.train.allocator.tuned(): ...`.
 
 Where there is no glibc `mallopt` (macOS, Windows, musl) `tuned()` does nothing and yields False.
 glibc has no getter for these parameters: "what they were" is the process's start-up values

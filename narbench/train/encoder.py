@@ -35,7 +35,7 @@ class Encoder(torch.nn.Module):
     accepts the `none` splitter); `default_splitter`; `trainable` (False for training-free
     encoders such as the floors: they see no labels, so their results hold under every
     protocol); `paper_labels` ((contrastive label, classifier label) under the `paper`
-    protocol, see `narbench.protocol`; the default is the paper's baselines' coarse labels).
+    protocol, see `narbench.train.protocol`; the default is the paper's baselines' coarse labels).
     """
 
     name: ClassVar[str] = ""

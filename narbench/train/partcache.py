@@ -5,7 +5,7 @@ partition as flat arrays plus every part's subgraph key, `narbench.train.parts`)
 cache are read back; the others are split (`jobs` processes, fork start method where there is
 one; `jobs=1` in this process) and written to the cache.
 
-**The cache** is one SQLite file, `<narbench cache>/parts/parts.sqlite` (`narbench.dataset.
+**The cache** is one SQLite file, `<narbench cache>/parts/parts.sqlite` (`narbench.core.cache.
 cache_dir()`), with one row per (splitter id, graph content hash). The splitter id is a sha256
 of the splitter's name, its parameters and its code version (`Splitter.code_version()`: the
 source of the splitter's class and base classes), plus the source of `narbench.train.parts` (and its

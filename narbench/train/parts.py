@@ -8,7 +8,7 @@ context graph of stage 1). Doing that one part at a time scans every edge once p
 (plus sorting each part's edges), M = the total part size (sum over parts) and E' = the edges
 counted once per part holding their consumer: linear in nodes + edges times the overlap.
 
-The loops are compiled (numba, `narbench._parts_kernels`).
+The loops are compiled (numba, `narbench.train._parts_kernels`).
 
 Conventions (the same as a per-part `induced(graph, nodes)`): a part's local node order is its
 sorted node ids; its edges are the graph edges with both ends in the part, in the graph's edge
@@ -100,7 +100,7 @@ _KERNELS = None
 
 
 def _kernels():
-    """`narbench._parts_kernels`, imported on first use (numba start-up is paid only then)."""
+    """`narbench.train._parts_kernels`, imported on first use (numba start-up is paid only then)."""
     global _KERNELS
     if _KERNELS is None:
         from narbench.core.jit import setup_numba_cache

@@ -2,7 +2,7 @@
 
 The same code runs on CUDA when there is one and on the CPU otherwise; `device="cpu"` or
 `"cuda"` forces a choice. `malloc_tuning=True` keeps freed batch memory in the process while
-training and embedding (`narbench.allocator`; the `narbench` command turns it on itself).
+training and embedding (`narbench.train.allocator`; the `narbench` command turns it on itself).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class Trainer:
     # -- plumbing ---------------------------------------------------------------------------
     @contextlib.contextmanager
     def progress(self) -> Iterator:
-        """Progress bars on a terminal; in a log, a line per 10% of each task (`narbench.progress`)."""
+        """Progress bars on a terminal; in a log, a line per 10% of each task (`narbench.train.progress`)."""
         with progress_bars(self.console, disable=not self.show_progress) as prog:
             yield prog
 

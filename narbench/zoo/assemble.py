@@ -149,7 +149,7 @@ def dedup_graphs(items: Iterable[tuple[str, Any, str, str, dict[str, Any]]],
 
 
 def taxonomy_labels(source: str, model: str, family: str, meta: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """(family, meta) of a spec by the taxonomy table (`narbench.taxonomy`): its family, coarse
+    """(family, meta) of a spec by the taxonomy table (`narbench.datasets.taxonomy`): its family, coarse
     label (`meta["coarse"]`) and model identity (`meta["identity"]`). A model the table does not
     list keeps its zoo family and no identity (the build's summary lists it: add it to the table)."""
     from narbench.datasets import taxonomy

@@ -2,7 +2,7 @@
 
 Each row's builder is imported and called with its keyword arguments on the meta device (the CPU
 when the meta device fails), run once on an input of the row's shape (`narbench.zoo.extract`),
-canonicalised (`narbench.canonical`), mapped onto the canonical vocabulary and labelled by the
+canonicalised (`narbench.data.canonical`), mapped onto the canonical vocabulary and labelled by the
 table: family from the table, coarse label by `coarse_label` of the canonical graph, source = the
 package, identity `crossimpl/<package>/<model>`. Needs the optional `crossimpl` extra:
 

@@ -1,8 +1,8 @@
 """`real` 2.0 from the raw graphs of the 1.0 extraction: canonical graphs, taxonomy labels, dedup.
 
 `real-1.0.narg` keeps every graph as torch recorded it (raw autograd names, normalised only by
-`narbench.zoo.extract`). Labels come from the taxonomy table (`narbench.taxonomy`: family per
-paper, coarse label, model identity). Canonicalisation (`narbench.canonical`) reads nothing but op names and
+`narbench.zoo.extract`). Labels come from the taxonomy table (`narbench.datasets.taxonomy`: family per
+paper, coarse label, model identity). Canonicalisation (`narbench.data.canonical`) reads nothing but op names and
 edges, so the canonical graph of a 1.0 graph is the canonical graph a fresh extraction of the same
 spec gives (`benchmarks/bench_reextract.py` checks that under other torch versions); deriving 2.0
 from 1.0 therefore equals `narbench build-real` with canonical assembly, without hours of
