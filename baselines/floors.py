@@ -26,10 +26,10 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from narbench.encoder import Encoder, Labels
-from narbench.graph import ArchGraph
+from narbench.train.encoder import Encoder, Labels
+from narbench.data.graph import ArchGraph
 from narbench.splitters.motif import _mix, encode_levels
-from narbench.trainer import Trainer
+from narbench.train.trainer import Trainer
 
 #: Graphs are embedded in chunks of about this many nodes (bounds the memory of one pass).
 CHUNK_NODES = 2_000_000

@@ -3,7 +3,7 @@
 Op ids go through an embedding layer (equivalent to one-hot features times a linear map),
 then `layers` message-passing layers with ReLU and dropout, then mean pooling. Trained with
 eq. 5 plus cross-entropy through a classifier head on the labels of the run's protocol
-(`narbench.protocol`: the family by default; the coarse label under `paper`, section 4.3),
+(`narbench.train.protocol`: the family by default; the coarse label under `paper`, section 4.3),
 with the Table 5 recipe in the `paper` profile. `gin` swaps the convolution for GIN's
 (Xu et al., 2019); `gps` is a GraphGPS graph transformer (Rampasek et al., 2022; `GPSStack`).
 """
@@ -16,9 +16,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from narbench.encoder import Encoder, Labels, graph_to_data, import_torch_geometric
-from narbench.graph import ArchGraph
-from narbench.trainer import Trainer
+from narbench.train.encoder import Encoder, Labels, graph_to_data, import_torch_geometric
+from narbench.data.graph import ArchGraph
+from narbench.train.trainer import Trainer
 
 
 class GNNStack(nn.Module):

@@ -24,9 +24,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from narbench.encoder import Encoder, Labels
-from narbench.graph import ArchGraph
-from narbench.trainer import Trainer
+from narbench.train.encoder import Encoder, Labels
+from narbench.data.graph import ArchGraph
+from narbench.train.trainer import Trainer
 
 _KERNELS = None
 
@@ -35,7 +35,7 @@ def _kernels():
     """The numba kernel module, imported on first use (numba start-up is paid only then)."""
     global _KERNELS
     if _KERNELS is None:
-        from narbench.jit import setup_numba_cache
+        from narbench.core.jit import setup_numba_cache
 
         setup_numba_cache()
         from narbench.baselines import _graphstats_kernels

@@ -9,19 +9,19 @@
    parameter `motif_examples=occurrences`, every occurrence with its own context; with
    `stage1=False` stage 1 is skipped: ablations, docs/encoders.md). Learning rate 1e-3 (the
    profiles' `motif_train`): Table 5's 1e-2 collapses F_s (`stage1_lr=0.01` restores it).
-   The result records stage-1 health (`narbench.health`: loss per epoch, effective rank and
+   The result records stage-1 health (`narbench.train.health`: loss per epoch, effective rank and
    dead dimensions of F_s's output on a fixed motif sample, before and after).
 3. Stage 2, graph level (eq. 5-6): F_s is frozen; every distinct motif is embedded once
    (an embedding cache) and the macro graph, whose nodes carry the motif embeddings H_sg*,
    is embedded by a GCN F_m. Loss: eq. 5 + cross-entropy through a classifier head, on the
-   labels the run's protocol gives (`narbench.protocol`; the family under both shipped
+   labels the run's protocol gives (`narbench.train.protocol`; the family under both shipped
    protocols, as section 3.5 says); `--objective` picks either term or both (Table 3).
 4. Inference (eq. 8): F(A) = F_m(Agg[F_s(Mss(A))]).
 
 Motifs are computed once: every graph is split at most once per run (training graphs are part
 of the corpus) and its parts and part keys are kept for the run and in the on-disk parts cache
-(`narbench.partcache`; graphs not in it are split in `Trainer.jobs` processes). Subgraphs and
-context graphs are extracted for all parts of a graph at once (`narbench.parts`), and only for
+(`narbench.train.partcache`; graphs not in it are split in `Trainer.jobs` processes). Subgraphs and
+context graphs are extracted for all parts of a graph at once (`narbench.train.parts`), and only for
 the first occurrence of each distinct motif.
 """
 
@@ -34,14 +34,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from narbench import health, losses
+from narbench.train import health, losses
 from narbench.baselines.gnn import GNNStack, gcn_conv
-from narbench.encoder import Encoder, Labels
-from narbench.graph import ArchGraph, import_torch_geometric
-from narbench.partcache import PartsCache, split_graphs
-from narbench.parts import GraphParts, adjacency, induced_subgraphs, neighbourhoods
-from narbench.splitter import Partition
-from narbench.trainer import Trainer
+from narbench.train.encoder import Encoder, Labels
+from narbench.data.graph import ArchGraph, import_torch_geometric
+from narbench.train.partcache import PartsCache, split_graphs
+from narbench.train.parts import GraphParts, adjacency, induced_subgraphs, neighbourhoods
+from narbench.train.splitter import Partition
+from narbench.train.trainer import Trainer
 
 
 class MacroModel(nn.Module):
@@ -72,7 +72,7 @@ class MotifPairModel(nn.Module):
 def induced(graph: ArchGraph, nodes: np.ndarray):
     """The subgraph of `graph` induced by sorted `nodes`, as a PyG Data with op-id features.
 
-    One part at a time (O(E) per call): the reference for `narbench.parts.induced_subgraphs`,
+    One part at a time (O(E) per call): the reference for `narbench.train.parts.induced_subgraphs`,
     which the encoder uses to extract every part of a graph at once.
     """
     import_torch_geometric()
@@ -87,7 +87,7 @@ def induced(graph: ArchGraph, nodes: np.ndarray):
 def neighbourhood(graph: ArchGraph, nodes: np.ndarray, hops: int) -> np.ndarray:
     """`nodes` plus every node within `hops` edges of them (either direction), sorted.
 
-    The reference for `narbench.parts.neighbourhoods` (all parts at once)."""
+    The reference for `narbench.train.parts.neighbourhoods` (all parts at once)."""
     src, dst = graph.edges
     current = np.asarray(nodes)
     for _ in range(hops):
@@ -99,7 +99,7 @@ def neighbourhood(graph: ArchGraph, nodes: np.ndarray, hops: int) -> np.ndarray:
 def data_key(data) -> bytes:
     """Exact signature of a subgraph Data: equal keys mean equal ops and local edges.
 
-    The same bytes as `narbench.parts.subgraph_keys` gives for the same subgraph."""
+    The same bytes as `narbench.train.parts.subgraph_keys` gives for the same subgraph."""
     h = hashlib.blake2b(digest_size=16)
     h.update(data.x.numpy().astype("<i8").tobytes())
     h.update(data.edge_index.numpy().astype("<i8").tobytes())
@@ -184,7 +184,7 @@ class MotifEncoder(Encoder):
         """Per graph: its parts and their motif keys; every motif's subgraph in `_motif_data`.
 
         Graphs are split once per run (kept in memory) and read from / written to the parts
-        cache (`narbench.partcache`); graphs not there are split in `trainer.jobs` processes.
+        cache (`narbench.train.partcache`); graphs not there are split in `trainer.jobs` processes.
         """
         hashes = [self._content_hash(g) for g in graphs]
         todo = [i for i, h in enumerate(hashes) if h not in self._parts]
@@ -282,7 +282,7 @@ class MotifEncoder(Encoder):
         return keys
 
     def motif_health(self, trainer: Trainer, keys: list[bytes]) -> dict:
-        """`narbench.health` of F_s's raw output (eval mode) on the motifs `keys`."""
+        """`narbench.train.health` of F_s's raw output (eval mode) on the motifs `keys`."""
         emb = trainer.embed(self.pair.f_s, [self._motif_data[k] for k in keys], self.profile.motif_train.batch_size,
                             desc=f"health of {len(keys)} motifs")
         return health.health(emb)

@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from narbench.encoder import Encoder, Labels
-from narbench.graph import ArchGraph
-from narbench.trainer import Trainer
+from narbench.train.encoder import Encoder, Labels
+from narbench.data.graph import ArchGraph
+from narbench.train.trainer import Trainer
 
 
 class RandomEncoder(Encoder):

@@ -55,12 +55,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from narbench import registry
-from narbench.dataset import load_dataset
-from narbench.encoder import Labels
-from narbench.profiles import get_profile
-from narbench.retrieval import top_k_cosine
-from narbench.trainer import Trainer, seed_everything
+from narbench.core import registry
+from narbench.data.dataset import load_dataset
+from narbench.train.encoder import Labels
+from narbench.train.profiles import get_profile
+from narbench.eval.retrieval import top_k_cosine
+from narbench.train.trainer import Trainer, seed_everything
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES: dict[str, object] = {}
@@ -203,7 +203,7 @@ def bench_motif_real_cache(args) -> None:
     """All the motif work of a run that trains on every `real` graph (parts of every graph,
     every distinct motif's subgraph and its context graph): first with an empty parts cache
     (splitting in `jobs` processes, all cores), then again with a fresh encoder (the cache warm)."""
-    from narbench.partcache import PartsCache
+    from narbench.train.partcache import PartsCache
 
     ds, graphs = _real_graphs(args)
     with tempfile.TemporaryDirectory() as tmp:
@@ -246,7 +246,7 @@ def _nas_rankings():
 
 @figure("score-nas")
 def bench_score(args) -> None:
-    from narbench.metrics import score_rankings
+    from narbench.eval.metrics import score_rankings
 
     q, c, ranked = _nas_rankings()
     score_rankings(q[:20], c, ranked[:20])  # numba compilation / cache load, untimed
@@ -258,7 +258,7 @@ _FIRST_SCORE = """
 import time
 t = time.perf_counter()
 import numpy as np
-import narbench.metrics as m
+import narbench.eval.metrics as m
 import ranx.metrics
 t_import = time.perf_counter() - t
 t = time.perf_counter()
@@ -283,9 +283,9 @@ def bench_score_numba(args) -> None:
 _FIRST_SPLIT = """
 import time
 t = time.perf_counter()
-import narbench.parts
+import narbench.train.parts
 from narbench.datasets.nas import generate
-from narbench.partcache import compute_parts
+from narbench.train.partcache import compute_parts
 from narbench.splitters.motif import MotifSplitter
 graph = generate(seed=0, n_classes=1, per_class=1)[0][0]
 t_import = time.perf_counter() - t
@@ -415,7 +415,7 @@ class _PeerGCN(torch.nn.Module):
 
 
 def _peer_step(model, batch, cfg):
-    from narbench.losses import supervised_contrastive
+    from narbench.train.losses import supervised_contrastive
 
     emb = model(batch)
     return supervised_contrastive(emb, batch.y_cl, cfg.temperature) + \
@@ -478,8 +478,8 @@ def _matmul_gflops(rows: int, hidden: int) -> float:
 
 @figure("train-real")
 def bench_train_real(args) -> None:
-    from narbench.dataset import stratified_subset
-    from narbench.encoder import graph_to_data
+    from narbench.data.dataset import stratified_subset
+    from narbench.train.encoder import graph_to_data
 
     ds = load_dataset("real")
     fam = ds.family_ids()

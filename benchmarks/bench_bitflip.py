@@ -18,7 +18,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from narbench.store import CorruptFileError, encode_graphs, read_graphs, write_graphs  # noqa: E402
+from narbench.data.store import CorruptFileError, encode_graphs, read_graphs, write_graphs  # noqa: E402
 from tests.conftest import toy_graphs  # noqa: E402
 
 

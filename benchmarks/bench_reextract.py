@@ -37,8 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     import torch
 
-    from narbench.canonical import canonical_vocabulary
-    from narbench.store import read_graphs
+    from narbench.data.canonical import canonical_vocabulary
+    from narbench.data.store import read_graphs
     from narbench.zoo.sources import Spec, extract_spec
 
     data = ROOT / "narbench" / "data"

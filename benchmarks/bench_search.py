@@ -47,8 +47,8 @@ def bench_api(repeat: int) -> None:
     import torch
 
     import narbench
-    from narbench.index import load_index
-    from narbench.store import write_graphs
+    from narbench.search_engine.index import load_index
+    from narbench.data.store import write_graphs
 
     sys.path.insert(0, str(ROOT / "examples"))
     from out_of_zoo import ResidualCNN, TransformerEncoder
@@ -60,7 +60,7 @@ def bench_api(repeat: int) -> None:
         p50, p90 = statistics.median(times), times[int(0.9 * (len(times) - 1))]
         print(f"api-model model={name} ops={result.num_nodes} device={result.info['device']} "
               f"p50_ms={p50 * 1e3:.1f} p90_ms={p90 * 1e3:.1f} target_ms=50 threads={torch.get_num_threads()}")
-    from narbench.target import resolve_target
+    from narbench.search_engine.target import resolve_target
 
     graph = resolve_target(TransformerEncoder(layers=64), index).graph
     with tempfile.TemporaryDirectory() as tmp:
@@ -103,7 +103,7 @@ def synthetic(n: int, d: int, clusters: int, seed: int = 0) -> np.ndarray:
 
 
 def bench_faiss(n: int, d: int, queries: int, nprobe: list[int]) -> None:
-    from narbench.backends import ExactBackend, FaissBackend, ivf_lists
+    from narbench.search_engine.backends import ExactBackend, FaissBackend, ivf_lists
 
     t = time.perf_counter()
     corpus = synthetic(n + queries, d, clusters=max(10, n // 1000))

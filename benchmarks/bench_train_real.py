@@ -12,11 +12,11 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from narbench import registry
-from narbench.dataset import load_dataset, stratified_subset
-from narbench.profiles import get_profile
-from narbench.runner import select
-from narbench.trainer import Trainer
+from narbench.core import registry
+from narbench.data.dataset import load_dataset, stratified_subset
+from narbench.train.profiles import get_profile
+from narbench.harness.runner import select
+from narbench.train.trainer import Trainer
 
 torch.set_num_threads(1)
 n_sample = int(sys.argv[1]) if len(sys.argv) > 1 else 300

@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from narbench.dataset import load_dataset
+from narbench.data.dataset import load_dataset
 from narbench.datasets.nas import N_ADD, N_OPS, genotype_from_meta
 
 

@@ -3,7 +3,7 @@
 The authors' evaluator (docs/protocol.md, "The paper's convention") divides DCG@k by the ideal DCG
 of *all* |R| relevant items, not cut at k, so a query with |R| > k cannot reach 1. The ceiling
 depends only on |R| (the corpus items of the query's family): the mean over queries of
-IDCG(min(k, |R|)) / IDCG(|R|) (`narbench.metrics.uncut_ideal_ratio`). Prints one line per dataset
+IDCG(min(k, |R|)) / IDCG(|R|) (`narbench.eval.metrics.uncut_ideal_ratio`). Prints one line per dataset
 and split, and the ceiling for a class of 3,000 (the paper's NAS data: 30,000 networks, 10 classes).
 
     python benchmarks/paper_ndcg_ceiling.py
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from narbench.dataset import load_dataset
-from narbench.metrics import KS, uncut_ideal_ratio
+from narbench.data.dataset import load_dataset
+from narbench.eval.metrics import KS, uncut_ideal_ratio
 
 
 def main() -> None:

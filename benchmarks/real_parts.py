@@ -34,9 +34,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from narbench.dataset import load_dataset, stratified_subset  # noqa: E402
-from narbench.partcache import PartsCache, split_graphs  # noqa: E402
-from narbench.registry import load  # noqa: E402
+from narbench.data.dataset import load_dataset, stratified_subset  # noqa: E402
+from narbench.train.partcache import PartsCache, split_graphs  # noqa: E402
+from narbench.core.registry import load  # noqa: E402
 
 
 def summarise(values, qs=(50, 90, 99)) -> dict:

@@ -5,7 +5,7 @@ stratified sixth of the training graphs (by family, the run's seed) are the prob
 the other five sixths its corpus, and stage 1 trains on the corpus part only. The probe reads
 a graph as the mean of the unit-normalised F_s embeddings of its parts (no training on top),
 and P@10 is the share of a probe query's 10 nearest corpus graphs (cosine) of its family.
-Health (`narbench.health`) is F_s's raw output on the encoder's fixed motif sample.
+Health (`narbench.train.health`) is F_s's raw output on the encoder's fixed motif sample.
 
     python benchmarks/stage1_probe.py --dataset nas --profile quick --seed 0 \\
         --encoder-param stage1_lr=0.01 --encoder-param last_activation=true
@@ -27,13 +27,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from narbench import losses  # noqa: E402
+from narbench.train import losses  # noqa: E402
 from narbench.cli import _parse_param  # noqa: E402
-from narbench.dataset import load_dataset, stratified_subset  # noqa: E402
-from narbench.profiles import get_profile  # noqa: E402
-from narbench.registry import load  # noqa: E402
-from narbench.runner import select  # noqa: E402
-from narbench.trainer import Trainer, seed_everything  # noqa: E402
+from narbench.data.dataset import load_dataset, stratified_subset  # noqa: E402
+from narbench.train.profiles import get_profile  # noqa: E402
+from narbench.core.registry import load  # noqa: E402
+from narbench.harness.runner import select  # noqa: E402
+from narbench.train.trainer import Trainer, seed_everything  # noqa: E402
 
 
 def graph_vectors(enc, trainer, motifs) -> torch.Tensor:

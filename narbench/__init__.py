@@ -9,13 +9,18 @@ The names below are imported on first use (PEP 562), so that `import narbench.cl
 """
 
 __version__ = "0.1.0"
+
+from narbench import _moved  # noqa: E402 - the old module paths, for one release
+
+_moved.install()
+
 __all__ = ["ArchGraph", "GraphDataset", "GraphError", "RunConfig", "load_dataset", "run", "search"]
 
 _LAZY = {
-    "ArchGraph": "narbench.graph", "GraphError": "narbench.graph",
-    "GraphDataset": "narbench.dataset", "load_dataset": "narbench.dataset",
-    "RunConfig": "narbench.runner", "run": "narbench.runner",
-    "search": "narbench.engine",
+    "ArchGraph": "narbench.data.graph", "GraphError": "narbench.data.graph",
+    "GraphDataset": "narbench.data.dataset", "load_dataset": "narbench.data.dataset",
+    "RunConfig": "narbench.harness.runner", "run": "narbench.harness.runner",
+    "search": "narbench.search_engine.engine",
 }
 
 

@@ -3,7 +3,7 @@
 `build_parser` defines every subcommand and wires its handler with `set_defaults(func=...)`.
 A handler takes the parsed arguments and returns the exit status: 0 done, 1 the gate failed,
 2 bad input (said in one line on stderr, before any training), 130 interrupted. Handlers are
-thin: the work is the Python API's (`narbench.run`, `narbench.leaderboard`, `narbench.gate`).
+thin: the work is the Python API's (`narbench.run`, `narbench.leaderboard`, `narbench.harness.gate`).
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from narbench import __version__, allocator
-from narbench.profiles import OBJECTIVES, PROFILES
-from narbench.protocol import DEFAULT_PROTOCOL, PROTOCOLS
+from narbench import __version__
+from narbench.train import allocator
+from narbench.train.profiles import OBJECTIVES, PROFILES
+from narbench.train.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 
 # Heavy modules (torch, PyG, numpy, the leaderboard) are imported inside the handlers: `--version`,
 # `--help` and argument errors answer without them (tests/test_cli_first_hour.py checks torch).
@@ -37,7 +38,7 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        from narbench.registry import static_versions
+        from narbench.core.registry import static_versions
 
         print(versions_line(static_versions))
         parser.exit(0)
@@ -117,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version, help="show the versions of narbench, torch, PyG and the datasets")
     parser.add_argument("--no-malloc-tuning", dest="malloc_tuning", action="store_false",
                         help="leave glibc's malloc settings alone (by default the command keeps freed batch memory "
-                             "for reuse, see narbench.allocator; also NARBENCH_MALLOC_TUNING=0)")
+                             "for reuse, see narbench.train.allocator; also NARBENCH_MALLOC_TUNING=0)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     defaults = _ShowDefaults
 
@@ -193,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     lb.add_argument("--test", default="student", choices=("student", "fisher"), help="paired significance test")
     lb.set_defaults(func=cmd_leaderboard)
 
-    from narbench import gate
+    from narbench.harness import gate
     from narbench.cli_sweep import add_runs_parser, add_sweep_parser
     add_sweep_parser(sub, defaults)
     add_runs_parser(sub)
@@ -233,7 +234,7 @@ def _error(message: str) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """`narbench run`: one benchmark run; prints its metrics even when its files cannot be written."""
-    from narbench.runner import ResultWriteError, RunConfig, render, run
+    from narbench.harness.runner import ResultWriteError, RunConfig, render, run
 
     cfg = RunConfig(
         encoder=args.encoder, splitter=args.splitter, dataset=args.dataset, split=args.split,
@@ -290,9 +291,9 @@ def cmd_datasheet(args: argparse.Namespace) -> int:
 
     from rich.markdown import Markdown
 
-    from narbench.dataset import load_dataset
-    from narbench.datasheet import datasheet
-    from narbench.store import atomic_write_bytes
+    from narbench.data.dataset import load_dataset
+    from narbench.datasets.datasheet import datasheet
+    from narbench.data.store import atomic_write_bytes
 
     sheet = datasheet(load_dataset(args.dataset))
     text = sheet.to_markdown()
@@ -312,7 +313,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
     from narbench.leaderboard import PAPER_PROFILES, write_leaderboard
     from narbench.leaderboard.headline import START
-    from narbench.preflight import check_output
+    from narbench.harness.preflight import check_output
 
     check_output(args.out, what="leaderboard folder")  # a file in the way, read-only: one line, nothing read
     err, t0 = _console(stderr=True), time.perf_counter()
@@ -336,7 +337,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     """`narbench check`: the regression gate; 0 passed (or updated), 1 failed."""
     import time
 
-    from narbench import gate
+    from narbench.harness import gate
 
     t = time.perf_counter()
     report = gate.check(args.reference, tolerance=args.tolerance, encoders=args.encoders, datasets=args.datasets,
@@ -349,7 +350,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_datasets(args: argparse.Namespace) -> int:
     """`narbench datasets`: every registered dataset with its version, size, families and splits."""
-    from narbench.datasheet import datasets_table
+    from narbench.datasets.datasheet import datasets_table
 
     table = datasets_table()
     _console().print(table)
@@ -358,7 +359,7 @@ def cmd_datasets(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """`narbench encoders` / `narbench splitters`: the registered names, who provides them, what they are."""
-    from narbench import registry
+    from narbench.core import registry
 
     table = registry.table(args.kind)
     _console().print(table)
@@ -416,10 +417,10 @@ def cmd_search(args) -> int:
     import json
     import warnings
 
-    from narbench.backends import BackendError
-    from narbench.engine import render, search
-    from narbench.index import IndexFileError
-    from narbench.target import TargetError, load_inputs
+    from narbench.search_engine.backends import BackendError
+    from narbench.search_engine.engine import render, search
+    from narbench.search_engine.index import IndexFileError
+    from narbench.search_engine.target import TargetError, load_inputs
 
     try:
         with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):  # user code's prints
@@ -462,11 +463,11 @@ def add_index_parser(sub) -> None:
 def cmd_index_build(args) -> int:
     from pathlib import Path
 
-    from narbench.dataset import CorruptFileError
-    from narbench.index import SHIPPED, IndexConfig, build_index, cache_path, shipped_path, write_index
-    from narbench.runner import ConfigError
+    from narbench.data.dataset import CorruptFileError
+    from narbench.search_engine.index import SHIPPED, IndexConfig, build_index, cache_path, shipped_path, write_index
+    from narbench.harness.runner import ConfigError
 
-    from narbench import registry
+    from narbench.core import registry
 
     console = _console(stderr=True)
     encoder = args.encoder or SHIPPED.encoder
@@ -483,12 +484,12 @@ def cmd_index_build(args) -> int:
     print(f"index written to {path} ({path.stat().st_size / 1e6:.1f} MB): {index.describe()}")
     print(f"sha256 {digest}")
     if path.resolve().parent == shipped_path().resolve().parent:
-        print(f'to ship it, set in narbench/index.py: SHIPPED = ShippedIndex("{encoder}", "{digest}")')
+        print(f'to ship it, set in narbench/search_engine/index.py: SHIPPED = ShippedIndex("{encoder}", "{digest}")')
     return 0
 
 
 def cmd_index_info(args) -> int:
-    from narbench.index import IndexFileError, load_index
+    from narbench.search_engine.index import IndexFileError, load_index
 
     try:
         index = load_index(args.encoder, args.index)
@@ -509,16 +510,16 @@ def cmd_index_info(args) -> int:
 
 def _input_errors() -> tuple[type[BaseException], ...]:
     """The errors that mean bad input (exit 2, one line), as opposed to a bug (a traceback)."""
-    from narbench import registry
-    from narbench.checkpoint import CheckpointError
-    from narbench.gate import GateError
+    from narbench.core import registry
+    from narbench.train.checkpoint import CheckpointError
+    from narbench.harness.gate import GateError
     from narbench.leaderboard import NothingToShowError, RejectedResultsError
     from narbench.leaderboard.headline import HeadlineError
-    from narbench.preflight import PreflightError
-    from narbench.runner import ConfigError
-    from narbench.store import CorruptFileError
-    from narbench.sweep import GridError
-    from narbench.validation import InvalidResultError
+    from narbench.harness.preflight import PreflightError
+    from narbench.harness.runner import ConfigError
+    from narbench.data.store import CorruptFileError
+    from narbench.harness.sweep import GridError
+    from narbench.eval.validation import InvalidResultError
 
     return (registry.UnknownNameError, registry.RegistryError, ConfigError, PreflightError, CheckpointError,
             CorruptFileError, FileNotFoundError, GateError, RejectedResultsError, InvalidResultError, HeadlineError,

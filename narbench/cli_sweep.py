@@ -1,7 +1,7 @@
 """`narbench sweep` and `narbench runs`: their parsers and handlers (registered by `narbench.cli`).
 
-Thin like the rest of the CLI: the work is `narbench.sweep`, `narbench.launchers` and
-`narbench.runs`. Imports of those happen in the handlers, so building the parser stays cheap.
+Thin like the rest of the CLI: the work is `narbench.harness.sweep`, `narbench.harness.launchers` and
+`narbench.harness.runs`. Imports of those happen in the handlers, so building the parser stays cheap.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 
 from rich.console import Console
 
-from narbench.profiles import PROFILES
+from narbench.train.profiles import PROFILES
 
 DEFAULT_GRID = "leaderboard/grid.toml"
 
@@ -70,8 +70,8 @@ def add_sweep_parser(sub, formatter=argparse.HelpFormatter) -> None:
 def _launcher(args: argparse.Namespace, out: str):
     from pathlib import Path
 
-    from narbench import launchers
-    from narbench.sweep import WORK_DIR
+    from narbench.harness import launchers
+    from narbench.harness.sweep import WORK_DIR
 
     if args.launcher == "local":
         threads = args.threads or (1 if args.jobs > 1 else None)
@@ -89,7 +89,7 @@ def _launcher(args: argparse.Namespace, out: str):
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     """`narbench sweep`: 0 when every run is done, 1 when some failed; the summary on stdout."""
-    from narbench.sweep import GridError, expand, load_grid, parse_grid, render_plan, render_report, run_sweep
+    from narbench.harness.sweep import GridError, expand, load_grid, parse_grid, render_plan, render_report, run_sweep
 
     err = Console(stderr=True)
     if args.grid:
@@ -131,7 +131,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     """`narbench runs`: a table (or JSON) of the result files under DIR; unreadable files are named on stderr."""
     import json
 
-    from narbench.runs import list_runs, runs_table
+    from narbench.harness.runs import list_runs, runs_table
 
     rows, problems = list_runs(args.dirs)
     err = Console(stderr=True)

@@ -43,7 +43,7 @@ def scope() -> Iterator[Path]:
     """For the length of one command: the writes of PyG, ir_datasets and matplotlib pointed away
     from $HOME and the shared temp dir, SIGTERM handled; everything restored (and the temporary
     folder removed) when it ends. Yields the command's temporary folder."""
-    from narbench.dataset import cache_dir
+    from narbench.core.cache import cache_dir
 
     pid = os.getpid()
     tmp = Path(tempfile.mkdtemp(prefix="narbench-"))

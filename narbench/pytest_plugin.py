@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from narbench import gate
+from narbench.harness import gate
 
 __all__ = ["assert_no_regression"]
 
@@ -121,7 +121,7 @@ def narbench_run(_narbench_cache) -> Callable[..., Any]:
              splitter: str | None = None, device: str = "cpu"):
         key = (encoder, dataset, profile, seed, splitter, device)
         if key not in _narbench_cache:
-            from narbench.runner import RunConfig, run
+            from narbench.harness.runner import RunConfig, run
 
             with gate.deterministic():
                 ev = run(RunConfig(encoder=encoder, splitter=splitter, dataset=dataset, profile=profile, seed=seed,

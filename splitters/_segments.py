@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from narbench.graph import ArchGraph, GraphError
-from narbench.splitter import Partition, Splitter
+from narbench.data.graph import ArchGraph, GraphError
+from narbench.train.splitter import Partition, Splitter
 
 
 def checked_order(graph: ArchGraph) -> np.ndarray:

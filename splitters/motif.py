@@ -71,10 +71,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from narbench.graph import ArchGraph
-from narbench.splitter import SplitterConfig
+from narbench.data.graph import ArchGraph
+from narbench.train.splitter import SplitterConfig
 
-from narbench.jit import setup_numba_cache
+from narbench.core.jit import setup_numba_cache
 
 setup_numba_cache()
 from . import _motif_phases, _motif_segments, _motif_windows  # noqa: E402

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from narbench.graph import ArchGraph
-from narbench.splitter import Partition, Splitter
+from narbench.data.graph import ArchGraph
+from narbench.train.splitter import Partition, Splitter
 
 
 class NoSplitter(Splitter):

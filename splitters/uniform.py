@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from narbench.graph import ArchGraph
-from narbench.splitter import SplitterConfig
+from narbench.data.graph import ArchGraph
+from narbench.train.splitter import SplitterConfig
 
 from ._segments import SegmentSplitter
 

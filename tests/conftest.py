@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from narbench.dataset import GraphDataset, stratified_split
-from narbench.graph import ArchGraph
+from narbench.data.dataset import GraphDataset, stratified_split
+from narbench.data.graph import ArchGraph
 
 
 def chain_graph(name: str, family: str, coarse: str, block: list[int], repeats: int, *, skip: bool) -> ArchGraph:
@@ -70,7 +70,7 @@ def hand_made_datasets(monkeypatch):
     (`narbench.validation`); hand-made files say `nas` / `real` 1.0 with sha256 HAND_MADE_SHA256.
     Declared here, as any tool declares a toy dataset (`datasets=`), beside the registered ones.
     """
-    from narbench import validation
+    from narbench.eval import validation
 
     registered = validation.known_datasets
     hand_made = [validation.KnownDataset(name, "1.0", HAND_MADE_SHA256, ("standard", "unseen")) for name in ("nas", "real")]
@@ -93,7 +93,7 @@ def plugin(monkeypatch, tmp_path):
 @pytest.fixture
 def no_training(monkeypatch):
     """Fail the test if a run gets as far as loading data or building its trainer."""
-    import narbench.runner as runner
+    import narbench.harness.runner as runner
 
     def forbidden(*a, **k):
         raise AssertionError("the run went past its pre-flight checks")

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from narbench.metrics import KS, METRICS, PAPER_NDCG
-from narbench.result import RunResult
+from narbench.eval.metrics import KS, METRICS, PAPER_NDCG
+from narbench.eval.result import RunResult
 from tests.conftest import HAND_MADE_SHA256
 
 ALL_METRICS = (*METRICS, *(f"map_capped@{k}" for k in KS))

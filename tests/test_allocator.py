@@ -7,8 +7,9 @@ import ctypes
 import pytest
 import torch
 
-from narbench import allocator, cli
-from narbench.allocator import M_MMAP_MAX, M_TRIM_THRESHOLD, TUNED
+from narbench.train import allocator
+from narbench import cli
+from narbench.train.allocator import M_MMAP_MAX, M_TRIM_THRESHOLD, TUNED
 
 
 class FakeLibc:
@@ -96,7 +97,7 @@ def test_a_refused_setting_is_undone_and_reported(fake_libc):
 
 
 def test_off_unless_asked_for_a_library_user(fake_libc):
-    from narbench.trainer import Trainer
+    from narbench.train.trainer import Trainer
 
     model = torch.nn.Linear(3, 2)
     data = [torch.randn(3) for _ in range(4)]
@@ -106,7 +107,7 @@ def test_off_unless_asked_for_a_library_user(fake_libc):
         seen.append(allocator.active())
         return m(batch).sum()
 
-    from narbench.profiles import TrainConfig
+    from narbench.train.profiles import TrainConfig
 
     Trainer("cpu", progress=False).fit(model, data, TrainConfig(epochs=1, batch_size=2), step)
     assert fake_libc.calls == [] and seen == [False, False]

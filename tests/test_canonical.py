@@ -7,8 +7,8 @@ import csv
 import numpy as np
 import pytest
 
-from narbench import ops as opsmod
-from narbench.canonical import FOLDED_OPS, canonical_vocabulary, canonicalize
+from narbench.data import ops as opsmod
+from narbench.data.canonical import FOLDED_OPS, canonical_vocabulary, canonicalize
 
 
 def raw(nodes: list[str], edges: list[tuple[int, int]]):

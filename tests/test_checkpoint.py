@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from narbench.checkpoint import CheckpointError
-from narbench.dataset import GraphDataset, stratified_split
-from narbench.runner import RunConfig, run
+from narbench.train.checkpoint import CheckpointError
+from narbench.data.dataset import GraphDataset, stratified_split
+from narbench.harness.runner import RunConfig, run
 from tests.conftest import toy_graphs
 
 
@@ -20,7 +20,7 @@ def test_weights_saved_and_reloaded_exactly(toy_dataset, tmp_path, monkeypatch):
     weights = tmp_path / "a" / f"{first.result.run_id}.pt"
     assert weights.is_file()
     # Starting from the trained weights with zero epochs of further training reproduces the embeddings.
-    from narbench import profiles
+    from narbench.train import profiles
 
     monkeypatch.setitem(profiles.PROFILES, "smoke-zero", profiles.get_profile("smoke", epochs=0))
     again = _run(toy_dataset, tmp_path / "b", encoder="gcn", profile="smoke-zero", init_from=str(first.path))
@@ -67,7 +67,7 @@ def test_bad_init_sources_are_clear_errors(toy_dataset, tmp_path):
     (b'{"a": 1}', "a JSON file"),
 ])
 def test_a_file_that_is_not_a_checkpoint_is_described(tmp_path, content, what):
-    from narbench.checkpoint import check
+    from narbench.train.checkpoint import check
 
     path = tmp_path / "weights.pt"
     path.write_bytes(content)

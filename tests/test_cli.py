@@ -57,7 +57,7 @@ def test_out_that_cannot_be_written(capsys, tmp_path, monkeypatch, no_training):
     out = tmp_path / "ro"
     out.mkdir()
     if os.geteuid() == 0:  # root writes anywhere: stand in for a read-only file system
-        import narbench.preflight as preflight
+        import narbench.harness.preflight as preflight
 
         def read_only(*a, **k):
             raise OSError(errno.EROFS, "Read-only file system")
@@ -93,7 +93,7 @@ def test_missing_real_artifact_fails_before_training(capsys, tmp_path, monkeypat
 
 
 def test_a_failed_write_still_prints_the_metrics_and_leaves_nothing(plugin, capsys, tmp_path, monkeypatch):
-    from narbench.result import RunResult
+    from narbench.eval.result import RunResult
 
     def disk_full(self, out_dir, per_query=None):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -108,8 +108,8 @@ def test_a_failed_write_still_prints_the_metrics_and_leaves_nothing(plugin, caps
 
 
 def test_ctrl_c_is_one_line_exit_130_and_nothing_written(plugin, capsys, tmp_path, monkeypatch):
-    import narbench.runner as runner
-    from narbench.result import RunResult
+    import narbench.harness.runner as runner
+    from narbench.eval.result import RunResult
 
     def interrupt(*a, **k):
         raise KeyboardInterrupt

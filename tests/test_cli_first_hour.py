@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from narbench import cli, preflight, process
+from narbench import cli, process
+from narbench.harness import preflight
 from narbench.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,7 +65,7 @@ def test_input_shape_still_takes_both_spellings():
 
 
 def test_seed_range_is_the_runners(no_training, cache):
-    from narbench.runner import MAX_SEED, ConfigError, RunConfig, run
+    from narbench.harness.runner import MAX_SEED, ConfigError, RunConfig, run
 
     assert cli.MAX_SEED == MAX_SEED
     for bad in ({"seed": -1}, {"seed": MAX_SEED + 1}, {"jobs": 0}):
@@ -118,7 +119,7 @@ def test_read_only_cache(capsys, tmp_path, cache, no_training, monkeypatch):
 
 
 def test_read_only_parts_cache_is_reported_and_skipped(tmp_path, toy_dataset):
-    from narbench.partcache import PartsCache, split_graphs
+    from narbench.train.partcache import PartsCache, split_graphs
     from narbench.splitters.uniform import NodeNumberSplitter
 
     (tmp_path / "ro").write_text("a file where the cache folder should be")
@@ -248,7 +249,7 @@ def test_leaderboard_with_nothing_to_show_says_why(tmp_path, capsys, cache, monk
 def test_log_progress_prints_a_line_per_step():
     from rich.console import Console
 
-    from narbench.progress import LogProgress, progress_bars
+    from narbench.train.progress import LogProgress, progress_bars
 
     buf = io.StringIO()
     console = Console(file=buf, width=200)
@@ -267,10 +268,10 @@ def test_log_progress_prints_a_line_per_step():
 def test_first_compile_is_announced_when_a_kernel_cache_is_missing(monkeypatch, tmp_path):
     from rich.console import Console
 
-    from narbench import jit
+    from narbench.core import jit
 
     buf = io.StringIO()
-    kernels = (("narbench", "", ("_parts_kernels",)),)
+    kernels = (("narbench.train", "", ("_parts_kernels",)),)
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(Path, "glob", lambda self, pattern: iter(()))  # nothing beside the sources
     assert jit.announce_first_compile(Console(file=buf), kernels)

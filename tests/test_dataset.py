@@ -1,6 +1,6 @@
 import numpy as np
 
-from narbench.dataset import stratified_split, stratified_subset
+from narbench.data.dataset import stratified_split, stratified_subset
 
 
 def labels():
@@ -42,8 +42,8 @@ def test_stratified_subset_keeps_proportions_and_is_seeded():
 def test_provider_rejects_a_malformed_record_before_caching(tmp_path):
     import pytest
 
-    from narbench.dataset import DatasetProvider
-    from narbench.graph import ArchGraph, GraphError
+    from narbench.data.dataset import DatasetProvider
+    from narbench.data.graph import ArchGraph, GraphError
     from tests.conftest import toy_graphs
 
     class Broken(DatasetProvider):
@@ -71,7 +71,7 @@ def _grouped():
 
 
 def test_group_split_keeps_every_group_on_one_side():
-    from narbench.dataset import group_split
+    from narbench.data.dataset import group_split
 
     labels, groups = _grouped()
     split = group_split(labels, groups, test_size=0.1, seed=0)
@@ -93,7 +93,7 @@ def test_group_split_keeps_every_group_on_one_side():
 
 
 def test_group_split_is_independent_of_row_order():
-    from narbench.dataset import group_split
+    from narbench.data.dataset import group_split
 
     labels, groups = _grouped()
     perm = np.random.default_rng(0).permutation(len(labels))
@@ -105,7 +105,7 @@ def test_group_split_is_independent_of_row_order():
 def test_unknown_split_names_the_known_ones(toy_dataset):
     import pytest
 
-    from narbench.dataset import UnknownSplitError
+    from narbench.data.dataset import UnknownSplitError
 
     assert list(toy_dataset.splits) == ["standard"] and toy_dataset.get_split() is toy_dataset.split
     with pytest.raises(UnknownSplitError, match="no split 'unseen'; its splits: standard"):
@@ -116,7 +116,7 @@ def test_provider_declares_every_split_it_returns():
     """Result files are checked against `split_names` without loading data, so it must list every split."""
     import pytest
 
-    from narbench.dataset import DatasetProvider
+    from narbench.data.dataset import DatasetProvider
     from narbench.datasets.real import RealDataset
     from tests.conftest import toy_graphs
 

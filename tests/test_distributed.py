@@ -11,7 +11,7 @@ import sys
 import pytest
 import torch
 
-from narbench import distributed
+from narbench.train import distributed
 
 
 def _free_port() -> int:

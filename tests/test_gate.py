@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from narbench import gate
+from narbench.harness import gate
 from narbench.pytest_plugin import assert_no_regression
 
 pytest_plugins = ["pytester"]

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from narbench.graph import ArchGraph, GraphError
+from narbench.data.graph import ArchGraph, GraphError
 
 
 def g(ops, edges, name="g"):

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from narbench.health import dead_dims, effective_rank, health
+from narbench.train.health import dead_dims, effective_rank, health
 
 
 def test_collapsed_embedding_has_rank_one_and_dead_dims():

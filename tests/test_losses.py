@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from narbench.losses import info_nce, supervised_contrastive
+from narbench.train.losses import info_nce, supervised_contrastive
 
 
 def test_supervised_contrastive_hand_checked():

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from narbench.metrics import METRICS, score_rankings
+from narbench.eval.metrics import METRICS, score_rankings
 
 
 def test_nine_metric_names():

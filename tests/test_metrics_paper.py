@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from narbench.metrics import PAPER_CONVENTION, ideal_dcg, score_rankings, uncut_ideal_ratio
+from narbench.eval.metrics import PAPER_CONVENTION, ideal_dcg, score_rankings, uncut_ideal_ratio
 
 
 def _idcg(n: int) -> float:

@@ -8,15 +8,15 @@ import pytest
 import torch
 
 from narbench.baselines.ours import MotifEncoder, data_key, induced, neighbourhood
-from narbench.encoder import Labels
-from narbench.graph import ArchGraph
-from narbench.partcache import PartsCache, decode_parts, encode_parts, split_graphs, splitter_id
-from narbench.parts import GraphParts, flatten, induced_subgraphs, neighbourhoods, subgraph_keys
-from narbench.profiles import get_profile
-from narbench.splitter import Partition
+from narbench.train.encoder import Labels
+from narbench.data.graph import ArchGraph
+from narbench.train.partcache import PartsCache, decode_parts, encode_parts, split_graphs, splitter_id
+from narbench.train.parts import GraphParts, flatten, induced_subgraphs, neighbourhoods, subgraph_keys
+from narbench.train.profiles import get_profile
+from narbench.train.splitter import Partition
 from narbench.splitters.motif import MotifSplitter
 from narbench.splitters.uniform import NodeNumberSplitter
-from narbench.trainer import Trainer
+from narbench.train.trainer import Trainer
 from tests.conftest import toy_graphs
 
 

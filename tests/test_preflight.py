@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from narbench.preflight import PreflightError, check_device, check_output
+from narbench.harness.preflight import PreflightError, check_device, check_output
 
 
 def test_output_folder_checks_create_nothing(tmp_path):

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from narbench import leaderboard as lb
-from narbench.protocol import PROTOCOLS, get_protocol
-from narbench.result import MIXED_PROTOCOL, RunResult
-from narbench.runner import ConfigError, RunConfig, make_labels, run
+from narbench.train.protocol import PROTOCOLS, get_protocol
+from narbench.eval.result import MIXED_PROTOCOL, RunResult
+from narbench.harness.runner import ConfigError, RunConfig, make_labels, run
 
 
 def _run(ds, tmp_path, **kw):
@@ -18,7 +18,7 @@ def _run(ds, tmp_path, **kw):
 
 
 def test_family_protocol_gives_every_encoder_the_same_labels():
-    from narbench import registry
+    from narbench.core import registry
 
     family = get_protocol("family")
     for name in ("gcn", "gat", "ours"):

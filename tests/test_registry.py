@@ -1,6 +1,6 @@
 import pytest
 
-from narbench import registry
+from narbench.core import registry
 
 
 def test_shipped_plugins_are_registered_by_entry_points():
@@ -45,9 +45,9 @@ def _registered():
 
 @pytest.mark.parametrize("kind, name", _registered(), ids=lambda v: v)
 def test_every_registered_entry_point_loads_as_its_kind_under_its_name(kind, name):
-    from narbench.dataset import DatasetProvider
-    from narbench.encoder import Encoder
-    from narbench.splitter import Splitter
+    from narbench.data.dataset import DatasetProvider
+    from narbench.train.encoder import Encoder
+    from narbench.train.splitter import Splitter
 
     obj = registry.load(kind, name)
     base = {"encoder": Encoder, "splitter": Splitter, "dataset": DatasetProvider}[kind]

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from narbench.retrieval import top_k_cosine
+from narbench.eval.retrieval import top_k_cosine
 
 
 def test_matches_brute_force_and_batches():
@@ -51,8 +51,8 @@ def test_tiebreak_keys_order_equal_scores_not_the_corpus_index():
 
 
 def test_tiebreak_keys_depend_on_the_graph_only():
-    from narbench.graph import ArchGraph
-    from narbench.retrieval import tiebreak_keys
+    from narbench.data.graph import ArchGraph
+    from narbench.eval.retrieval import tiebreak_keys
 
     a = ArchGraph(ops=[0, 1], edges=[[0], [1]], name="a", family="x", coarse="c")
     b = ArchGraph(ops=[0, 2], edges=[[0], [1]], name="b", family="x", coarse="c")

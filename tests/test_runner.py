@@ -3,9 +3,9 @@ import json
 import numpy as np
 import pytest
 
-from narbench.metrics import METRICS
-from narbench.result import RunResult
-from narbench.runner import ConfigError, RunConfig, run
+from narbench.eval.metrics import METRICS
+from narbench.eval.result import RunResult
+from narbench.harness.runner import ConfigError, RunConfig, run
 
 
 def _run(ds, tmp_path, **kw):
@@ -64,7 +64,7 @@ def test_objective_is_recorded(toy_dataset, tmp_path):
 
 
 def test_no_result_file_when_run_fails(toy_dataset, tmp_path, monkeypatch):
-    import narbench.runner as runner
+    import narbench.harness.runner as runner
 
     def fail(*a, **k):
         raise RuntimeError("scoring crashed")

@@ -11,11 +11,11 @@ import pytest
 import torch
 
 import narbench
-from narbench.backends import ExactBackend, make_backend
+from narbench.search_engine.backends import ExactBackend, make_backend
 from narbench.cli import main
-from narbench.engine import explain, search
-from narbench.index import SHIPPED, IndexFileError, load_index, read_index, shipped_path
-from narbench.target import TargetError, resolve_target, splice
+from narbench.search_engine.engine import explain, search
+from narbench.search_engine.index import SHIPPED, IndexFileError, load_index, read_index, shipped_path
+from narbench.search_engine.target import TargetError, resolve_target, splice
 
 HERE = Path(__file__).resolve().parent
 MODELS = HERE / "search_models.py"
@@ -32,7 +32,7 @@ def index():
 def test_shipped_index_loads_with_its_pinned_hash(index):
     assert index.sha256 == SHIPPED.sha256
     assert index.encoder_name == SHIPPED.encoder
-    from narbench.dataset import load_dataset
+    from narbench.data.dataset import load_dataset
 
     assert len(index) == len(load_dataset("real").core_graphs) and index.arrays["embeddings"].dtype == np.float16
     assert shipped_path().stat().st_size <= 15_000_000
@@ -59,8 +59,8 @@ def test_damaged_and_unpinned_index_files_are_refused(tmp_path):
 @pytest.fixture(scope="module")
 def toy_index():
     """A `wl` index of the four toy families (no training: built in well under a second)."""
-    from narbench.dataset import GraphDataset, stratified_split
-    from narbench.index import IndexConfig, build_index
+    from narbench.data.dataset import GraphDataset, stratified_split
+    from narbench.search_engine.index import IndexConfig, build_index
     from tests.conftest import toy_graphs
 
     graphs = toy_graphs()
@@ -70,7 +70,7 @@ def toy_index():
 
 
 def test_a_flipped_bit_or_inconsistent_arrays_make_an_index_unreadable(toy_index, tmp_path):
-    from narbench.index import write_index
+    from narbench.search_engine.index import write_index
 
     path = tmp_path / "toy.nari"
     digest = write_index(toy_index, path)
@@ -135,7 +135,7 @@ def test_language_model_gets_token_ids(index):
 
 def test_an_unknown_op_is_embedded_as_other_and_named(index, capsys):
     """A custom autograd function is in no op table: its node becomes `other` (never dropped) and is reported."""
-    from narbench.engine import render
+    from narbench.search_engine.engine import render
 
     result = search(f"{MODELS}:CustomOpMLP", index=index, input_shape=(1, 8))
     assert result.unknown_ops == {"_CubeBackward": 1} and result.unknown_as == "other"
@@ -152,7 +152,7 @@ def test_input_shape_override(index):
 
 
 def test_normalise_inputs():
-    from narbench.target import normalise_inputs
+    from narbench.search_engine.target import normalise_inputs
 
     x, y = torch.zeros(1), torch.ones(1)
     assert normalise_inputs(x) == ((x,), {})
@@ -210,7 +210,7 @@ def test_bad_inputs_give_one_line_and_exit_2(target, extra, expected, capsys):
 
 
 def test_saved_graph_and_index_name(index, tmp_path):
-    from narbench.store import write_graphs
+    from narbench.data.store import write_graphs
 
     q = resolve_target(f"{MODELS}:TinyCNN", index)
     path = tmp_path / "q.narg"
@@ -231,8 +231,8 @@ def test_saved_graph_and_index_name(index, tmp_path):
 
 
 def test_exact_duplicate_is_found(index):
-    from narbench.dataset import GraphDataset, stratified_split
-    from narbench.index import IndexConfig, build_index
+    from narbench.data.dataset import GraphDataset, stratified_split
+    from narbench.search_engine.index import IndexConfig, build_index
 
     q = resolve_target(f"{MODELS}:TinyCNN", index)
     other = resolve_target(f"{MODELS}:TinyTagger", index)
@@ -376,7 +376,7 @@ def test_splice_connects_producers_to_consumers():
 
 
 def test_weak_threshold_is_a_quantile_of_the_nearest_other_model():
-    from narbench.index import weak_threshold
+    from narbench.search_engine.index import weak_threshold
 
     # unit vectors at angles 0, 10, 60 and 150 degrees; a and a' are one model
     emb = np.array([[np.cos(a), np.sin(a)] for a in np.radians([0, 10, 60, 150])], dtype=np.float32)
@@ -390,7 +390,7 @@ def test_weak_threshold_is_a_quantile_of_the_nearest_other_model():
 
 
 def test_a_built_index_records_its_weak_threshold(toy_index):
-    from narbench.index import weak_threshold
+    from narbench.search_engine.index import weak_threshold
 
     weak = toy_index.header["weak_below"]
     assert weak["quantile"] == 0.05 and weak["sample"] == len(toy_index) and toy_index.weak_below == weak["cosine"]
@@ -400,7 +400,7 @@ def test_a_built_index_records_its_weak_threshold(toy_index):
 
 def test_models_are_grouped_as_the_unseen_split_groups_them():
     from narbench.datasets.real import model_group as unseen_group
-    from narbench.index import model_group
+    from narbench.search_engine.index import model_group
     from tests.conftest import toy_graphs
 
     graphs = toy_graphs(per_family=2)
@@ -437,8 +437,8 @@ def test_an_index_without_a_threshold_marks_no_hit_weak(toy_index):
 def test_shipped_weak_threshold(index):
     """The shipped index's threshold (in its header) is what `weak_threshold` gives on its
     embeddings and the `real` dataset's models."""
-    from narbench.dataset import load_dataset
-    from narbench.index import model_group, weak_threshold
+    from narbench.data.dataset import load_dataset
+    from narbench.search_engine.index import model_group, weak_threshold
 
     graphs = {g.name: g for g in load_dataset("real").graphs}
     groups = [model_group(graphs[n]) for n in index.names]
@@ -480,7 +480,7 @@ def test_faiss_missing_is_a_clear_error(monkeypatch, capsys):
 
 @pytest.mark.parametrize("encoder", ["gcn", "ophist"])
 def test_built_index_round_trips_and_embeds_queries_as_the_corpus(encoder, toy_dataset, tmp_path, monkeypatch):
-    from narbench.index import IndexConfig, build_index, write_index
+    from narbench.search_engine.index import IndexConfig, build_index, write_index
 
     monkeypatch.setenv("NARBENCH_NO_PROGRESS", "1")
     built = build_index(IndexConfig(encoder=encoder, profile="smoke", device="cpu", progress=False),
@@ -502,8 +502,8 @@ def test_built_index_round_trips_and_embeds_queries_as_the_corpus(encoder, toy_d
 def test_torch_outside_the_checked_versions_warns(index):
     """The shipped index records the torch versions its canonical graphs were checked with; outside them
     `narbench search` warns (graphs recorded by another torch may differ unnoticed)."""
-    from narbench.engine import torch_warning
-    from narbench.ops import TORCH_CHECKED
+    from narbench.search_engine.engine import torch_warning
+    from narbench.data.ops import TORCH_CHECKED
 
     assert index.header["torch_checked"] == list(TORCH_CHECKED)
     assert torch_warning(index, "2.14.1+cu130") is None and torch_warning(index, "2.13.0+cpu") is None

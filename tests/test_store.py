@@ -4,7 +4,7 @@ import os
 import numpy as np
 import pytest
 
-from narbench.store import CorruptFileError, atomic_write_bytes, encode_graphs, read_graphs, write_graphs
+from narbench.data.store import CorruptFileError, atomic_write_bytes, encode_graphs, read_graphs, write_graphs
 from tests.conftest import toy_graphs
 
 VOCAB = [f"op{i}" for i in range(8)]
@@ -89,7 +89,7 @@ def test_atomic_write_gives_the_mode_of_any_new_file(tmp_path):
 
 
 def test_read_head_gives_records_without_the_arrays(tmp_path):
-    from narbench.store import read_head
+    from narbench.data.store import read_head
 
     graphs = toy_graphs(per_family=3)
     write_graphs(tmp_path / "d.narg", graphs, VOCAB, {"version": "x"})
@@ -122,7 +122,7 @@ def test_every_flipped_bit_is_found(tmp_path):
     """One bit changed anywhere (magic, checksum, frame) raises, naming the file; none loads.
 
     A seeded sample of bits (every bit of every byte: `python benchmarks/bench_bitflip.py`)."""
-    from narbench.store import CONTAINER_MAGIC
+    from narbench.data.store import CONTAINER_MAGIC
 
     path = tmp_path / "d.narg"
     write_graphs(path, toy_graphs(per_family=2), VOCAB, {"v": 1})
@@ -151,7 +151,7 @@ def test_checksum_mismatch_says_what_is_wrong(tmp_path):
 
 
 def test_version_1_files_stay_readable(tmp_path):
-    from narbench.store import read_head
+    from narbench.data.store import read_head
 
     graphs = toy_graphs(per_family=3)
     digest = write_graphs(tmp_path / "v2.narg", graphs, VOCAB, {"x": 1})
@@ -163,7 +163,7 @@ def test_version_1_files_stay_readable(tmp_path):
 
 
 def _graph(ops, edges, name="g"):
-    from narbench.graph import ArchGraph
+    from narbench.data.graph import ArchGraph
 
     return ArchGraph(ops=np.array(ops), edges=np.array(edges).reshape(2, -1), name=name, family="f", coarse="c")
 
@@ -184,7 +184,7 @@ def test_edge_index_and_op_ids_are_checked_on_load(tmp_path, graph, expected):
 def test_inconsistent_counts_are_refused(tmp_path):
     import struct
 
-    from narbench.store import MAGIC
+    from narbench.data.store import MAGIC
 
     graphs = [_graph([0, 1], [[0], [1]]), _graph([0, 1, 2], [[0, 1], [1, 2]])]
     payload = encode_graphs(graphs, VOCAB, {})

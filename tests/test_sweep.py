@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from narbench import registry
+from narbench.core import registry
 from narbench.cli import main
-from narbench.confighash import config_hash, result_hash
-from narbench.launchers import LocalLauncher, SlurmOptions, SubmititLauncher, Task, execute
-from narbench.result import RunResult
-from narbench.runner import ConfigError, RunConfig, run
-from narbench.sweep import GridError, expand, load_grid, parse_grid, planned_fields, run_sweep, scan, weights_of
+from narbench.harness.confighash import config_hash, result_hash
+from narbench.harness.launchers import LocalLauncher, SlurmOptions, SubmititLauncher, Task, execute
+from narbench.eval.result import RunResult
+from narbench.harness.runner import ConfigError, RunConfig, run
+from narbench.harness.sweep import GridError, expand, load_grid, parse_grid, planned_fields, run_sweep, scan, weights_of
 
 ROOT = Path(__file__).resolve().parents[1]
 QUIET = Console(stderr=True, quiet=True)
@@ -126,7 +126,7 @@ def test_planned_hash_is_the_hash_of_the_result_it_writes(toy_env):
 
 
 def _registered_version(name: str) -> str:
-    from narbench import registry
+    from narbench.core import registry
 
     return str(registry.load("dataset", name).version)
 
@@ -136,9 +136,9 @@ def test_committed_results_are_recognised():
     profile): exactly, or with an older recipe of its encoder (ours before its stage-1 fix recorded no
     encoder parameters), which the sweep then runs again; results on an earlier dataset version
     (real 1.0) are never counted as done for the current one."""
-    from narbench import registry
-    from narbench.confighash import result_fields
-    from narbench.sweep import planned_fields
+    from narbench.core import registry
+    from narbench.harness.confighash import result_fields
+    from narbench.harness.sweep import planned_fields
 
     current = {(name, _registered_version(name)) for name in registry.names("dataset")}
     plan = expand(load_grid(ROOT / "leaderboard" / "grid.toml"), out=ROOT / "leaderboard" / "results", console=QUIET)
@@ -291,7 +291,7 @@ def test_execute_reports_a_crash(tmp_path):
 def test_ray_launcher(toy_env):
     """The ray launcher on a Ray started on this machine (skipped where Ray is not installed)."""
     ray = pytest.importorskip("ray")
-    from narbench.launchers import RayLauncher
+    from narbench.harness.launchers import RayLauncher
 
     grid, out = parse_grid(toy_grid(seeds=[0])), toy_env / "out"
     try:

@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from narbench._target_run import _devices, extract  # noqa: E402
+from narbench.search_engine._target_run import _devices, extract  # noqa: E402
 from tests.search_models import DataDependent, TinyCNN, TinyTagger  # noqa: E402
 
 
@@ -43,7 +43,7 @@ def test_a_forward_meta_cannot_run_moves_to_the_cpu():
 
 
 def test_meta_weights_are_swapped_in_for_the_pass_and_back_even_when_it_raises():
-    from narbench._target_run import _meta_weights
+    from narbench.search_engine._target_run import _meta_weights
 
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 4))
     model[2].weight = model[0].weight  # tied

@@ -9,9 +9,9 @@ import pytest
 
 from collections import Counter
 
-from narbench import taxonomy as tx
-from narbench.dataset import Split
-from narbench.graph import ArchGraph
+from narbench.datasets import taxonomy as tx
+from narbench.data.dataset import Split
+from narbench.data.graph import ArchGraph
 
 
 def _graph(ops, edges, name="g", family="f", coarse="cnn", source="timm", **meta) -> ArchGraph:
@@ -308,7 +308,7 @@ def test_shipped_2_0_graphs_keep_the_invariants(shipped_2_0):
     assert tx.isomorphism_violations(graphs, classes) == []
     unseen = ds.splits["unseen"]
     assert len(unseen.test) > 1000 and tx.straddling_identities(graphs, unseen) == []
-    from narbench.datasheet import _taxonomy_section
+    from narbench.datasets.datasheet import _taxonomy_section
 
     assert "(`straddling_identities`; measured: 0)" in _taxonomy_section(ds)  # the datasheet measures (c) too
 

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from narbench.trainer import resolve_device, seed_everything
+from narbench.train.trainer import resolve_device, seed_everything
 
 
 def test_auto_device_is_cpu_without_cuda():
@@ -26,7 +26,7 @@ def test_seeding_is_reproducible():
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_gcn_trains_on_gpu(toy_dataset, tmp_path):
-    from narbench.runner import RunConfig, run
+    from narbench.harness.runner import RunConfig, run
 
     ev = run(RunConfig(encoder="gcn", profile="smoke", device="cuda", out=str(tmp_path), progress=False),
              dataset=toy_dataset)
@@ -38,7 +38,7 @@ def test_jobs_default_to_the_available_cores_and_reach_the_trainer_from_the_cli(
     import os
 
     from narbench import cli
-    from narbench.trainer import Trainer
+    from narbench.train.trainer import Trainer
 
     expected = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     assert Trainer("cpu", progress=False).jobs == expected
@@ -59,9 +59,9 @@ def test_jobs_default_to_the_available_cores_and_reach_the_trainer_from_the_cli(
 def test_evaluation_batch_size_does_not_change_embeddings(encoder):
     from dataclasses import replace
 
-    from narbench import registry
-    from narbench.profiles import get_profile
-    from narbench.trainer import Trainer
+    from narbench.core import registry
+    from narbench.train.profiles import get_profile
+    from narbench.train.trainer import Trainer
 
     from .conftest import toy_graphs
 
@@ -80,8 +80,8 @@ def test_evaluation_batch_size_does_not_change_embeddings(encoder):
 
 
 def test_on_epoch_sees_each_epoch_mean_loss_and_training_resumes_in_train_mode():
-    from narbench.profiles import TrainConfig
-    from narbench.trainer import Trainer
+    from narbench.train.profiles import TrainConfig
+    from narbench.train.trainer import Trainer
 
     model = torch.nn.Linear(2, 1)
     items = [torch.tensor([float(i), 1.0]) for i in range(8)]

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from narbench import validation
+from narbench.eval import validation
 from narbench.leaderboard import RejectedResultsError, collect
-from narbench.validation import InvalidResultError, KnownDataset, validate_result
+from narbench.eval.validation import InvalidResultError, KnownDataset, validate_result
 from tests.conftest import HAND_MADE_SHA256
 from tests.handmade import write_result
 

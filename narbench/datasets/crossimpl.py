@@ -33,12 +33,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from narbench.dataset import GraphDataset, Split
-from narbench.store import CorruptFileError, read_graphs
+from narbench.data.dataset import GraphDataset, Split
+from narbench.data.store import CorruptFileError, read_graphs
 
 if TYPE_CHECKING:
-    from narbench.dataset import DatasetProvider
-    from narbench.graph import ArchGraph
+    from narbench.data.dataset import DatasetProvider
+    from narbench.data.graph import ArchGraph
 
 NAME = "crossimpl"
 VERSION = "2.0"
@@ -177,6 +177,6 @@ def attach(provider: DatasetProvider, graphs: list[ArchGraph], vocab: list[str],
 
 
 def _canonical_vocabulary() -> tuple[str, ...]:
-    from narbench.canonical import canonical_vocabulary
+    from narbench.data.canonical import canonical_vocabulary
 
     return canonical_vocabulary()

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from narbench.dataset import DatasetProvider
+from narbench.data.dataset import DatasetProvider
 from narbench.datasets.darts import (  # noqa: F401 - re-exported: the NAS dataset's search space
     ADD,
     CONCAT,
@@ -72,7 +72,7 @@ from narbench.datasets.darts import (  # noqa: F401 - re-exported: the NAS datas
     genotype_from_meta,
     genotype_to_meta,
 )
-from narbench.graph import ArchGraph
+from narbench.data.graph import ArchGraph
 
 
 def _select_centres(pool_i: np.ndarray, pool_o: np.ndarray, n_classes: int) -> list[int]:

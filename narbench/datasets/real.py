@@ -2,7 +2,7 @@
 
 The graphs are extracted from the timm, torchvision and transformers model zoos by
 `narbench.zoo.build.build_real` (`narbench build-real --out DIR`), which needs the optional
-`zoo` extra, and rewritten onto the canonical op vocabulary (`narbench.canonical`). Version 2.0
+`zoo` extra, and rewritten onto the canonical op vocabulary (`narbench.data.canonical`). Version 2.0
 ships as package data, `narbench/data/real-2.0.narg`, derived from the raw graphs of the 1.0
 extraction (`narbench/data/real-1.0.narg`, kept as the raw record) by
 `narbench build-real --from narbench/data/real-1.0.narg --out DIR`; loading it needs none of the
@@ -23,9 +23,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar
 
-from narbench.dataset import DatasetProvider, GraphDataset, Split, group_split
-from narbench.graph import ArchGraph
-from narbench.store import CorruptFileError, read_graphs
+from narbench.data.dataset import DatasetProvider, GraphDataset, Split, group_split
+from narbench.data.graph import ArchGraph
+from narbench.data.store import CorruptFileError, read_graphs
 
 ARTIFACT = "real-2.0.narg"
 ENV_FILE = "NARBENCH_REAL_FILE"
@@ -111,14 +111,14 @@ class RealDataset(DatasetProvider):
         return out
 
     def identity_unseen(self, graphs: list[ArchGraph]) -> tuple[list[ArchGraph], Split]:
-        """`unseen` grouped by the taxonomy's model identity (`narbench.taxonomy`), for real 2.0.
+        """`unseen` grouped by the taxonomy's model identity (`narbench.datasets.taxonomy`), for real 2.0.
 
         Returns the graphs relabelled by `narbench/data/taxonomy-real.csv` (family per paper,
         coarse, `meta['identity']`) and the split that keeps every identity (aliases across zoos
         and renamed copies merged) on one side. real 1.0's committed `unseen` (`splits`) is
         unchanged; a new dataset version switches to this.
         """
-        from narbench import taxonomy
+        from narbench.datasets import taxonomy
 
         relabelled = taxonomy.relabel(graphs)
         return relabelled, taxonomy.identity_split(relabelled, test_size=self.test_size, seed=self.split_seed)

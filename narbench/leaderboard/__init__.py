@@ -8,7 +8,7 @@ digest of what they show and are redrawn only when it changes, see `figures`).
 
 The modules, in the order data flows through them:
 
-- `records`: read and validate result files (`narbench.validation`; a bad file is rejected,
+- `records`: read and validate result files (`narbench.eval.validation`; a bad file is rejected,
   never averaged in) and group them: one row per `Key` (dataset, split, profile, device kind,
   protocol, encoder, splitter, objective, init), one run per seed (the latest).
 - `aggregate`: mean, sample std and n over seeds per row (`aggregate.csv`).
@@ -23,6 +23,8 @@ The modules, in the order data flows through them:
 - `reproduction`: the Reproduction section: each paper number beside ours under both metric
   conventions (narbench's and the authors' evaluator's), and the known reasons they differ.
 - `publish`: `write_leaderboard`, the README; only `quick` and `paper` results by default.
+
+May import: narbench.core, narbench.data, narbench.train, narbench.eval.
 """
 
 from narbench.leaderboard.aggregate import ALL_METRICS, EXTRA, aggregate, write_aggregate
@@ -60,7 +62,7 @@ from narbench.leaderboard.tables import (
     row_label,
     row_labels,
 )
-from narbench.metrics import METRICS
+from narbench.eval.metrics import METRICS
 
 __all__ = [
     "ALL_METRICS", "ALPHA", "ANY_PROTOCOL", "Block", "COLUMNS", "DEFAULT_OBJECTIVE", "EMB_SUFFIX", "EXTRA", "HEADERS",

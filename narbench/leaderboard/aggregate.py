@@ -1,6 +1,6 @@
 """Aggregation over seeds: one row per `Key` with n, the seeds, mean and std of every metric.
 
-`ndcg_paper@k` (the authors' NDCG convention, `narbench.metrics`) is in result files written since
+`ndcg_paper@k` (the authors' NDCG convention, `narbench.eval.metrics`) is in result files written since
 it was added only: a row gets its mean only when every one of its seeds has it (NaN otherwise), so
 a mean never covers fewer seeds than the row's n.
 """
@@ -15,8 +15,8 @@ from typing import Any, Iterable
 import numpy as np
 
 from narbench.leaderboard.records import KEYS, Record, select_runs
-from narbench.metrics import METRICS, PAPER_NDCG
-from narbench.store import atomic_write_bytes
+from narbench.eval.metrics import METRICS, PAPER_NDCG
+from narbench.data.store import atomic_write_bytes
 
 EXTRA = tuple(f"map_capped@{k}" for k in (20, 50, 100))
 #: metrics older result files lack: the row's mean is NaN unless every seed has them

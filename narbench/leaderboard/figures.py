@@ -25,7 +25,7 @@ import numpy as np
 
 from narbench.leaderboard.records import DEFAULT_OBJECTIVE, SCRATCH, Record, select_runs
 from narbench.leaderboard.tables import LeaderTable, row_labels
-from narbench.store import atomic_write_bytes
+from narbench.data.store import atomic_write_bytes
 
 #: bump when the drawing code changes what a figure looks like: every figure is then redrawn
 PLOT_VERSION = 1

@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 
 from narbench.leaderboard.tables import Block, LeaderTable, Row
-from narbench.store import atomic_write_bytes
+from narbench.data.store import atomic_write_bytes
 
 START, END = "<!-- narbench:headline:start -->", "<!-- narbench:headline:end -->"
 #: the columns: (dataset, split), the last one sorts the rows

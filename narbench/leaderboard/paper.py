@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from narbench.metrics import KS
+from narbench.eval.metrics import KS
 
 #: The published numbers as data: `narbench/data/paper_tables.csv`, one row per (table, dataset, row)
 #: with the paper's nine columns (checked against the paper's text by tests/leaderboard/test_paper.py).

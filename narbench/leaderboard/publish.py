@@ -15,8 +15,8 @@ from narbench.leaderboard.records import NothingToShowError, collect
 from narbench.leaderboard.render import print_tables, tables_markdown
 from narbench.leaderboard.reproduction import build_reproduction, reproduction_markdown
 from narbench.leaderboard.tables import PAPER_PROFILES, build_tables
-from narbench.store import atomic_write_bytes
-from narbench.validation import KnownDataset
+from narbench.data.store import atomic_write_bytes
+from narbench.eval.validation import KnownDataset
 
 #: the figures the leaderboard owns in `<out>/plots/` (older names included, so they are cleaned up)
 _OWNED = {"bars": ("table*.png", "ndcg-*.png"), "tsne": ("tsne-*.png",)}
@@ -38,7 +38,7 @@ def write_leaderboard(results_dirs: Iterable[str | Path] = (), out_dir: str | Pa
         plots, tsne: draw the bar charts / the t-SNE maps (the slowest part).
         stat_test: the paired test of the tables' † (`student` or `fisher`).
         redraw: redraw every figure, even those whose digest says nothing changed.
-        datasets: the data results may be on (default: the registered datasets, `narbench.validation`).
+        datasets: the data results may be on (default: the registered datasets, `narbench.eval.validation`).
         readme: a file (the project's README) whose headline table, between the markers of
             `narbench.leaderboard.headline`, is rewritten from these tables; a file without the
             markers raises `HeadlineError` before anything is written.

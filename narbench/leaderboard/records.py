@@ -1,7 +1,7 @@
 """Reading result files and grouping them into leaderboard rows.
 
 A `Record` is one validated result file; its `Key` says which row it belongs to. `collect`
-reads and validates every result file under some folders (`narbench.validation`: a file that
+reads and validates every result file under some folders (`narbench.eval.validation`: a file that
 fails is rejected, never averaged in), `select_runs` keeps one run per (row, seed).
 """
 
@@ -14,9 +14,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from narbench import validation
-from narbench.result import RunResult
-from narbench.validation import InvalidResultError, KnownDataset, sidecar_path, validate_result
+from narbench.eval import validation
+from narbench.eval.result import RunResult
+from narbench.eval.validation import InvalidResultError, KnownDataset, sidecar_path, validate_result
 
 #: `init` of a run: trained from scratch, or initialised from another run (config.run.init_from)
 SCRATCH, PRETRAINED = "scratch", "pretrained"
@@ -58,7 +58,7 @@ class Record:
 
     path: Path
     result: RunResult
-    #: metric -> per-query scores from the sidecar (`narbench.validation` checked them against the means)
+    #: metric -> per-query scores from the sidecar (`narbench.eval.validation` checked them against the means)
     per_query: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     #: set by `collect` when results of one dataset name come from different contents
     dataset_label: str | None = None
@@ -135,7 +135,7 @@ def _is_result_file(path: Path) -> bool:
 
 
 def read_record(path: str | Path, *, datasets: Iterable[KnownDataset] | None = None) -> Record:
-    """Read and validate one result file (`narbench.validation`); `InvalidResultError` says why not."""
+    """Read and validate one result file (`narbench.eval.validation`); `InvalidResultError` says why not."""
     result, per_query = validate_result(path, datasets=datasets)
     return Record(Path(path), result, per_query)
 
@@ -147,7 +147,7 @@ def collect(dirs: Iterable[str | Path], *, datasets: Iterable[KnownDataset] | No
     Sidecars (`.queries.json.gz`, `.embeddings.npz`) are read with their result file. A directory
     that does not exist is an error (FileNotFoundError); result files that fail validation, or two
     files of one run_id, raise `RejectedResultsError` naming every one of them and why.
-    `datasets`: the datasets results may be on (default: the registered ones, see `narbench.validation`).
+    `datasets`: the datasets results may be on (default: the registered ones, see `narbench.eval.validation`).
     `exclude`: folders not read when met inside a directory being read (the leaderboard's own output
     folder inside `runs/`), unless that directory is itself inside one of them.
     """

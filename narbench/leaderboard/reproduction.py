@@ -3,7 +3,7 @@
 For every block of Tables 1-4 that shows the paper's numbers (a `quick` or `paper` profile) on the
 `standard` split (the paper has no `unseen` split), one line per paper row and cut-off k: the
 paper's MRR, MAP and NDCG, and ours from the same rankings under both conventions: narbench's
-(ranx's definitions, NDCG's ideal cut at k) and the authors' evaluator's (`narbench.metrics`:
+(ranx's definitions, NDCG's ideal cut at k) and the authors' evaluator's (`narbench.eval.metrics`:
 `PAPER_CONVENTION`), so a reader compares like with like. The known reasons the numbers differ
 (`REASONS`) are said once above the blocks; docs/protocol.md cites the authors' code for each.
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from narbench.leaderboard.paper import PAPER, PaperRow
 from narbench.leaderboard.records import ANY_PROTOCOL, Key
 from narbench.leaderboard.tables import PAPER_PROFILES, LeaderTable, Row
-from narbench.metrics import KS
+from narbench.eval.metrics import KS
 
 #: the split the paper's protocol corresponds to (queries held out at random within each label)
 SPLIT = "standard"
@@ -137,8 +137,8 @@ def build_reproduction(tables: list[LeaderTable], df) -> list[ReproBlock]:
 
 def _same_labels_under_both(encoder: str) -> bool:
     """Whether a registered encoder trains on the family under the `paper` protocol too."""
-    from narbench import registry
-    from narbench.protocol import PROTOCOLS
+    from narbench.core import registry
+    from narbench.train.protocol import PROTOCOLS
 
     try:
         cls = registry.load("encoder", encoder)

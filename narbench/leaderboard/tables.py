@@ -25,7 +25,7 @@ from narbench.leaderboard.records import (
     select_runs,
 )
 from narbench.leaderboard.significance import ALPHA, SIG_MARK, TESTS, paired_scores, paired_test
-from narbench.metrics import METRICS
+from narbench.eval.metrics import METRICS
 
 # Table columns: ranx's nine metrics, with the capped MAP next to ranx's MAP.
 COLUMNS = (*METRICS[:6], *EXTRA, *METRICS[6:])

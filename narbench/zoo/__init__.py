@@ -3,6 +3,8 @@
 Extraction (`extract_graph`, `model_to_arch_graph`) needs only torch. Enumerating and building
 the zoo dataset (`narbench.zoo.sources`, `narbench.zoo.build`) needs the optional `zoo` extra
 (timm, torchvision, transformers), which is imported only when used.
+
+May import: narbench.core, narbench.data, narbench.datasets.
 """
 
 from narbench.zoo.extract import (

@@ -7,9 +7,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from narbench.canonical import canonical_vocabulary
-from narbench.graph import ArchGraph
-from narbench.store import atomic_write_bytes
+from narbench.data.canonical import canonical_vocabulary
+from narbench.data.graph import ArchGraph
+from narbench.data.store import atomic_write_bytes
 from narbench.zoo.results import FAILED, NOT_APPLICABLE, OK, read_result
 from narbench.zoo.sources import Spec
 
@@ -98,7 +98,7 @@ def summarize(out: Path, selected: Sequence[Spec], *, assemble: bool = True,
                   "max": sizes[-1] if sizes else 0},
     }
     if assemble and graphs:
-        from narbench.store import write_graphs
+        from narbench.data.store import write_graphs
 
         header = {"name": DATASET_NAME, "version": DATASET_VERSION, "generator": "narbench.zoo.build",
                   "versions": _zoo_versions(), "num_specs": len(selected), "num_extracted": status[OK]}
@@ -149,10 +149,10 @@ def dedup_graphs(items: Iterable[tuple[str, Any, str, str, dict[str, Any]]],
 
 
 def taxonomy_labels(source: str, model: str, family: str, meta: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """(family, meta) of a spec by the taxonomy table (`narbench.taxonomy`): its family, coarse
+    """(family, meta) of a spec by the taxonomy table (`narbench.datasets.taxonomy`): its family, coarse
     label (`meta["coarse"]`) and model identity (`meta["identity"]`). A model the table does not
     list keeps its zoo family and no identity (the build's summary lists it: add it to the table)."""
-    from narbench import taxonomy
+    from narbench.datasets import taxonomy
 
     try:
         row = taxonomy.lookup(source, model)

@@ -9,7 +9,7 @@
 * writes each spec's result (graph, or failure reason) to its own small file under
   `out_dir/results/`, so an interrupted build resumes where it stopped;
 * dedups by exact graph hash (`ArchGraph.content_hash`), keeping the first spec in the fixed
-  spec order, and writes `out_dir/real-1.0.narg` with `narbench.store.write_graphs`
+  spec order, and writes `out_dir/real-1.0.narg` with `narbench.data.store.write_graphs`
   (vocabulary = sorted op names seen);
 * prints and returns a summary (extracted, failed by reason, duplicates, per family/coarse).
 
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from narbench.store import atomic_write_bytes
+from narbench.data.store import atomic_write_bytes
 from narbench.zoo.assemble import DATASET_NAME, DATASET_VERSION, MAX_NODES, print_summary, summarize
 from narbench.zoo.results import FAILED, NOT_APPLICABLE, OK, RESULT_SUFFIX, read_result, result_path, write_result
 from narbench.zoo.sources import SOURCES, Spec

@@ -2,7 +2,7 @@
 
 Each row's builder is imported and called with its keyword arguments on the meta device (the CPU
 when the meta device fails), run once on an input of the row's shape (`narbench.zoo.extract`),
-canonicalised (`narbench.canonical`), mapped onto the canonical vocabulary and labelled by the
+canonicalised (`narbench.data.canonical`), mapped onto the canonical vocabulary and labelled by the
 table: family from the table, coarse label by `coarse_label` of the canonical graph, source = the
 package, identity `crossimpl/<package>/<model>`. Needs the optional `crossimpl` extra:
 
@@ -19,11 +19,11 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Callable
 
-from narbench.canonical import canonical_vocabulary
+from narbench.data.canonical import canonical_vocabulary
 from narbench.datasets.crossimpl import ARTIFACT, NAME, VERSION, Row, read_table, table_path
-from narbench.graph import ArchGraph
-from narbench.ops import OPS_VERSION, table_sha256
-from narbench.store import write_graphs
+from narbench.data.graph import ArchGraph
+from narbench.data.ops import OPS_VERSION, table_sha256
+from narbench.data.store import write_graphs
 
 #: distribution names of the packages a row's `package` column names
 DISTRIBUTIONS = {"pytorchcv": "pytorchcv", "vit-pytorch": "vit-pytorch", "monai": "monai",

@@ -1,8 +1,8 @@
 """`real` 2.0 from the raw graphs of the 1.0 extraction: canonical graphs, taxonomy labels, dedup.
 
 `real-1.0.narg` keeps every graph as torch recorded it (raw autograd names, normalised only by
-`narbench.zoo.extract`). Labels come from the taxonomy table (`narbench.taxonomy`: family per
-paper, coarse label, model identity). Canonicalisation (`narbench.canonical`) reads nothing but op names and
+`narbench.zoo.extract`). Labels come from the taxonomy table (`narbench.datasets.taxonomy`: family per
+paper, coarse label, model identity). Canonicalisation (`narbench.data.canonical`) reads nothing but op names and
 edges, so the canonical graph of a 1.0 graph is the canonical graph a fresh extraction of the same
 spec gives (`benchmarks/bench_reextract.py` checks that under other torch versions); deriving 2.0
 from 1.0 therefore equals `narbench build-real` with canonical assembly, without hours of
@@ -21,9 +21,9 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
-from narbench.canonical import canonical_vocabulary
-from narbench.ops import OPS_VERSION, table_sha256
-from narbench.store import read_graphs, write_graphs
+from narbench.data.canonical import canonical_vocabulary
+from narbench.data.ops import OPS_VERSION, table_sha256
+from narbench.data.store import read_graphs, write_graphs
 from narbench.zoo.assemble import DATASET_NAME, DATASET_VERSION, dedup_graphs, taxonomy_labels
 
 #: (name, family, source, meta) -> (family, meta): the labels of a graph (the taxonomy)
@@ -80,7 +80,7 @@ def derive(source: str | os.PathLike, out: str | os.PathLike, *, relabel: Relabe
 def _taxonomy_sha256() -> str:
     import hashlib
 
-    from narbench import taxonomy
+    from narbench.datasets import taxonomy
 
     return hashlib.sha256(taxonomy.data_path().read_bytes()).hexdigest()
 

@@ -33,7 +33,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from narbench.graph import ArchGraph
+from narbench.data.graph import ArchGraph
 
 #: Autograd nodes removed (and spliced through) before numbering.
 DROPPED_OPS = frozenset({"AccumulateGrad", "TBackward0"})
@@ -78,11 +78,11 @@ class RawGraph:
         return coarse_label(self.ops, self.edges)
 
     def canonical(self) -> "RawGraph":
-        """This graph rewritten onto the canonical op vocabulary (`narbench.canonical`).
+        """This graph rewritten onto the canonical op vocabulary (`narbench.data.canonical`).
 
         Raw names the op table does not know become `other`; they are listed, with their
         counts, in the result's `meta["unknown_ops"]`."""
-        from narbench.canonical import canonicalize
+        from narbench.data.canonical import canonicalize
 
         c = canonicalize(self.ops, self.edges)
         meta = {k: v for k, v in self.meta.items() if k != "unknown_ops"}
@@ -375,7 +375,7 @@ def attention_patterns(ops: Sequence[str], edges: np.ndarray, hops: int = ATTENT
 def coarse_label(ops: Sequence[str], edges: np.ndarray) -> str:
     """The coarse label of a graph, derived from its ops alone (never from its name).
 
-    Canonical graphs (`narbench.canonical`): ``attention`` if an `attention` node is left,
+    Canonical graphs (`narbench.data.canonical`): ``attention`` if an `attention` node is left,
     else the ``cnn`` rule below with `conv` and `linear` nodes. Raw autograd graphs:
 
     * ``attention``: at least one attention pattern (`attention_patterns`: a softmax fed by a

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from narbench.store import atomic_write_bytes
+from narbench.data.store import atomic_write_bytes
 from narbench.zoo.sources import Spec
 
 RESULT_SUFFIX = ".json.zst"

@@ -50,10 +50,14 @@ timm: the defining module (`timm.models.<module>`); torchvision: the builder's m
 component, so `quantization.resnet` is `resnet`); transformers: the model type. Names are
 lower-cased with `-` as `_`, then `FAMILY_MERGE` maps trivial duplicates (re-implementations or
 renamed copies of one architecture, checked to give the same graphs) onto one label.
+
+The tables are data in `narbench/data/`: `zoo-transformers-heads.csv` (`TRANSFORMERS_HEADS`),
+`zoo-torchvision-tasks.csv` (`TV_TASKS`) and `zoo-family-merge.csv` (`FAMILY_MERGE`, a reason per row).
 """
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import hashlib
 import importlib
@@ -61,6 +65,7 @@ import inspect
 import re
 import sys
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any, Iterable
 
 from narbench.zoo.extract import RawGraph, extract_graph
@@ -80,55 +85,19 @@ TIMM_POOLS = ("avg", "max", "avgmax")
 #: LLaMA SiLU, T5 v1.0 / OPT ReLU).
 ACTIVATIONS = ("relu", "gelu", "silu", "gelu_new")
 
-#: transformers auto-model mapping per task head.
-TRANSFORMERS_HEADS = {
-    "base": "MODEL_MAPPING_NAMES",
-    "causal-lm": "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES",
-    "masked-lm": "MODEL_FOR_MASKED_LM_MAPPING_NAMES",
-    "seq2seq-lm": "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES",
-    "sequence-classification": "MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES",
-    "token-classification": "MODEL_FOR_TOKEN_CLASSIFICATION_MAPPING_NAMES",
-    "question-answering": "MODEL_FOR_QUESTION_ANSWERING_MAPPING_NAMES",
-    "multiple-choice": "MODEL_FOR_MULTIPLE_CHOICE_MAPPING_NAMES",
-    "image-classification": "MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES",
-    "semantic-segmentation": "MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES",
-    "object-detection": "MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES",
-    "speech-seq2seq": "MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES",
-    "ctc": "MODEL_FOR_CTC_MAPPING_NAMES",
-    "audio-classification": "MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES",
-}
 
-#: Trivial duplicates: a family that is a renamed copy or re-packaging of another architecture.
-FAMILY_MERGE = {
-    # transformers: checkpoints of one architecture published under another model type
-    # (RoBERTa is BERT's architecture with another training recipe: 226 identical graphs in v1.0)
-    "roberta": "bert",
-    "camembert": "bert",
-    "xlm_roberta": "bert",
-    "data2vec_text": "bert",
-    "flaubert": "xlm",
-    "bert_generation": "bert",
-    "megatron_bert": "bert",
-    "mt5": "t5",
-    "umt5": "t5",
-    "mbart": "bart",
-    "marian": "bart",
-    "blenderbot_small": "bart",
-    # multimodal wrappers whose graph is their text or vision tower (all identical in v1.0)
-    "aya_vision": "cohere2",
-    "cohere2_vision": "cohere2",
-    "cosmos3_edge_text": "cosmos3_edge",
-    "chinese_clip_vision_model": "clip_vision_model",
-    # timm: a training recipe or a legacy copy of another module's models (identical graphs)
-    "deit": "vision_transformer",
-    "senet": "resnet",
-    # the same architecture under each zoo's naming
-    "vit": "vision_transformer",
-    "swin": "swin_transformer",
-    "mobilenet_v2": "mobilenetv2",
-    "mobilenet_v3": "mobilenetv3",
-    "inception": "inception_v3",
-}
+def _table(name: str, key: str, value: str) -> dict[str, str]:
+    """A two-column table of the package data (`narbench/data/<name>`) as a dict, in file order."""
+    with resources.files("narbench").joinpath("data", name).open(newline="") as f:
+        return {row[key]: row[value] for row in csv.DictReader(f)}
+
+
+#: transformers auto-model mapping per task head.
+TRANSFORMERS_HEADS = _table("zoo-transformers-heads.csv", "head", "mapping")
+
+#: Trivial duplicates: a family that is a renamed copy or re-packaging of another architecture
+#: (`zoo-family-merge.csv`, each row with its reason).
+FAMILY_MERGE = _table("zoo-family-merge.csv", "family", "into")
 
 
 class NotApplicable(Exception):
@@ -231,8 +200,7 @@ def torchvision_specs() -> list[Spec]:
 
 
 #: torchvision model kind (its builder's subpackage) -> task name.
-TV_TASKS = {"classification": "classification", "quantization": "classification", "detection": "object-detection",
-            "segmentation": "semantic-segmentation", "video": "video-classification", "optical_flow": "optical-flow"}
+TV_TASKS = _table("zoo-torchvision-tasks.csv", "kind", "task")
 
 
 def _tv_kind(module: str) -> str:

@@ -41,8 +41,8 @@ from pathlib import Path
 
 import numpy as np
 
-from narbench import taxonomy as tx
-from narbench.graph import ArchGraph
+from narbench.datasets import taxonomy as tx
+from narbench.data.graph import ArchGraph
 
 SOURCE_ORDER = {"timm": 0, "torchvision": 1, "transformers": 2}
 TOWER = "@tower"
@@ -340,7 +340,7 @@ def merged_cross_family(raw: list[ArchGraph], raw_vocab: list[str], shipped: lis
     """Graph counts per family pair of `raw` graphs whose canonical graph is identical to a `shipped` graph of
     another family: the cross-family duplicates that `real` 2.0's dedup merged (keeping the first spec's family),
     which no pair of shipped graphs shows. Canonicalises every raw graph (about a minute for real 1.0)."""
-    from narbench.canonical import canonical_vocabulary
+    from narbench.data.canonical import canonical_vocabulary
     from narbench.zoo.derive import _canonical
 
     index = {op: i for i, op in enumerate(canonical_vocabulary())}
@@ -375,7 +375,7 @@ def raw_graphs() -> tuple[list, list[str]]:
     """The graphs the taxonomy is built from: the raw record of the extraction (`real-1.0.narg`),
     which keeps every zoo model and its zoo label (timm module, torchvision module, transformers
     model type) that the rules match; `real` 2.0 is derived from it (`narbench.zoo.derive`)."""
-    from narbench.store import read_graphs
+    from narbench.data.store import read_graphs
 
     graphs, vocab, _, _ = read_graphs(tx.data_path("real-1.0.narg"))
     return graphs, vocab
@@ -400,7 +400,7 @@ def _cached(folder: Path | None, name: str, compute, sha256: str | None = None):
 
 def report(raw: list[ArchGraph], rows: list[tx.TaxonomyRow], ds, pairs: np.ndarray, merged: Counter) -> None:
     """The figures of the datasheet: families, identities, near-duplicate twins, the splits of the shipped data."""
-    from narbench.datasheet import near_duplicate_share
+    from narbench.datasets.datasheet import near_duplicate_share
 
     graphs = ds.core_graphs
     fam_ids: dict[str, set[str]] = defaultdict(set)

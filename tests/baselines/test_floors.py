@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from narbench import registry
-from narbench.encoder import Labels
-from narbench.graph import ArchGraph
-from narbench.profiles import get_profile
-from narbench.trainer import Trainer
+from narbench.core import registry
+from narbench.train.encoder import Labels
+from narbench.data.graph import ArchGraph
+from narbench.train.profiles import get_profile
+from narbench.train.trainer import Trainer
 
 NUM_OPS = 6
 
@@ -96,7 +96,7 @@ def test_tfidf_weights_come_from_the_training_graphs():
 
 
 def test_floors_run_end_to_end_and_record_no_labels(toy_dataset, tmp_path):
-    from narbench.runner import RunConfig, run
+    from narbench.harness.runner import RunConfig, run
 
     for name in ("ophist", "wl"):
         ev = run(RunConfig(encoder=name, profile="smoke", device="cpu", out=str(tmp_path), progress=False),

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from narbench import registry
-from narbench.graph import ArchGraph
-from narbench.profiles import get_profile
-from narbench.trainer import Trainer
+from narbench.core import registry
+from narbench.data.graph import ArchGraph
+from narbench.train.profiles import get_profile
+from narbench.train.trainer import Trainer
 
 from ..conftest import edge_list_graph
 
@@ -121,7 +121,7 @@ def test_random_walk_pe_equals_pyg_add_random_walk_pe():
 
 @pytest.mark.parametrize("name", ["gin", "gps", "graphstats"])
 def test_new_encoders_run_end_to_end(toy_dataset, tmp_path, name):
-    from narbench.runner import RunConfig, run
+    from narbench.harness.runner import RunConfig, run
 
     res = run(RunConfig(encoder=name, profile="smoke", device="cpu", out=str(tmp_path), progress=False),
               dataset=toy_dataset).result

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from narbench import registry
-from narbench.encoder import Labels
-from narbench.profiles import get_profile
-from narbench.trainer import Trainer
+from narbench.core import registry
+from narbench.train.encoder import Labels
+from narbench.train.profiles import get_profile
+from narbench.train.trainer import Trainer
 
 from ..conftest import edge_list_graph
 

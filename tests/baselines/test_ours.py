@@ -3,11 +3,11 @@ import pytest
 import torch
 
 from narbench.baselines.ours import MotifEncoder, data_key, induced, neighbourhood
-from narbench.encoder import Labels
-from narbench.profiles import get_profile
-from narbench.runner import RunConfig, run
+from narbench.train.encoder import Labels
+from narbench.train.profiles import get_profile
+from narbench.harness.runner import RunConfig, run
 from narbench.splitters.motif import MotifSplitter
-from narbench.trainer import Trainer
+from narbench.train.trainer import Trainer
 from tests.conftest import chain_graph
 
 
@@ -61,7 +61,7 @@ def test_ours_runs_end_to_end_with_every_splitter(toy_dataset, tmp_path, splitte
 
 
 def test_splitter_parameters_are_recorded_and_validated(toy_dataset, tmp_path):
-    from narbench.runner import ConfigError
+    from narbench.harness.runner import ConfigError
 
     ev = run(RunConfig(encoder="ours", splitter="node-number", splitter_params={"nodes_per_part": 5},
                        profile="smoke", out=None, progress=False), dataset=toy_dataset)
@@ -109,7 +109,7 @@ def test_occurrences_train_one_pair_per_motif_occurrence(toy_dataset):
 
 
 def test_encoder_params_are_validated_and_recorded(toy_dataset):
-    from narbench.runner import ConfigError
+    from narbench.harness.runner import ConfigError
 
     with pytest.raises(ConfigError, match="no parameter 'bogus'"):
         run(RunConfig(encoder="ours", encoder_params={"bogus": 1}, profile="smoke", out=None, progress=False),
@@ -129,7 +129,7 @@ def test_encoder_params_are_validated_and_recorded(toy_dataset):
 
 
 def test_smoke_result_records_stage1_health(toy_dataset, tmp_path):
-    from narbench.result import RunResult
+    from narbench.eval.result import RunResult
 
     ev = run(RunConfig(encoder="ours", profile="smoke", out=str(tmp_path), progress=False), dataset=toy_dataset)
     rec = RunResult.read(ev.path).config["encoder_stats"]["stage1_health"]

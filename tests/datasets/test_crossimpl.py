@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from narbench.graph import ArchGraph
+from narbench.data.graph import ArchGraph
 
 VOCAB = ["AddmmBackward0", "ConvolutionBackward0", "ReluBackward0", "SoftmaxBackward0"]
 
@@ -39,7 +39,7 @@ def _attached(queries=None, vocab=VOCAB):
 
 
 def test_table_loads_and_every_family_is_a_taxonomy_family():
-    from narbench import taxonomy
+    from narbench.datasets import taxonomy
     from narbench.datasets.crossimpl import read_table
 
     rows = read_table()
@@ -73,7 +73,7 @@ def test_malformed_table_rows_are_named(tmp_path):
 
 
 def test_shipped_file_matches_its_pin_and_the_table():
-    from narbench.canonical import canonical_vocabulary
+    from narbench.data.canonical import canonical_vocabulary
     from narbench.datasets import crossimpl
 
     assert crossimpl.EXPECTED_SHA256 is not None
@@ -122,8 +122,8 @@ def test_crossimpl_split_appends_queries_and_keeps_the_other_splits():
 
 
 def test_runner_queries_exactly_the_crossimpl_graphs():
-    from narbench.profiles import get_profile
-    from narbench.runner import select
+    from narbench.train.profiles import get_profile
+    from narbench.harness.runner import select
 
     ds = _attached()
     train, corpus, queries = select(ds, get_profile("quick"), 0, "crossimpl")
@@ -140,7 +140,7 @@ def test_missing_query_families_drop_the_split_and_vocabularies_must_agree():
 
 
 def test_datasheet_counts_core_graphs_and_lists_the_split():
-    from narbench.datasheet import datasheet
+    from narbench.datasets.datasheet import datasheet
 
     sheet = datasheet(_attached())
     assert sheet.num_graphs == 40 and "pkg" not in sheet.per_source
@@ -149,7 +149,7 @@ def test_datasheet_counts_core_graphs_and_lists_the_split():
 
 
 def test_search_index_leaves_out_the_queries():
-    from narbench.index import IndexConfig, build_index
+    from narbench.search_engine.index import IndexConfig, build_index
 
     index = build_index(IndexConfig(encoder="ophist", profile="smoke", progress=False, params={}),
                         dataset=_attached())
@@ -169,9 +169,9 @@ def tiny_cnn(width: int = 4):
 
 def test_builder_extracts_labels_and_writes_a_loadable_file(tmp_path):
     pytest.importorskip("torch")
-    from narbench.canonical import canonical_vocabulary
+    from narbench.data.canonical import canonical_vocabulary
     from narbench.datasets.crossimpl import Row
-    from narbench.store import read_graphs
+    from narbench.data.store import read_graphs
     from narbench.zoo.crossimpl import build
 
     rows = [Row("torch", "tiny", "tests.datasets.test_crossimpl:tiny_cnn", {"width": 5}, "image:1x3x9x9", "resnet")]
@@ -199,7 +199,7 @@ def test_builder_names_the_row_that_fails(tmp_path):
 @pytest.mark.slow
 def test_shipped_real_has_the_crossimpl_split(tmp_path, monkeypatch):
     from narbench.cli import main
-    from narbench.dataset import load_dataset
+    from narbench.data.dataset import load_dataset
     from narbench.datasets import crossimpl
 
     ds = load_dataset("real")

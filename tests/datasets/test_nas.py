@@ -11,8 +11,8 @@ import pytest
 
 from narbench.datasets import nas
 from narbench.datasets.nas import VOCAB, NASDataset, build_network, canonical, edit_distance, generate
-from narbench.graph import ArchGraph
-from narbench.store import encode_graphs
+from narbench.data.graph import ArchGraph
+from narbench.data.store import encode_graphs
 
 SMALL = dict(per_class=30)
 
@@ -242,7 +242,7 @@ def test_truncated_cache_is_rebuilt(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_full_dataset_through_provider(tmp_path, monkeypatch):
-    from narbench.dataset import load_dataset
+    from narbench.data.dataset import load_dataset
 
     monkeypatch.setenv("NARBENCH_CACHE", str(tmp_path))
     ds = load_dataset("nas")

@@ -7,8 +7,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from narbench.graph import ArchGraph
-from narbench.store import CorruptFileError, write_graphs
+from narbench.data.graph import ArchGraph
+from narbench.data.store import CorruptFileError, write_graphs
 
 VOCAB = ["AddmmBackward0", "ConvolutionBackward0", "ReluBackward0", "SoftmaxBackward0"]
 
@@ -84,7 +84,7 @@ def test_corrupted_artifact_is_rejected_with_a_clear_error(shipped):
 
 def test_datasheet_counts(shipped):
     from narbench.datasets.real import RealDataset
-    from narbench.datasheet import datasheet
+    from narbench.datasets.datasheet import datasheet
 
     ds = RealDataset().load()
     sheet = datasheet(ds)
@@ -124,7 +124,7 @@ def test_shipped_artifact_is_pinned_large_and_distinct():
 
 def test_shipped_unseen_split_holds_out_whole_zoo_models():
     """No zoo model (any variant, task head, or the same name in another zoo) on both sides."""
-    from narbench.dataset import load_dataset
+    from narbench.data.dataset import load_dataset
     from narbench.datasets.real import model_group
 
     ds = load_dataset("real")

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 def test_shipped_graphs_are_reextracted_exactly(source):
     if importlib.util.find_spec(source) is None:
         pytest.skip(f"{source} is not installed")
-    from narbench.dataset import load_dataset
+    from narbench.data.dataset import load_dataset
     from narbench.zoo.sources import Spec, extract_spec
 
     ds = load_dataset("real")

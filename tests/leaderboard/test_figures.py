@@ -7,7 +7,7 @@ import pytest
 
 from narbench import leaderboard as lb
 from narbench.leaderboard.figures import DIGEST_KEY, drawn_from
-from narbench.result import write_embeddings
+from narbench.eval.result import write_embeddings
 from tests.handmade import write_result
 
 
@@ -93,8 +93,8 @@ def test_tsne_colours_the_largest_families_and_says_so(tmp_path, monkeypatch):
 
 
 def test_runs_save_embeddings_that_the_tsne_maps(toy_dataset, tmp_path):
-    from narbench.runner import RunConfig, run
-    from narbench.validation import KnownDataset
+    from narbench.harness.runner import RunConfig, run
+    from narbench.eval.validation import KnownDataset
 
     plain = run(RunConfig(encoder="gcn", profile="smoke", out=str(tmp_path / "plain"), progress=False), dataset=toy_dataset)
     assert not list((tmp_path / "plain").glob("*.npz"))

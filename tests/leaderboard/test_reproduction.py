@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from narbench import leaderboard as lb
-from narbench.metrics import PAPER_NDCG
+from narbench.eval.metrics import PAPER_NDCG
 from tests.handmade import write_result
 from tests.leaderboard.conftest import N_QUERIES, base
 

@@ -71,8 +71,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from narbench.graph import ArchGraph
-from narbench.splitter import SplitterConfig
+from narbench.data.graph import ArchGraph
+from narbench.train.splitter import SplitterConfig
 
 from narbench.splitters._segments import SegmentSplitter
 from tests.splitters.motif_reference_seq import _best_anchor, _Seq, encode_sequence

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from narbench.graph import ArchGraph
+from narbench.data.graph import ArchGraph
 from narbench.splitters._segments import checked_order, positions
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from narbench.graph import ArchGraph
-from narbench.splitter import Partition
+from narbench.data.graph import ArchGraph
+from narbench.train.splitter import Partition
 
 # ------------------------------------------------------------------ synthetic architectures
 

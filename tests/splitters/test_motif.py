@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from narbench.graph import ArchGraph
+from narbench.data.graph import ArchGraph
 from narbench.splitters.motif import MotifSplitter, encode_nodes, encode_sequence
 from tests.splitters.synthetic import (BLOCKS, BOTTLENECK, GRAPHS, VOCAB, Builder, check_partition, darts_like,
                                        owned_segments, permuted, random_network, relabel_by_order, resnet_like,

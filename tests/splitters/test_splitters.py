@@ -81,7 +81,7 @@ def test_segments_to_partition_overlap():
 
 
 def test_registry_entry_points():
-    from narbench import registry
+    from narbench.core import registry
 
     for name, cls in [("motif", MotifSplitter), ("node-number", NodeNumberSplitter),
                       ("motif-number", MotifNumberSplitter), ("random", RandomSplitter)]:

@@ -52,7 +52,7 @@ def fake_specs(tmp_path, monkeypatch):
 
 
 def test_build_isolates_failures_and_resumes(tmp_path, fake_specs):
-    from narbench.store import read_graphs
+    from narbench.data.store import read_graphs
     from narbench.zoo.build import build_real, read_result
 
     out = tmp_path / "build"
@@ -64,7 +64,7 @@ def test_build_isolates_failures_and_resumes(tmp_path, fake_specs):
     assert read_result(out, hang)["reason"] == "timeout"
     graphs, vocab, header, digest = read_graphs(first["path"], first["sha256"])
     # assembled onto the fixed canonical vocabulary (narbench.canonical), whatever ops were seen
-    from narbench.canonical import canonical_vocabulary
+    from narbench.data.canonical import canonical_vocabulary
 
     assert [g.name for g in graphs] == [ok.key] and vocab == list(canonical_vocabulary())
     assert sorted({vocab[i] for i in graphs[0].ops.tolist()}) == ["linear", "relu"]

@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from narbench.dataset import DatasetProvider
-from narbench.encoder import Encoder
-from narbench.graph import ArchGraph
+from narbench.data.dataset import DatasetProvider
+from narbench.train.encoder import Encoder
+from narbench.data.graph import ArchGraph
 
 
 class NodeFrequencyEncoder(Encoder):

@@ -1,0 +1,260 @@
+"""A compact, versioned, checksummed file format for a set of graphs.
+
+One file holds the op vocabulary, every graph's op ids and edges (edges stored as
+differences, which compress well), labels, names and per-graph metadata. The sha256 is taken
+over the canonical *uncompressed* payload, so it does not depend on the zstd library's
+version: the same graphs give the same hash on any machine. Files are written atomically.
+
+The file around the payload (`.narg` graph files and `.nari` search indexes alike) has two
+versions, both read:
+
+* **2**: `CONTAINER_MAGIC`, the sha256 of the rest of the file (32 bytes), then one zstd frame
+  (with zstd's own checksum of the payload). Any changed bit is found on read, before
+  decompressing: the magic is not recognised or the rest of the file has another sha256.
+* **1**: a bare zstd frame, no checksum of its own (the shipped `real-1.0.narg` and
+  `index-real-1.0-wl.nari`, whose payload sha256 is pinned in the package instead).
+
+Whatever the version, a payload is checked for structure on read (array lengths, op ids inside
+the vocabulary, every edge endpoint inside its graph): a damaged file raises `CorruptFileError`
+naming the file and what is wrong, never a graph with wrong edges.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import secrets
+import struct
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from narbench.data.graph import ArchGraph
+
+MAGIC = b"NARBENCH-GRAPHS\x001\x00"
+_ARRAYS = ("ops", "node_counts", "edge_src_delta", "edge_dst_delta", "edge_counts")
+_RECORD_KEYS = {"name", "family", "coarse", "source", "meta"}
+
+#: The start of a version-2 file: magic, then the sha256 of the zstd frame after it (32 bytes).
+CONTAINER_MAGIC = b"NARBENCH-FILE\x002\x00"
+#: The version `write_payload` writes (1: a bare zstd frame, still read).
+CONTAINER_VERSION = 2
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+class CorruptFileError(IOError):
+    """A graph file is truncated, unreadable or does not match its expected sha256."""
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write `data` to `path` through a temp file and rename: readers never see half a file.
+
+    The file gets the mode any new file gets (0666 less the umask, usually 0644): the temp file
+    is created with `os.open(..., 0o666)`, not `tempfile.mkstemp`, whose 0600 would make result
+    files unreadable to other users of a shared results folder.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def encode_graphs(graphs: list[ArchGraph], vocab: list[str], header: dict[str, Any]) -> bytes:
+    """The canonical uncompressed payload for `graphs` (what the sha256 is taken over)."""
+    ops = np.concatenate([g.ops for g in graphs]).astype("<i2" if len(vocab) < 2**15 else "<i4")
+    node_counts = np.array([g.num_nodes for g in graphs], dtype="<i4")
+    src = [g.edges[0] for g in graphs]
+    dst = [g.edges[1] for g in graphs]
+    # Edges as differences: within a graph, src as a running difference and dst relative to src.
+    src_delta = np.concatenate([np.diff(s, prepend=0) for s in src]).astype("<i4")
+    dst_delta = np.concatenate([d - s for s, d in zip(src, dst)]).astype("<i4")
+    edge_counts = np.array([g.num_edges for g in graphs], dtype="<i4")
+    records = [
+        {"name": g.name, "family": g.family, "coarse": g.coarse, "source": g.source, "meta": g.meta}
+        for g in graphs
+    ]
+    head = {"header": header, "vocab": list(vocab), "records": records}
+    head_bytes = json.dumps(head, sort_keys=True, separators=(",", ":")).encode()
+    buf = io.BytesIO()
+    buf.write(MAGIC)
+    buf.write(struct.pack("<Q", len(head_bytes)))
+    buf.write(head_bytes)
+    for arr in (ops, node_counts, src_delta, dst_delta, edge_counts):
+        np.lib.format.write_array(buf, np.ascontiguousarray(arr), allow_pickle=False)
+    return buf.getvalue()
+
+
+def decode_graphs(payload: bytes) -> tuple[list[ArchGraph], list[str], dict[str, Any]]:
+    """Graphs, vocabulary and header of a payload; `CorruptFileError` saying what is inconsistent."""
+    if not payload.startswith(MAGIC):
+        raise CorruptFileError("not a narbench graph file (bad magic bytes)")
+    buf = io.BytesIO(payload)
+    buf.seek(len(MAGIC))
+    (n,) = struct.unpack("<Q", buf.read(8))
+    head = json.loads(buf.read(n))
+    arrays = {k: np.lib.format.read_array(buf, allow_pickle=False) for k in _ARRAYS}
+    if buf.read(1):
+        raise CorruptFileError("unexpected bytes after the last array")
+    records, vocab = head["records"], head["vocab"]
+    _check_counts(arrays, records, len(vocab))
+    node_off = np.concatenate([[0], np.cumsum(arrays["node_counts"], dtype=np.int64)])
+    edge_off = np.concatenate([[0], np.cumsum(arrays["edge_counts"], dtype=np.int64)])
+    graphs = []
+    for i, rec in enumerate(records):
+        ops = arrays["ops"][node_off[i] : node_off[i + 1]].astype(np.int64)
+        sd = arrays["edge_src_delta"][edge_off[i] : edge_off[i + 1]].astype(np.int64)
+        dd = arrays["edge_dst_delta"][edge_off[i] : edge_off[i + 1]].astype(np.int64)
+        src = np.cumsum(sd)
+        edges = np.stack([src, src + dd])
+        if edges.size and edges.view(np.uint64).max() >= len(ops):  # the edge-index check (a negative id is huge)
+            bad = int(edges.min() if edges.min() < 0 else edges.max())
+            raise CorruptFileError(f"graph {i} ({rec['name']!r}): edge endpoint {bad} outside its {len(ops)} nodes")
+        graphs.append(ArchGraph(ops=ops, edges=edges, **rec))
+    return graphs, vocab, head["header"]
+
+
+def _check_counts(arrays: dict[str, np.ndarray], records: list, num_ops: int) -> None:
+    """The arrays agree with each other and the head: counts add up to the arrays' lengths, one
+    record per graph, every op id in the vocabulary (edge endpoints are checked per graph)."""
+    for key in _ARRAYS:
+        if arrays[key].ndim != 1 or arrays[key].dtype.kind not in "iu":
+            raise CorruptFileError(f"array {key!r} is not a 1-d integer array")
+    nodes, edges = arrays["node_counts"].astype(np.int64), arrays["edge_counts"].astype(np.int64)
+    if not isinstance(records, list) or not all(isinstance(r, dict) and set(r) == _RECORD_KEYS for r in records):
+        raise CorruptFileError("malformed graph records in the head")
+    if not len(records) == len(nodes) == len(edges):
+        raise CorruptFileError(f"{len(records)} records but {len(nodes)} node counts and {len(edges)} edge counts")
+    if len(nodes) and (nodes.min() < 1 or edges.min() < 0):
+        raise CorruptFileError("a graph has a negative edge count or no node")
+    ops = arrays["ops"]
+    if len(ops) != nodes.sum():
+        raise CorruptFileError(f"{len(ops)} op ids but the node counts add up to {int(nodes.sum())}")
+    if len(ops) and (ops.min() < 0 or ops.max() >= num_ops):
+        bad = int(ops.min() if ops.min() < 0 else ops.max())
+        raise CorruptFileError(f"op id {bad} outside the vocabulary [0, {num_ops})")
+    if not len(arrays["edge_src_delta"]) == len(arrays["edge_dst_delta"]) == edges.sum():
+        raise CorruptFileError(f"{len(arrays['edge_src_delta'])} edge sources and {len(arrays['edge_dst_delta'])} "
+                               f"targets but the edge counts add up to {int(edges.sum())}")
+
+
+def write_graphs(
+    path: str | os.PathLike,
+    graphs: list[ArchGraph],
+    vocab: list[str],
+    header: dict[str, Any],
+    *,
+    level: int = 19,
+) -> str:
+    """Write graphs to `path` (zstd at `level`, atomic) and return the payload's sha256."""
+    return write_payload(path, encode_graphs(graphs, vocab, header), level=level)
+
+
+def write_payload(path: str | os.PathLike, payload: bytes, *, level: int = 19) -> str:
+    """Write `payload` as a version-2 file (magic, checksum, zstd frame), atomically.
+
+    Returns the payload's sha256 (the content's identity, which does not depend on zstd)."""
+    import zstandard
+
+    frame = zstandard.ZstdCompressor(level=level, write_checksum=True).compress(payload)
+    atomic_write_bytes(path, CONTAINER_MAGIC + hashlib.sha256(frame).digest() + frame)
+    return hashlib.sha256(payload).hexdigest()
+
+
+def _frame(path: Path, data: bytes) -> bytes:
+    """The zstd frame of a file's bytes, checked against the file's checksum (version 2)."""
+    if data.startswith(CONTAINER_MAGIC):
+        start = len(CONTAINER_MAGIC) + 32
+        recorded, frame = data[len(CONTAINER_MAGIC) : start].hex(), data[start:]
+        digest = hashlib.sha256(frame).hexdigest()
+        if digest != recorded:
+            raise CorruptFileError(f"{path}: checksum mismatch: the {len(frame):,} bytes after the file header have "
+                                   f"sha256 {digest[:16]}..., the header records {recorded[:16]}...; the file is "
+                                   "truncated or corrupt")
+        return frame
+    if data.startswith(_ZSTD_MAGIC):
+        return data
+    raise CorruptFileError(f"{path}: cannot decompress (neither a narbench file nor a zstd frame: it starts "
+                           f"with {data[:8]!r}); the file is truncated or corrupt")
+
+
+def read_payload(path: str | os.PathLike, expected_sha256: str | None = None) -> tuple[bytes, str]:
+    """The decompressed payload of a narbench file (version 1 or 2) and its sha256.
+
+    `FileNotFoundError` if it is missing; `CorruptFileError` if its checksum does not match
+    (version 2), it cannot be decompressed, or its payload's sha256 is not `expected_sha256`. Graph files and
+    search indexes are both read through here."""
+    import zstandard
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"file not found: {path}")
+    frame = _frame(path, path.read_bytes())
+    try:
+        payload = zstandard.ZstdDecompressor().decompress(frame)
+    except (zstandard.ZstdError, MemoryError) as exc:  # a damaged frame header can claim any size
+        raise CorruptFileError(f"{path}: cannot decompress ({type(exc).__name__}: {exc}); the file is truncated "
+                               "or corrupt") from exc
+    digest = hashlib.sha256(payload).hexdigest()
+    if expected_sha256 is not None and digest != expected_sha256:
+        raise CorruptFileError(
+            f"{path}: sha256 {digest[:16]}... does not match the expected {expected_sha256[:16]}..."
+        )
+    return payload, digest
+
+
+def read_graphs(
+    path: str | os.PathLike, expected_sha256: str | None = None
+) -> tuple[list[ArchGraph], list[str], dict[str, Any], str]:
+    """Read a graph file; raise `CorruptFileError` if it is damaged or its hash is not expected."""
+    try:
+        payload, digest = read_payload(path, expected_sha256)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"graph file not found: {path}") from None
+    try:
+        graphs, vocab, header = decode_graphs(payload)
+    except CorruptFileError as exc:
+        raise CorruptFileError(f"{path}: {exc}; the file is corrupt") from exc
+    except Exception as exc:  # noqa: BLE001 - numpy's and json's parsers raise many types on damaged bytes
+        raise CorruptFileError(f"{path}: unreadable payload ({type(exc).__name__}: {exc}); the file is corrupt") from exc
+    return graphs, vocab, header, digest
+
+
+def read_head(path: str | os.PathLike) -> dict[str, Any]:
+    """The JSON head of a graph file (header, vocab, one record per graph) without its arrays.
+
+    Streams only the start of the compressed file: a second or less where `read_graphs` takes
+    several, and unchecked (the sha256 covers the whole payload). For listings, not for runs.
+    """
+    import zstandard
+
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(len(CONTAINER_MAGIC) + 32 if fh.read(len(CONTAINER_MAGIC)) == CONTAINER_MAGIC else 0)
+            with zstandard.ZstdDecompressor().stream_reader(fh, closefd=False) as reader:
+                start = reader.read(len(MAGIC) + 8)
+                if len(start) < len(MAGIC) + 8 or not start.startswith(MAGIC):
+                    raise CorruptFileError(f"{path}: not a narbench graph file (bad magic bytes)")
+                (n,) = struct.unpack("<Q", start[len(MAGIC):])
+                chunks, got = [], 0
+                while got < n:
+                    chunk = reader.read(min(n - got, 1 << 22))
+                    if not chunk:
+                        raise CorruptFileError(f"{path}: truncated")
+                    chunks.append(chunk)
+                    got += len(chunk)
+        return json.loads(b"".join(chunks))
+    except (zstandard.ZstdError, ValueError) as exc:
+        raise CorruptFileError(f"{path}: unreadable ({exc})") from exc

@@ -1,0 +1,85 @@
+"""The configuration hash: which runs are "the same run", so a sweep can skip what is done.
+
+A run's hash covers what decides its numbers and nothing else: encoder and its parameters
+(`Encoder.PARAMS` with their values, e.g. the ablations of `ours`; a file that recorded none
+counts as none), splitter and its full parameters, dataset and its version, split, protocol (`any` for a training-free encoder, which
+sees no labels), profile, objective, initialisation (scratch or pretrained), seed, ranking depth
+and the *code version* of the encoder and the splitter.
+
+The code version is the distribution and version of the package that registers each one
+(`environment.entry_points` in the result file, e.g. `narbench==0.1.0` or a third party's
+`my-encoder==2.1`), not the git commit: a commit that touches docs or another encoder must not
+invalidate every committed result, and a release that changes an encoder's numbers bumps its
+version. The same fields are read back from any result file (old ones included, which predate the
+stored hash), so results already committed are recognised without re-running. The device, the
+torch version and the time are provenance, not configuration: they are recorded, not hashed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from narbench.eval.result import RunResult
+
+#: bump when the fields or their meaning change: every stored hash then differs from a new one
+HASH_VERSION = 2
+#: protocol of a training-free encoder (the leaderboard's `narbench.leaderboard.ANY_PROTOCOL`)
+ANY_PROTOCOL = "any"
+DEFAULT_OBJECTIVE = "ce+cl"
+DEFAULT_TOP_K = 100
+FIELDS = ("encoder", "encoder_params", "splitter", "splitter_params", "dataset", "dataset_version", "split", "protocol", "profile",
+          "objective", "init", "seed", "top_k", "encoder_code", "splitter_code")
+
+
+def config_hash(fields: dict[str, Any]) -> str:
+    """16 hex digits of the SHA-256 of the canonical JSON of `fields` (exactly `FIELDS`)."""
+    if set(fields) != set(FIELDS):
+        missing, extra = set(FIELDS) - set(fields), set(fields) - set(FIELDS)
+        raise ValueError(f"config hash fields: missing {sorted(missing)}, unexpected {sorted(extra)}")
+    text = json.dumps({"hash_version": HASH_VERSION, **fields}, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def code_version(origin: dict[str, Any] | None) -> str | None:
+    """`distribution==version` of an entry point's origin (`registry.origin`, as result files record it)."""
+    if not origin or not origin.get("distribution"):
+        return None
+    return f"{origin['distribution']}=={origin.get('version')}"
+
+
+def result_fields(result: RunResult) -> dict[str, Any]:
+    """The hashed fields of a result file, read from what it recorded."""
+    cfg = result.config or {}
+    run = cfg.get("run") or {}
+    trained = cfg.get("labels") is not None
+    objective = (((cfg.get("encoder") or {}).get("train") or {}).get("objective") or run.get("objective")
+                 or ((cfg.get("profile") or {}).get("train") or {}).get("objective") or DEFAULT_OBJECTIVE)
+    env = result.environment or {}
+    eps = env.get("entry_points") or {}
+    # Files written before entry points were recorded: the shipped names came from narbench itself.
+    fallback = (env.get("packages") or {}).get("narbench")
+    fallback = f"narbench=={fallback}" if fallback else None
+    return {
+        "encoder": result.encoder,
+        "encoder_params": (cfg.get("encoder") or {}).get("params") or {},
+        "splitter": result.splitter,
+        "splitter_params": (cfg.get("splitter") or {}).get("params") or {},
+        "dataset": (result.dataset or {}).get("name"),
+        "dataset_version": str((result.dataset or {}).get("version")),
+        "split": result.split,
+        "protocol": result.protocol if trained else ANY_PROTOCOL,
+        "profile": result.profile,
+        "objective": objective,
+        "init": "pretrained" if run.get("init_from") else "scratch",
+        "seed": int(result.seed),
+        "top_k": int(run.get("top_k", DEFAULT_TOP_K)),
+        "encoder_code": code_version(eps.get("encoder")) or fallback,
+        "splitter_code": code_version(eps.get("splitter")) or fallback,
+    }
+
+
+def result_hash(result: RunResult) -> str:
+    """The configuration hash of a result, recomputed from its recorded configuration."""
+    return config_hash(result_fields(result))

@@ -1,0 +1,317 @@
+"""`run`: the one path through narbench.
+
+dataset -> fixed split -> splitter -> encoder -> trainer -> embeddings -> retrieval -> metrics
+-> result file. The CLI's `narbench run` is a thin wrapper over `run(RunConfig(...))`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+
+from narbench.train import checkpoint, distributed
+from narbench.harness import preflight
+from narbench.core import jit, registry
+from narbench.harness.confighash import result_hash
+from narbench.data.dataset import GraphDataset, UnknownSplitError, load_dataset, stratified_subset
+from narbench.train.encoder import Encoder, Labels
+from narbench.eval.metrics import METRICS, score_rankings
+from narbench.train.profiles import get_profile
+from narbench.train.protocol import DEFAULT_PROTOCOL, Protocol, get_protocol
+from narbench.eval.result import SIDECAR_SUFFIX, RunResult, environment, git_commit, write_embeddings
+from narbench.eval.retrieval import tiebreak_keys, top_k_cosine
+from narbench.train.splitter import Splitter
+from narbench.train.trainer import Trainer, seed_everything
+
+
+class ConfigError(ValueError):
+    """An invalid combination of run options (the message says which and why)."""
+
+
+class ResultWriteError(OSError):
+    """The run finished but its files could not be written; `evaluation` holds what it measured.
+
+    Nothing of the run is left in the output folder (files written before the failure are removed).
+    """
+
+    def __init__(self, evaluation: "Evaluation", out: str, cause: OSError) -> None:
+        self.evaluation = evaluation
+        super().__init__(f"cannot write the result to {out}: {cause.strerror or cause}; nothing was written")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Options of one benchmark run (the CLI flags of `narbench run`).
+
+    `encoder`, `splitter` (None: the encoder's default) and `dataset` are registered names;
+    `split` a split of the dataset; `protocol` which labels trainable encoders get; `profile`
+    the data and recipe budget (`narbench.train.profiles`); `objective` overrides the profile's loss
+    terms; `splitter_params` are the splitter's parameters; `encoder_params` the encoder's
+    (`Encoder.PARAMS`: ablations and recipe switches, recorded in the result); `device` is auto, cpu, cuda or
+    cuda:N; `out` the folder for the result file (None: write nothing); `top_k` the ranking
+    depth; `init_from` a checkpoint (`.pt`) or the result `.json` of a run that saved one.
+    """
+
+    encoder: str = "gcn"
+    splitter: str | None = None
+    dataset: str = "nas"
+    split: str = "standard"  # a split of the dataset (`dataset.splits`): real has `standard` and `unseen`
+    protocol: str = DEFAULT_PROTOCOL  # which labels trainable encoders get (`narbench.train.protocol`)
+    profile: str = "quick"
+    seed: int = 0
+    device: str = "auto"
+    objective: str | None = None
+    splitter_params: dict[str, Any] = field(default_factory=dict)
+    encoder_params: dict[str, Any] = field(default_factory=dict)  # the encoder's `PARAMS` (ablations)
+    out: str | None = "runs"
+    progress: bool = True
+    top_k: int = 100
+    save_embeddings: bool = False  # also write `<run_id>.embeddings.npz` (query embeddings + labels)
+    save_weights: bool = False  # also write `<run_id>.pt` (trained encoder weights)
+    init_from: str | None = None  # start from weights: a `.pt` file or a result `.json` that saved them
+    jobs: int | None = None  # CPU processes for data preparation (splitting graphs); None: all cores
+
+
+@dataclass
+class Evaluation:
+    """What `run` produced: the result, its file (if written) and the raw retrieval outputs."""
+
+    result: RunResult
+    path: Path | None
+    query_embeddings: Any
+    corpus_embeddings: Any
+    ranked: np.ndarray
+    per_query: dict[str, np.ndarray]
+
+
+#: seeds accepted: what numpy's and torch's generators take everywhere
+MAX_SEED = 2**32 - 1
+
+
+def check_config(cfg: RunConfig) -> None:
+    """The numeric options are in range (`ConfigError` otherwise), checked before anything runs."""
+    if not isinstance(cfg.seed, (int, np.integer)) or not 0 <= cfg.seed <= MAX_SEED:
+        raise ConfigError(f"seed must be an integer from 0 to {MAX_SEED}, got {cfg.seed!r}")
+    if cfg.jobs is not None and (not isinstance(cfg.jobs, (int, np.integer)) or cfg.jobs < 1):
+        raise ConfigError(f"jobs must be a positive integer (or None: all cores), got {cfg.jobs!r}")
+    if not isinstance(cfg.top_k, int) or cfg.top_k < 1:
+        raise ConfigError(f"top_k must be a positive integer, got {cfg.top_k!r}")
+
+
+def resolve(cfg: RunConfig) -> tuple[type[Encoder], Splitter, str]:
+    """Load the encoder class and build the splitter; raise on unknown names or bad combos."""
+    encoder_cls = registry.load("encoder", cfg.encoder)
+    splitter_name = cfg.splitter or encoder_cls.default_splitter
+    known = registry.names("splitter")
+    if splitter_name not in known:
+        raise registry.UnknownNameError("splitter", splitter_name, known)
+    if not encoder_cls.uses_splitter and splitter_name != "none":
+        raise ConfigError(
+            f"encoder {cfg.encoder!r} embeds whole graphs and takes no splitter; use --splitter none "
+            f"(got {splitter_name!r})"
+        )
+    unknown = sorted(set(cfg.encoder_params) - set(getattr(encoder_cls, "PARAMS", {})))
+    if unknown:
+        known = ", ".join(getattr(encoder_cls, "PARAMS", {})) or "none"
+        raise ConfigError(f"encoder {cfg.encoder!r} has no parameter {', '.join(map(repr, unknown))} (its parameters: {known})")
+    splitter_cls = registry.load("splitter", splitter_name)
+    try:
+        splitter = splitter_cls(**cfg.splitter_params)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"bad parameters for splitter {splitter_name!r}: {exc}") from exc
+    return encoder_cls, splitter, splitter_name
+
+
+def select(dataset: GraphDataset, profile, seed: int, split: str = "standard") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(train, corpus, query) indices for a profile: stratified subsets of the fixed split."""
+    fam = np.array([g.family for g in dataset.graphs])
+    split = dataset.get_split(split)
+    train = stratified_subset(split.train, fam[split.train], profile.max_train, seed=seed)
+    corpus = stratified_subset(split.train, fam[split.train], profile.max_corpus, seed=seed)
+    queries = stratified_subset(split.test, fam[split.test], profile.max_queries, seed=seed)
+    # A query is only meaningful when its family has at least one corpus item.
+    queries = queries[np.isin(fam[queries], fam[corpus])]
+    return train, corpus, queries
+
+
+def make_labels(dataset: GraphDataset, protocol: Protocol, encoder_cls: type[Encoder], idx: np.ndarray) -> tuple[Labels, dict | None]:
+    """The protocol's training labels for graphs `idx`, and their record for the result file."""
+    ids = {"family": (dataset.family_ids(), len(dataset.families)),
+           "coarse": (dataset.coarse_ids(), len(dataset.coarse_labels))}
+    cl, ce = protocol.labels(encoder_cls)
+    labels = Labels(ids[cl][0][idx], ids[ce][0][idx], ids[ce][1])
+    return labels, ({"cl": cl, "ce": ce, "num_ce_classes": ids[ce][1]} if encoder_cls.trainable else None)
+
+
+def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console | None = None) -> Evaluation:
+    """Run one benchmark configuration end to end and, if `cfg.out`, write its result file.
+
+    Args:
+        cfg: the run's options.
+        dataset: an in-memory dataset to use instead of loading `cfg.dataset` by name.
+        console: where progress bars go (default: stderr).
+    Returns:
+        An `Evaluation`: the `RunResult`, the path of its file (None without `cfg.out`), the
+        embeddings, the rankings and the per-query scores.
+    Raises:
+        Before loading or training anything (`narbench.harness.preflight`): `ConfigError`,
+        `PreflightError`, `registry.UnknownNameError`, `checkpoint.CheckpointError`, or the
+        dataset's FileNotFoundError. After the run: `ResultWriteError`, holding the evaluation,
+        when the files cannot be written; an interrupted run writes nothing.
+    """
+    console = console or Console(stderr=True)
+    timings: dict[str, float] = {}
+    t_start = time.perf_counter()
+    check_config(cfg)
+    encoder_cls, splitter, splitter_name = resolve(cfg)
+    overrides = {"objective": cfg.objective} if cfg.objective else {}
+    try:
+        profile = get_profile(cfg.profile, **overrides)
+        protocol = get_protocol(cfg.protocol)
+    except (KeyError, ValueError) as exc:
+        raise ConfigError(str(exc.args[0])) from exc
+    preflight.check(cfg, dataset_given=dataset is not None)
+    if cfg.progress:
+        jit.announce_first_compile(console, jit.modules_of(splitter_name != "none"))
+
+    t = time.perf_counter()
+    if dataset is None:
+        dataset = load_dataset(cfg.dataset)
+    try:
+        train_idx, corpus_idx, query_idx = select(dataset, profile, cfg.seed, cfg.split)
+    except UnknownSplitError as exc:
+        raise ConfigError(str(exc)) from exc
+    timings["data"] = time.perf_counter() - t
+
+    graphs = dataset.graphs
+    fam_ids = dataset.family_ids()
+    labels, label_record = make_labels(dataset, protocol, encoder_cls, train_idx)
+
+    seed_everything(cfg.seed)
+    trainer = Trainer(cfg.device, cfg.seed, progress=cfg.progress, console=console, jobs=cfg.jobs)
+    encoder = encoder_cls(len(dataset.vocab), labels.num_ce_classes, profile, splitter)
+    if cfg.encoder_params:
+        try:
+            encoder.set_params(cfg.encoder_params)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from exc
+    init = checkpoint.load_into(encoder, cfg.encoder, dataset.vocab, cfg.init_from) if cfg.init_from else None
+
+    t = time.perf_counter()
+    encoder.fit(trainer, [graphs[i] for i in train_idx], labels)
+    timings["train"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    corpus_graphs = [graphs[i] for i in corpus_idx]
+    corpus_emb = encoder.embed(trainer, corpus_graphs)
+    query_emb = encoder.embed(trainer, [graphs[i] for i in query_idx])
+    timings["embed"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    ranked, _ = top_k_cosine(query_emb, corpus_emb, cfg.top_k, device=trainer.device,
+                             tiebreak=tiebreak_keys(corpus_graphs))
+    timings["retrieve"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    means, per_query = score_rankings(fam_ids[query_idx], fam_ids[corpus_idx], ranked.numpy())
+    timings["score"] = time.perf_counter() - t
+    timings["total"] = time.perf_counter() - t_start
+
+    now = datetime.now(timezone.utc)
+    variant = encoder.variant() if encoder.PARAMS else ""
+    method = cfg.encoder + (f"+{variant.replace('=', '.').replace(',', '+')}" if variant else "")
+    run_id = (f"{dataset.name}-{cfg.split}-{method}-{splitter_name}-{cfg.profile}-{protocol.name}-s{cfg.seed}-"
+              f"{now:%Y%m%dT%H%M%S%fZ}")
+    config = {
+        "run": {**{k: v for k, v in asdict(cfg).items() if k not in ("out", "progress", "save_embeddings", "save_weights", "jobs")},
+                "dataset": dataset.name},
+        "profile": asdict(profile),
+        "labels": label_record,
+        "encoder": encoder.config(),
+        "splitter": {"name": splitter_name, "params": splitter.params()},
+        "training_history": [asdict(h) for h in trainer.histories],
+        "encoder_stats": dict(getattr(encoder, "stats", {})),
+        "init": init,
+    }
+    result = RunResult(
+        run_id=run_id,
+        encoder=cfg.encoder,
+        splitter=splitter_name,
+        dataset=dataset.describe(cfg.split),
+        split=cfg.split,
+        protocol=protocol.name,
+        profile=cfg.profile,
+        seed=cfg.seed,
+        config=config,
+        metrics={m: means[m] for m in METRICS},
+        metrics_extra={m: v for m, v in means.items() if m not in METRICS},
+        timings={k: round(v, 4) for k, v in timings.items()},
+        device=str(trainer.device) + (f" ({_device_name(trainer.device)})" if trainer.device.type == "cuda" else ""),
+        num_queries=int(len(query_idx)),
+        num_corpus=int(len(corpus_idx)),
+        num_train=int(len(train_idx)),
+        environment={**environment(), "entry_points": {"encoder": registry.origin("encoder", cfg.encoder),
+                                                       "splitter": registry.origin("splitter", splitter_name)}},
+        git_commit=git_commit(),
+        created=now.isoformat(),
+    )
+    result.config_hash = result_hash(result)
+    evaluation = Evaluation(result, None, query_emb, corpus_emb, ranked.numpy(), per_query)
+    if cfg.out and distributed.is_main():  # torchrun: rank 0 writes
+        evaluation.path = _write(cfg, evaluation, encoder, dataset, [graphs[i] for i in query_idx])
+    return evaluation
+
+
+def _write(cfg: RunConfig, ev: Evaluation, encoder: Encoder, dataset: GraphDataset, queries: list) -> Path:
+    """Write the run's files into `cfg.out`: all of them, or (interrupted, failed) none."""
+    out, run_id = Path(cfg.out), ev.result.run_id
+    files = [out / f"{run_id}{SIDECAR_SUFFIX}", out / f"{run_id}.json"]
+    try:  # side files first: the result file, written last, marks the run complete
+        if cfg.save_weights:
+            files.append(checkpoint.save(out / f"{run_id}{checkpoint.SUFFIX}", encoder, cfg.encoder, dataset.vocab,
+                                         run_id))
+        if cfg.save_embeddings:
+            files.append(write_embeddings(out / f"{run_id}.embeddings.npz", ev.query_embeddings,
+                                          [g.family for g in queries], [g.coarse for g in queries]))
+        return ev.result.write(out, ev.per_query)
+    except BaseException as exc:
+        for path in files:
+            path.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise ResultWriteError(ev, cfg.out, exc) from exc
+        raise
+
+
+def _device_name(device) -> str:
+    import torch
+
+    return torch.cuda.get_device_name(device)
+
+
+def render(ev: Evaluation, console: Console) -> None:
+    """A run's metrics as a table (@20/50/100), its sizes, timings and where its result file went."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    res = ev.result
+    title = (f"{res.encoder} + {res.splitter} on {res.dataset['name']} · {res.split} "
+             f"({res.profile}, protocol {res.protocol}, seed {res.seed})")
+    table = Table(title=escape(title), min_width=len(title))  # the title on one line where it fits
+    table.add_column("metric")
+    for k in (20, 50, 100):
+        table.add_column(f"@{k}", justify="right")
+    scores = {**res.metrics, **res.metrics_extra}
+    for label, metric in (("MRR", "mrr"), ("MAP", "map"), ("NDCG", "ndcg"), ("MAP, min(k,|R|)", "map_capped"),
+                          ("NDCG, paper's ideal (all |R|)", "ndcg_paper")):
+        table.add_row(label, *[f"{scores[f'{metric}@{k}']:.4f}" for k in (20, 50, 100)])
+    console.print(table)
+    console.print(f"queries {res.num_queries}, corpus {res.num_corpus}, trained on {res.num_train}; device {res.device}")
+    console.print("timings (s): " + ", ".join(f"{k} {v:.1f}" for k, v in res.timings.items()))
+    if ev.path:  # one line, never wrapped: the path is copied from logs
+        console.print(f"result written to [bold]{escape(str(ev.path))}[/bold]", soft_wrap=True, highlight=False)

@@ -1,0 +1,69 @@
+"""Result files as a list a user can look at (`narbench runs`): one row per run.
+
+Each row: the run's configuration (dataset, split, encoder, splitter, profile, protocol,
+objective, seed), its headline metrics, wall time, device, git commit, configuration hash and
+file. Read with `RunResult.read` (no validation: this is a listing, `narbench leaderboard`
+validates); a file that is not a result is reported, not fatal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from narbench.harness.confighash import result_fields, result_hash
+from narbench.eval.result import RunResult
+
+METRICS = ("ndcg@20", "mrr@20", "map@20")
+
+
+def run_row(result: RunResult, path: Path) -> dict[str, Any]:
+    """One result as a flat dict (JSON-ready)."""
+    fields = result_fields(result)
+    return {
+        "run_id": result.run_id, "path": str(path), "created": result.created,
+        "dataset": fields["dataset"], "split": result.split, "encoder": result.encoder, "splitter": result.splitter,
+        "profile": result.profile, "protocol": fields["protocol"], "objective": fields["objective"],
+        "init": fields["init"], "seed": result.seed,
+        "metrics": dict(result.metrics), "seconds": (result.timings or {}).get("total"), "device": result.device,
+        "git_commit": result.git_commit, "config_hash": result_hash(result),
+    }
+
+
+def list_runs(dirs: Iterable[str | Path]) -> tuple[list[dict[str, Any]], list[str]]:
+    """(rows sorted by creation time, problems): every result file under `dirs`, recursively."""
+    rows, problems = [], []
+    for d in dirs:
+        d = Path(d)
+        if not d.exists():
+            problems.append(f"{d}: no such folder")
+            continue
+        paths = [d] if d.is_file() else sorted(d.rglob("*.json"))
+        for path in paths:
+            try:
+                rows.append(run_row(RunResult.read(path), path))
+            except (ValueError, TypeError, KeyError, OSError) as exc:
+                problems.append(str(exc))
+    rows.sort(key=lambda r: (r["created"] or "", r["run_id"]))
+    return rows, problems
+
+
+def runs_table(rows: list[dict[str, Any]]):
+    """The rows as a rich table."""
+    from rich.table import Table
+
+    table = Table(title=f"{len(rows)} runs")
+    for col, justify in (("created", "left"), ("dataset", "left"), ("split", "left"), ("encoder+splitter", "left"),
+                         ("profile", "left"), ("protocol", "left"), ("objective", "left"), ("seed", "right"),
+                         *((m, "right") for m in METRICS), ("time s", "right"), ("device", "left"),
+                         ("commit", "left"), ("hash", "left")):
+        table.add_column(col, justify=justify)
+    for r in rows:
+        init = " (pretrained)" if r["init"] == "pretrained" else ""
+        table.add_row((r["created"] or "")[:19], r["dataset"], r["split"], f"{r['encoder']}+{r['splitter']}{init}",
+                      r["profile"], r["protocol"], r["objective"], str(r["seed"]),
+                      *(f"{r['metrics'][m]:.4f}" if m in r["metrics"] else "-" for m in METRICS),
+                      f"{r['seconds']:.0f}" if r["seconds"] is not None else "-", r["device"],
+                      (r["git_commit"] or "-")[:12], r["config_hash"])
+    return table

@@ -1,0 +1,9 @@
+"""search_engine: `narbench.search(target)`, beside the benchmark. What a target can be and how
+it becomes a graph (`target`, running its model `_target_run` on an example input
+`_target_inputs`), the checksummed index of a corpus's embeddings (`index`), nearest-neighbour
+backends over it (`backends`) and the search itself (`engine`).
+
+May import: narbench.core, narbench.data, narbench.train, narbench.eval, narbench.harness (an
+index is built by the harness's run recipe), narbench.zoo (a zoo target is built as `real`'s
+build builds it). Encoders come through the registry, never by import.
+"""

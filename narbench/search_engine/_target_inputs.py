@@ -1,0 +1,146 @@
+"""The example input of a search target model (`narbench.search_engine.target`): chosen as the `real` build does,
+shaped as the caller says (`shapes`), or given by the caller (`normalise_inputs`).
+
+`TargetError`, the error of every step from a target to its graph, is defined here, under
+`narbench.search_engine._target_run` and `narbench.search_engine.target`, so that the three
+import one another in one direction only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+#: Sequence length of the token ids given to a language model (the `real` build's choice).
+SEQ_LEN = 16
+
+
+class TargetError(ValueError):
+    """A search target that cannot be turned into a graph (message: problem; fix)."""
+
+
+def _first_layer(model):
+    import torch.nn as nn
+
+    for mod in model.modules():
+        if mod is not model and next(mod.parameters(recurse=False), None) is not None:
+            return mod
+        if isinstance(mod, (nn.Embedding, nn.EmbeddingBag, nn.RNNBase, nn.TransformerEncoderLayer)):
+            return mod
+    return None
+
+
+def normalise_inputs(value: Any) -> tuple[tuple, dict[str, Any]]:
+    """(args, kwargs) of example inputs as a caller gives them: the model is called `model(*args,
+    **kwargs)`. A dict is keyword inputs; a pair `(tuple_or_list, dict)` is (args, kwargs); any
+    other tuple or list is positional inputs; anything else (a tensor) is the one positional input.
+    """
+    if isinstance(value, dict):
+        return (), dict(value)
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], (tuple, list)) \
+            and isinstance(value[1], dict):
+        return tuple(value[0]), dict(value[1])
+    if isinstance(value, (tuple, list)):
+        return tuple(value), {}
+    return (value,), {}
+
+
+def to_device(value: Any, device: str) -> Any:
+    """`value` with every tensor in it (nested in tuples, lists, dicts) moved to `device`."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, dict):
+        return {k: to_device(v, device) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return type(value)(to_device(v, device) for v in value)
+    return value
+
+
+def describe(args: tuple, kwargs: dict[str, Any]) -> str:
+    """A short description of example inputs: `tensor [1, 3, 32, 32], mask=tensor [1, 16]`."""
+    import torch
+
+    def one(v: Any) -> str:
+        if isinstance(v, torch.Tensor):
+            kind = "token ids" if not (v.is_floating_point() or v.is_complex() or v.dtype == torch.bool) else "tensor"
+            return f"{kind} {list(v.shape)}"
+        if isinstance(v, (tuple, list)):
+            return "(" + ", ".join(one(x) for x in v) + ")"
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{k}: {one(x)}" for k, x in v.items()) + "}"
+        return type(v).__name__
+    return ", ".join([one(a) for a in args] + [f"{k}={one(v)}" for k, v in kwargs.items()])
+
+
+def example_inputs(model, device: str, shape=None) -> tuple[tuple, dict, str]:
+    """(args, kwargs, description) of the example input for `model`, chosen as the `real` build does.
+
+    A transformers model gets the build's dummy inputs for its main input, a timm model its
+    `pretrained_cfg["input_size"]`; any other module is read from its first layer with weights:
+    an embedding gets token ids [1, 16], a 2-d (3-d) convolution an image [1, C, 224, 224]
+    (a clip [1, C, 16, 112, 112]), a recurrent or transformer layer a sequence [1, 16, F], a
+    linear layer a vector [1, F]. `shape` overrides the shape (token ids stay integer ids); a
+    list of shapes gives one positional input per shape: the first as above, the others random
+    float tensors.
+    """
+    import torch
+
+    if shape is not None and len(shape) and not isinstance(shape[0], int):  # several shapes
+        first, *rest = [tuple(int(s) for s in sh) for sh in shape]
+        args, kwargs, described = example_inputs(model, device, first)
+        if rest and kwargs:
+            raise TargetError(f"{type(model).__name__} takes keyword inputs ({', '.join(kwargs)}): give them with "
+                              "--inputs FILE.py:FUNC (Python: inputs=), not several --input-shape")
+        extra = tuple(torch.randn(*sh, device=device) for sh in rest)
+        return (*args, *extra), kwargs, ", ".join([described] + [f"tensor {list(sh)}" for sh in rest])
+    return _one_input(model, device, shape)
+
+
+def _one_input(model, device: str, shape: tuple[int, ...] | None) -> tuple[tuple, dict, str]:
+    import torch
+    import torch.nn as nn
+
+    config = getattr(model, "config", None)
+    if config is not None and hasattr(config, "model_type") and hasattr(model, "main_input_name"):
+        from narbench.zoo.sources import transformers_inputs
+
+        kw = transformers_inputs(model, config, "base", device, shape)
+        main = next(iter(kw.values()))
+        return (), kw, f"{next(iter(kw))} {list(main.shape)}"
+    first = _first_layer(model)
+    ids = isinstance(first, (nn.Embedding, nn.EmbeddingBag))
+    if shape is None:
+        cfg = getattr(model, "pretrained_cfg", None)
+        if isinstance(cfg, dict) and cfg.get("input_size"):
+            shape = (1, *cfg["input_size"])
+        elif ids:
+            shape = (1, SEQ_LEN)
+        elif isinstance(first, (nn.Conv2d, nn.ConvTranspose2d, nn.BatchNorm2d)):
+            shape = (1, first.in_channels if hasattr(first, "in_channels") else first.num_features, 224, 224)
+        elif isinstance(first, (nn.Conv3d, nn.ConvTranspose3d)):
+            shape = (1, first.in_channels, 16, 112, 112)
+        elif isinstance(first, (nn.Conv1d, nn.ConvTranspose1d)):
+            shape = (1, first.in_channels, 1024)
+        elif isinstance(first, nn.RNNBase):
+            shape = (1, SEQ_LEN, first.input_size) if first.batch_first else (SEQ_LEN, 1, first.input_size)
+        elif isinstance(first, nn.TransformerEncoderLayer):
+            d = first.linear1.in_features
+            shape = (1, SEQ_LEN, d) if first.self_attn.batch_first else (SEQ_LEN, 1, d)
+        elif isinstance(first, nn.LayerNorm):
+            shape = (1, SEQ_LEN, *first.normalized_shape)
+        elif isinstance(first, nn.Linear):
+            shape = (1, first.in_features)
+        elif isinstance(first, nn.BatchNorm1d):
+            shape = (1, first.num_features)
+        else:
+            raise TargetError(f"cannot tell what input {type(model).__name__} takes (first layer: "
+                              f"{type(first).__name__ if first is not None else 'none with weights'}); "
+                              "give its shape with --input-shape, e.g. --input-shape 1,3,224,224")
+    shape = tuple(int(s) for s in shape)
+    if ids:
+        n = int(np.prod(shape))
+        x = (torch.arange(n, device=device) % max(first.num_embeddings, 1)).reshape(shape)
+        return (x,), {}, f"token ids {list(shape)}"
+    return (torch.randn(*shape, device=device),), {}, f"tensor {list(shape)}"

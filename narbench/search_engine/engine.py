@@ -1,0 +1,232 @@
+"""The search engine: `search(target)` -> the most similar real architectures (paper eq. 1).
+
+Resolve the target to a graph (`narbench.search_engine.target`), embed it with the index's encoder
+(`narbench.search_engine.index`), rank the index's graphs by cosine similarity (`narbench.search_engine.backends`), and say
+why the top hit is close (the op types the two share most), whether the query's graph is in
+the index itself (an exact duplicate, ranked first), and which hits are weak (a cosine below the
+index's `weak_below`, `narbench.search_engine.index.weak_threshold`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from narbench.search_engine.index import SearchIndex, load_index
+from narbench.search_engine.target import Query, resolve_target
+from narbench.data.ops import UNKNOWN_OP
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One result: rank (1-based), the graph's name and labels, cosine similarity and size.
+
+    `weak`: the cosine is below the index's `weak_below` (less similar than 95% of the index's
+    graphs are to their nearest other model); never set when the index has no threshold."""
+
+    rank: int
+    name: str
+    family: str
+    coarse: str
+    source: str
+    similarity: float
+    num_nodes: int
+    num_edges: int
+    weak: bool = False
+
+
+@dataclass
+class SearchResult:
+    """The hits of one search, best first, and what explains them. Iterates like the list of hits."""
+
+    query: str
+    kind: str
+    hits: list[Hit]
+    num_nodes: int
+    num_edges: int
+    coarse: str
+    why: str
+    duplicate_of: list[str] = field(default_factory=list)  # index graphs identical to the query
+    unknown_ops: dict[str, int] = field(default_factory=dict)  # query ops not in the index's vocabulary
+    unknown_as: str = "spliced"  # "other": embedded as the canonical `other` op; "spliced": left out
+    warnings: list[str] = field(default_factory=list)  # e.g. a torch outside the range the index was checked with
+    index: str = ""
+    backend: str = "exact"
+    info: dict[str, Any] = field(default_factory=dict)  # input, device, timings
+    weak_below: float | None = None  # hits with a lower cosine are weak (None: the index has no threshold)
+
+    def __iter__(self):
+        return iter(self.hits)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __getitem__(self, i):
+        return self.hits[i]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "hits": [asdict(h) for h in self.hits]}
+
+
+def _short(op: str) -> str:
+    return op.removesuffix("Backward0").removesuffix("Backward1")
+
+
+def explain(query_ops: dict[str, int], hit_ops: dict[str, int], top: int = 3) -> str:
+    """One line on why two graphs are close: op-histogram overlap and the ops they share most."""
+    ops = set(query_ops) | set(hit_ops)
+    shared = {op: min(query_ops.get(op, 0), hit_ops.get(op, 0)) for op in ops}
+    union = sum(max(query_ops.get(op, 0), hit_ops.get(op, 0)) for op in ops)
+    overlap = sum(shared.values()) / union if union else 0.0
+    most = [f"{_short(op)} x{c}" for op, c in sorted(shared.items(), key=lambda kv: (-kv[1], kv[0]))[:top] if c]
+    diff = max(ops, key=lambda op: (abs(query_ops.get(op, 0) - hit_ops.get(op, 0)), op), default=None)
+    line = f"{overlap:.0%} of their op counts overlap; most shared: {', '.join(most) or 'none'}"
+    if diff is not None and query_ops.get(diff, 0) != hit_ops.get(diff, 0):
+        delta = query_ops.get(diff, 0) - hit_ops.get(diff, 0)
+        line += f"; largest difference: {_short(diff)} ({'+' if delta > 0 else ''}{delta} in the query)"
+    return line
+
+
+def _backend(index: SearchIndex, name: str):
+    key = f"backend:{name}"
+    backend = index._cache.get(key)
+    if backend is None:
+        from narbench.search_engine.backends import make_backend
+
+        backend = index._cache[key] = make_backend(name, index.arrays["embeddings"])
+    return backend
+
+
+def torch_warning(index: SearchIndex, version: str | None = None) -> str | None:
+    """A warning when the installed torch is outside the versions the index's graphs were checked with.
+
+    Graphs are recorded by torch; the canonical op table makes them the same under the versions
+    listed in the index (`torch_checked`). Outside them a query's graph may differ unnoticed."""
+    checked = index.header.get("torch_checked")
+    if not checked:
+        return None
+    if version is None:
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version as pkg_version
+
+        try:
+            version = pkg_version("torch")
+        except PackageNotFoundError:
+            return None
+    minor = ".".join(version.split("+")[0].split(".")[:2])
+    if minor in checked:
+        return None
+    return (f"torch {version} is outside the versions this index's graphs were checked with "
+            f"({', '.join(checked)}): a query's graph may differ from what those versions record")
+
+
+def search(
+    target: Any,
+    k: int = 10,
+    *,
+    encoder: str | None = None,
+    index: SearchIndex | str | Path | None = None,
+    backend: str = "exact",
+    input_shape: tuple[int, ...] | list[tuple[int, ...]] | None = None,
+    kwargs: dict[str, Any] | None = None,
+    inputs: Any = None,
+) -> SearchResult:
+    """The `k` graphs of the index most similar to `target`.
+
+    `target`: an `nn.Module`, `"file.py:Class"`, `"package.module:Class"`, `"timm:resnet50"` (zoo
+    installed), a graph file written by narbench, or a graph name in the index (that graph itself
+    is left out of its hits). `encoder`: use the index built with that encoder (default: the
+    shipped one); `index`: a loaded `SearchIndex` or an index file instead. `input_shape`
+    overrides the example input's shape (a list of shapes: one positional input each);
+    `inputs` are the example inputs themselves, for a forward that takes several or keywords:
+    a tensor, a tuple of positional inputs, a dict of keyword inputs, or an `(args, kwargs)`
+    pair (moved to the device the model runs on); `kwargs` are the constructor's arguments.
+    Raises `TargetError`, `IndexFileError` or `BackendError` with a one-line message and fix.
+    """
+    t0 = time.perf_counter()
+    if not isinstance(index, SearchIndex):
+        index = load_index(encoder, index)
+    t_index = time.perf_counter() - t0
+    query: Query = resolve_target(target, index, kwargs=kwargs, input_shape=input_shape, inputs=inputs)
+    t1 = time.perf_counter()
+    as_other = UNKNOWN_OP in index.vocab  # a canonical vocabulary: unknown raw names are `other` nodes
+    if query.row is not None:
+        vec, exclude = index.arrays["embeddings"][query.row].astype("float32"), {query.row}
+        duplicates = [query.row]
+        size = index.record(query.row)
+        num_nodes, num_edges = size["num_nodes"], size["num_edges"]
+    else:
+        vec, exclude = index.embed([query.graph])[0], set()
+        duplicates = [] if query.unknown_ops and not as_other else index.duplicates(query.graph)
+        num_nodes, num_edges = query.graph.num_nodes, query.graph.num_edges
+        if not as_other:
+            num_nodes += sum(query.unknown_ops.values())
+    t_embed = time.perf_counter() - t1
+    first = [r for r in duplicates if r not in exclude]  # an exact duplicate is the closest graph there is
+    rows, scores = _backend(index, backend).search(vec[None], k + len(exclude) + len(first))
+    ranked = dict(zip(rows[0].tolist(), scores[0].tolist()))
+    for r in first:
+        ranked.setdefault(r, float(index.arrays["embeddings"][r].astype("float32") @ vec))
+    hits, weak_below = [], index.weak_below
+    for row in first + [r for r in ranked if r not in first]:
+        if row in exclude or row < 0 or len(hits) == k:
+            continue
+        sim = round(float(ranked[row]), 4)
+        hits.append(Hit(rank=len(hits) + 1, similarity=sim, weak=weak_below is not None and sim < weak_below,
+                        **index.record(row)))
+    why = explain(query.ops, index.op_counts(index.row_of(hits[0].name))) if hits else ""
+    timings = {"index": t_index, "target": query.info.pop("seconds", 0.0), "embed": t_embed,
+               "total": time.perf_counter() - t0}
+    return SearchResult(
+        query=query.label, kind=query.kind, hits=hits, num_nodes=num_nodes, num_edges=num_edges,
+        coarse=query.coarse, why=why, duplicate_of=[index.names[r] for r in duplicates],
+        unknown_ops=query.unknown_ops, unknown_as="other" if as_other else "spliced", index=index.describe(),
+        backend=backend, warnings=[w for w in [torch_warning(index)] if w and query.row is None],
+        info={**query.info, "seconds": {k_: round(v, 4) for k_, v in timings.items()}}, weak_below=weak_below,
+    )
+
+
+def render(result: SearchResult, console: Console) -> None:
+    """The hits as a table, then the query, why the top hit is close, and duplicates."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    info = result.info
+    how = f" · {info['input']} on {info['device']}" if info.get("device") else ""
+    console.print(f"[bold]{escape(result.query)}[/bold]: {result.num_nodes:,} ops, {result.num_edges:,} edges, "
+                  f"coarse {result.coarse}{escape(how)}")
+    table = Table(title=f"top {len(result.hits)} in {escape(result.index)} · {result.backend}", title_justify="left")
+    for col, justify in (("#", "right"), ("graph", "left"), ("family", "left"), ("coarse", "left"),
+                         ("source", "left"), ("cosine", "right"), ("ops", "right"), ("edges", "right")):
+        table.add_column(col, justify=justify, overflow="fold")
+    for h in result.hits:
+        table.add_row(str(h.rank), escape(h.name), escape(h.family), h.coarse, h.source,
+                      f"{h.similarity:.3f}{' weak' if h.weak else ''}", f"{h.num_nodes:,}", f"{h.num_edges:,}",
+                      style="dim" if h.weak else None)
+    console.print(table)
+    weak = sum(h.weak for h in result.hits)
+    if weak:
+        what = "no close match: every hit is weak" if weak == len(result.hits) else f"{weak} of {len(result.hits)} hits are weak"
+        console.print(f"{what} (cosine below {result.weak_below:.3f}, the cosine that 95% of the index's graphs "
+                      "reach to their nearest other model): they share little design with the query", soft_wrap=True)
+    if result.hits:
+        console.print(f"why #1 is close: {escape(result.why)}", soft_wrap=True)
+    if result.kind == "index":
+        console.print("in the index: yes, this is an index graph (left out of its own hits)", soft_wrap=True)
+    elif result.duplicate_of:
+        console.print(f"in the index: yes, an exact duplicate of {escape(', '.join(result.duplicate_of))}",
+                      soft_wrap=True)
+    else:
+        console.print("in the index: no exact duplicate", soft_wrap=True)
+    for w in result.warnings:
+        console.print(f"[yellow]warning:[/] {escape(w)}", soft_wrap=True)
+    if result.unknown_ops:
+        ops = ", ".join(f"{op} x{c}" for op, c in sorted(result.unknown_ops.items(), key=lambda kv: -kv[1]))
+        how = ("unknown to the op table (embedded as `other`)" if result.unknown_as == "other"
+               else "not in the index's op vocabulary (spliced out before embedding)")
+        console.print(f"{how}: {escape(ops)}", soft_wrap=True)

@@ -1,0 +1,448 @@
+"""The search index: every corpus graph's embedding plus what a hit shows, in one checksummed file.
+
+`narbench search` must answer without loading the 21,630-graph dataset, so the index carries
+everything a query needs: the encoder's name, parameters and (for a trained encoder) weights and
+op vocabulary; one L2-normalised float16 embedding per graph; and per graph its name, family,
+coarse label, source zoo, node and edge counts, op-type counts (for the "why close" line) and a
+64-bit content-hash prefix (to tell an exact duplicate). Rows are stored in content-hash order,
+so ranking ties break by graph content, as in `narbench.eval.retrieval.tiebreak_keys`.
+
+File layout (`.nari`): the container of `narbench.data.store` (version 2: a checksum of the file,
+then zstd over the payload; version 1, the shipped index: zstd with its frame checksum) around a
+canonical payload of magic bytes, a JSON header and named numpy arrays; the sha256 is taken over
+the payload, like `narbench.data.store`. On read, every per-graph array must have one row per name
+and every label and op id must index its list (`_check_arrays`).
+The shipped index (`narbench/data/`) is pinned by `SHIPPED`; switching the default encoder is
+`narbench index build --encoder E --out narbench/data/index-real-E.nari` and the one-line
+`SHIPPED = ...` change that command prints.
+
+Compactness: embeddings wider than `IndexConfig.max_dim` go through a seeded Gaussian random
+projection (stored in the file); `wl` instead hashes straight to 256 dimensions (its `dim`
+parameter), which keeps its unseen-split NDCG@20 (0.8023 vs 0.8027 at 2048; docs/search.md).
+
+Weak hits: a cosine means something only against the index's own distribution (each encoder has
+its own scale), so the index records `weak_below` (`weak_threshold`): the cosine that 95% of its
+graphs reach to their nearest graph of *another model* when their own model is left out, as a
+search for a model in no zoo is. A hit below it is closer to no design than nearly every
+architecture of the index is to its nearest other model: `narbench search` marks it weak.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import struct
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from narbench.data.graph import ArchGraph
+from narbench.data.ops import TORCH_CHECKED
+from narbench.data.store import CorruptFileError, read_payload, write_payload
+
+MAGIC = b"NARBENCH-INDEX\x001\x00"
+FORMAT = 1
+SUFFIX = ".nari"
+
+
+@dataclass(frozen=True)
+class ShippedIndex:
+    """The index that ships as package data: its encoder and the sha256 of its payload."""
+
+    encoder: str
+    sha256: str
+    dataset: str = "real-2.0"
+
+    @property
+    def filename(self) -> str:
+        return f"index-{self.dataset}-{self.encoder}{SUFFIX}"
+
+
+#: The default index (`narbench index build --encoder wl` on `real` 2.0, 256-d WL, float16).
+SHIPPED = ShippedIndex("wl", "f4708e91c59a8f921151758cca4d46870de9c3490f8f11748e278f0f4f9f6234")
+
+#: Encoder parameters an index uses unless told otherwise (compact, measured to stay faithful).
+DEFAULT_PARAMS: dict[str, dict[str, Any]] = {"wl": {"dim": 256}}
+
+
+class IndexFileError(CorruptFileError):
+    """An index file that is missing, damaged, not pinned as expected, or unusable."""
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    """Options of `narbench index build`: which encoder, trained how, on which dataset."""
+
+    encoder: str = SHIPPED.encoder
+    dataset: str = "real"
+    profile: str = "quick"
+    protocol: str = "family"
+    seed: int = 0
+    device: str = "auto"
+    params: dict[str, Any] | None = None  # encoder attributes to set (None: DEFAULT_PARAMS)
+    max_dim: int = 256  # wider embeddings are randomly projected to this many dimensions
+    progress: bool = True
+
+
+#: A hit is weak below the cosine this share of the index's graphs reach to their nearest other model.
+WEAK_QUANTILE = 0.05
+#: At most this many graphs (seeded sample) are searched for the threshold (an estimate of a quantile).
+WEAK_SAMPLE = 2000
+
+
+def model_group(graph: ArchGraph) -> str:
+    """The model a graph derives from, the rule of the `unseen` split (`narbench.datasets.real.
+    model_group`) for any dataset: `<family>/<meta["model"]>` (the zoo's model name, which
+    variants and task heads keep), else `<family>/<name>`."""
+    return f"{graph.family}/{graph.meta.get('model', graph.name)}"
+
+
+def weak_threshold(embeddings: np.ndarray, groups: list[str], *, quantile: float = WEAK_QUANTILE,
+                   sample: int = WEAK_SAMPLE, seed: int = 0) -> float | None:
+    """The `quantile` of the cosine from an index graph to its nearest graph of another model
+    (leave-one-model-out), over a seeded sample of `sample` graphs; None with a single model.
+
+    On principle, not tuned on any query: it says how close the architectures of the index are
+    to their nearest *other* model, which is what a search for a new model can hope for.
+    """
+    emb = np.asarray(embeddings, dtype=np.float32)
+    codes = np.unique(np.asarray(groups, dtype=object), return_inverse=True)[1].reshape(-1)
+    n = len(emb)
+    rows = np.arange(n) if n <= sample else np.sort(np.random.default_rng(seed).choice(n, sample, replace=False))
+    best, step = [], max(1, 2**24 // max(n, 1))  # blocks of <= 64 MB of similarities
+    for lo in range(0, len(rows), step):
+        block = rows[lo : lo + step]
+        sims = emb[block] @ emb.T
+        sims[codes[block][:, None] == codes[None, :]] = -np.inf
+        best.append(sims.max(axis=1))
+    best = np.concatenate(best) if best else np.zeros(0)
+    best = best[np.isfinite(best)]
+    return round(float(np.quantile(best, quantile)), 4) if len(best) else None
+
+
+def shipped_path() -> Path:
+    return Path(str(resources.files("narbench"))) / "data" / SHIPPED.filename
+
+
+def cache_path(encoder: str, dataset: str = "real") -> Path:
+    """Where `narbench index build` writes an index by default (`$NARBENCH_CACHE/index/`)."""
+    from narbench.core.cache import cache_dir
+
+    return cache_dir() / "index" / f"index-{dataset}-{encoder}{SUFFIX}"
+
+
+def hash64(graph: ArchGraph) -> int:
+    """The first 64 bits of `ArchGraph.content_hash` (exact-duplicate check, tie-break order)."""
+    return int(graph.content_hash()[:16], 16)
+
+
+@dataclass
+class SearchIndex:
+    """A loaded index: header (encoder, vocabulary, names, labels) and per-graph arrays."""
+
+    header: dict[str, Any]
+    arrays: dict[str, np.ndarray]
+    sha256: str = ""
+    path: str = ""
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    # ------------------------------------------------------------------ per-graph data
+    def __len__(self) -> int:
+        return len(self.header["names"])
+
+    @property
+    def encoder_name(self) -> str:
+        return self.header["encoder"]["name"]
+
+    @property
+    def vocab(self) -> list[str]:
+        return self.header["vocab"]
+
+    @property
+    def names(self) -> list[str]:
+        return self.header["names"]
+
+    def row_of(self, name: str) -> int | None:
+        rows = self._cache.get("rows")
+        if rows is None:
+            rows = self._cache["rows"] = {n: i for i, n in enumerate(self.names)}
+        return rows.get(name)
+
+    def record(self, row: int) -> dict[str, Any]:
+        """Name, family, coarse label, source and size of the graph in `row`."""
+        h, a = self.header, self.arrays
+        return {"name": h["names"][row], "family": h["families"][a["family"][row]],
+                "coarse": h["coarse_labels"][a["coarse"][row]], "source": h["sources"][a["source"][row]],
+                "num_nodes": int(a["num_nodes"][row]), "num_edges": int(a["num_edges"][row])}
+
+    def op_counts(self, row: int) -> dict[str, int]:
+        """{op name: count} of the graph in `row`."""
+        a = self.arrays
+        lo, hi = a["opc_indptr"][row], a["opc_indptr"][row + 1]
+        return {self.vocab[o]: int(c) for o, c in zip(a["opc_op"][lo:hi].tolist(), a["opc_count"][lo:hi].tolist())}
+
+    def duplicates(self, graph: ArchGraph) -> list[int]:
+        """Rows whose graph is identical to `graph` (same content hash; `graph` in this vocabulary)."""
+        return np.flatnonzero(self.arrays["hash64"] == np.uint64(hash64(graph))).tolist()
+
+    @property
+    def embeddings(self) -> np.ndarray:
+        """L2-normalised float32 embeddings [N, D] (converted once from the stored float16)."""
+        emb = self._cache.get("emb")
+        if emb is None:
+            emb = self._cache["emb"] = np.ascontiguousarray(self.arrays["embeddings"], dtype=np.float32)
+        return emb
+
+    # ------------------------------------------------------------------ query side
+    def encoder(self):
+        """The index's encoder, rebuilt once (weights loaded, parameters set) for embedding queries."""
+        enc = self._cache.get("encoder")
+        if enc is None:
+            enc = self._cache["encoder"] = _rebuild_encoder(self)
+        return enc
+
+    def embed(self, graphs: list[ArchGraph]) -> np.ndarray:
+        """Embed graphs (in this index's vocabulary) as the corpus was: projected, L2-normalised."""
+        import torch
+
+        from narbench.train.trainer import Trainer
+
+        trainer = self._cache.get("trainer")
+        if trainer is None:
+            trainer = self._cache["trainer"] = Trainer("cpu", 0, progress=False)
+        with torch.no_grad():
+            emb = self.encoder().embed(trainer, graphs).detach().float().cpu().numpy()
+        return _finish(emb, self.arrays.get("projection"))
+
+    @property
+    def weak_below(self) -> float | None:
+        """Hits with a cosine below this are weak (`weak_threshold`); None: this index has none."""
+        if "weak_below" in self.header:
+            return self.header["weak_below"]["cosine"]
+        return None
+
+    def describe(self) -> str:
+        h = self.header
+        params = ", ".join(f"{k}={v}" for k, v in h["encoder"]["params"].items())
+        return (f"{self.encoder_name}{f' ({params})' if params else ''} on {h['dataset']['name']} "
+                f"{h['dataset']['version']}, {len(self):,} graphs, {self.arrays['embeddings'].shape[1]}-d")
+
+
+# ---------------------------------------------------------------------- building
+
+
+def _finish(emb: np.ndarray, projection: np.ndarray | None) -> np.ndarray:
+    emb = np.asarray(emb, dtype=np.float32)
+    if projection is not None:
+        emb = emb / np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
+        emb = emb @ projection.astype(np.float32)
+    return emb / np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
+
+
+def _apply_params(encoder, params: dict[str, Any]) -> None:
+    for key, value in params.items():
+        if key.startswith("_") or not hasattr(encoder, key):
+            raise ValueError(f"encoder {encoder.name!r} has no parameter {key!r}")
+        setattr(encoder, key, value)
+
+
+def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
+    """Fit `cfg.encoder` on the whole dataset (the profile's training budget, the protocol's
+    labels), embed every graph and return the index (write it with `write_index`).
+
+    The header records no time or machine, so the same encoder and data give the same sha256.
+    """
+    from narbench.data.dataset import load_dataset, stratified_subset
+    from narbench.train.profiles import get_profile
+    from narbench.train.protocol import get_protocol
+    from narbench.harness.runner import RunConfig, make_labels, resolve
+    from narbench.train.trainer import Trainer, seed_everything
+
+    encoder_cls, splitter, splitter_name = resolve(RunConfig(encoder=cfg.encoder, dataset=cfg.dataset))
+    profile, protocol = get_profile(cfg.profile), get_protocol(cfg.protocol)
+    ds = dataset if dataset is not None else load_dataset(cfg.dataset)
+    graphs = ds.core_graphs  # not real's cross-implementation queries (`GraphDataset.query_only`)
+    fam = np.array([g.family for g in graphs])
+    train = stratified_subset(np.arange(len(graphs)), fam, profile.max_train, seed=cfg.seed)
+    labels, _ = make_labels(ds, protocol, encoder_cls, train)
+    seed_everything(cfg.seed)
+    trainer = Trainer(cfg.device, cfg.seed, progress=cfg.progress, console=console)
+    encoder = encoder_cls(len(ds.vocab), labels.num_ce_classes, profile, splitter)
+    params = dict(DEFAULT_PARAMS.get(cfg.encoder, {}) if cfg.params is None else cfg.params)
+    _apply_params(encoder, params)
+    encoder.fit(trainer, [graphs[i] for i in train], labels)
+    raw = encoder.embed(trainer, graphs).detach().float().cpu().numpy()
+    projection = None
+    if raw.shape[1] > cfg.max_dim:
+        rng = np.random.default_rng(cfg.seed)
+        projection = (rng.standard_normal((raw.shape[1], cfg.max_dim)) / np.sqrt(cfg.max_dim)).astype(np.float32)
+    emb = _finish(raw, projection)
+    weak = weak_threshold(emb, [model_group(g) for g in graphs], seed=cfg.seed)
+
+    hashes = np.array([hash64(g) for g in graphs], dtype=np.uint64)
+    order = np.lexsort((np.array([g.name for g in graphs]), hashes))  # content order, then name
+    gs = [graphs[i] for i in order]
+    families, coarse, sources = ds.families, ds.coarse_labels, sorted({g.source for g in graphs})
+    counts = [np.unique(g.ops, return_counts=True) for g in gs]
+    arrays: dict[str, np.ndarray] = {
+        "embeddings": emb[order].astype(np.float16),
+        "family": np.array([families.index(g.family) for g in gs], dtype=np.uint16),
+        "coarse": np.array([coarse.index(g.coarse) for g in gs], dtype=np.uint8),
+        "source": np.array([sources.index(g.source) for g in gs], dtype=np.uint8),
+        "num_nodes": np.array([g.num_nodes for g in gs], dtype=np.int32),
+        "num_edges": np.array([g.num_edges for g in gs], dtype=np.int32),
+        "hash64": hashes[order],
+        "opc_indptr": np.concatenate([[0], np.cumsum([len(o) for o, _ in counts])]).astype(np.int32),
+        "opc_op": np.concatenate([o for o, _ in counts]).astype(np.uint16),
+        "opc_count": np.concatenate([c for _, c in counts]).astype(np.int32),
+    }
+    if projection is not None:
+        arrays["projection"] = projection
+    weights = {}
+    if encoder_cls.trainable:
+        for key, value in encoder.state_dict().items():
+            weights[key] = value.detach().cpu().numpy()
+    arrays.update({f"weight:{k}": v for k, v in weights.items()})
+    header = {
+        "format": FORMAT,
+        "encoder": {"name": cfg.encoder, "params": params, "trainable": bool(encoder_cls.trainable),
+                    "num_ops": len(ds.vocab), "num_classes": labels.num_ce_classes,
+                    "splitter": {"name": splitter_name, "params": splitter.params()},
+                    "weights": sorted(weights), "config": encoder.config()},
+        "profile": cfg.profile, "protocol": cfg.protocol if encoder_cls.trainable else None, "seed": cfg.seed,
+        "trained_on": int(len(train)) if encoder_cls.trainable else 0,
+        "dataset": {"name": ds.name, "version": ds.version, "sha256": ds.sha256, "num_graphs": len(graphs)},
+        "vocab": list(ds.vocab), "families": families, "coarse_labels": coarse, "sources": sources,
+        "names": [g.name for g in gs],
+        "torch_checked": list(TORCH_CHECKED) if ds.meta.get("ops") else None,
+        "projection": None if projection is None else {"kind": "gaussian", "seed": cfg.seed, "from": raw.shape[1]},
+        "weak_below": {"cosine": weak, "quantile": WEAK_QUANTILE, "sample": min(WEAK_SAMPLE, len(graphs)),
+                       "groups": "family/model"},
+    }
+    from narbench import __version__
+
+    header["narbench_version"] = __version__
+    return SearchIndex(header, arrays)
+
+
+def _rebuild_encoder(index: SearchIndex):
+    import torch
+
+    from narbench.core import registry
+    from narbench.train.profiles import get_profile
+
+    enc = index.header["encoder"]
+    try:
+        encoder_cls = registry.load("encoder", enc["name"])
+        splitter = None
+        if enc["splitter"]["name"] != "none" or encoder_cls.uses_splitter:
+            splitter = registry.load("splitter", enc["splitter"]["name"])(**enc["splitter"]["params"])
+        encoder = encoder_cls(enc["num_ops"], enc["num_classes"], get_profile(index.header["profile"]), splitter)
+        _apply_params(encoder, enc["params"])
+        if enc["weights"]:
+            state = {k: torch.from_numpy(np.array(index.arrays[f"weight:{k}"])) for k in enc["weights"]}
+            encoder.load_state_dict(state)
+    except Exception as exc:  # noqa: BLE001 - any failure means this index cannot embed queries here
+        raise IndexFileError(f"index {index.path or '(in memory)'}: cannot rebuild its encoder {enc['name']!r} "
+                             f"({type(exc).__name__}: {exc}); rebuild the index with "
+                             f"`narbench index build --encoder {enc['name']}`") from exc
+    return encoder.eval()
+
+
+# ---------------------------------------------------------------------- file format
+
+
+def encode_index(index: SearchIndex) -> bytes:
+    """The canonical uncompressed payload (what the sha256 is taken over)."""
+    header = {**index.header, "arrays": sorted(index.arrays)}
+    head = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+    buf = io.BytesIO()
+    buf.write(MAGIC)
+    buf.write(struct.pack("<Q", len(head)))
+    buf.write(head)
+    for key in header["arrays"]:
+        np.lib.format.write_array(buf, np.ascontiguousarray(index.arrays[key]), allow_pickle=False)
+    return buf.getvalue()
+
+
+def write_index(index: SearchIndex, path: str | Path, *, level: int = 19) -> str:
+    """Write the index atomically (`narbench.data.store.write_payload`); returns the payload's sha256."""
+    return write_payload(path, encode_index(index), level=level)
+
+
+def read_index(path: str | Path, expected_sha256: str | None = None) -> SearchIndex:
+    """Read an index file; `IndexFileError` (naming the fix) if it is missing, damaged or unexpected."""
+    path = Path(path)
+    fix = "rebuild it with `narbench index build`" if expected_sha256 is None else \
+        "reinstall narbench to restore the shipped index, or rebuild it with `narbench index build`"
+    try:
+        payload, digest = read_payload(path, expected_sha256)
+    except FileNotFoundError as exc:
+        raise IndexFileError(f"index file not found: {path}; {fix}") from exc
+    except CorruptFileError as exc:
+        raise IndexFileError(f"index {path} is damaged ({exc}); {fix}") from exc
+    try:
+        if not payload.startswith(MAGIC):
+            raise ValueError("bad magic bytes")
+        buf = io.BytesIO(payload)
+        buf.seek(len(MAGIC))
+        (n,) = struct.unpack("<Q", buf.read(8))
+        header = json.loads(buf.read(n))
+        if header.get("format") != FORMAT:
+            raise ValueError(f"format {header.get('format')!r}, this narbench reads {FORMAT}")
+        arrays = {k: np.lib.format.read_array(buf, allow_pickle=False) for k in header.pop("arrays")}
+        _check_arrays(header, arrays)
+    except Exception as exc:  # noqa: BLE001 - numpy's and json's parsers raise many types on damaged bytes
+        raise IndexFileError(f"index {path} is not a readable narbench index ({type(exc).__name__}: {exc}); "
+                             f"{fix}") from exc
+    return SearchIndex(header, arrays, sha256=digest, path=str(path))
+
+
+def _check_arrays(header: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+    """`ValueError` naming the first inconsistency: rows per graph, label and op ids in range."""
+    n = len(header["names"])
+    for key in ("embeddings", "family", "coarse", "source", "num_nodes", "num_edges", "hash64"):
+        if len(arrays[key]) != n:
+            raise ValueError(f"array {key!r} has {len(arrays[key])} rows for {n} graph names")
+    for key, labels in (("family", "families"), ("coarse", "coarse_labels"), ("source", "sources")):
+        if n and int(arrays[key].max()) >= len(header[labels]):
+            raise ValueError(f"array {key!r} holds id {int(arrays[key].max())} but there are {len(header[labels])} {labels}")
+    indptr, ops = arrays["opc_indptr"].astype(np.int64), arrays["opc_op"]
+    if len(indptr) != n + 1 or indptr[0] != 0 or (np.diff(indptr) < 0).any() or indptr[-1] != len(ops) \
+            or len(arrays["opc_count"]) != len(ops):
+        raise ValueError("the op-count arrays are inconsistent (opc_indptr does not index opc_op)")
+    if len(ops) and int(ops.max()) >= len(header["vocab"]):
+        raise ValueError(f"op id {int(ops.max())} outside the vocabulary of {len(header['vocab'])} ops")
+
+
+@functools.lru_cache(maxsize=4)
+def _load_cached(path: str, expected: str | None, mtime: float) -> SearchIndex:
+    return read_index(path, expected)
+
+
+def load_index(encoder: str | None = None, path: str | Path | None = None) -> SearchIndex:
+    """The index to search, read once per process.
+
+    `path`: that file. Otherwise the shipped index (sha256-pinned) when `encoder` is None or
+    its encoder, else the one `narbench index build --encoder ENCODER` wrote to the cache.
+    """
+    if path is None and encoder in (None, SHIPPED.encoder):
+        path, expected = shipped_path(), SHIPPED.sha256
+    elif path is None:
+        path, expected = cache_path(encoder), None
+        if not path.is_file():
+            raise IndexFileError(f"no index for encoder {encoder!r} (looked for {path}); build it with "
+                                 f"`narbench index build --encoder {encoder}`")
+    else:
+        expected = None
+    path = Path(path)
+    mtime = path.stat().st_mtime if path.is_file() else 0.0
+    index = _load_cached(str(path), expected, mtime)
+    if encoder is not None and index.encoder_name != encoder:
+        raise IndexFileError(f"index {path} was built with encoder {index.encoder_name!r}, not {encoder!r}; "
+                             f"drop --encoder or build one with `narbench index build --encoder {encoder}`")
+    return index

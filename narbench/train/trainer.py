@@ -1,0 +1,179 @@
+"""One trainer for every encoder: device choice, seeding, progress bars, mixed precision.
+
+The same code runs on CUDA when there is one and on the CPU otherwise; `device="cpu"` or
+`"cuda"` forces a choice. `malloc_tuning=True` keeps freed batch memory in the process while
+training and embedding (`narbench.train.allocator`; the `narbench` command turns it on itself).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from rich.console import Console
+
+from narbench.train import allocator, distributed, losses
+from narbench.train.profiles import TrainConfig
+from narbench.train.progress import progress_bars
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    """'auto' picks CUDA when available; asking for CUDA without one is an error."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(f"device {device!r} requested but CUDA is not available on this machine")
+    return dev
+
+
+def seed_everything(seed: int) -> None:
+    """Seed python, numpy and torch (all devices)."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+@dataclass
+class History:
+    """Per-epoch mean losses of one training stage."""
+
+    stage: str
+    losses: list[float] = field(default_factory=list)
+
+
+class Trainer:
+    """Runs training loops and batched inference for encoders."""
+
+    def __init__(
+        self,
+        device: str = "auto",
+        seed: int = 0,
+        *,
+        amp: bool | None = None,
+        progress: bool = True,
+        console: Console | None = None,
+        jobs: int | None = None,
+        malloc_tuning: bool = False,
+    ) -> None:
+        self.device = distributed.setup(resolve_device(device))  # torchrun: this rank's device
+        self.seed = seed
+        self.amp = (self.device.type == "cuda") if amp is None else amp
+        self.show_progress = progress and os.environ.get("NARBENCH_NO_PROGRESS") != "1" and distributed.is_main()
+        self.console = console or Console(stderr=True)
+        self.histories: list[History] = []
+        self.malloc_tuning = malloc_tuning
+        # CPU processes for data preparation (e.g. splitting graphs); None: all cores
+        if jobs is None:
+            from narbench.train.partcache import available_cores
+
+            jobs = available_cores()
+        self.jobs = max(1, int(jobs))
+
+    # -- plumbing ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def progress(self) -> Iterator:
+        """Progress bars on a terminal; in a log, a line per 10% of each task (`narbench.train.progress`)."""
+        with progress_bars(self.console, disable=not self.show_progress) as prog:
+            yield prog
+
+    def autocast(self):
+        if self.amp and self.device.type == "cuda":
+            return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def loader(self, items: Sequence, batch_size: int, *, shuffle: bool, seed_offset: int = 0):
+        from narbench.data.graph import import_torch_geometric
+
+        import_torch_geometric()
+        from torch_geometric.loader import DataLoader
+
+        gen = torch.Generator().manual_seed(self.seed + seed_offset)
+        return DataLoader(list(items), batch_size=batch_size, shuffle=shuffle, generator=gen)
+
+    # -- loops ------------------------------------------------------------------------------
+    def fit(
+        self,
+        model: torch.nn.Module,
+        items: Sequence,
+        cfg: TrainConfig,
+        step: Callable[[torch.nn.Module, object], torch.Tensor],
+        *,
+        stage: str = "train",
+        params=None,
+        on_epoch: Callable[[int, float], None] | None = None,
+    ) -> History:
+        """Generic loop: `step(model, batch)` returns the loss of one batch on `self.device`.
+
+        `on_epoch(epoch, mean_loss)`, if given, is called after each epoch (model in train mode
+        again when it returns), e.g. for probes of what the model has learnt so far."""
+        model.to(self.device).train()
+        opt = torch.optim.Adam(params if params is not None else model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        hist = History(stage)
+        loader = (distributed.train_loader(items, cfg.batch_size, self.seed + len(self.histories)) if distributed.active()
+                  else self.loader(items, cfg.batch_size, shuffle=True, seed_offset=len(self.histories)))
+        with allocator.tuned(self.malloc_tuning), self.progress() as prog:
+            task = prog.add_task(stage, total=cfg.epochs * len(loader), info="")
+            for epoch in range(cfg.epochs):
+                distributed.set_epoch(loader, epoch)
+                total, count = 0.0, 0
+                for batch in loader:
+                    if isinstance(batch, (list, tuple)):  # e.g. (motif batch, context batch)
+                        batch = [b.to(self.device) for b in batch]
+                    else:
+                        batch = batch.to(self.device)
+                    with self.autocast():
+                        loss = step(model, batch)
+                    opt.zero_grad(set_to_none=True)
+                    loss.backward()
+                    distributed.average_gradients(p for group in opt.param_groups for p in group["params"])
+                    opt.step()
+                    total += float(loss.detach())
+                    count += 1
+                    prog.update(task, advance=1, info=f"epoch {epoch + 1}/{cfg.epochs} loss {total / count:.4f}")
+                hist.losses.append(total / max(count, 1))
+                if on_epoch is not None:
+                    on_epoch(epoch, hist.losses[-1])
+                    model.train()
+        model.eval()
+        self.histories.append(hist)
+        return hist
+
+    def fit_graph_level(self, model: torch.nn.Module, datas: Sequence, cfg: TrainConfig, *, stage: str = "graph") -> History:
+        """Eq. 5 + cross-entropy (eq. 6), or either alone per `cfg.objective`.
+
+        Each Data carries `y_cl` (the contrastive label: the family) and `y_ce` (the class label).
+        `model(batch)` returns embeddings and `model.classifier` maps them to logits.
+        """
+        use_ce = "ce" in cfg.objective.split("+")
+        use_cl = "cl" in cfg.objective.split("+")
+
+        def step(m, batch):
+            emb = m(batch)
+            loss = emb.new_zeros(())
+            if use_cl:
+                loss = loss + losses.supervised_contrastive(emb, batch.y_cl, cfg.temperature)
+            if use_ce:
+                loss = loss + torch.nn.functional.cross_entropy(m.classifier(emb).float(), batch.y_ce)
+            return loss
+
+        return self.fit(model, datas, cfg, step, stage=stage)
+
+    @torch.no_grad()
+    def embed(self, model: torch.nn.Module, datas: Sequence, batch_size: int, *, desc: str = "embed") -> torch.Tensor:
+        """Embeddings of `datas` in order, as a float32 CPU tensor."""
+        model.to(self.device).eval()
+        out = []
+        loader = self.loader(datas, batch_size, shuffle=False)
+        with allocator.tuned(self.malloc_tuning), self.progress() as prog:
+            task = prog.add_task(desc, total=len(loader), info="")
+            for batch in loader:
+                with self.autocast():
+                    out.append(model(batch.to(self.device)).float().cpu())
+                prog.update(task, advance=1)
+        return torch.cat(out) if out else torch.zeros(0, 0)
