@@ -2,6 +2,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 from narbench.eval.metrics import METRICS
 from narbench.eval.result import RunResult
@@ -27,6 +28,8 @@ def test_gcn_run_writes_complete_result(toy_dataset, tmp_path):
     assert origin["distribution"] == "narbench" and origin["version"] == data["environment"]["packages"]["narbench"]
     assert origin["value"] == "narbench.baselines.gnn:GCNEncoder"
     assert data["environment"]["entry_points"]["splitter"]["name"] == "none"
+    # the host's kernel dispatch is recorded: another ISA changes floats in the last digits
+    assert data["environment"]["cpu"]["capability"] == torch.backends.cpu.get_cpu_capability()
     assert "git_commit" in data and data["device"] == "cpu"
     assert data["num_queries"] == len(toy_dataset.split.test)
     assert (tmp_path / f"{data['run_id']}.queries.json.gz").exists()

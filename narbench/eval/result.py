@@ -130,7 +130,30 @@ def environment() -> dict[str, Any]:
         "packages": package_versions(),
         "cuda": torch.version.cuda,
         "torch_threads": torch.get_num_threads(),
+        "cpu": cpu_info(),
     }
+
+
+def cpu_info() -> dict[str, str | None]:
+    """The CPU model and the instruction set torch's kernels dispatch to (`AVX512`, `AVX2`, ...).
+
+    Two hosts of one cloud type can differ here, and then float results differ in the last digits
+    (a re-run on another host matched a committed `real` 1.0 result to 3e-4, one on the same host
+    type bit for bit), so a result says which it ran on.
+    """
+    import torch
+
+    model = platform.processor() or None
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
+    except OSError:
+        pass
+    try:
+        capability = torch.backends.cpu.get_cpu_capability()
+    except (AttributeError, RuntimeError):  # older torch
+        capability = None
+    return {"model": model, "capability": capability}
 
 
 def git_commit(cwd: str | Path | None = None) -> str | None:
