@@ -28,11 +28,14 @@ Every figure prints one line `name key=value ...`. Figures:
                    same model and loss on the same graphs (the peer), each run in a forked process
                    so that both start from the same untouched allocator, alternated --rounds times
                    (medians of epochs 2..E); gflops is narbench's matmul FLOP/s, limit_gflops one
-                   core's torch.mm FLOP/s on the batch's shapes
+                   core's torch.mm FLOP/s on the batch's shapes; peak_rss_mb and peer_peak_rss_mb
+                   each child's peak resident memory (ru_maxrss, the largest over the rounds; it
+                   counts the parent's pages at the fork, parent_peak_rss_mb, the loaded dataset)
 
 Options: --device, --encoders, --train-real-graphs, --epochs, --rounds, --no-malloc-tuning (train-real:
-narbench's loop as before the tuning), --train-graphs, --profile (model size for `encoders`),
---real-graphs (graphs of `real` for embed-real), --limit (only the first N graphs of `real` in
+narbench's loop as before the tuning), --compile (train-real: narbench's loop through torch.compile,
+the peer eager; compile_seconds is the first epoch's excess over a timed one), --train-graphs,
+--profile (model size for `encoders`), --real-graphs (graphs of `real` for embed-real), --limit (only the first N graphs of `real` in
 the motif-real figures, for a quick look), --run-threads / --run-jobs (make-run: torch threads
 and splitting processes; one thread and one job make it a one-core CPU-bound figure, which a
 machine shared with other jobs disturbs far less than two busy torch threads).
@@ -356,8 +359,18 @@ def bench_embed_real(args) -> None:
          ours_first_pass_seconds=out["ours"][0], threads=torch.get_num_threads())
 
 
-def _in_child(fn, *a):
-    """fn(*a) in a forked process (fresh copy of this one, allocator state included); its result."""
+def _peak_rss_mb() -> float:
+    """This process's peak resident memory so far (ru_maxrss), in MB."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1 << 20 if sys.platform == "darwin" else 1 << 10)
+
+
+def _in_child(fn, *a, peak: bool = False):
+    """fn(*a) in a forked process (fresh copy of this one, allocator state included); its result.
+
+    `peak=True`: (result, the child's peak resident memory in MB), ru_maxrss measured in the child
+    at its end (it counts the pages shared with this process at the fork: the loaded dataset)."""
     import multiprocessing as mp
 
     ctx = mp.get_context("fork")
@@ -365,7 +378,8 @@ def _in_child(fn, *a):
 
     def target():
         try:
-            send.send(("ok", fn(*a)))
+            value = fn(*a)
+            send.send(("ok", (value, _peak_rss_mb()) if peak else value))
         except BaseException as exc:  # noqa: BLE001  (handed to the parent, which raises)
             send.send(("error", repr(exc)))
 
@@ -384,13 +398,16 @@ def _epoch_seconds(stamps: list[float], end: float, per_epoch: int) -> list[floa
     return [b - a for a, b in zip(starts, starts[1:])]
 
 
-def _train_narbench(enc, graphs, labels, malloc_tuning: bool, per_epoch: int) -> list[float]:
+def _train_narbench(enc, graphs, labels, malloc_tuning: bool, per_epoch: int, compile: bool = False) -> list[float]:
     torch.set_num_threads(1)
     seed_everything(0)
     stamps: list[float] = []
     enc.register_forward_pre_hook(lambda *_: stamps.append(time.perf_counter()))
-    enc.fit(Trainer("cpu", 0, progress=False, jobs=1, malloc_tuning=malloc_tuning), graphs, labels)
-    return _epoch_seconds(stamps, time.perf_counter(), per_epoch)
+    trainer = Trainer("cpu", 0, progress=False, jobs=1, malloc_tuning=malloc_tuning, compile=compile)
+    enc.fit(trainer, graphs, labels)
+    if trainer.compile_failure:
+        raise RuntimeError(f"--compile: torch.compile failed ({trainer.compile_failure})")
+    return _epoch_seconds(stamps, time.perf_counter(), per_epoch)  # the first includes any compilation
 
 
 class _PeerGCN(torch.nn.Module):
@@ -490,16 +507,26 @@ def bench_train_real(args) -> None:
     datas = [graph_to_data(g, len(ds.vocab), int(c), int(c)) for g, c in zip(graphs, fam[idx])]
     per_epoch = -(-len(graphs) // profile.train.batch_size)
     cls = registry.load("encoder", "gcn")
-    ours, peer = [], []
+    parent_rss = _peak_rss_mb()  # what every child starts with: the pages it shares with this process
+    ours, peer, ours_rss, peer_rss, first = [], [], [], [], []
     for _ in range(args.rounds):
         enc = cls(len(ds.vocab), len(ds.families), profile)
-        ours.append(statistics.mean(_in_child(_train_narbench, enc, graphs, labels, args.malloc_tuning, per_epoch)[1:]))
-        peer.append(statistics.mean(_in_child(_train_peer, datas, len(ds.vocab), len(ds.families), profile)[1:]))
+        seconds, rss = _in_child(_train_narbench, enc, graphs, labels, args.malloc_tuning, per_epoch, args.compile,
+                                 peak=True)
+        ours.append(statistics.mean(seconds[1:]))
+        first.append(seconds[0])
+        ours_rss.append(rss)
+        seconds, rss = _in_child(_train_peer, datas, len(ds.vocab), len(ds.families), profile, peak=True)
+        peer.append(statistics.mean(seconds[1:]))
+        peer_rss.append(rss)
     flops, rows = _in_child(_epoch_flops, datas, len(ds.vocab), len(ds.families), profile)
     limit = _in_child(_matmul_gflops, round(rows), profile.model.hidden)
     x, y = statistics.median(ours), statistics.median(peer)
+    extra = {"compile_seconds": statistics.median(first) - x} if args.compile else {}
     line("train-real", graphs=len(graphs), epochs=args.epochs, seconds_per_epoch=x, peer_seconds_per_epoch=y,
-         gflops=flops / x / 1e9, limit_gflops=limit)
+         gflops=flops / x / 1e9, limit_gflops=limit, peak_rss_mb=round(max(ours_rss)),
+         peer_peak_rss_mb=round(max(peer_rss)), parent_peak_rss_mb=round(parent_rss),
+         malloc_tuning=args.malloc_tuning, compile=args.compile, **extra)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -516,6 +543,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2, help="train-real: alternations of narbench and the peer")
     parser.add_argument("--no-malloc-tuning", dest="malloc_tuning", action="store_false",
                         help="train-real: narbench's loop without malloc tuning (as before issue 27)")
+    parser.add_argument("--compile", action="store_true",
+                        help="train-real: narbench's loop with Trainer(compile=True) (the peer stays eager)")
     parser.add_argument("--limit", type=int, default=None, help="motif-real: only the first N graphs")
     parser.add_argument("--run-threads", type=int, default=None,
                         help="make-run: OMP_NUM_THREADS for the run (default: torch's own choice)")

@@ -4,7 +4,10 @@ A run's hash covers what decides its numbers and nothing else: encoder and its p
 (`Encoder.PARAMS` with their values, e.g. the ablations of `ours`; a file that recorded none
 counts as none), splitter and its full parameters, dataset and its version, split, protocol (`any` for a training-free encoder, which
 sees no labels), profile, objective, initialisation (scratch or pretrained), seed, ranking depth
-and the *code version* of the encoder and the splitter.
+and the *code version* of the encoder and the splitter. A run with its forward compiled
+(`narbench run --compile`) adds `compile: true`: its numbers agree with eager ones to rounding,
+not bit for bit, so it is a configuration of its own; an eager run hashes without the field, as
+every run did before it existed.
 
 The code version is the distribution and version of the package that registers each one
 (`environment.entry_points` in the result file, e.g. `narbench==0.1.0` or a third party's
@@ -31,12 +34,14 @@ DEFAULT_OBJECTIVE = "ce+cl"
 DEFAULT_TOP_K = 100
 FIELDS = ("encoder", "encoder_params", "splitter", "splitter_params", "dataset", "dataset_version", "split", "protocol", "profile",
           "objective", "init", "seed", "top_k", "encoder_code", "splitter_code")
+#: hashed only when present: `compile` (true), so that eager runs keep the hash they always had
+OPTIONAL_FIELDS = ("compile",)
 
 
 def config_hash(fields: dict[str, Any]) -> str:
-    """16 hex digits of the SHA-256 of the canonical JSON of `fields` (exactly `FIELDS`)."""
-    if set(fields) != set(FIELDS):
-        missing, extra = set(FIELDS) - set(fields), set(fields) - set(FIELDS)
+    """16 hex digits of the SHA-256 of the canonical JSON of `fields` (`FIELDS`, and any of `OPTIONAL_FIELDS`)."""
+    if not set(FIELDS) <= set(fields) <= set(FIELDS) | set(OPTIONAL_FIELDS):
+        missing, extra = set(FIELDS) - set(fields), set(fields) - set(FIELDS) - set(OPTIONAL_FIELDS)
         raise ValueError(f"config hash fields: missing {sorted(missing)}, unexpected {sorted(extra)}")
     text = json.dumps({"hash_version": HASH_VERSION, **fields}, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -61,7 +66,7 @@ def result_fields(result: RunResult) -> dict[str, Any]:
     # Files written before entry points were recorded: the shipped names came from narbench itself.
     fallback = (env.get("packages") or {}).get("narbench")
     fallback = f"narbench=={fallback}" if fallback else None
-    return {
+    fields = {
         "encoder": result.encoder,
         "encoder_params": (cfg.get("encoder") or {}).get("params") or {},
         "splitter": result.splitter,
@@ -78,6 +83,9 @@ def result_fields(result: RunResult) -> dict[str, Any]:
         "encoder_code": code_version(eps.get("encoder")) or fallback,
         "splitter_code": code_version(eps.get("splitter")) or fallback,
     }
+    if run.get("compile"):
+        fields["compile"] = True
+    return fields
 
 
 def result_hash(result: RunResult) -> str:

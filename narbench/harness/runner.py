@@ -55,7 +55,9 @@ class RunConfig:
     terms; `splitter_params` are the splitter's parameters; `encoder_params` the encoder's
     (`Encoder.PARAMS`: ablations and recipe switches, recorded in the result); `device` is auto, cpu, cuda or
     cuda:N; `out` the folder for the result file (None: write nothing); `top_k` the ranking
-    depth; `init_from` a checkpoint (`.pt`) or the result `.json` of a run that saved one.
+    depth; `init_from` a checkpoint (`.pt`) or the result `.json` of a run that saved one;
+    `compile` runs the model's forward through `torch.compile` (`narbench.train.compiled`: results
+    agree with eager ones to rounding, not bit for bit; recorded and hashed).
     """
 
     encoder: str = "gcn"
@@ -76,6 +78,7 @@ class RunConfig:
     save_weights: bool = False  # also write `<run_id>.pt` (trained encoder weights)
     init_from: str | None = None  # start from weights: a `.pt` file or a result `.json` that saved them
     jobs: int | None = None  # CPU processes for data preparation (splitting graphs); None: all cores
+    compile: bool = False  # torch.compile the model's forward for training and embedding
 
 
 @dataclass
@@ -194,7 +197,7 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     labels, label_record = make_labels(dataset, protocol, encoder_cls, train_idx)
 
     seed_everything(cfg.seed)
-    trainer = Trainer(cfg.device, cfg.seed, progress=cfg.progress, console=console, jobs=cfg.jobs)
+    trainer = Trainer(cfg.device, cfg.seed, progress=cfg.progress, console=console, jobs=cfg.jobs, compile=cfg.compile)
     encoder = encoder_cls(len(dataset.vocab), labels.num_ce_classes, profile, splitter)
     if cfg.encoder_params:
         try:
@@ -239,6 +242,8 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
         "encoder_stats": dict(getattr(encoder, "stats", {})),
         "init": init,
     }
+    if cfg.compile:  # why it ran eager after all (torch.compile failed), None when it compiled
+        config["compile_failure"] = trainer.compile_failure
     result = RunResult(
         run_id=run_id,
         encoder=cfg.encoder,

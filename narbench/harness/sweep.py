@@ -223,6 +223,7 @@ def planned_fields(cfg: RunConfig) -> dict[str, Any]:
         "seed": int(cfg.seed), "top_k": int(cfg.top_k),
         "encoder_code": code_version(registry.origin("encoder", cfg.encoder)),
         "splitter_code": code_version(registry.origin("splitter", splitter_name)),
+        **({"compile": True} if cfg.compile else {}),
     }
 
 

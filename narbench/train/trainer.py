@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from rich.console import Console
 
-from narbench.train import allocator, distributed, losses
+from narbench.train import allocator, compiled, distributed, losses
 from narbench.train.profiles import TrainConfig
 from narbench.train.progress import progress_bars
 
@@ -37,6 +37,9 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
+
+
+_UNSET = object()
 
 
 @dataclass
@@ -60,6 +63,7 @@ class Trainer:
         console: Console | None = None,
         jobs: int | None = None,
         malloc_tuning: bool = False,
+        compile: bool = False,
     ) -> None:
         self.device = distributed.setup(resolve_device(device))  # torchrun: this rank's device
         self.seed = seed
@@ -68,6 +72,10 @@ class Trainer:
         self.console = console or Console(stderr=True)
         self.histories: list[History] = []
         self.malloc_tuning = malloc_tuning
+        self.compile = compile
+        #: why torch.compile failed in this trainer (it then runs eager), None if it did not
+        self.compile_failure: str | None = None
+        self._compiled: dict[int, tuple[torch.nn.Module, compiled.CompiledForward]] = {}
         # CPU processes for data preparation (e.g. splitting graphs); None: all cores
         if jobs is None:
             from narbench.train.partcache import available_cores
@@ -86,6 +94,38 @@ class Trainer:
         if self.amp and self.device.type == "cuda":
             return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
         return contextlib.nullcontext()
+
+    def _compile_failed(self, reason: str) -> None:
+        if self.compile_failure is None:
+            self.compile_failure = reason
+            compiled.warn_failure(reason)
+
+    @contextlib.contextmanager
+    def compiling(self, model: torch.nn.Module) -> Iterator[None]:
+        """With `compile=True`, `model`'s forward (`compiled.targets`) runs compiled inside the block.
+
+        The compiled forward of a module is kept for the trainer's life, so training and
+        embedding the same model compile once per mode; the module's own `forward` is put back
+        on leaving the block."""
+        if not self.compile or self.compile_failure is not None:
+            yield
+            return
+        patched: list[tuple[torch.nn.Module, object]] = []
+        try:
+            for module in compiled.targets(model):
+                entry = self._compiled.get(id(module))
+                if entry is None or entry[0] is not module:
+                    entry = (module, compiled.CompiledForward(module, self._compile_failed))
+                    self._compiled[id(module)] = entry
+                patched.append((module, module.__dict__.get("forward", _UNSET)))
+                module.forward = entry[1]
+            yield
+        finally:
+            for module, before in reversed(patched):
+                if before is _UNSET:
+                    del module.forward
+                else:
+                    module.forward = before
 
     def loader(self, items: Sequence, batch_size: int, *, shuffle: bool, seed_offset: int = 0):
         from narbench.data.graph import import_torch_geometric
@@ -117,7 +157,7 @@ class Trainer:
         hist = History(stage)
         loader = (distributed.train_loader(items, cfg.batch_size, self.seed + len(self.histories)) if distributed.active()
                   else self.loader(items, cfg.batch_size, shuffle=True, seed_offset=len(self.histories)))
-        with allocator.tuned(self.malloc_tuning), self.progress() as prog:
+        with allocator.tuned(self.malloc_tuning), self.compiling(model), self.progress() as prog:
             task = prog.add_task(stage, total=cfg.epochs * len(loader), info="")
             for epoch in range(cfg.epochs):
                 distributed.set_epoch(loader, epoch)
@@ -170,7 +210,7 @@ class Trainer:
         model.to(self.device).eval()
         out = []
         loader = self.loader(datas, batch_size, shuffle=False)
-        with allocator.tuned(self.malloc_tuning), self.progress() as prog:
+        with allocator.tuned(self.malloc_tuning), self.compiling(model), self.progress() as prog:
             task = prog.add_task(desc, total=len(loader), info="")
             for batch in loader:
                 with self.autocast():
