@@ -235,17 +235,24 @@ def _error(message: str) -> None:
 # ------------------------------------------------------------------------------------ handlers
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    """`narbench run`: one benchmark run; prints its metrics even when its files cannot be written."""
-    from narbench.harness.runner import ResultWriteError, RunConfig, render, run
+def run_config(args: argparse.Namespace):
+    """The `RunConfig` of `narbench run`'s arguments (what a sweep's command line must reproduce)."""
+    from narbench.harness.runner import RunConfig
 
-    cfg = RunConfig(
+    return RunConfig(
         encoder=args.encoder, splitter=args.splitter, dataset=args.dataset, split=args.split,
         protocol=args.protocol, profile=args.profile,
         seed=args.seed, device=args.device, objective=args.objective, splitter_params=dict(args.params),
         encoder_params=dict(args.encoder_params), out=args.out, progress=not args.no_progress, save_embeddings=args.save_embeddings,
         save_weights=args.save_weights, init_from=args.init_from, jobs=args.jobs, compile=args.compile,
     )
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """`narbench run`: one benchmark run; prints its metrics even when its files cannot be written."""
+    from narbench.harness.runner import ResultWriteError, render, run
+
+    cfg = run_config(args)
     out = _console(stderr=True) if args.json else _console()
     try:
         ev = run(cfg, console=_console(stderr=True))

@@ -125,6 +125,26 @@ def test_planned_hash_is_the_hash_of_the_result_it_writes(toy_env):
                                                 device="cpu", out="elsewhere"))) == stored
 
 
+def test_a_planned_runs_command_line_reproduces_its_configuration(toy_env):
+    """Every field the hash covers reaches `narbench run` (the encoder's params were once dropped: an
+    ablation ran as the plain encoder and was counted done)."""
+    from narbench.cli import build_parser, run_config
+    from narbench.harness.sweep import task_of
+
+    grid = parse_grid({"seeds": [2], "profile": "smoke", "block": [
+        {"name": "abl", "datasets": ["toy"], "protocols": ["paper"], "objectives": ["ce"], "models": [
+            {"model": "ours+motif", "encoder_params": {"stage1": False, "motif_examples": "occurrences"},
+             "save_embeddings": [2]},
+            {"model": "gcn+none", "save_weights": True}]}]})
+    plan = expand(grid, out=toy_env / "out", console=QUIET)
+    assert {tuple(sorted(r.cfg.encoder_params)) for r in plan.runs} == {("motif_examples", "stage1"), ()}
+    for planned in plan.runs:
+        argv = task_of(planned, toy_env, threads=1).argv
+        parsed = run_config(build_parser().parse_args(["run", *argv]))
+        assert parsed.encoder_params == planned.cfg.encoder_params
+        assert config_hash(planned_fields(parsed)) == planned.hash
+
+
 def _registered_version(name: str) -> str:
     from narbench.core import registry
 

@@ -336,6 +336,8 @@ def task_of(run: PlannedRun, work: Path, threads: int | None) -> Task:
         argv += ["--objective", c.objective]
     for k, v in sorted(c.splitter_params.items()):
         argv += ["--param", f"{k}={v}"]
+    for k, v in sorted(c.encoder_params.items()):
+        argv += ["--encoder-param", f"{k}={v}"]
     if c.save_weights:
         argv.append("--save-weights")
     if c.save_embeddings:
@@ -451,15 +453,15 @@ def run_sweep(plan: Plan, launcher: Launcher, *, threads: int | None = None, par
                         continue
                     del running[h]
                     out = handle.outcome()
+                    got = result_hash(RunResult.read(Path(out.result))) if out.ok else None
+                    if out.ok and got != h:  # not the planned run: counting it done would hide a missing cell
+                        out = replace(out, returncode=1, error=f"its result {out.result} has configuration hash {got}, "
+                                      f"not the planned {h}: the run did not get the grid's configuration")
                     if out.ok:
-                        path = Path(out.result)
-                        results.setdefault(h, []).append(path)
+                        results.setdefault(h, []).append(Path(out.result))
                         seconds.append(out.seconds)
                         report.finished.append(out)
-                        got = result_hash(RunResult.read(path))
-                        note = "" if got == h else f" [yellow](its hash {got} differs from the planned {h})[/yellow]"
-                        progress.console.print(f"[green]done[/green] {run.name} in {out.seconds:.0f} s{note}",
-                                               highlight=False)
+                        progress.console.print(f"[green]done[/green] {run.name} in {out.seconds:.0f} s", highlight=False)
                     else:
                         report.failed.append(out)
                         progress.console.print(
