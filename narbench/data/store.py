@@ -28,6 +28,7 @@ import os
 import secrets
 import struct
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -86,25 +87,41 @@ def encode_graphs(graphs: list[ArchGraph], vocab: list[str], header: dict[str, A
         for g in graphs
     ]
     head = {"header": header, "vocab": list(vocab), "records": records}
+    return pack_sections(MAGIC, head, (ops, node_counts, src_delta, dst_delta, edge_counts))
+
+
+def pack_sections(magic: bytes, head: dict[str, Any], arrays: Iterable[np.ndarray]) -> bytes:
+    """The payload layout of narbench's files (graphs, search index): `magic`, the length of the
+    JSON head (u64, little-endian), the head (sorted keys, compact), then each array in `.npy` form."""
     head_bytes = json.dumps(head, sort_keys=True, separators=(",", ":")).encode()
     buf = io.BytesIO()
-    buf.write(MAGIC)
+    buf.write(magic)
     buf.write(struct.pack("<Q", len(head_bytes)))
     buf.write(head_bytes)
-    for arr in (ops, node_counts, src_delta, dst_delta, edge_counts):
+    for arr in arrays:
         np.lib.format.write_array(buf, np.ascontiguousarray(arr), allow_pickle=False)
     return buf.getvalue()
 
 
+def unpack_head(payload: bytes, magic: bytes, kind: str) -> tuple[dict[str, Any], io.BytesIO]:
+    """The JSON head of a `pack_sections` payload and a reader at its first array (`read_arrays`)."""
+    if not payload.startswith(magic):
+        raise CorruptFileError(f"not a narbench {kind} file (bad magic bytes)")
+    buf = io.BytesIO(payload)
+    buf.seek(len(magic))
+    (n,) = struct.unpack("<Q", buf.read(8))
+    return json.loads(buf.read(n)), buf
+
+
+def read_arrays(buf: io.BytesIO, names: Iterable[str]) -> dict[str, np.ndarray]:
+    """The next arrays of `buf`, one per name, in order (no pickles)."""
+    return {k: np.lib.format.read_array(buf, allow_pickle=False) for k in names}
+
+
 def decode_graphs(payload: bytes) -> tuple[list[ArchGraph], list[str], dict[str, Any]]:
     """Graphs, vocabulary and header of a payload; `CorruptFileError` saying what is inconsistent."""
-    if not payload.startswith(MAGIC):
-        raise CorruptFileError("not a narbench graph file (bad magic bytes)")
-    buf = io.BytesIO(payload)
-    buf.seek(len(MAGIC))
-    (n,) = struct.unpack("<Q", buf.read(8))
-    head = json.loads(buf.read(n))
-    arrays = {k: np.lib.format.read_array(buf, allow_pickle=False) for k in _ARRAYS}
+    head, buf = unpack_head(payload, MAGIC, "graph")
+    arrays = read_arrays(buf, _ARRAYS)
     if buf.read(1):
         raise CorruptFileError("unexpected bytes after the last array")
     records, vocab = head["records"], head["vocab"]

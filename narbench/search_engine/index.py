@@ -30,9 +30,6 @@ architecture of the index is to its nearest other model: `narbench search` marks
 from __future__ import annotations
 
 import functools
-import io
-import json
-import struct
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -42,7 +39,7 @@ import numpy as np
 
 from narbench.data.graph import ArchGraph
 from narbench.data.ops import TORCH_CHECKED
-from narbench.data.store import CorruptFileError, read_payload, write_payload
+from narbench.data.store import CorruptFileError, pack_sections, read_arrays, read_payload, unpack_head, write_payload
 
 MAGIC = b"NARBENCH-INDEX\x001\x00"
 FORMAT = 1
@@ -359,14 +356,7 @@ def _rebuild_encoder(index: SearchIndex):
 def encode_index(index: SearchIndex) -> bytes:
     """The canonical uncompressed payload (what the sha256 is taken over)."""
     header = {**index.header, "arrays": sorted(index.arrays)}
-    head = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
-    buf = io.BytesIO()
-    buf.write(MAGIC)
-    buf.write(struct.pack("<Q", len(head)))
-    buf.write(head)
-    for key in header["arrays"]:
-        np.lib.format.write_array(buf, np.ascontiguousarray(index.arrays[key]), allow_pickle=False)
-    return buf.getvalue()
+    return pack_sections(MAGIC, header, (index.arrays[key] for key in header["arrays"]))
 
 
 def write_index(index: SearchIndex, path: str | Path, *, level: int = 19) -> str:
@@ -386,15 +376,10 @@ def read_index(path: str | Path, expected_sha256: str | None = None) -> SearchIn
     except CorruptFileError as exc:
         raise IndexFileError(f"index {path} is damaged ({exc}); {fix}") from exc
     try:
-        if not payload.startswith(MAGIC):
-            raise ValueError("bad magic bytes")
-        buf = io.BytesIO(payload)
-        buf.seek(len(MAGIC))
-        (n,) = struct.unpack("<Q", buf.read(8))
-        header = json.loads(buf.read(n))
+        header, buf = unpack_head(payload, MAGIC, "index")
         if header.get("format") != FORMAT:
             raise ValueError(f"format {header.get('format')!r}, this narbench reads {FORMAT}")
-        arrays = {k: np.lib.format.read_array(buf, allow_pickle=False) for k in header.pop("arrays")}
+        arrays = read_arrays(buf, header.pop("arrays"))
         _check_arrays(header, arrays)
     except Exception as exc:  # noqa: BLE001 - numpy's and json's parsers raise many types on damaged bytes
         raise IndexFileError(f"index {path} is not a readable narbench index ({type(exc).__name__}: {exc}); "
