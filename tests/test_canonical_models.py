@@ -140,6 +140,35 @@ class ConvNeXtBlock(nn.Module):
         return x + h.permute(0, 3, 1, 2)
 
 
+class InPlaceBlock(nn.Module):
+    """In-place ops as zoo models write them, after a Linear on 3-d input (whose output is a view
+    under torch <= 2.14 and not under 2.15, so autograd wrapped the op in `CopySlices` in one and
+    not in the other): an in-place ReLU (swin v2's position-bias MLP), `h += y` (RoCBert's and
+    NaFlexViT's embeddings); and in-place writes into a part of a tensor."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+        self.fc1, self.fc2 = nn.Linear(DIM, 4 * DIM), nn.Linear(4 * DIM, DIM)
+        self.side = nn.Linear(DIM, 4 * DIM)
+
+    def forward(self, x):
+        h = self.fc1(x)
+        if self.kind == "relu-inplace":
+            h = F.relu(h, inplace=True)
+        elif self.kind == "relu":
+            h = F.relu(h)
+        elif self.kind == "add-inplace":
+            h += self.side(x)
+        elif self.kind == "add":
+            h = h + self.side(x)
+        elif self.kind == "slice-add-inplace":  # an add written into a slice
+            h[..., :DIM] += self.side(x)[..., :DIM]
+        elif self.kind == "slice-relu-inplace":  # a ReLU written into a slice
+            h.narrow(-1, 0, DIM).relu_()
+        return x + self.fc2(h)
+
+
 class TinyResNet(nn.Module):
     def __init__(self, blocks: int = 2) -> None:
         super().__init__()
@@ -189,6 +218,12 @@ MODELS = {
     "resnet": (lambda: TinyResNet(), IMAGE),
     "convnext": (lambda: ConvNeXtNet(), IMAGE),
     "convnext-no-layerscale": (lambda: ConvNeXtNet(layer_scale=False), IMAGE),
+    "inplace-relu": (lambda: Stack(lambda: InPlaceBlock("relu-inplace")), TOKENS),
+    "inplace-add": (lambda: Stack(lambda: InPlaceBlock("add-inplace")), TOKENS),
+    "inplace-slice-add": (lambda: Stack(lambda: InPlaceBlock("slice-add-inplace")), TOKENS),
+    "inplace-slice-relu": (lambda: Stack(lambda: InPlaceBlock("slice-relu-inplace")), TOKENS),
+    "outofplace-relu": (lambda: Stack(lambda: InPlaceBlock("relu")), TOKENS),
+    "outofplace-add": (lambda: Stack(lambda: InPlaceBlock("add")), TOKENS),
 }
 
 #: Pairs of independent implementations of one design: their canonical graphs are identical.
@@ -197,10 +232,13 @@ SAME_DESIGN = [
     ("mlp-gelu", "mlp-gelu-tanh"), ("mlp-gelu", "mlp-gelu-tanh-formula"), ("mlp-gelu", "mlp-gelu-erf-formula"),
     ("mlp-silu", "mlp-silu-formula"), ("llama-rms-fused", "llama-rms-hand"),
     ("convnext", "convnext-no-layerscale"),  # LayerScale is a learned per-channel scaling: elided
+    ("inplace-relu", "outofplace-relu"), ("inplace-add", "outofplace-add"),  # an in-place op is the op
 ]
 #: Pairs that differ in design: their canonical graphs differ.
 DIFFERENT_DESIGN = [("vit-manual", "vit-postnorm"), ("mlp-gelu", "mlp-silu"), ("vit-manual", "mlp-gelu"),
-                    ("resnet", "convnext")]
+                    ("resnet", "convnext"),
+                    # a write into a part of a tensor is not the op on the whole tensor
+                    ("inplace-slice-add", "inplace-add"), ("inplace-slice-relu", "inplace-relu")]
 
 
 def canonical_graph(name: str):

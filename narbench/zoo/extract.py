@@ -9,6 +9,15 @@ same normalisation:
 * `AccumulateGrad` (parameter leaves) and `TBackward0` (weight transposes) are dropped and
   spliced through: their producers are connected to their consumers.
 * `ReshapeAliasBackward0` is renamed `ViewBackward0` (meta and CPU name the same view differently).
+* An in-place op on a view is recorded as the op it is: autograd records it as one `CopySlices`
+  node (the op, written back into the view's base), and which tensors are views is a torch
+  detail (`nn.Linear` on n-d input returns a view of its 2-d product under torch <= 2.14, a fresh
+  tensor under 2.15, so an in-place ReLU after it was `CopySlices` in one and `ReluBackward0` in
+  the other). `InPlaceOnViews`, a `TorchFunctionMode` around the forward pass, finds the op's own
+  node name the same way on every torch. On a view of a whole tensor (a reshape, transpose) the
+  node becomes the op (`ReluBackward0`); on a part (`x[:, :k] += y`, `x.narrow(...).relu_()`) it
+  becomes the op followed by a `CopySlices` node whose inputs are the base and the op: the op,
+  written into a slice. A `CopySlices` the mode did not see (made inside a torch function) stays.
 * Attention runs on the math SDPA kernel (`deterministic_kernels`) and transformers models should
   be built with eager attention, so the graph does not depend on which fused kernel a backend has.
 * The model runs in eval mode (no dropout / drop-path nodes, no randomness) and every floating
@@ -159,8 +168,11 @@ def iter_tensors(obj: Any, _depth: int = 0) -> Iterator[Any]:
             yield from iter_tensors(getattr(obj, f.name, None), _depth + 1)
 
 
-def autograd_graph(outputs: Any) -> RawGraph:
-    """The normalised autograd graph behind `outputs` (see the module docstring)."""
+def autograd_graph(outputs: Any, inplace_ops: dict[Any, str] | None = None) -> RawGraph:
+    """The normalised autograd graph behind `outputs` (see the module docstring).
+
+    `inplace_ops`: `CopySlices` node -> the in-place op it records (`InPlaceOnViews.ops`): the op
+    node, followed by a `CopySlices` node (inputs: the base and the op) when it wrote a part."""
     roots: list[Any] = []
     seen_roots: set[Any] = set()
     for t in iter_tensors(outputs):
@@ -201,7 +213,21 @@ def autograd_graph(outputs: Any) -> RawGraph:
                 name = RENAMED_OPS.get(kind.__name__, kind.__name__)
                 name = names[kind] = None if name in DROPPED_OPS else name
             srcs = [s for p in ps for s in resolved[p]]
-            if name is None:
+            inplace = inplace_ops.get(node) if name == COPY_SLICES and inplace_ops else None
+            if inplace is not None:  # the op; then, for a part of a tensor, its write into the base
+                i = len(ops)
+                ops.append(inplace.op)
+                src += srcs
+                dst += [i] * len(srcs)
+                resolved[node] = (i,)
+                if not inplace.whole:
+                    base = node.next_functions[0][0]  # the base's producer (None: no history)
+                    into = [*(resolved[base] if base is not None else ()), i]
+                    ops.append(COPY_SLICES)
+                    src += into
+                    dst += [i + 1] * len(into)
+                    resolved[node] = (i + 1,)
+            elif name is None:
                 resolved[node] = tuple(dict.fromkeys(srcs))
             else:
                 i = len(ops)
@@ -214,6 +240,103 @@ def autograd_graph(outputs: Any) -> RawGraph:
     n = len(ops)  # unique edges sorted by (producer, consumer)
     key = np.unique(np.asarray(src, dtype=np.int64) * n + np.asarray(dst, dtype=np.int64))
     return RawGraph(ops=ops, edges=np.stack([key // n, key % n]))
+
+
+# ----------------------------------------------------------------------------- in-place ops on views
+
+#: The autograd node of an in-place op applied to a view (the op, written back into the base).
+COPY_SLICES = "CopySlices"
+
+
+@dataclass(frozen=True)
+class InPlaceOp:
+    """What a `CopySlices` node records: the in-place op's own node name, and whether the view it
+    wrote covers its whole base (then the node is the op) or a part (the op, written into it)."""
+
+    op: str
+    whole: bool
+
+
+class InPlaceOnViews:
+    """Names the in-place ops on views of a forward pass, which autograd records as `CopySlices`.
+
+    Used as a context manager around the forward pass (a `torch.overrides.TorchFunctionMode`:
+    public API, the same on torch 2.13-2.15, no private attribute of the node read). For every
+    torch call whose first argument is a view, it notes the autograd node of the view's base
+    before and after; when the call made it a new `CopySlices`, the call was an in-place op on
+    the view. Its own node name is found by running the call once more on a fresh tensor of the
+    view's shape that is no view (`_own_node_name`); `ops` maps the `CopySlices` node to an
+    `InPlaceOp`: whole when the view has its base's elements and offset (a reshape, transpose or
+    alias), else a part (a slice, narrow, select).
+
+    Only calls made by the model's own code are seen (a torch function called inside another
+    torch function runs with the mode off); a `CopySlices` not seen keeps its name, on every torch.
+    """
+
+    def __init__(self) -> None:
+        self.ops: dict[Any, InPlaceOp] = {}
+        self._mode = _make_mode(self)
+
+    def __enter__(self) -> "InPlaceOnViews":
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._mode.__exit__(*exc)
+
+
+def _view_api_present() -> bool:
+    """Whether torch still has the (underscored, long-standing) view API the recorder reads:
+    `Tensor._is_view()` and `Tensor._base` (the tensor a view aliases)."""
+    import torch
+
+    return hasattr(torch.Tensor, "_is_view") and hasattr(torch.Tensor, "_base")
+
+
+def _make_mode(recorder: InPlaceOnViews) -> Any:
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    if not _view_api_present():  # tests/zoo/test_extract.py notices; the nodes keep their CopySlices name
+        return contextlib.nullcontext()
+
+    class _Mode(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            t = args[0] if args else None
+            if not isinstance(t, torch.Tensor) or not t._is_view():
+                return func(*args, **kwargs)
+            base = t._base
+            before = base.grad_fn
+            out = func(*args, **kwargs)
+            after = base.grad_fn
+            if after is not before and after is not None and type(after).__name__ == COPY_SLICES:
+                name = _own_node_name(func, t, args, kwargs)
+                if name is not None:
+                    whole = t.numel() == base.numel() and t.storage_offset() == base.storage_offset()
+                    recorder.ops[after] = InPlaceOp(name, whole)
+            return out
+
+    return _Mode()
+
+
+def _own_node_name(func: Any, t: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> str | None:
+    """The autograd node name of the in-place call `func(t, *args[1:])` on a tensor that is no view.
+
+    None when the call fails on it or records no node of its own (it wrote into a view it made
+    itself, `x[i] = y`: `CopySlices` again)."""
+    import torch
+
+    try:
+        with torch.no_grad():
+            fresh = torch.zeros_like(t, memory_format=torch.contiguous_format)
+        probe = fresh.requires_grad_().clone()  # not a leaf, not a view
+        func(probe, *args[1:], **kwargs)
+    except Exception:  # noqa: BLE001 - then the node keeps its CopySlices name
+        return None
+    fn = probe.grad_fn
+    name = type(fn).__name__ if fn is not None else None
+    return None if name in (None, COPY_SLICES, "CloneBackward0") else RENAMED_OPS.get(name, name)
 
 
 # ----------------------------------------------------------------------------- running a model
@@ -272,10 +395,10 @@ def extract_graph(
 
         cache = MetaShapeCache()
     with _gc_paused():
-        with torch.enable_grad(), deterministic_kernels(), cache:
+        with torch.enable_grad(), deterministic_kernels(), cache, InPlaceOnViews() as inplace:
             out = model(*args, **kwargs)
-        graph = autograd_graph(out)
-        del out  # the autograd graph is freed before the collector runs again
+        graph = autograd_graph(out, inplace.ops)
+        del out, inplace  # the autograd graph is freed before the collector runs again
     return graph
 
 

@@ -172,3 +172,99 @@ def test_the_garbage_collector_is_back_as_it_was_after_a_pass(enabled):
         assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+# ----------------------------------------------------------------------------- in-place ops on views
+
+
+class InPlace(nn.Module):
+    """One in-place op on a view of a Linear's output (`kind`), or the same written out of place."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+        self.a, self.b = nn.Linear(4, 6), nn.Linear(4, 6)
+
+    def forward(self, x):
+        h = self.a(x)
+        if self.kind == "relu-whole":  # a view of the whole tensor (a transpose): the op itself
+            h.t().relu_()
+        elif self.kind == "relu-whole-out-of-place":
+            h = torch.relu(h.t()).t()
+        elif self.kind == "add-whole":
+            h.view(-1).add_(self.b(x).view(-1))
+        elif self.kind == "add-whole-out-of-place":
+            h = (h.view(-1) + self.b(x).view(-1)).view(h.shape)
+        elif self.kind == "add-part":  # a write into a part of the tensor
+            h[:, :3] += self.b(x)[:, :3]
+        elif self.kind == "relu-part":
+            h.narrow(1, 0, 3).relu_()
+        return h
+
+
+def test_an_in_place_op_on_a_view_of_a_whole_tensor_is_recorded_as_the_op():
+    relu = extract_graph(InPlace("relu-whole"), torch.randn(2, 4))
+    assert relu.ops == ["AddmmBackward0", "ReluBackward0"] and edges_of(relu) == [(0, 1)]
+    assert relu.signature() == extract_graph(InPlace("relu-whole-out-of-place"), torch.randn(2, 4)).signature()
+    add = extract_graph(InPlace("add-whole"), torch.randn(2, 4))
+    assert "CopySlices" not in add.ops and add.ops.count("AddBackward0") == 1
+    assert (add.canonical().signature()
+            == extract_graph(InPlace("add-whole-out-of-place"), torch.randn(2, 4)).canonical().signature())
+
+
+def test_an_in_place_op_on_a_part_is_the_op_written_into_its_base():
+    g = extract_graph(InPlace("relu-part"), torch.randn(2, 4))
+    # the ReLU reads the Linear's output; CopySlices writes it back into that output
+    assert g.ops == ["AddmmBackward0", "ReluBackward0", "CopySlices"]
+    assert edges_of(g) == [(0, 1), (0, 2), (1, 2)]
+    assert g.canonical().ops == ["linear", "relu", "scatter"]
+    add = extract_graph(InPlace("add-part"), torch.randn(2, 4))
+    i = add.ops.index("AddBackward0")
+    assert add.ops[i + 1] == "CopySlices" and (i, i + 1) in edges_of(add)
+    assert add.canonical().ops == ["linear", "linear", "slice", "add", "scatter"]
+
+
+@pytest.mark.parametrize("kind", ["relu-whole", "add-whole", "add-part", "relu-part"])
+def test_in_place_ops_give_one_graph_on_meta_and_cpu(kind):
+    with torch.device("meta"):
+        meta = InPlace(kind)
+    assert (extract_graph(meta, torch.zeros(2, 4, device="meta")).signature()
+            == extract_graph(InPlace(kind), torch.randn(2, 4)).signature())
+
+
+def test_a_copyslices_the_recorder_did_not_see_keeps_its_name():
+    """`autograd_graph` without the recorder's names: the form `real` 1.0 stored."""
+    m = InPlace("relu-whole")
+    with torch.enable_grad():
+        out = m(torch.randn(2, 4))
+    assert autograd_graph(out).ops == ["AddmmBackward0", "CopySlices"]
+
+
+@pytest.mark.parametrize("kind", ["relu-whole", "add-whole", "add-part", "relu-part"])
+def test_the_recorded_op_is_the_one_torch_wraps(kind):
+    """torch >= 2.14 keeps the op a CopySlices wraps as the private `_wrapped_node` (2.13 does not:
+    that is why the recorder runs the call again instead of reading it); where it is there, the
+    two agree."""
+    from narbench.zoo.extract import InPlaceOnViews
+
+    m = InPlace(kind)
+    with torch.enable_grad(), InPlaceOnViews() as rec:
+        m(torch.randn(2, 4))
+    assert len(rec.ops) == 1
+    ((node, op),) = rec.ops.items()
+    assert op.whole == kind.endswith("whole")
+    wrapped = getattr(node, "_wrapped_node", None)
+    if wrapped is None:
+        pytest.skip(f"torch {torch.__version__} does not expose CopySlices._wrapped_node")
+    assert op.op == type(wrapped).__name__
+
+
+def test_the_view_api_the_recorder_reads_is_there():
+    """`InPlaceOnViews` reads `Tensor._is_view()` and `Tensor._base`; without them it records
+    nothing (in-place ops on views stay `CopySlices`, graphs change across torch versions)."""
+    from narbench.zoo.extract import _view_api_present
+
+    x = torch.zeros(2, 3)
+    v = x.view(-1)
+    assert _view_api_present()
+    assert v._is_view() and v._base is x and not x._is_view()
