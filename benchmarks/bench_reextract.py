@@ -9,6 +9,11 @@ transformers) in the running environment:
     reextract torch=2.15.0 sampled=120 raw_differ=37 canonical_differ=0 failed=0
 
 Prints one summary line, then one line per differing or failed graph.
+
+`--copyslices` samples only graphs whose 1.0 raw graph holds a `CopySlices` (an in-place op on a
+view, which the extraction now records as the op: `narbench.zoo.extract.InPlaceOnViews`); their
+canonical graphs are expected to differ from 2.0 where the op shows, and the per-graph seconds
+estimate the cost of re-extracting them all (docs/canonical-graphs.md, "In-place ops on views").
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--per-source", type=int, default=40, help="graphs sampled per installed zoo")
     ap.add_argument("--seed", type=int, default=0, help="sample seed (a hash order of graph names)")
+    ap.add_argument("--copyslices", action="store_true",
+                    help="sample only graphs whose 1.0 raw graph holds a CopySlices node")
     args = ap.parse_args(argv)
 
     import numpy as np
@@ -45,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     v2, vocab2, _, _ = read_graphs(data / "real-2.0.narg")
     v1, vocab1, _, _ = read_graphs(data / "real-1.0.narg")
     raw_by_name = {g.name: g for g in v1}
+    copyslices = list(vocab1).index("CopySlices")
     index2 = {op: i for i, op in enumerate(canonical_vocabulary())}
     assert list(vocab2) == list(canonical_vocabulary()), "real-2.0.narg was built with another op table"
 
@@ -55,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         if importlib.util.find_spec(source) is None:
             print(f"# {source} not installed: skipped", file=sys.stderr)
             continue
-        pool = sorted((g for g in v2 if g.source == source), key=lambda g: _key(g.name, args.seed))
+        pool = sorted((g for g in v2 if g.source == source and (not args.copyslices or copyslices in raw_by_name[g.name].ops)),
+                      key=lambda g: _key(g.name, args.seed))
         for g in pool[: args.per_source]:
             m = g.meta
             variant = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in m.get("variant", {}).items()))
@@ -75,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
                 canon_differ += 1
                 lines.append(f"canonical differs {g.name}: {len(c.ops)} vs {g.num_nodes} nodes")
     print(f"reextract torch={torch.__version__.split('+')[0]} sampled={sampled} raw_differ={raw_differ} "
-          f"canonical_differ={canon_differ} failed={failed} seconds={time.perf_counter() - t0:.0f}")
+          f"canonical_differ={canon_differ} failed={failed} seconds={time.perf_counter() - t0:.0f}"
+          f"{' (copyslices sample)' if args.copyslices else ''}")
     for line in lines:
         print(line)
     return 0

@@ -20,7 +20,8 @@ records them, or as `real` 1.0 stored them) and returns the canonical graph, in 
      `scaled_dot_product_attention` give the same node).
 
 Only op names and edges are read, so graphs stored by `real` 1.0 canonicalise exactly as a fresh
-extraction does. Surviving nodes keep their relative order (a folded group takes its last
+extraction does, except where 1.0 stored an in-place op on a view as `CopySlices`: the extraction
+now records the op itself (`narbench.zoo.extract.InPlaceOnViews`), which 1.0 did not keep. Surviving nodes keep their relative order (a folded group takes its last
 member's place, merged selections their first's), so the numbering stays topological and
 deterministic. Raw names the table does not know become `other` and are counted in `unknown`.
 """

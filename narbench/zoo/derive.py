@@ -6,7 +6,9 @@ paper, coarse label, model identity). Canonicalisation (`narbench.data.canonical
 edges, so the canonical graph of a 1.0 graph is the canonical graph a fresh extraction of the same
 spec gives (`benchmarks/bench_reextract.py` checks that under other torch versions); deriving 2.0
 from 1.0 therefore equals `narbench build-real` with canonical assembly, without hours of
-re-extraction. The 1.0 file lists graphs in spec order (the first spec of each graph), so keeping
+re-extraction. Except for the 1,227 graphs of 1.0 that hold a `CopySlices`: a fresh extraction
+records the in-place op it wraps (`narbench.zoo.extract.InPlaceOnViews`), which 1.0 did not keep;
+their new form needs a re-extraction (docs/canonical-graphs.md, "`real` 2.1"). The 1.0 file lists graphs in spec order (the first spec of each graph), so keeping
 the first of each canonical duplicate keeps the first spec, as assembly does.
 
     narbench build-real --from narbench/data/real-1.0.narg --out build/real2
