@@ -168,7 +168,7 @@ def iter_tensors(obj: Any, _depth: int = 0) -> Iterator[Any]:
             yield from iter_tensors(getattr(obj, f.name, None), _depth + 1)
 
 
-def autograd_graph(outputs: Any, inplace_ops: dict[Any, str] | None = None) -> RawGraph:
+def autograd_graph(outputs: Any, inplace_ops: dict[Any, "InPlaceOp"] | None = None) -> RawGraph:
     """The normalised autograd graph behind `outputs` (see the module docstring).
 
     `inplace_ops`: `CopySlices` node -> the in-place op it records (`InPlaceOnViews.ops`): the op
@@ -261,7 +261,8 @@ class InPlaceOnViews:
     """Names the in-place ops on views of a forward pass, which autograd records as `CopySlices`.
 
     Used as a context manager around the forward pass (a `torch.overrides.TorchFunctionMode`:
-    public API, the same on torch 2.13-2.15, no private attribute of the node read). For every
+    public API, the same on torch 2.13-2.15; it reads no attribute of an autograd node but its
+    type, and of a tensor `_is_view()` and `_base`, see `_view_api_present`). For every
     torch call whose first argument is a view, it notes the autograd node of the view's base
     before and after; when the call made it a new `CopySlices`, the call was an in-place op on
     the view. Its own node name is found by running the call once more on a fresh tensor of the

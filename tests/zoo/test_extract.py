@@ -268,3 +268,11 @@ def test_the_view_api_the_recorder_reads_is_there():
     v = x.view(-1)
     assert _view_api_present()
     assert v._is_view() and v._base is x and not x._is_view()
+
+
+def test_without_the_view_api_in_place_ops_stay_copyslices(monkeypatch):
+    """The fallback when torch moves `_is_view`/`_base`: nothing recorded, extraction still works."""
+    import narbench.zoo.extract as extract
+
+    monkeypatch.setattr(extract, "_view_api_present", lambda: False)
+    assert extract_graph(InPlace("relu-whole"), torch.randn(2, 4)).ops == ["AddmmBackward0", "CopySlices"]
