@@ -6,14 +6,25 @@ Under another torch, raw graphs may differ (2.15 names the view after an n-d Lin
 transformers) in the running environment:
 
     python benchmarks/bench_reextract.py --per-source 40
-    reextract torch=2.15.0 sampled=120 raw_differ=37 canonical_differ=0 failed=0
+    reextract torch=2.14.1 sampled=120 raw_differ=5 canonical_differ=5 failed=0 seconds=62
 
-Prints one summary line, then one line per differing or failed graph.
+Prints one summary line, then one line per differing or failed graph. The 5 are graphs with an
+in-place op on a view, which 1.0 stored as `CopySlices` and a fresh extraction records as the op
+(below): a `real` 2.1 re-extraction closes that, a torch version does not open it.
 
 `--copyslices` samples only graphs whose 1.0 raw graph holds a `CopySlices` (an in-place op on a
 view, which the extraction now records as the op: `narbench.zoo.extract.InPlaceOnViews`); their
 canonical graphs are expected to differ from 2.0 where the op shows, and the per-graph seconds
 estimate the cost of re-extracting them all (docs/canonical-graphs.md, "In-place ops on views").
+
+`--save FILE` writes each sampled graph's canonical signature (sha256) to FILE; `--against FILE`
+counts the sampled graphs whose canonical graph differs from the one saved there: fresh
+extractions under two torch versions compared with each other, not with the shipped 2.0
+(which keeps what 1.0 recorded):
+
+    torch-2.14/bin/python benchmarks/bench_reextract.py --save /tmp/sig-2.14.json
+    torch-2.15/bin/python benchmarks/bench_reextract.py --against /tmp/sig-2.14.json
+    reextract torch=2.15.0 sampled=120 raw_differ=36 canonical_differ=5 failed=0 seconds=62 against_differ=0
 """
 
 from __future__ import annotations
@@ -39,7 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="sample seed (a hash order of graph names)")
     ap.add_argument("--copyslices", action="store_true",
                     help="sample only graphs whose 1.0 raw graph holds a CopySlices node")
+    ap.add_argument("--save", metavar="FILE", help="write the sampled canonical signatures (JSON) here")
+    ap.add_argument("--against", metavar="FILE", help="count canonical differences from the signatures saved in FILE")
     args = ap.parse_args(argv)
+
+    import json
 
     import numpy as np
     import torch
@@ -58,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
 
     sampled = raw_differ = canon_differ = failed = 0
     lines = []
+    saved = json.loads(Path(args.against).read_text())["signatures"] if args.against else None
+    signatures: dict[str, str] = {}
     t0 = time.perf_counter()
     for source in ("timm", "torchvision", "transformers"):
         if importlib.util.find_spec(source) is None:
@@ -79,13 +96,19 @@ def main(argv: list[str] | None = None) -> int:
             if raw.ops != [vocab1[i] for i in old.ops.tolist()] or not np.array_equal(raw.edges, old.edges):
                 raw_differ += 1
             c = raw.canonical()
+            signatures[g.name] = c.signature()
+            if saved is not None and saved.get(g.name) != signatures[g.name]:
+                lines.append(f"differs from --against {g.name}" + ("" if g.name in saved else " (not saved there)"))
             ops = np.array([index2.get(op, index2["other"]) for op in c.ops], dtype=np.int64)
             if not (np.array_equal(ops, g.ops) and np.array_equal(c.edges, g.edges)):
                 canon_differ += 1
                 lines.append(f"canonical differs {g.name}: {len(c.ops)} vs {g.num_nodes} nodes")
     print(f"reextract torch={torch.__version__.split('+')[0]} sampled={sampled} raw_differ={raw_differ} "
           f"canonical_differ={canon_differ} failed={failed} seconds={time.perf_counter() - t0:.0f}"
-          f"{' (copyslices sample)' if args.copyslices else ''}")
+          f"{' (copyslices sample)' if args.copyslices else ''}"
+          + (f" against_differ={sum(1 for n, sig in signatures.items() if saved.get(n) != sig)}" if saved is not None else ""))
+    if args.save:
+        Path(args.save).write_text(json.dumps({"torch": torch.__version__, "signatures": signatures}, indent=0) + "\n")
     for line in lines:
         print(line)
     return 0
