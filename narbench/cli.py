@@ -167,6 +167,12 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--retry-failed", action="store_true", help="run models that failed before again")
     build.add_argument("--from", dest="from_graphs", default=None, metavar="FILE",
                        help="derive the canonical dataset from a raw graph file (real-1.0.narg) instead of extracting")
+    build.add_argument("--patch", default=None, metavar="FILE",
+                       help="with --from: re-extracted raw graphs that replace those of the same name "
+                            "(narbench/data/real-1.0-reextracted.narg)")
+    build.add_argument("--reextract", action="append", default=None, metavar="OP",
+                       help="with --from: first re-extract (needs the zoo extra) every graph holding this raw op, "
+                            "into <out>/real-1.0-reextracted.narg, and derive with it as --patch (repeatable)")
     build.set_defaults(func=cmd_build_real)
 
     cross = sub.add_parser("build-crossimpl", help="extract the cross-implementation queries of `real` "
@@ -270,12 +276,24 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_build_real(args: argparse.Namespace) -> int:
     """`narbench build-real`: extract the `real` dataset from the model zoos (resumable), or derive it."""
+    if (args.patch or args.reextract) and not args.from_graphs:
+        raise SystemExit("narbench build-real: --patch and --reextract go with --from FILE")
+    if args.patch and args.reextract:
+        raise SystemExit("narbench build-real: give --patch or --reextract, not both")
     if args.from_graphs:
         import json
 
         from narbench.zoo.derive import derive
 
-        summary = derive(args.from_graphs, args.out, jobs=args.jobs,
+        patch = args.patch
+        if args.reextract:
+            from narbench.zoo.reextract import reextract
+
+            summary = reextract(args.from_graphs, args.out, args.reextract, jobs=args.jobs, timeout=args.timeout,
+                                mem_limit_gb=args.mem_limit_gb)
+            print(json.dumps({"reextracted": summary}, indent=1))
+            patch = summary["path"]
+        summary = derive(args.from_graphs, args.out, patch=patch, jobs=args.jobs,
                          progress=lambda i, n: print(f"canonical graphs: {i:,} of {n:,}", file=sys.stderr, flush=True))
         print(json.dumps(summary, indent=1))
         return 0

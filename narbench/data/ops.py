@@ -28,7 +28,7 @@ from importlib import resources
 from pathlib import Path
 
 #: Version of the canonical vocabulary and rewrite rules (`real` 2.0 is built with it).
-OPS_VERSION = "2.0"
+OPS_VERSION = "2.1"
 #: torch versions (major.minor) under which canonical graphs were checked to be identical
 #: (tests/test_canonical_models.py pins, benchmarks/bench_reextract.py); the index records them
 #: and `narbench search` warns outside them. pyproject.toml's torch range is the same.

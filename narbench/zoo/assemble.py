@@ -14,7 +14,7 @@ from narbench.zoo.results import FAILED, NOT_APPLICABLE, OK, read_result
 from narbench.zoo.sources import Spec
 
 DATASET_NAME = "real"
-DATASET_VERSION = "2.0"
+DATASET_VERSION = "2.1"
 
 
 #: Graphs above this many nodes are left out of the dataset (recurrent models unrolled over the

@@ -40,10 +40,24 @@ def _canonical(args: tuple[list[str], Any]):
 
 
 def derive(source: str | os.PathLike, out: str | os.PathLike, *, relabel: Relabel | None = None,
-           jobs: int = 1, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """Write `<out>/real-2.0.narg` from the 1.0 graph file `source`; return a summary."""
+           patch: str | os.PathLike | None = None, jobs: int = 1,
+           progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Write `<out>/real-<version>.narg` from the 1.0 graph file `source`; return a summary.
+
+    `patch`: a raw graph file of re-extracted graphs (`narbench.zoo.reextract`) that replace the
+    graphs of `source` with their names (every name must be in `source`)."""
     graphs, vocab, header, digest = read_graphs(source)
     work = [([vocab[o] for o in g.ops.tolist()], g.edges) for g in graphs]
+    patched = None
+    if patch is not None:
+        pgraphs, pvocab, _, pdigest = read_graphs(patch)
+        where = {g.name: i for i, g in enumerate(graphs)}
+        unknown = [g.name for g in pgraphs if g.name not in where]
+        if unknown:
+            raise ValueError(f"{patch}: {len(unknown)} graph(s) not in {source}, e.g. {unknown[0]!r}")
+        for g in pgraphs:
+            work[where[g.name]] = ([pvocab[o] for o in g.ops.tolist()], g.edges)
+        patched = {"sha256": pdigest, "graphs": len(pgraphs)}
     canon = []
     with ProcessPoolExecutor(jobs) if jobs > 1 else contextlib.nullcontext() as pool:
         for i, c in enumerate(pool.map(_canonical, work, chunksize=64) if pool else map(_canonical, work)):
@@ -66,6 +80,8 @@ def derive(source: str | os.PathLike, out: str | os.PathLike, *, relabel: Relabe
         "derived_from": {"name": header.get("name"), "version": header.get("version"), "sha256": digest,
                          "graphs": len(graphs)},
     }
+    if patched is not None:
+        new_header["patched_with"] = patched
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{DATASET_NAME}-{DATASET_VERSION}.narg"
@@ -76,7 +92,8 @@ def derive(source: str | os.PathLike, out: str | os.PathLike, *, relabel: Relabe
     return {"path": str(path), "sha256": sha, "source_graphs": len(graphs), "distinct": len(kept),
             "duplicates_merged": len(graphs) - len(kept),
             "cross_family_duplicates": dict(cross.most_common()), "unknown_ops": dict(unknown),
-            "nodes_before": int(sum(g.num_nodes for g in graphs)), "nodes_after": int(sum(g.num_nodes for g in kept))}
+            "nodes_before": int(sum(g.num_nodes for g in graphs)), "nodes_after": int(sum(g.num_nodes for g in kept)),
+            **({"patched": patched["graphs"]} if patched else {})}
 
 
 def _taxonomy_sha256() -> str:

@@ -147,3 +147,98 @@ def test_variants_of_a_failing_default_are_not_run(tmp_path, fake_specs):
     summary = build_real(tmp_path / "b", jobs=1, specs=[boom, variant], timeout=30, quiet=True)
     assert summary["failed"] == {"exception": 1, "default-failed": 1}
     assert boom.key in read_result(tmp_path / "b", variant)["error"]
+
+
+# ----------------------------------------------------------------------------- re-extraction (real 2.1)
+
+INPLACE_ZOO = textwrap.dedent(
+    """
+    import torch
+
+    class InPlace(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 8)
+
+        def forward(self, x):
+            return self.fc(x).relu_().sum()
+
+    def inplace():
+        return InPlace(), torch.randn(2, 3, 4)
+
+    def plain():
+        return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh()), torch.randn(1, 4)
+    """
+)
+
+
+def _raw_file(path, graphs):
+    """A 1.0-style raw graph file: (spec, raw op names, edges, family) per graph."""
+    from narbench.data.graph import ArchGraph
+    from narbench.data.store import write_graphs
+
+    vocab = sorted({op for _, ops, _, _ in graphs for op in ops})
+    arch = [ArchGraph(ops=[vocab.index(o) for o in ops], edges=edges, name=spec.key, family=fam, coarse="other",
+                      source=spec.source, meta={"model": spec.model, "task": spec.task, "variant": dict(spec.variant)})
+            for spec, ops, edges, fam in graphs]
+    write_graphs(path, arch, vocab, {"name": "real", "version": "1.0"})
+    return path
+
+
+def test_reextract_replaces_only_graphs_holding_the_op_and_derive_applies_the_patch(tmp_path, monkeypatch):
+    import numpy as np
+
+    from narbench.data.store import read_graphs
+    from narbench.zoo.derive import derive
+    from narbench.zoo.reextract import reextract, select
+    from narbench.zoo.sources import Spec
+
+    mods = tmp_path / "mods"
+    mods.mkdir()
+    (mods / "narbench_inplace_zoo.py").write_text(INPLACE_ZOO)
+    monkeypatch.syspath_prepend(str(mods))
+    inplace = Spec("python", "narbench_inplace_zoo:inplace", "test")
+    plain = Spec("python", "narbench_inplace_zoo:plain", "test")
+    # as torch <= 2.14 recorded the in-place ReLU after an n-d Linear, before the recorder: CopySlices
+    source = _raw_file(tmp_path / "real-1.0.narg", [
+        (inplace, ["AddmmBackward0", "CopySlices", "SumBackward0"], np.array([[0, 1], [1, 2]]), "fam-a"),
+        (plain, ["AddmmBackward0", "TanhBackward0"], np.array([[0], [1]]), "fam-b"),
+    ])
+    assert [s.key for _, s in select(source, ["CopySlices"])] == [inplace.key]
+    with pytest.raises(ValueError, match="no graph holds NoSuchBackward"):
+        select(source, ["NoSuchBackward"])
+
+    summary = reextract(source, tmp_path / "b", ["CopySlices"], jobs=1, timeout=60, quiet=True)
+    assert (summary["selected"], summary["patched"], summary["raw_changed"], summary["failed"]) == (1, 1, 1, {})
+    patch, pvocab, pheader, _ = read_graphs(summary["path"], summary["sha256"])
+    assert [g.name for g in patch] == [inplace.key] and pheader["reextracted_ops"] == ["CopySlices"]
+    ops = [pvocab[i] for i in patch[0].ops.tolist()]
+    assert "CopySlices" not in ops and "ReluBackward0" in ops  # the op, as every torch now records it
+    assert patch[0].family == "fam-a" and patch[0].meta["model"] == inplace.model
+
+    keep = lambda name, family, source, meta: (family, meta)  # noqa: E731 - no taxonomy for fake specs
+    before = derive(source, tmp_path / "d0", relabel=keep)
+    after = derive(source, tmp_path / "d1", relabel=keep, patch=summary["path"])
+    assert after["patched"] == 1 and "patched" not in before
+    g0, v0, _, _ = read_graphs(before["path"])
+    g1, v1, h1, _ = read_graphs(after["path"])
+    by = lambda gs, v: {g.name: sorted(v[i] for i in g.ops.tolist()) for g in gs}  # noqa: E731
+    assert by(g0, v0)[plain.key] == by(g1, v1)[plain.key]
+    assert "relu" not in by(g0, v0)[inplace.key] and "relu" in by(g1, v1)[inplace.key]
+    assert h1["patched_with"] == {"sha256": summary["sha256"], "graphs": 1}
+
+    # a patch naming a graph the source lacks is refused
+    stray = _raw_file(tmp_path / "stray.narg", [(Spec("python", "x:y", "test"), ["TanhBackward0"], np.zeros((2, 0)), "f")])
+    with pytest.raises(ValueError, match="not in"):
+        derive(source, tmp_path / "d2", relabel=keep, patch=stray)
+
+
+def test_build_real_patch_flags_need_from(tmp_path):
+    from narbench.cli import main
+
+    with pytest.raises(SystemExit, match="go with --from"):
+        main(["build-real", "--out", str(tmp_path / "o"), "--patch", str(tmp_path / "p.narg")])
+    with pytest.raises(SystemExit, match="not both"):
+        main(["build-real", "--out", str(tmp_path / "o"), "--from", str(tmp_path / "a.narg"),
+              "--patch", str(tmp_path / "p.narg"), "--reextract", "CopySlices"])
+    assert not (tmp_path / "o").exists()
