@@ -263,12 +263,12 @@ def shipped():
 
 
 @pytest.fixture(scope="module")
-def shipped_2_0():
-    """The shipped `real` 2.0 dataset: its real graphs are `core_graphs` (the crossimpl queries follow them)."""
+def shipped_2_x():
+    """The shipped `real` 2.1 dataset: its real graphs are `core_graphs` (the crossimpl queries follow them)."""
     from narbench.datasets.real import RealDataset
 
     ds = RealDataset().load()
-    assert ds.version == "2.0" and len(ds.core_graphs) == len(ds.graphs) - ds.query_only > 17000
+    assert ds.version == "2.1" and len(ds.core_graphs) == len(ds.graphs) - ds.query_only > 17000
     return ds
 
 
@@ -293,18 +293,18 @@ def test_every_shipped_model_has_a_row_and_invariants_hold(shipped):
 
 
 @pytest.mark.slow
-def test_shipped_2_0_graphs_keep_the_invariants(shipped_2_0):
-    """Invariants (a) and (c) on the canonical graphs `real` 2.0 ships, labelled by the committed table."""
+def test_shipped_canonical_graphs_keep_the_invariants(shipped_2_x):
+    """Invariants (a) and (c) on the canonical graphs `real` 2.1 ships, labelled by the committed table."""
     import hashlib
 
     from narbench.zoo import taxonomy_build as tb
 
-    ds = shipped_2_0
+    ds = shipped_2_x
     graphs = ds.core_graphs
     assert ds.meta["taxonomy_sha256"] == hashlib.sha256(tx.data_path().read_bytes()).hexdigest()
     assert tb.label_differences(graphs, tx.load()) == []
     classes = tx.isomorphic_classes(graphs)
-    assert classes, "2.0 holds isomorphic canonical graphs (renamed copies of one family)"
+    assert classes, "2.1 holds isomorphic canonical graphs (renamed copies of one family)"
     assert tx.isomorphism_violations(graphs, classes) == []
     unseen = ds.splits["unseen"]
     assert len(unseen.test) > 1000 and tx.straddling_identities(graphs, unseen) == []
@@ -314,14 +314,14 @@ def test_shipped_2_0_graphs_keep_the_invariants(shipped_2_0):
 
 
 @pytest.mark.slow
-def test_every_shipped_cross_family_near_duplicate_is_listed(shipped_2_0):
-    """Invariant (b) on real 2.0: the committed near-duplicate table is what the build measures (WL pairs of the
+def test_every_shipped_cross_family_near_duplicate_is_listed(shipped_2_x):
+    """Invariant (b) on real 2.1: the committed near-duplicate table is what the build measures (WL pairs of the
     shipped graphs, source graphs merged by the dedup across families), every row has a reason."""
     from narbench.zoo import taxonomy_build as tb
 
-    graphs = shipped_2_0.core_graphs
-    raw, raw_vocab = tb.raw_graphs()
-    merged = tb.merged_cross_family(raw, raw_vocab, graphs, tx.load())
+    graphs = shipped_2_x.core_graphs
+    raw, _ = tb.raw_graphs()
+    merged = tb.merged_cross_family(raw, tb.derivation_work(), graphs, tx.load())
     assert len(merged) > 50  # identical canonical graphs of two families (e.g. Qwen2 = LLaMA once biases are elided)
     pairs = tx.near_duplicate_pairs(tx.wl_unit_embeddings(graphs))
     assert tx.unlisted_near_duplicates(graphs, pairs, tx.read_near_duplicates()) == {}

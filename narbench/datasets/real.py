@@ -2,16 +2,19 @@
 
 The graphs are extracted from the timm, torchvision and transformers model zoos by
 `narbench.zoo.build.build_real` (`narbench build-real --out DIR`), which needs the optional
-`zoo` extra, and rewritten onto the canonical op vocabulary (`narbench.data.canonical`). Version 2.0
-ships as package data, `narbench/data/real-2.0.narg`, derived from the raw graphs of the 1.0
-extraction (`narbench/data/real-1.0.narg`, kept as the raw record) by
-`narbench build-real --from narbench/data/real-1.0.narg --out DIR`; loading it needs none of the
-zoo packages; its content is pinned by `expected_sha256`.
+`zoo` extra, and rewritten onto the canonical op vocabulary (`narbench.data.canonical`). Version 2.1
+ships as package data, `narbench/data/real-2.1.narg`, derived from the raw graphs of the 1.0
+extraction (`narbench/data/real-1.0.narg`, kept as the raw record) with its 1,227 graphs that hold
+an in-place op on a view re-extracted (`narbench/data/real-1.0-reextracted.narg`,
+`narbench.zoo.reextract`) by `narbench build-real --from narbench/data/real-1.0.narg --patch
+narbench/data/real-1.0-reextracted.narg --out DIR`; loading it needs none of the zoo packages;
+its content is pinned by `expected_sha256`. 2.0 (the same derivation without the patch) had the
+same graphs, names, labels and splits; 837 of the 1,227 re-extracted raw graphs changed.
 
 The `crossimpl` split queries the real graphs with independent reimplementations of zoo
 architectures (`narbench.datasets.crossimpl`, appended after the real graphs at load time).
 
-`NARBENCH_REAL_FILE=/path/to/real-2.0.narg` loads a locally built file instead (its sha256 is
+`NARBENCH_REAL_FILE=/path/to/real-2.1.narg` loads a locally built file instead (its sha256 is
 then reported, not checked against the pin, because zoo versions change graphs).
 """
 
@@ -27,7 +30,7 @@ from narbench.data.dataset import DatasetProvider, GraphDataset, Split, group_sp
 from narbench.data.graph import ArchGraph
 from narbench.data.store import CorruptFileError, read_graphs
 
-ARTIFACT = "real-2.0.narg"
+ARTIFACT = "real-2.1.narg"
 ENV_FILE = "NARBENCH_REAL_FILE"
 
 
@@ -36,7 +39,7 @@ class ArtifactMissingError(FileNotFoundError):
 
 
 def shipped_path() -> Path:
-    """Where the packaged artifact lives (`narbench/data/real-2.0.narg`)."""
+    """Where the packaged artifact lives (`narbench/data/real-2.1.narg`)."""
     return Path(str(resources.files("narbench"))) / "data" / ARTIFACT
 
 
@@ -44,14 +47,20 @@ class RealDataset(DatasetProvider):
     """Real-world architectures from the model zoos; family = defining module / model type."""
 
     name = "real"
-    version = "2.0"
-    #: sha256 of the payload of the shipped artifact: canonical graphs (op table 2.0) of the 1.0
-    #: extraction (72,246 specs, torch 2.14.1, timm 1.0.31, torchvision 0.29.1, transformers 5.23.0).
-    expected_sha256: ClassVar[str | None] = "7730ddd8ecee0e2673e46826421b03345e0addf4b6e5484775fb03b185dca8ae"
+    version = "2.1"
+    #: sha256 of the payload of the shipped artifact: canonical graphs (op table 2.1) of the 1.0
+    #: extraction (72,246 specs, torch 2.14.1, timm 1.0.31, torchvision 0.29.1, transformers 5.23.0)
+    #: with its in-place ops on views re-extracted (same torch and zoos).
+    expected_sha256: ClassVar[str | None] = "98efc55d90ddf314076dae7301ee5c0931891f1bee325fce12f55784fd2c62e2"
     split_names = ("standard", "unseen", "crossimpl")
-    #: 1.0: raw autograd graphs, zoo-layout families (results on it stay readable, ranked apart)
+    #: Results of earlier versions stay readable and are ranked apart. 1.0: raw autograd graphs,
+    #: zoo-layout families. 2.0: 2.1 without the re-extraction (in-place ops on views stored as
+    #: `CopySlices`, which torch 2.15 records otherwise); rebuilt by `narbench build-real --from
+    #: narbench/data/real-1.0.narg` at a commit whose op table is 2.0.
     previous_versions = {"1.0": ("5dcf0458a4026e6d994563b20293d76b3017035035e994cf2597ee29dcf527ff",
-                                 ("standard", "unseen"))}
+                                 ("standard", "unseen")),
+                         "2.0": ("7730ddd8ecee0e2673e46826421b03345e0addf4b6e5484775fb03b185dca8ae",
+                                 ("standard", "unseen", "crossimpl"))}
 
     def artifact_path(self) -> tuple[Path, bool]:
         """(path, pinned): the env override if set (not pinned), else the shipped file."""
@@ -95,7 +104,7 @@ class RealDataset(DatasetProvider):
     def splits(self, graphs: list[ArchGraph]) -> dict[str, Split]:
         """`standard` (stratified by family) and `unseen` (whole models on one side).
 
-        `unseen` groups graphs by `model_group`: in 2.0 the taxonomy's model identity (aliases
+        `unseen` groups graphs by `model_group`: since 2.0 the taxonomy's model identity (aliases
         across zoos and renamed copies merged), every graph derived from it (all its variants:
         depth, stage depth, heads, activation, bias, pooling, headless, task heads) on the same
         side, so a query is a model none of whose variants is in the corpus; a family keeps

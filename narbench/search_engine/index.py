@@ -52,15 +52,15 @@ class ShippedIndex:
 
     encoder: str
     sha256: str
-    dataset: str = "real-2.0"
+    dataset: str = "real-2.1"
 
     @property
     def filename(self) -> str:
         return f"index-{self.dataset}-{self.encoder}{SUFFIX}"
 
 
-#: The default index (`narbench index build --encoder wl` on `real` 2.0, 256-d WL, float16).
-SHIPPED = ShippedIndex("wl", "f4708e91c59a8f921151758cca4d46870de9c3490f8f11748e278f0f4f9f6234")
+#: The default index (`narbench index build --encoder wl` on `real` 2.1, 256-d WL, float16).
+SHIPPED = ShippedIndex("wl", "b8f3bdfa93f04e5a8ed242f983231571247bd1240ab40aad6848adf3c7950ea5")
 
 #: Encoder parameters an index uses unless told otherwise (compact, measured to stay faithful).
 DEFAULT_PARAMS: dict[str, dict[str, Any]] = {"wl": {"dim": 256}}

@@ -46,18 +46,7 @@ def derive(source: str | os.PathLike, out: str | os.PathLike, *, relabel: Relabe
 
     `patch`: a raw graph file of re-extracted graphs (`narbench.zoo.reextract`) that replace the
     graphs of `source` with their names (every name must be in `source`)."""
-    graphs, vocab, header, digest = read_graphs(source)
-    work = [([vocab[o] for o in g.ops.tolist()], g.edges) for g in graphs]
-    patched = None
-    if patch is not None:
-        pgraphs, pvocab, _, pdigest = read_graphs(patch)
-        where = {g.name: i for i, g in enumerate(graphs)}
-        unknown = [g.name for g in pgraphs if g.name not in where]
-        if unknown:
-            raise ValueError(f"{patch}: {len(unknown)} graph(s) not in {source}, e.g. {unknown[0]!r}")
-        for g in pgraphs:
-            work[where[g.name]] = ([pvocab[o] for o in g.ops.tolist()], g.edges)
-        patched = {"sha256": pdigest, "graphs": len(pgraphs)}
+    graphs, work, header, digest, patched = raw_work(source, patch)
     canon = []
     with ProcessPoolExecutor(jobs) if jobs > 1 else contextlib.nullcontext() as pool:
         for i, c in enumerate(pool.map(_canonical, work, chunksize=64) if pool else map(_canonical, work)):
@@ -94,6 +83,24 @@ def derive(source: str | os.PathLike, out: str | os.PathLike, *, relabel: Relabe
             "cross_family_duplicates": dict(cross.most_common()), "unknown_ops": dict(unknown),
             "nodes_before": int(sum(g.num_nodes for g in graphs)), "nodes_after": int(sum(g.num_nodes for g in kept)),
             **({"patched": patched["graphs"]} if patched else {})}
+
+
+def raw_work(source: str | os.PathLike, patch: str | os.PathLike | None = None):
+    """(graphs of `source`, per graph its (raw op names, edges) with `patch` applied, header, sha256,
+    {"sha256", "graphs"} of the patch or None): what `derive` canonicalises."""
+    graphs, vocab, header, digest = read_graphs(source)
+    work = [([vocab[o] for o in g.ops.tolist()], g.edges) for g in graphs]
+    patched = None
+    if patch is not None:
+        pgraphs, pvocab, _, pdigest = read_graphs(patch)
+        where = {g.name: i for i, g in enumerate(graphs)}
+        unknown = [g.name for g in pgraphs if g.name not in where]
+        if unknown:
+            raise ValueError(f"{patch}: {len(unknown)} graph(s) not in {source}, e.g. {unknown[0]!r}")
+        for g in pgraphs:
+            work[where[g.name]] = ([pvocab[o] for o in g.ops.tolist()], g.edges)
+        patched = {"sha256": pdigest, "graphs": len(pgraphs)}
+    return graphs, work, header, digest, patched
 
 
 def _taxonomy_sha256() -> str:

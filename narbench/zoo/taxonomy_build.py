@@ -17,8 +17,8 @@ Per (source, model) of the `real` dataset, in this order:
    the label of most of its graphs (ties: its default graph's).
 
 The build fails if isomorphic graphs land in two families (invariant a), on the raw 1.0 graphs
-the rules read and on the shipped `real` 2.0 canonical graphs. The near-duplicate table describes
-the shipped dataset: every family pair of real 2.0 (its canonical graphs, the crossimpl queries
+the rules read and on the shipped `real` 2.x canonical graphs. The near-duplicate table describes
+the shipped dataset: every family pair of the shipped real (its canonical graphs, the crossimpl queries
 left out) with graphs at WL cosine >= 0.999, with its reason: the first matching row of
 `taxonomy-near-duplicate-reasons.csv`, or a mechanical one when all its pairs are depth-truncated
 variants. Canonical graphs elide attention masks, biases and additive positions and fold
@@ -35,6 +35,7 @@ import csv
 import io
 import re
 import sys
+from typing import Any
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -295,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"real {ds.version}'s labels differ from this table on {len(stale):,} graphs (e.g. {stale[0]}): the "
               "table is a new dataset version's; the near-duplicate table keeps describing the shipped labels",
               file=sys.stderr)
-    canon_classes = _cached(args.cache, "classes-2.0", lambda: tx.isomorphic_classes(shipped), ds.sha256)
+    canon_classes = _cached(args.cache, "classes", lambda: tx.isomorphic_classes(shipped), ds.sha256)
     bad = tx.isomorphism_violations(shipped, canon_classes)
     print(f"isomorphism classes of 2+ canonical graphs: {len(canon_classes)}; in two families: {len(bad)}",
           file=sys.stderr)
@@ -303,10 +304,10 @@ def main(argv: list[str] | None = None) -> int:
         print("  " + "\n  ".join(" ~ ".join(b) for b in bad), file=sys.stderr)
         return 1
     print("embedding with the wl floor ...", file=sys.stderr)
-    pairs = _cached(args.cache, "pairs-2.0", lambda: tx.near_duplicate_pairs(tx.wl_unit_embeddings(shipped)),
+    pairs = _cached(args.cache, "pairs", lambda: tx.near_duplicate_pairs(tx.wl_unit_embeddings(shipped)),
                     ds.sha256)
-    print("canonicalising the raw graphs (duplicates 2.0's dedup merged across families) ...", file=sys.stderr)
-    merged = _cached(args.cache, "merged-2.0", lambda: merged_cross_family(graphs, raw_vocab, shipped, taxonomy, True),
+    print(f"canonicalising the raw graphs (duplicates {ds.version}'s dedup merged across families) ...", file=sys.stderr)
+    merged = _cached(args.cache, "merged", lambda: merged_cross_family(graphs, derivation_work(), shipped, taxonomy, True),
                      ds.sha256)
     tables = {tx.TABLE: table,
               tx.NEAR_DUPLICATES: near_duplicate_table(shipped, pairs, read_pair_reasons(), merged)}
@@ -335,19 +336,20 @@ def _unexplained(table: str) -> list[tuple[str, str, int]]:
             if not r["reason"].strip()]
 
 
-def merged_cross_family(raw: list[ArchGraph], raw_vocab: list[str], shipped: list[ArchGraph],
+def merged_cross_family(raw: list[ArchGraph], work: list[tuple[list[str], Any]], shipped: list[ArchGraph],
                         taxonomy: tx.Taxonomy, progress: bool = False) -> Counter:
     """Graph counts per family pair of `raw` graphs whose canonical graph is identical to a `shipped` graph of
-    another family: the cross-family duplicates that `real` 2.0's dedup merged (keeping the first spec's family),
-    which no pair of shipped graphs shows. Canonicalises every raw graph (about a minute for real 1.0)."""
+    another family: the cross-family duplicates that the shipped version's dedup merged (keeping the first
+    spec's family), which no pair of shipped graphs shows. `work`: per raw graph the (raw op names, edges) the
+    shipped version was derived from (`derivation_work`). Canonicalises every one (about a minute for real 1.0)."""
     from narbench.data.canonical import canonical_vocabulary
     from narbench.zoo.derive import _canonical
 
     index = {op: i for i, op in enumerate(canonical_vocabulary())}
     family_of = {g.content_hash(): g.family for g in shipped}
     out: Counter = Counter()
-    for k, (g, labelled) in enumerate(zip(raw, taxonomy.relabel(raw))):
-        canon = _canonical(([raw_vocab[o] for o in g.ops.tolist()], g.edges))
+    for k, (g, labelled, w) in enumerate(zip(raw, taxonomy.relabel(raw), work)):
+        canon = _canonical(w)
         kept = family_of.get(canon.to_arch_graph(index, name=g.name, coarse="")
                              .content_hash())
         if kept is not None and kept != labelled.family:
@@ -369,6 +371,14 @@ def label_differences(graphs: list[ArchGraph], taxonomy: tx.Taxonomy) -> list[st
     new = taxonomy.relabel(graphs)
     return [g.name for g, n in zip(graphs, new)
             if (g.family, g.coarse, g.meta.get("identity")) != (n.family, n.coarse, n.meta["identity"])]
+
+
+def derivation_work() -> list[tuple[list[str], Any]]:
+    """Per graph of `raw_graphs()`, the (raw op names, edges) the shipped `real` was derived from:
+    1.0's, with its re-extracted graphs (`narbench/data/real-1.0-reextracted.narg`, 2.1)."""
+    from narbench.zoo.derive import raw_work
+
+    return raw_work(tx.data_path("real-1.0.narg"), tx.data_path("real-1.0-reextracted.narg"))[1]
 
 
 def raw_graphs() -> tuple[list, list[str]]:

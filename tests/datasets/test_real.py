@@ -105,14 +105,14 @@ def test_datasheet_cli_writes_markdown(shipped, tmp_path):
 
     out = tmp_path / "sheet.md"
     assert main(["datasheet", "real", "--markdown", str(out)]) == 0
-    assert out.read_text().startswith("## Datasheet: `real` 2.0")
+    assert out.read_text().startswith("## Datasheet: `real` 2.1")
 
 
 def test_shipped_artifact_is_pinned_large_and_distinct():
     """The packaged `real` file: sha256 pinned and checked, the issue's size floor, no duplicates."""
     from narbench.datasets.real import RealDataset, shipped_path
 
-    assert shipped_path().is_file(), "narbench/data/real-1.0.narg is missing from the package"
+    assert shipped_path().is_file(), "narbench/data/real-2.1.narg is missing from the package"
     assert RealDataset.expected_sha256 is not None
     ds = RealDataset().load()  # raises if the content does not match the pin
     assert ds.meta["parts"]["real"] == RealDataset.expected_sha256  # ds.sha256 covers crossimpl too
