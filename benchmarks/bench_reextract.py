@@ -62,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     from narbench.data.canonical import canonical_vocabulary
     from narbench.data.store import read_graphs
     from narbench.datasets.real import ARTIFACT
-    from narbench.zoo.sources import Spec, extract_spec
+    from narbench.zoo.derive import apply_patch
+    from narbench.zoo.reextract import spec_of
+    from narbench.zoo.sources import extract_spec
 
     data = ROOT / "narbench" / "data"
     v2, vocab2, _, _ = read_graphs(data / ARTIFACT)
@@ -70,9 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     copyslices = list(vocab1).index("CopySlices")
     held_copyslices = {g.name for g in v1 if copyslices in g.ops}
     # the raw graphs 2.1 derives from: 1.0's, with its re-extracted graphs (narbench.zoo.reextract)
-    raw_by_name = {g.name: ([vocab1[i] for i in g.ops.tolist()], g.edges) for g in v1}
-    patch, pvocab, _, _ = read_graphs(data / "real-1.0-reextracted.narg")
-    raw_by_name.update({g.name: ([pvocab[i] for i in g.ops.tolist()], g.edges) for g in patch})
+    raw_by_name = {g.name: w for g, w in zip(v1, apply_patch(v1, vocab1, data / "real-1.0-reextracted.narg")[0])}
     index2 = {op: i for i, op in enumerate(canonical_vocabulary())}
     assert list(vocab2) == list(canonical_vocabulary()), f"{ARTIFACT} was built with another op table"
 
@@ -88,11 +88,9 @@ def main(argv: list[str] | None = None) -> int:
         pool = sorted((g for g in v2 if g.source == source and (not args.copyslices or g.name in held_copyslices)),
                       key=lambda g: _key(g.name, args.seed))
         for g in pool[: args.per_source]:
-            m = g.meta
-            variant = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in m.get("variant", {}).items()))
             sampled += 1
             try:
-                raw, _ = extract_spec(Spec(source, m["model"], m["task"], variant))
+                raw, _ = extract_spec(spec_of(g.name, g.meta))
             except Exception as exc:  # noqa: BLE001 - a benchmark reports and goes on
                 failed += 1
                 lines.append(f"failed {g.name}: {type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}")

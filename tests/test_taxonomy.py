@@ -320,8 +320,8 @@ def test_every_shipped_cross_family_near_duplicate_is_listed(shipped_2_x):
     from narbench.zoo import taxonomy_build as tb
 
     graphs = shipped_2_x.core_graphs
-    raw, _ = tb.raw_graphs()
-    merged = tb.merged_cross_family(raw, tb.derivation_work(), graphs, tx.load())
+    raw, raw_vocab = tb.raw_graphs()
+    merged = tb.merged_cross_family(raw, tb.derivation_work(raw, raw_vocab), graphs, tx.load())
     assert len(merged) > 50  # identical canonical graphs of two families (e.g. Qwen2 = LLaMA once biases are elided)
     pairs = tx.near_duplicate_pairs(tx.wl_unit_embeddings(graphs))
     assert tx.unlisted_near_duplicates(graphs, pairs, tx.read_near_duplicates()) == {}

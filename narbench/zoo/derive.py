@@ -89,18 +89,25 @@ def raw_work(source: str | os.PathLike, patch: str | os.PathLike | None = None):
     """(graphs of `source`, per graph its (raw op names, edges) with `patch` applied, header, sha256,
     {"sha256", "graphs"} of the patch or None): what `derive` canonicalises."""
     graphs, vocab, header, digest = read_graphs(source)
-    work = [([vocab[o] for o in g.ops.tolist()], g.edges) for g in graphs]
-    patched = None
-    if patch is not None:
-        pgraphs, pvocab, _, pdigest = read_graphs(patch)
-        where = {g.name: i for i, g in enumerate(graphs)}
-        unknown = [g.name for g in pgraphs if g.name not in where]
-        if unknown:
-            raise ValueError(f"{patch}: {len(unknown)} graph(s) not in {source}, e.g. {unknown[0]!r}")
-        for g in pgraphs:
-            work[where[g.name]] = ([pvocab[o] for o in g.ops.tolist()], g.edges)
-        patched = {"sha256": pdigest, "graphs": len(pgraphs)}
+    work, patched = apply_patch(graphs, vocab, patch)
     return graphs, work, header, digest, patched
+
+
+def apply_patch(graphs: list, vocab: list[str], patch: str | os.PathLike | None):
+    """(per graph of `graphs` its (raw op names, edges), the graphs of the raw file `patch` replacing
+    those of the same name; {"sha256", "graphs"} of the patch or None). Every patch name must be
+    one of `graphs`."""
+    work = [([vocab[o] for o in g.ops.tolist()], g.edges) for g in graphs]
+    if patch is None:
+        return work, None
+    pgraphs, pvocab, _, pdigest = read_graphs(patch)
+    where = {g.name: i for i, g in enumerate(graphs)}
+    unknown = [g.name for g in pgraphs if g.name not in where]
+    if unknown:
+        raise ValueError(f"{patch}: {len(unknown)} graph(s) not in the graphs it patches, e.g. {unknown[0]!r}")
+    for g in pgraphs:
+        work[where[g.name]] = ([pvocab[o] for o in g.ops.tolist()], g.edges)
+    return work, {"sha256": pdigest, "graphs": len(pgraphs)}
 
 
 def _taxonomy_sha256() -> str:

@@ -25,7 +25,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from narbench.data.graph import ArchGraph
 from narbench.data.store import read_graphs, write_graphs
+from narbench.zoo.assemble import _zoo_versions
 from narbench.zoo.results import FAILED, OK, read_result
 from narbench.zoo.sources import Spec
 
@@ -42,8 +44,12 @@ def spec_of(name: str, meta: dict[str, Any]) -> Spec:
 
 
 def select(source: str | os.PathLike, ops: Sequence[str]) -> list[tuple[Any, Spec]]:
-    """(1.0 graph, its spec) for every graph holding one of the raw `ops`, in file order."""
+    """(1.0 graph, its spec) for every graph of the file `source` holding one of the raw `ops`, in file order."""
     graphs, vocab, _, _ = read_graphs(source)
+    return _select(graphs, vocab, ops, source)
+
+
+def _select(graphs: list, vocab: list[str], ops: Sequence[str], source: Any) -> list[tuple[Any, Spec]]:
     missing = [op for op in ops if op not in vocab]
     if missing:
         raise ValueError(f"{source}: no graph holds {', '.join(missing)} (its vocabulary has {len(vocab)} ops)")
@@ -63,13 +69,11 @@ def reextract(source: str | os.PathLike, out: str | os.PathLike, ops: Sequence[s
     from narbench.zoo.extract import RawGraph
 
     out = Path(out)
-    chosen = select(source, ops)
+    graphs_1, vocab_1, header_1, _ = read_graphs(source)
+    chosen = _select(graphs_1, vocab_1, ops, source)
     build_real(out, jobs=jobs, specs=[s for _, s in chosen], assemble=False, timeout=timeout,
                mem_limit_gb=mem_limit_gb, quiet=quiet)
-    from narbench.data.graph import ArchGraph
-
     patched, failed, changed = [], Counter(), 0
-    _, vocab_1, header_1, _ = read_graphs(source)
     for g, spec in chosen:
         res = read_result(out, spec)
         if res is None or res.get("status") != OK:
@@ -84,13 +88,7 @@ def reextract(source: str | os.PathLike, out: str | os.PathLike, ops: Sequence[s
     arch = [ArchGraph(ops=[index[o] for o in raw.ops], edges=raw.edges, name=g.name, family=g.family, coarse=g.coarse,
                       source=g.source, meta=meta) for g, raw, meta in patched]
     header = {"name": "real-reextracted", "version": header_1.get("version"), "generator": "narbench.zoo.reextract",
-              "reextracted_ops": list(ops), "versions": _versions(), "selected": len(chosen), "patched": len(patched)}
+              "reextracted_ops": list(ops), "versions": _zoo_versions(), "selected": len(chosen), "patched": len(patched)}
     sha = write_graphs(out / PATCH_FILE, arch, vocab, header)
     return {"path": str(out / PATCH_FILE), "sha256": sha, "selected": len(chosen), "patched": len(patched),
             "raw_changed": int(changed), "failed": dict(failed)}
-
-
-def _versions() -> dict[str, str]:
-    from narbench.zoo.assemble import _zoo_versions
-
-    return _zoo_versions()

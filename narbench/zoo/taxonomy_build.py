@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     pairs = _cached(args.cache, "pairs", lambda: tx.near_duplicate_pairs(tx.wl_unit_embeddings(shipped)),
                     ds.sha256)
     print(f"canonicalising the raw graphs (duplicates {ds.version}'s dedup merged across families) ...", file=sys.stderr)
-    merged = _cached(args.cache, "merged", lambda: merged_cross_family(graphs, derivation_work(), shipped, taxonomy, True),
+    merged = _cached(args.cache, "merged", lambda: merged_cross_family(graphs, derivation_work(graphs, raw_vocab), shipped, taxonomy, True),
                      ds.sha256)
     tables = {tx.TABLE: table,
               tx.NEAR_DUPLICATES: near_duplicate_table(shipped, pairs, read_pair_reasons(), merged)}
@@ -373,12 +373,12 @@ def label_differences(graphs: list[ArchGraph], taxonomy: tx.Taxonomy) -> list[st
             if (g.family, g.coarse, g.meta.get("identity")) != (n.family, n.coarse, n.meta["identity"])]
 
 
-def derivation_work() -> list[tuple[list[str], Any]]:
-    """Per graph of `raw_graphs()`, the (raw op names, edges) the shipped `real` was derived from:
-    1.0's, with its re-extracted graphs (`narbench/data/real-1.0-reextracted.narg`, 2.1)."""
-    from narbench.zoo.derive import raw_work
+def derivation_work(raw: list[ArchGraph], raw_vocab: list[str]) -> list[tuple[list[str], Any]]:
+    """Per graph of `raw_graphs()` (passed in, already read), the (raw op names, edges) the shipped
+    `real` was derived from: 1.0's, with its re-extracted graphs (`real-1.0-reextracted.narg`, 2.1)."""
+    from narbench.zoo.derive import apply_patch
 
-    return raw_work(tx.data_path("real-1.0.narg"), tx.data_path("real-1.0-reextracted.narg"))[1]
+    return apply_patch(raw, raw_vocab, tx.data_path("real-1.0-reextracted.narg"))[0]
 
 
 def raw_graphs() -> tuple[list, list[str]]:
