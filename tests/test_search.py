@@ -245,6 +245,12 @@ def test_exact_duplicate_is_found(index):
     result = search(f"{MODELS}:TinyCNN", index=small, k=4)
     assert result.duplicate_of == ["g0"] and result.hits[0].name == "g0"
     assert result.hits[0].similarity == pytest.approx(1.0, abs=1e-3)
+    # float16 rows are unit vectors only to +-5e-4: a cosine is never shown above 1
+    small = build_index(IndexConfig(encoder="wl", progress=False), dataset=ds)
+    small.arrays["embeddings"][small.row_of("g0")] *= np.float16(1.002)
+    result = search(f"{MODELS}:TinyCNN", index=small, k=4)
+    assert result.hits[0].name == "g0" and result.hits[0].similarity == 1.0
+    assert all(-1.0 <= h.similarity <= 1.0 for h in result)
 
 
 @pytest.mark.skipif(not any(__import__("importlib.util").util.find_spec(z) for z in ("timm",)),

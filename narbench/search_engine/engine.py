@@ -176,7 +176,8 @@ def search(
     for row in first + [r for r in ranked if r not in first]:
         if row in exclude or row < 0 or len(hits) == k:
             continue
-        sim = round(float(ranked[row]), 4)
+        # rows are stored as float16, so a row's norm is 1 +- 5e-4: an exact twin can score 1.0003
+        sim = round(min(max(float(ranked[row]), -1.0), 1.0), 4)
         hits.append(Hit(rank=len(hits) + 1, similarity=sim, weak=weak_below is not None and sim < weak_below,
                         **index.record(row)))
     why = explain(query.ops, index.op_counts(index.row_of(hits[0].name))) if hits else ""
