@@ -153,8 +153,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--compile", action="store_true",
                      help="run the model's forward through torch.compile (faster training and embedding after a "
                           "compilation of tens of seconds; results agree with eager ones to rounding, not bit for bit)")
+    run.add_argument("--no-resume", action="store_true",
+                     help="train from scratch even if a killed run of the same configuration left epoch snapshots, "
+                          "and keep none")
     run.add_argument("--json", action="store_true", help="print the result as JSON on stdout (the table goes to stderr)")
-    run.set_defaults(func=cmd_run, interrupted="interrupted; nothing written")
+    run.set_defaults(func=cmd_run, interrupted="interrupted; nothing written (a re-run goes on from the last finished training epoch)")
 
     build = sub.add_parser("build-real", help="extract the `real` dataset from the model zoos (needs the zoo extra)",
                            formatter_class=defaults)
@@ -251,6 +254,7 @@ def run_config(args: argparse.Namespace):
         seed=args.seed, device=args.device, objective=args.objective, splitter_params=dict(args.params),
         encoder_params=dict(args.encoder_params), out=args.out, progress=not args.no_progress, save_embeddings=args.save_embeddings,
         save_weights=args.save_weights, init_from=args.init_from, jobs=args.jobs, compile=args.compile,
+        resume=not args.no_resume,
     )
 
 

@@ -118,11 +118,11 @@ def test_ctrl_c_is_one_line_exit_130_and_nothing_written(plugin, capsys, tmp_pat
     with monkeypatch.context() as m:
         m.setattr(runner, "score_rankings", interrupt)  # during the run
         assert main(["run", "--encoder", "nodefreq", *TOY, "--out", str(out)]) == 130
-    assert capsys.readouterr().err == "interrupted; nothing written\n"
+    assert capsys.readouterr().err == "interrupted; nothing written (a re-run goes on from the last finished training epoch)\n"
     assert not out.exists()
     monkeypatch.setattr(RunResult, "write", interrupt)  # while writing, after the embeddings
     assert main(["run", "--encoder", "nodefreq", *TOY, "--save-embeddings", "--out", str(out)]) == 130
-    assert capsys.readouterr().err == "interrupted; nothing written\n" and list(out.iterdir()) == []
+    assert capsys.readouterr().err == "interrupted; nothing written (a re-run goes on from the last finished training epoch)\n" and list(out.iterdir()) == []
 
 
 def test_result_files_are_readable_by_others(plugin, capsys, tmp_path):

@@ -6,6 +6,7 @@ dataset -> fixed split -> splitter -> encoder -> trainer -> embeddings -> retrie
 
 from __future__ import annotations
 
+import platform
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -24,9 +25,10 @@ from narbench.train.encoder import Encoder, Labels
 from narbench.eval.metrics import METRICS, score_rankings
 from narbench.train.profiles import get_profile
 from narbench.train.protocol import DEFAULT_PROTOCOL, Protocol, get_protocol
-from narbench.eval.result import SIDECAR_SUFFIX, RunResult, environment, git_commit, write_embeddings
+from narbench.eval.result import SIDECAR_SUFFIX, RunResult, environment, git_commit, package_versions, write_embeddings
 from narbench.eval.retrieval import tiebreak_keys, top_k_cosine
 from narbench.train.splitter import Splitter
+from narbench.train.resume import Snapshots
 from narbench.train.trainer import Trainer, seed_everything
 
 
@@ -57,7 +59,9 @@ class RunConfig:
     cuda:N; `out` the folder for the result file (None: write nothing); `top_k` the ranking
     depth; `init_from` a checkpoint (`.pt`) or the result `.json` of a run that saved one;
     `compile` runs the model's forward through `torch.compile` (`narbench.train.compiled`: results
-    agree with eager ones to rounding, not bit for bit; recorded and hashed).
+    agree with eager ones to rounding, not bit for bit; recorded and hashed); `resume` keeps epoch
+    snapshots (`narbench.train.resume`) in `out`/.snapshots while a run that writes a result
+    trains, so running a killed run again goes on from its last finished epoch (same numbers).
     """
 
     encoder: str = "gcn"
@@ -79,6 +83,7 @@ class RunConfig:
     init_from: str | None = None  # start from weights: a `.pt` file or a result `.json` that saved them
     jobs: int | None = None  # CPU processes for data preparation (splitting graphs); None: all cores
     compile: bool = False  # torch.compile the model's forward for training and embedding
+    resume: bool = True  # with `out`: snapshot every training epoch, and go on from one a killed run left
 
 
 @dataclass
@@ -92,6 +97,9 @@ class Evaluation:
     ranked: np.ndarray
     per_query: dict[str, np.ndarray]
 
+
+#: folder of a run's epoch snapshots in its output folder (`narbench.train.resume`), one per configuration
+SNAPSHOTS = ".snapshots"
 
 #: seeds accepted: what numpy's and torch's generators take everywhere
 MAX_SEED = 2**32 - 1
@@ -197,7 +205,12 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     labels, label_record = make_labels(dataset, protocol, encoder_cls, train_idx)
 
     seed_everything(cfg.seed)
-    trainer = Trainer(cfg.device, cfg.seed, progress=cfg.progress, console=console, jobs=cfg.jobs, compile=cfg.compile)
+    snapshots = None
+    if cfg.resume and cfg.out and distributed.is_main():
+        key = snapshot_key(cfg, dataset, profile)
+        snapshots = Snapshots(Path(cfg.out) / SNAPSHOTS / key, key, {"git_commit": git_commit(), "host": platform.node()})
+    trainer = Trainer(cfg.device, cfg.seed, progress=cfg.progress, console=console, jobs=cfg.jobs, compile=cfg.compile,
+                      snapshots=snapshots)
     encoder = encoder_cls(len(dataset.vocab), labels.num_ce_classes, profile, splitter)
     if cfg.encoder_params:
         try:
@@ -232,7 +245,7 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     run_id = (f"{dataset.name}-{cfg.split}-{method}-{splitter_name}-{cfg.profile}-{protocol.name}-s{cfg.seed}-"
               f"{now:%Y%m%dT%H%M%S%fZ}")
     config = {
-        "run": {**{k: v for k, v in asdict(cfg).items() if k not in ("out", "progress", "save_embeddings", "save_weights", "jobs")},
+        "run": {**{k: v for k, v in asdict(cfg).items() if k not in ("out", "progress", "save_embeddings", "save_weights", "jobs", "resume")},
                 "dataset": dataset.name},
         "profile": asdict(profile),
         "labels": label_record,
@@ -242,6 +255,8 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
         "encoder_stats": dict(getattr(encoder, "stats", {})),
         "init": init,
     }
+    if snapshots is not None and snapshots.resumed:  # stages that went on from a killed run's epoch snapshot
+        config["resumed"] = snapshots.resumed
     if cfg.compile:  # why it ran eager after all (torch.compile failed), None when it compiled
         config["compile_failure"] = trainer.compile_failure
     result = RunResult(
@@ -270,7 +285,24 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     evaluation = Evaluation(result, None, query_emb, corpus_emb, ranked.numpy(), per_query)
     if cfg.out and distributed.is_main():  # torchrun: rank 0 writes
         evaluation.path = _write(cfg, evaluation, encoder, dataset, [graphs[i] for i in query_idx])
+    if snapshots is not None:  # the result is written: nothing is left to resume
+        snapshots.clear()
     return evaluation
+
+
+def snapshot_key(cfg: RunConfig, dataset: GraphDataset, profile) -> str:
+    """16 hex digits naming what decides a run's training: its options (not where it writes or how
+    it reports), the dataset's content, the profile, and the narbench and torch versions."""
+    import hashlib
+    import json
+
+    import torch
+
+    options = {k: v for k, v in asdict(cfg).items() if k not in ("out", "progress", "save_embeddings", "save_weights", "jobs", "resume")}
+    text = json.dumps({"run": options, "dataset": dataset.describe(cfg.split), "profile": asdict(profile),
+                       "narbench": package_versions().get("narbench"), "torch": torch.__version__},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _write(cfg: RunConfig, ev: Evaluation, encoder: Encoder, dataset: GraphDataset, queries: list) -> Path:

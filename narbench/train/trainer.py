@@ -20,6 +20,7 @@ from rich.console import Console
 from narbench.train import allocator, compiled, distributed, losses
 from narbench.train.profiles import TrainConfig
 from narbench.train.progress import progress_bars
+from narbench.train.resume import Snapshots
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -64,6 +65,7 @@ class Trainer:
         jobs: int | None = None,
         malloc_tuning: bool = False,
         compile: bool = False,
+        snapshots: Snapshots | None = None,
     ) -> None:
         self.device = distributed.setup(resolve_device(device))  # torchrun: this rank's device
         self.seed = seed
@@ -82,6 +84,8 @@ class Trainer:
 
             jobs = available_cores()
         self.jobs = max(1, int(jobs))
+        #: epoch snapshots (`narbench.train.resume`): None trains every stage from its start
+        self.snapshots = snapshots
 
     # -- plumbing ---------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -155,11 +159,20 @@ class Trainer:
         model.to(self.device).train()
         opt = torch.optim.Adam(params if params is not None else model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         hist = History(stage)
-        loader = (distributed.train_loader(items, cfg.batch_size, self.seed + len(self.histories)) if distributed.active()
-                  else self.loader(items, cfg.batch_size, shuffle=True, seed_offset=len(self.histories)))
+        index = len(self.histories)
+        loader = (distributed.train_loader(items, cfg.batch_size, self.seed + index) if distributed.active()
+                  else self.loader(items, cfg.batch_size, shuffle=True, seed_offset=index))
+        snapshots = self.snapshots if on_epoch is None and not distributed.active() else None
+        start = 0
+        if snapshots is not None and (state := snapshots.load(index, stage)) is not None:
+            snapshots.restore(state, model, opt, loader.generator)
+            hist.losses = list(state["losses"])
+            start = state["epochs_done"]
         with allocator.tuned(self.malloc_tuning), self.compiling(model), self.progress() as prog:
             task = prog.add_task(stage, total=cfg.epochs * len(loader), info="")
-            for epoch in range(cfg.epochs):
+            if start:
+                prog.update(task, completed=start * len(loader), info=f"resumed after epoch {start}/{cfg.epochs}")
+            for epoch in range(start, cfg.epochs):
                 distributed.set_epoch(loader, epoch)
                 total, count = 0.0, 0
                 for batch in loader:
@@ -177,6 +190,8 @@ class Trainer:
                     count += 1
                     prog.update(task, advance=1, info=f"epoch {epoch + 1}/{cfg.epochs} loss {total / count:.4f}")
                 hist.losses.append(total / max(count, 1))
+                if snapshots is not None:
+                    snapshots.save(index, stage, epoch + 1, model, opt, loader.generator, hist.losses)
                 if on_epoch is not None:
                     on_epoch(epoch, hist.losses[-1])
                     model.train()
