@@ -98,3 +98,62 @@ def test_on_epoch_sees_each_epoch_mean_loss_and_training_resumes_in_train_mode()
     hist = Trainer("cpu", 0, progress=False).fit(model, items, TrainConfig(epochs=3, batch_size=4, lr=1e-2), step,
                                                   on_epoch=on_epoch)
     assert [e for e, _ in seen] == [0, 1, 2] and [loss for _, loss in seen] == hist.losses
+
+
+def test_node_budget_batches_keep_order_and_both_limits():
+    from narbench.train.trainer import node_budget_batches
+
+    sizes = [5, 5, 5, 20, 1, 1, 1, 1, 9]
+    batches = node_budget_batches(sizes, 3, 10)
+    assert batches == [[0, 1], [2], [3], [4, 5, 6], [7, 8]]
+    assert [i for b in batches for i in b] == list(range(len(sizes)))
+    assert node_budget_batches(sizes, 100, 1000) == [list(range(len(sizes)))]
+    assert node_budget_batches([], 3, 10) == []
+
+
+@pytest.mark.parametrize("encoder", ["gcn", "gps"])
+def test_a_node_budget_does_not_change_embeddings(encoder):
+    from dataclasses import replace
+
+    from narbench.core import registry
+    from narbench.train.profiles import get_profile
+    from narbench.train.trainer import Trainer
+
+    from .conftest import toy_graphs
+
+    graphs = toy_graphs(per_family=6)
+    seed_everything(0)
+    profile = replace(get_profile("quick"), model=replace(get_profile("quick").model, hidden=32))
+    enc = registry.load("encoder", encoder)(8, 4, profile)
+    trainer = Trainer("cpu", progress=False, jobs=1)
+    datas = [enc.to_data(g) for g in graphs]
+    whole = trainer.embed(enc, datas, 128)
+    most = max(d.num_nodes for d in datas)
+    for budget in (1, most, 3 * most):
+        emb = trainer.embed(enc, datas, 128, max_nodes=budget)
+        if encoder == "gps":  # attention padded to another length: the same values to rounding
+            torch.testing.assert_close(emb, whole, rtol=1e-5, atol=1e-5)
+        else:
+            assert torch.equal(emb, whole), budget
+
+
+def test_gps_embeds_in_batches_within_its_attention_bound(monkeypatch):
+    from narbench.baselines.gnn import GPSStack
+    from narbench.core import registry
+    from narbench.train.profiles import get_profile
+    from narbench.train.trainer import Trainer
+
+    from .conftest import toy_graphs
+
+    enc = registry.load("encoder", "gps")(8, 4, get_profile("smoke"))
+    assert enc.eval_nodes() * enc.window * enc.heads == GPSStack.CHECKPOINT_ELEMENTS
+    seen = []
+    embed = Trainer.embed
+
+    def spy(self, model, datas, batch_size, **kw):
+        seen.append(kw.get("max_nodes"))
+        return embed(self, model, datas, batch_size, **kw)
+
+    monkeypatch.setattr(Trainer, "embed", spy)
+    enc.embed(Trainer("cpu", progress=False, jobs=1), toy_graphs(per_family=2))
+    assert seen == [enc.eval_nodes()]

@@ -474,8 +474,8 @@ def run_sweep(plan: Plan, launcher: Launcher, *, threads: int | None = None, par
         stopped = sum(_started(handle) and not handle.done() for _, handle in running.values())
         launcher.shutdown(cancel=True)
         report.seconds = time.perf_counter() - t0
-        console.print(f"interrupted: {len(report.finished)} runs finished and kept, {stopped} stopped (nothing of "
-                      f"them written); run the same command again to resume", highlight=False, soft_wrap=True)
+        console.print(f"interrupted: {len(report.finished)} runs finished and kept, {stopped} stopped (no result of "
+                      f"them written, their finished training epochs kept); run the same command again to resume", highlight=False, soft_wrap=True)
         raise
     launcher.shutdown()
     report.seconds = time.perf_counter() - t0

@@ -220,11 +220,25 @@ class Trainer:
         return self.fit(model, datas, cfg, step, stage=stage)
 
     @torch.no_grad()
-    def embed(self, model: torch.nn.Module, datas: Sequence, batch_size: int, *, desc: str = "embed") -> torch.Tensor:
-        """Embeddings of `datas` in order, as a float32 CPU tensor."""
+    def embed(self, model: torch.nn.Module, datas: Sequence, batch_size: int, *, desc: str = "embed",
+              max_nodes: int | None = None) -> torch.Tensor:
+        """Embeddings of `datas` in order, as a float32 CPU tensor.
+
+        Batches hold `batch_size` graphs, and with `max_nodes` no more nodes than that (a larger
+        graph alone): a model whose memory grows faster than its batch's nodes (`gps`' attention)
+        then peaks at a bound however large the graphs are that happen to be neighbours."""
         model.to(self.device).eval()
         out = []
-        loader = self.loader(datas, batch_size, shuffle=False)
+        if max_nodes is None:
+            loader = self.loader(datas, batch_size, shuffle=False)
+        else:
+            from narbench.data.graph import import_torch_geometric
+
+            import_torch_geometric()
+            from torch_geometric.loader import DataLoader
+
+            batches = node_budget_batches([d.num_nodes for d in datas], batch_size, max_nodes)
+            loader = DataLoader(list(datas), batch_sampler=batches)
         with allocator.tuned(self.malloc_tuning), self.compiling(model), self.progress() as prog:
             task = prog.add_task(desc, total=len(loader), info="")
             for batch in loader:
@@ -232,3 +246,20 @@ class Trainer:
                     out.append(model(batch.to(self.device)).float().cpu())
                 prog.update(task, advance=1)
         return torch.cat(out) if out else torch.zeros(0, 0)
+
+
+def node_budget_batches(sizes: Sequence[int], batch_size: int, max_nodes: int) -> list[list[int]]:
+    """Consecutive batches of item indices, in order: at most `batch_size` items and `max_nodes`
+    summed sizes each (an item larger than `max_nodes` is a batch of its own)."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    nodes = 0
+    for i, size in enumerate(sizes):
+        if current and (len(current) == batch_size or nodes + size > max_nodes):
+            batches.append(current)
+            current, nodes = [], 0
+        current.append(i)
+        nodes += int(size)
+    if current:
+        batches.append(current)
+    return batches
