@@ -55,8 +55,8 @@ def test_jobs_default_to_the_available_cores_and_reach_the_trainer_from_the_cli(
     assert seen["jobs"] == 3
 
 
-@pytest.mark.parametrize("encoder", ["gcn", "gat"])
-def test_evaluation_batch_size_does_not_change_embeddings(encoder):
+def _small_encoder(encoder: str):
+    """Toy graphs, an untrained `encoder` of width 32 (quick profile otherwise) and a CPU trainer."""
     from dataclasses import replace
 
     from narbench.core import registry
@@ -65,11 +65,18 @@ def test_evaluation_batch_size_does_not_change_embeddings(encoder):
 
     from .conftest import toy_graphs
 
-    graphs = toy_graphs(per_family=6)
     seed_everything(0)
     profile = replace(get_profile("quick"), model=replace(get_profile("quick").model, hidden=32))
     enc = registry.load("encoder", encoder)(8, 4, profile)
-    trainer = Trainer("cpu", progress=False, jobs=1)
+    return toy_graphs(per_family=6), enc, Trainer("cpu", progress=False, jobs=1)
+
+
+@pytest.mark.parametrize("encoder", ["gcn", "gat"])
+def test_evaluation_batch_size_does_not_change_embeddings(encoder):
+    from dataclasses import replace
+
+    graphs, enc, trainer = _small_encoder(encoder)
+    profile = enc.profile
     embs = []
     for batch_size in (1, 5, 128, 1024):
         enc.profile = replace(profile, eval_batch_size=batch_size)
@@ -113,19 +120,7 @@ def test_node_budget_batches_keep_order_and_both_limits():
 
 @pytest.mark.parametrize("encoder", ["gcn", "gps"])
 def test_a_node_budget_does_not_change_embeddings(encoder):
-    from dataclasses import replace
-
-    from narbench.core import registry
-    from narbench.train.profiles import get_profile
-    from narbench.train.trainer import Trainer
-
-    from .conftest import toy_graphs
-
-    graphs = toy_graphs(per_family=6)
-    seed_everything(0)
-    profile = replace(get_profile("quick"), model=replace(get_profile("quick").model, hidden=32))
-    enc = registry.load("encoder", encoder)(8, 4, profile)
-    trainer = Trainer("cpu", progress=False, jobs=1)
+    graphs, enc, trainer = _small_encoder(encoder)
     datas = [enc.to_data(g) for g in graphs]
     whole = trainer.embed(enc, datas, 128)
     most = max(d.num_nodes for d in datas)
