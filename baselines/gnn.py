@@ -103,7 +103,12 @@ class GNNEncoder(Encoder):
 
     def embed(self, trainer: Trainer, graphs: list[ArchGraph]) -> torch.Tensor:
         datas = [self.to_data(g) for g in graphs]
-        return trainer.embed(self, datas, self.profile.eval_batch_size, desc=f"embed {self.name}")
+        return trainer.embed(self, datas, self.profile.eval_batch_size, desc=f"embed {self.name}",
+                             max_nodes=self.eval_nodes())
+
+    def eval_nodes(self) -> int | None:
+        """Most nodes in one embedding batch; None: only the profile's graph count bounds it."""
+        return None
 
 
 class GCNEncoder(GNNEncoder):
@@ -248,14 +253,9 @@ class GPSEncoder(GNNEncoder):
         data.pe = random_walk_pe(graph, self.walk_length)
         return data
 
-    def embed(self, trainer: Trainer, graphs: list[ArchGraph]) -> torch.Tensor:
-        """Batches of at most `eval_nodes()` nodes: attention memory grows with nodes x window, and a
-        batch of 256 neighbouring large `real` graphs took a process past 16 GB (and was killed)."""
-        datas = [self.to_data(g) for g in graphs]
-        return trainer.embed(self, datas, self.profile.eval_batch_size, desc=f"embed {self.name}",
-                             max_nodes=self.eval_nodes())
-
     def eval_nodes(self) -> int:
         """Nodes per embedding batch: windows x window^2 x heads attention weights within
-        `GPSStack.CHECKPOINT_ELEMENTS` (the bound above which training recomputes a layer)."""
+        `GPSStack.CHECKPOINT_ELEMENTS` (the bound above which training recomputes a layer).
+        Attention memory grows with nodes x window: a batch of 256 neighbouring large `real`
+        graphs took a process past 16 GB (and was killed)."""
         return GPSStack.CHECKPOINT_ELEMENTS // (self.window * self.heads)

@@ -76,7 +76,7 @@ def test_another_configuration_does_not_resume_from_a_snapshot(toy_dataset, tmp_
     assert len(list((out / SNAPSHOTS).iterdir())) == 1  # seed 0's snapshot is still there for seed 0
 
 
-def _toy_fit(snapshots, toy_dataset, epochs=3, on_epoch=None):
+def _toy_fit(snapshots, toy_dataset, epochs=3, on_epoch=None, step=lambda m, b: m(b).pow(2).mean()):
     from narbench.baselines.gnn import GNNStack, gcn_conv
     from narbench.train.encoder import graph_to_data
 
@@ -85,7 +85,7 @@ def _toy_fit(snapshots, toy_dataset, epochs=3, on_epoch=None):
     datas = [graph_to_data(g, len(toy_dataset.vocab)) for g in toy_dataset.graphs]
     trainer = Trainer("cpu", 0, progress=False, snapshots=snapshots)
     cfg = TrainConfig(epochs=epochs, batch_size=8, lr=1e-2)
-    hist = trainer.fit(model, datas, cfg, lambda m, b: m(b).pow(2).mean(), stage="toy", on_epoch=on_epoch)
+    hist = trainer.fit(model, datas, cfg, step, stage="toy", on_epoch=on_epoch)
     return model, hist
 
 
@@ -118,15 +118,7 @@ def test_a_finished_stage_is_restored_not_retrained(toy_dataset, tmp_path):
     model, hist = _toy_fit(snaps, toy_dataset)
     calls = []
     again = Snapshots(tmp_path, "k")
-    from narbench.baselines.gnn import GNNStack, gcn_conv
-    from narbench.train.encoder import graph_to_data
-
-    seed_everything(0)
-    fresh = GNNStack(gcn_conv, 16, 2, 0.5, num_ops=len(toy_dataset.vocab))
-    datas = [graph_to_data(g, len(toy_dataset.vocab)) for g in toy_dataset.graphs]
-    trainer = Trainer("cpu", 0, progress=False, snapshots=again)
-    h = trainer.fit(fresh, datas, TrainConfig(epochs=3, batch_size=8, lr=1e-2),
-                    lambda m, b: calls.append(1) or m(b).pow(2).mean(), stage="toy")
+    fresh, h = _toy_fit(again, toy_dataset, step=lambda m, b: calls.append(1) or m(b).pow(2).mean())
     assert calls == [] and h.losses == hist.losses and again.resumed[0]["epochs_done"] == 3
     assert all(torch.equal(a, b) for a, b in zip(fresh.state_dict().values(), model.state_dict().values()))
 

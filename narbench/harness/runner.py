@@ -98,6 +98,9 @@ class Evaluation:
     per_query: dict[str, np.ndarray]
 
 
+#: `RunConfig` fields that say where a run writes and how it reports, not what it computes
+NOT_CONFIGURATION = ("out", "progress", "save_embeddings", "save_weights", "jobs", "resume")
+
 #: folder of a run's epoch snapshots in its output folder (`narbench.train.resume`), one per configuration
 SNAPSHOTS = ".snapshots"
 
@@ -205,10 +208,11 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     labels, label_record = make_labels(dataset, protocol, encoder_cls, train_idx)
 
     seed_everything(cfg.seed)
+    commit = git_commit()
     snapshots = None
     if cfg.resume and cfg.out and distributed.is_main():
         key = snapshot_key(cfg, dataset, profile)
-        snapshots = Snapshots(Path(cfg.out) / SNAPSHOTS / key, key, {"git_commit": git_commit(), "host": platform.node()})
+        snapshots = Snapshots(Path(cfg.out) / SNAPSHOTS / key, key, {"git_commit": commit, "host": platform.node()})
     trainer = Trainer(cfg.device, cfg.seed, progress=cfg.progress, console=console, jobs=cfg.jobs, compile=cfg.compile,
                       snapshots=snapshots)
     encoder = encoder_cls(len(dataset.vocab), labels.num_ce_classes, profile, splitter)
@@ -245,7 +249,7 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     run_id = (f"{dataset.name}-{cfg.split}-{method}-{splitter_name}-{cfg.profile}-{protocol.name}-s{cfg.seed}-"
               f"{now:%Y%m%dT%H%M%S%fZ}")
     config = {
-        "run": {**{k: v for k, v in asdict(cfg).items() if k not in ("out", "progress", "save_embeddings", "save_weights", "jobs", "resume")},
+        "run": {**{k: v for k, v in asdict(cfg).items() if k not in NOT_CONFIGURATION},
                 "dataset": dataset.name},
         "profile": asdict(profile),
         "labels": label_record,
@@ -278,7 +282,7 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
         num_train=int(len(train_idx)),
         environment={**environment(), "entry_points": {"encoder": registry.origin("encoder", cfg.encoder),
                                                        "splitter": registry.origin("splitter", splitter_name)}},
-        git_commit=git_commit(),
+        git_commit=commit,
         created=now.isoformat(),
     )
     result.config_hash = result_hash(result)
@@ -298,7 +302,7 @@ def snapshot_key(cfg: RunConfig, dataset: GraphDataset, profile) -> str:
 
     import torch
 
-    options = {k: v for k, v in asdict(cfg).items() if k not in ("out", "progress", "save_embeddings", "save_weights", "jobs", "resume")}
+    options = {k: v for k, v in asdict(cfg).items() if k not in NOT_CONFIGURATION}
     text = json.dumps({"run": options, "dataset": dataset.describe(cfg.split), "profile": asdict(profile),
                        "narbench": package_versions().get("narbench"), "torch": torch.__version__},
                       sort_keys=True, default=str)

@@ -1,7 +1,7 @@
 """Epoch snapshots: a killed training run goes on from its last finished epoch.
 
-A `quick` run of a slow encoder on `real` is longer than a CPU job may live (`gps`: about three
-CPU hours of training). After every epoch `Trainer.fit` writes what decides the rest of the
+A run may be killed before it ends: a session's or a Slurm job's time limit, preemption, the
+kernel's OOM killer. After every epoch `Trainer.fit` writes what decides the rest of the
 stage: the model's and the optimiser's state, the shuffling generator, the global random
 generators (dropout) and the losses so far. Run again, it loads the snapshot and trains the
 remaining epochs, so the result is bit for bit the one an uninterrupted run gives on the same

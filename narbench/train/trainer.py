@@ -131,12 +131,16 @@ class Trainer:
                 else:
                     module.forward = before
 
-    def loader(self, items: Sequence, batch_size: int, *, shuffle: bool, seed_offset: int = 0):
+    def loader(self, items: Sequence, batch_size: int, *, shuffle: bool, seed_offset: int = 0,
+               batches: list[list[int]] | None = None):
+        """PyG batches of `items`: `batch_size` at a time, or the given index `batches` in order."""
         from narbench.data.graph import import_torch_geometric
 
         import_torch_geometric()
         from torch_geometric.loader import DataLoader
 
+        if batches is not None:
+            return DataLoader(list(items), batch_sampler=batches)
         gen = torch.Generator().manual_seed(self.seed + seed_offset)
         return DataLoader(list(items), batch_size=batch_size, shuffle=shuffle, generator=gen)
 
@@ -229,16 +233,8 @@ class Trainer:
         then peaks at a bound however large the graphs are that happen to be neighbours."""
         model.to(self.device).eval()
         out = []
-        if max_nodes is None:
-            loader = self.loader(datas, batch_size, shuffle=False)
-        else:
-            from narbench.data.graph import import_torch_geometric
-
-            import_torch_geometric()
-            from torch_geometric.loader import DataLoader
-
-            batches = node_budget_batches([d.num_nodes for d in datas], batch_size, max_nodes)
-            loader = DataLoader(list(datas), batch_sampler=batches)
+        batches = None if max_nodes is None else node_budget_batches([d.num_nodes for d in datas], batch_size, max_nodes)
+        loader = self.loader(datas, batch_size, shuffle=False, batches=batches)
         with allocator.tuned(self.malloc_tuning), self.compiling(model), self.progress() as prog:
             task = prog.add_task(desc, total=len(loader), info="")
             for batch in loader:
