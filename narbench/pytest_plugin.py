@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 
 from narbench.harness import gate
+from narbench.harness import reference as refmod
 
 __all__ = ["assert_no_regression"]
 
@@ -39,13 +40,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write narbench reference entries from this run instead of comparing with them")
 
 
-def _reference_metrics(reference: str | Path | Mapping[str, Any], key: str) -> tuple[dict[str, float] | None, float | None]:
-    """(metrics of `key` or None when absent, the reference's own tolerance or None)."""
+def _reference_metrics(reference: str | Path | Mapping[str, Any], key: str
+                       ) -> tuple[dict[str, float] | None, float | dict[str, float] | None]:
+    """(metrics of `key` or None when absent, the reference's own band per metric or tolerance, or None)."""
     if isinstance(reference, (str, Path)):
         reference = gate.load_reference(reference)
     if "entries" in reference:
+        if "version" in reference:
+            refmod.validate(dict(reference), "the given reference")
         entry = reference["entries"].get(key)
-        return (dict(entry["metrics"]) if entry else None), reference.get("tolerance")
+        if not entry:
+            return None, None
+        bands = refmod.bands_of(reference, key) if "version" in reference else reference.get("tolerance")
+        return dict(entry["metrics"]), bands
     return {k: float(v) for k, v in reference.items()}, None
 
 
@@ -96,7 +103,8 @@ def assert_no_regression(
 def _failure_table(key: str, tol: float, cells: list, unknown: list[str]) -> str:
     """Every compared metric, one line each: reference, current, delta, status (dropped first)."""
     order = {"dropped": 0, "improved": 1, "new": 2, "unchanged": 3}
-    lines = [f"narbench regression in {key} (tolerance {tol:g}): "
+    how = "band per metric" if isinstance(tol, Mapping) else f"tolerance {tol:g}"
+    lines = [f"narbench regression in {key} ({how}): "
              f"{sum(c.status == 'dropped' for c in cells)} metric(s) dropped",
              f"  {'metric':<16} {'reference':>10} {'current':>10} {'delta':>10}  status"]
     for c in sorted(cells, key=lambda c: (order[c.status], c.metric)):

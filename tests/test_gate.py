@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from narbench.harness import gate
+from narbench.harness import bands, gate
 from narbench.pytest_plugin import assert_no_regression
 
 pytest_plugins = ["pytester"]
@@ -44,17 +44,24 @@ def _edit(path: Path, key: str, metric: str, delta: float) -> float:
 
 def test_update_writes_reference_and_same_run_passes(plugins, tmp_path, capsys):
     ref = tmp_path / "leaderboard" / "reference.json"
-    assert _cli(["--reference", str(ref), "--encoders", "nodefreq,random", "--datasets", "toy", "--update"]) == 0
+    assert _cli(["--reference", str(ref), "--encoders", "nodefreq,random", "--datasets", "toy", "--update",
+                 "--no-measure"]) == 0
     data = json.loads(ref.read_text())
-    assert data["version"] == 1 and data["tolerance"] == gate.DEFAULT_TOLERANCE
+    assert data["version"] == 2 and data["bands"]["factor"] == bands.FACTOR
+    assert [e["name"] for e in data["bands"]["environments"]] == [bands.Environment.current(gate.GATE_THREADS).name]
     assert set(data["entries"]) == {"toy/nodefreq/none", "toy/random/none"}
     entry = data["entries"]["toy/nodefreq/none"]
     assert {"mrr@20", "map@50", "ndcg@100", "map_capped@20"} <= set(entry["metrics"])
+    assert set(entry["band"]) == set(entry["metrics"])
+    assert set(entry["band"].values()) == {bands.FLOOR}  # nodefreq does not say it is training-free: the floor
+    free = data["entries"]["toy/random/none"]
+    assert set(free["band"].values()) == {0.0}  # training-free, one environment: exact
+    assert free["derivation"]["trained"] is False and free["derivation"]["environments"]
     assert entry["config"]["profile"] == "smoke" and entry["config"]["seed"] == 0
     assert not list(ref.parent.glob("*.tmp"))  # atomic write leaves no temp file
 
     report = gate.check(ref, encoders=ENCODERS, datasets=["toy"])
-    assert report.passed() and not report.dropped and not report.missing
+    assert report.passed(strict=True) and not report.dropped and not report.missing and not report.warnings
     assert {c.status for c in report.cells} == {"unchanged"}
     assert len(report.cells) == 2 * 12
     capsys.readouterr()
@@ -71,7 +78,7 @@ def test_planted_drop_fails_and_names_the_metric(plugins, tmp_path, capsys):
     assert _cli(["--reference", str(ref), "--encoders", ",".join(ENCODERS), "--datasets", "toy"]) == 1
     out = capsys.readouterr().out
     assert "gate failed" in out and "1 metric(s) dropped" in out
-    assert "toy/nodefreq/none ndcg@20" in out and "(-0.050000)" in out
+    assert "toy/nodefreq/none ndcg@20" in out and "(-0.050000; band 1.0e-05)" in out
     assert "improved" in out and "unchanged" in out
     report = gate.check(ref, encoders=ENCODERS, datasets=["toy"])
     assert [(c.key, c.metric) for c in report.dropped] == [("toy/nodefreq/none", "ndcg@20")]
@@ -170,6 +177,135 @@ def test_third_party_package_gates_itself_with_the_pytest_plugin(plugins, pytest
     assert "mrr@20" in out and "unchanged" in out
     failure = out[out.index("_ test_edgeop_does_not_regress _"):out.index("short test summary")]
     assert len(failure.splitlines()) < 40, failure
+
+
+def _toy_reference(tmp_path: Path) -> Path:
+    ref = tmp_path / "reference.json"
+    gate.check(ref, encoders=ENCODERS, datasets=["toy"], update=True)
+    return ref
+
+
+def _spoil(path: Path, how) -> None:
+    data = json.loads(path.read_text())
+    how(data)
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize("how, says", [
+    (lambda d: d.update(version=1, tolerance=float("nan")), "tolerance nan"),
+    (lambda d: d.update(version=1, tolerance=-1e-4), "tolerance -0.0001"),
+    (lambda d: d["entries"]["toy/nodefreq/none"]["metrics"].update({"ndcg@20": float("nan")}), "'ndcg@20' is nan"),
+    (lambda d: d["entries"]["toy/nodefreq/none"]["metrics"].update({"ndcg@20": "0.5"}), "not a finite number"),
+    (lambda d: d["entries"]["toy/nodefreq/none"].update(metrics={}), "has no metrics"),
+    (lambda d: d["entries"]["toy/nodefreq/none"].pop("metrics"), "has no metrics"),
+    (lambda d: d["entries"]["toy/nodefreq/none"]["band"].update({"mrr@20": -1e-4}), "not a finite number >= 0"),
+    (lambda d: d["entries"]["toy/nodefreq/none"]["band"].update({"mrr@20": float("inf")}), "not a finite number >= 0"),
+    (lambda d: d["entries"]["toy/nodefreq/none"]["band"].pop("mrr@20"), "no band for mrr@20"),
+    (lambda d: d["entries"]["toy/nodefreq/none"].pop("derivation"), "how its band was derived"),
+    (lambda d: d.update(version=3), "version 3"),
+    (lambda d: d.update(entries=[]), "'entries' must be an object"),
+])
+def test_a_reference_that_would_blind_the_gate_is_refused_in_one_line(plugins, tmp_path, capsys, how, says):
+    """NaN or negative bands, entries without metrics: each once let a real drop pass; now exit 2, nothing run."""
+    ref = _toy_reference(tmp_path)
+    _spoil(ref, how)
+    capsys.readouterr()
+    assert _cli(["--reference", str(ref), "--encoders", "nodefreq", "--datasets", "toy"]) == 2
+    err = capsys.readouterr().err
+    assert says in err and "not a usable narbench reference" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    with pytest.raises(gate.GateError):  # --update does not overwrite a file it cannot read
+        gate.check(ref, encoders=["nodefreq"], datasets=["toy"], update=True)
+
+
+@pytest.mark.parametrize("content", [b"\x89PNG\r\n\x1a\n\x00\xff\xfe", b"[1, 2", b"[]"])
+def test_a_binary_or_mistyped_reference_is_one_line_not_a_traceback(plugins, tmp_path, capsys, content):
+    ref = tmp_path / "reference.json"
+    ref.write_bytes(content)
+    assert _cli(["--reference", str(ref), "--encoders", "nodefreq", "--datasets", "toy"]) == 2
+    err = capsys.readouterr().err
+    assert str(ref) in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_each_metric_is_judged_by_its_own_band(plugins, tmp_path):
+    ref = _toy_reference(tmp_path)
+    entry = "toy/nodefreq/none"
+    _spoil(ref, lambda d: d["entries"][entry]["metrics"].update(
+        {"ndcg@20": d["entries"][entry]["metrics"]["ndcg@20"] + 0.05,
+         "mrr@20": d["entries"][entry]["metrics"]["mrr@20"] + 0.05}))
+    _spoil(ref, lambda d: d["entries"][entry]["band"].update({"ndcg@20": 0.06, "mrr@20": 0.04}))
+    report = gate.check(ref, encoders=["nodefreq"], datasets=["toy"])
+    assert [(c.metric, c.tolerance) for c in report.dropped] == [("mrr@20", 0.04)]
+    assert gate.check(ref, tolerance=0.06, encoders=["nodefreq"], datasets=["toy"]).passed()  # one band for all
+    with pytest.raises(gate.GateError, match="finite number >= 0"):
+        gate.check(ref, tolerance=float("nan"), encoders=["nodefreq"], datasets=["toy"])
+
+
+def test_strict_fails_on_a_metric_the_run_does_not_produce(plugins, tmp_path, capsys):
+    ref = _toy_reference(tmp_path)
+    _spoil(ref, lambda d: (d["entries"]["toy/nodefreq/none"]["metrics"].update({"mrr@7": 0.5}),
+                           d["entries"]["toy/nodefreq/none"]["band"].update({"mrr@7": 0.0})))
+    args = ["--reference", str(ref), "--encoders", "nodefreq", "--datasets", "toy"]
+    capsys.readouterr()
+    assert _cli(args) == 0
+    assert "mrr@7 is in the reference but this run has no such metric" in capsys.readouterr().out
+    assert _cli([*args, "--strict"]) == 1
+
+
+def test_bands_are_the_stated_factor_times_the_measured_spread():
+    env = bands.Environment("2.13.0", "cpu", "AVX2", 2, "cpu A")
+    other = {"torch": "2.15.0", "build": "cuda", "isa": "DEFAULT", "threads": 2, "cpu": "cpu A"}
+    entries = {"d/t/none": {"metrics": {"a": 0.5, "b": 0.3}}, "d/f/none": {"metrics": {"a": 0.7, "b": 0.2}}}
+    meas = {"environment": other, "entries": {"d/t/none": {"metrics": {"a": 0.5004, "b": 0.3}},
+                                              "d/f/none": {"metrics": {"a": 0.7, "b": 0.2}}}}
+    out, envs = bands.derive(entries, env, [meas], {"d/t/none": True, "d/f/none": False})
+    t, f = out["d/t/none"], out["d/f/none"]
+    assert t["band"]["a"] == pytest.approx(bands.FACTOR * 4e-4) and t["band"]["b"] == bands.FLOOR
+    assert f["band"] == {"a": 0.0, "b": 0.0}  # training-free and identical everywhere: exact
+    assert t["derivation"]["environments"] == [env.name, envs[1]["name"]] and t["metrics"] == entries["d/t/none"]["metrics"]
+    # an update measured in one environment keeps the spread the old reference measured elsewhere, named
+    previous = {"entries": out}
+    again, _ = bands.derive({"d/t/none": {"metrics": {"a": 0.51, "b": 0.3}}}, env, [], {"d/t/none": True}, previous)
+    carried = again["d/t/none"]["derivation"]["carried"]
+    assert carried["environments"] == [envs[1]["name"]]
+    assert again["d/t/none"]["band"]["a"] == pytest.approx(bands.FACTOR * 4e-4)
+
+
+def test_a_recorded_measurement_widens_the_bands_and_an_unmeasured_environment_warns(plugins, tmp_path, capsys):
+    rec, ref = tmp_path / "other.json", tmp_path / "reference.json"
+    assert _cli(["--reference", str(ref), "--encoders", "nodefreq", "--datasets", "toy", "--record", str(rec),
+                 "--no-compare"]) == 0
+    assert not ref.exists()
+    _spoil(rec, lambda d: (d["environment"].update(isa="DEFAULT", torch="9.9.0"),
+                           d["entries"]["toy/nodefreq/none"]["metrics"].update(
+                               {"ndcg@20": d["entries"]["toy/nodefreq/none"]["metrics"]["ndcg@20"] - 0.001})))
+    assert _cli(["--reference", str(ref), "--encoders", "nodefreq", "--datasets", "toy", "--update", "--no-measure",
+                 "--spread", str(rec)]) == 0
+    data = json.loads(ref.read_text())
+    entry = data["entries"]["toy/nodefreq/none"]
+    assert entry["band"]["ndcg@20"] == pytest.approx(bands.FACTOR * 0.001) and entry["band"]["mrr@20"] == bands.FLOOR
+    assert len(data["bands"]["environments"]) == 2
+    capsys.readouterr()
+    # a reference measured only in environments of another kind: still judged, with a warning
+    _spoil(ref, lambda d: [e.update(torch="1.0.0") for e in d["bands"]["environments"]])
+    assert _cli(["--reference", str(ref), "--encoders", "nodefreq", "--datasets", "toy"]) == 0
+    out = capsys.readouterr().out
+    assert "outside those the bands were measured in" in out and "gate passed" in out
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert _cli(["--reference", str(ref), "--encoders", "nodefreq", "--datasets", "toy", "--update", "--spread",
+                 str(bad)]) == 2
+
+
+@pytest.mark.slow
+def test_update_measures_the_environments_this_machine_can_simulate(plugins, tmp_path):
+    ref = tmp_path / "reference.json"
+    assert _cli(["--reference", str(ref), "--encoders", "random", "--datasets", "toy", "--update"]) == 0
+    data = json.loads(ref.read_text())
+    names = data["entries"]["toy/random/none"]["derivation"]["environments"]
+    assert len(names) == 1 + len(bands.local_variants(gate.GATE_THREADS)) >= 3
+    assert len({n for n in names}) == len(names)  # each a different ISA or thread count
+    assert set(data["entries"]["toy/random/none"]["band"].values()) == {0.0}  # exact in every one
 
 
 @pytest.mark.slow

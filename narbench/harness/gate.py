@@ -1,34 +1,28 @@
 """The regression gate: run every registered encoder at a fixed, small budget and compare its
 metrics with a committed reference (`leaderboard/reference.json`).
 
-    narbench check                        # compare; exit 1 when a metric dropped
+    narbench check                        # compare; exit 1 when a metric dropped beyond its band
     narbench check --encoders gcn,ours    # only these encoders
-    narbench check --update               # deliberately rewrite the reference with this run
+    narbench check --update               # deliberately rewrite the reference (and re-derive its bands)
+    narbench check --record FILE          # also write this run as a measurement of this environment
     python -m narbench check ...          # the same without the `narbench` command
 
 The command line lives in `narbench.cli`; this module is the Python API (`check`, `render`).
 
 Each (dataset, encoder) pair runs the `smoke` profile with seed 0 on the CPU, with
-`torch.use_deterministic_algorithms(True)` and a fixed number of CPU threads, so the same
-code on the same machine gives bit-identical metrics. A metric *drops* when it is below
-`reference - tolerance`; every drop fails the gate. A dataset that is not available (e.g.
-`real` before its artifact is built) is skipped with a warning. A (dataset, encoder) pair
-with no reference entry is reported and fails only with `--strict`.
-
-Reference file format (version 1):
-
-    {"version": 1, "tolerance": 1e-06,
-     "entries": {"nas/gcn/none": {"metrics": {"mrr@20": ..., ..., "map_capped@100": ...},
-                                  "config": {"profile": "smoke", "seed": 0, ...}}}}
-
-Entry keys are `<dataset>/<encoder>/<splitter>`; `metrics` holds the nine metrics of the
-paper's tables plus `map_capped@k`.
+`torch.use_deterministic_algorithms(True)` and a fixed number of CPU threads, so the same code
+in the same environment gives bit-identical metrics. Across environments (kernel ISA, torch
+release, wheel) trained encoders' metrics move by float noise: a metric *drops* when it is below
+`reference - band`, with a band per metric measured across environments
+(`narbench.harness.bands`); training-free encoders' bands are 0 (exact). Every drop fails the
+gate. A dataset that is not available (e.g. `real` before its artifact is built) is skipped
+with a warning. A (dataset, encoder) pair or a metric the reference lacks is reported and fails
+only with `--strict`. The reference file's schema: `narbench.harness.reference`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
@@ -36,20 +30,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from narbench.harness import reference as refmod
+from narbench.harness.reference import DEFAULT_TOLERANCE, GateError
+
 if TYPE_CHECKING:  # rich is imported where it prints: `narbench --help` reads this module's defaults
     from rich.console import Console
 
 
-REFERENCE_VERSION = 1
+REFERENCE_VERSION = refmod.VERSION
 DEFAULT_REFERENCE = "leaderboard/reference.json"
-#: Measured (2-core CPU, torch 2.13): smoke runs of gcn, gat, ours, random on nas are bit-identical
-#: across processes (hash seeds differ), so any change at all is a change of behaviour; 1e-6 only
-#: absorbs float round-trips. 1 vs 2 CPU threads moves single metrics by up to 1.3e-5 (gcn), hence
-#: the pinned GATE_THREADS; a reference from another machine (CPU, BLAS, torch) may differ at that
-#: order: use CROSS_MACHINE_TOLERANCE there (or regenerate the reference where it is checked).
-#: For scale: seeds 1 and 2 differ from seed 0 by up to 0.05 (gcn, gat) and 0.09 (ours).
-DEFAULT_TOLERANCE = 1e-6
-CROSS_MACHINE_TOLERANCE = 1e-4
 GATE_PROFILE = "smoke"
 GATE_SEED = 0
 GATE_DEVICE = "cpu"
@@ -57,14 +46,13 @@ GATE_DEVICE = "cpu"
 GATE_THREADS = 2
 STATUSES = ("dropped", "improved", "unchanged", "new")
 
-
-class GateError(RuntimeError):
-    """The gate cannot run at all (no reference file, unreadable reference, bad options)."""
+__all__ = ["GateError", "Cell", "GateReport", "check", "render", "compare", "load_reference", "write_reference",
+           "make_entry", "entry_key", "result_metrics", "deterministic", "DEFAULT_TOLERANCE"]
 
 
 @dataclass(frozen=True)
 class Cell:
-    """One metric of one entry, compared with the reference."""
+    """One metric of one entry, compared with the reference; `tolerance` is its band."""
 
     key: str
     metric: str
@@ -92,11 +80,13 @@ class GateReport:
     """What one gate run found. `passed(strict)` is the verdict."""
 
     reference_path: Path | None
-    tolerance: float
+    tolerance: float | None  # one band for every metric (--tolerance), None: the reference's bands
     cells: list[Cell] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # keys run but absent from the reference
+    missing_metrics: list[tuple[str, str]] = field(default_factory=list)  # (key, metric) in the reference, not run
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (dataset or key, reason)
     errors: list[tuple[str, str]] = field(default_factory=list)  # (key, message)
+    warnings: list[str] = field(default_factory=list)
     entries: dict[str, dict[str, Any]] = field(default_factory=dict)  # this run, reference format
     timings: dict[str, float] = field(default_factory=dict)  # seconds per key
     updated: bool = False
@@ -109,10 +99,15 @@ class GateReport:
     def improved(self) -> list[Cell]:
         return [c for c in self.cells if c.status == "improved"]
 
+    @property
+    def new(self) -> list[Cell]:
+        return [c for c in self.cells if c.status == "new"]
+
     def passed(self, strict: bool = False) -> bool:
         if self.updated:
             return not self.errors
-        return not self.dropped and not self.errors and not (strict and self.missing)
+        incomplete = self.missing or self.missing_metrics or self.new
+        return not self.dropped and not self.errors and not (strict and incomplete)
 
 
 # -- comparison (also used by the pytest plugin) ---------------------------------------------------
@@ -129,7 +124,7 @@ def entry_key(result) -> str:
 
 
 def make_entry(result) -> dict[str, Any]:
-    """The reference entry for one RunResult."""
+    """The reference entry for one RunResult (metrics and config; bands are added by `--update`)."""
     import torch
 
     return {
@@ -153,31 +148,23 @@ def make_entry(result) -> dict[str, Any]:
     }
 
 
-def compare(key: str, current: Mapping[str, float], reference: Mapping[str, float] | None, tolerance: float) -> list[Cell]:
-    """Cells for every metric of `current` (a reference of None marks them all `new`)."""
+def compare(key: str, current: Mapping[str, float], reference: Mapping[str, float] | None,
+            tolerance: float | Mapping[str, float]) -> list[Cell]:
+    """Cells for every metric of `current` (a reference of None marks them all `new`); `tolerance` is one
+    band for all metrics or a band per metric."""
     reference = reference or {}
-    return [Cell(key, m, (float(reference[m]) if m in reference else None), float(v), tolerance) for m, v in current.items()]
+    band = (lambda m: float(tolerance.get(m, 0.0))) if isinstance(tolerance, Mapping) else (lambda m: float(tolerance))
+    return [Cell(key, m, (float(reference[m]) if m in reference else None), float(v), band(m)) for m, v in current.items()]
 
 
 def load_reference(path: str | Path) -> dict[str, Any]:
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise GateError(f"reference file {path} does not exist; create it with `narbench check --update`") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise GateError(f"reference file {path} is unreadable: {exc}") from exc
-    if not isinstance(data, dict) or data.get("version") != REFERENCE_VERSION or not isinstance(data.get("entries"), dict):
-        raise GateError(f"reference file {path} is not a version-{REFERENCE_VERSION} narbench reference")
-    return data
+    """A validated reference (`narbench.harness.reference.load`)."""
+    return refmod.load(path)
 
 
 def write_reference(path: str | Path, entries: Mapping[str, Any], tolerance: float) -> None:
-    """Write a reference file atomically (temp file + rename)."""
-    from narbench.data.store import atomic_write_bytes
-
-    data = {"version": REFERENCE_VERSION, "tolerance": tolerance, "entries": {k: entries[k] for k in sorted(entries)}}
-    atomic_write_bytes(path, (json.dumps(data, indent=2, sort_keys=False) + "\n").encode())
+    """A version-1 reference with one tolerance (the pytest plugin's format for a third party)."""
+    refmod.write_v1(path, entries, tolerance)
 
 
 @contextlib.contextmanager
@@ -219,31 +206,36 @@ def check(
     profile: str = GATE_PROFILE,
     seed: int = GATE_SEED,
     threads: int | None = GATE_THREADS,
+    compare_with_reference: bool = True,
+    spread: Iterable[Mapping[str, Any]] = (),
     console: Console | None = None,
 ) -> GateReport:
     """Run the gate and return its report (printing nothing; see `render`).
 
-    `tolerance` None means the reference file's own `tolerance`, else `DEFAULT_TOLERANCE`.
-    `update` writes this run's entries into the reference (keeping entries not run now).
-    Raises `GateError` when there is no usable reference and `update` is False, and
-    `registry.UnknownNameError` for an unknown encoder or dataset name.
+    `tolerance` None means the reference's bands (v2) or its own tolerance (v1); a number is one
+    band for every metric. `update` writes this run's entries into the reference (keeping entries
+    not run now) with bands derived from this run and the measurements in `spread`
+    (`narbench.harness.bands`). `compare_with_reference=False` only runs (for `--record`).
+    Raises `GateError` when there is no usable reference and neither `update` nor
+    `compare_with_reference=False`, and `registry.UnknownNameError` for an unknown encoder or dataset name.
     """
     from narbench.core import registry
     from narbench.data.dataset import load_dataset
-    from narbench.harness.runner import ConfigError, RunConfig, run
+    from narbench.harness import bands
+    from narbench.harness.runner import ConfigError, run
 
+    if tolerance is not None and not (isinstance(tolerance, (int, float)) and 0 <= tolerance < float("inf")):
+        raise GateError(f"tolerance must be a finite number >= 0, got {tolerance!r}")
     reference_path = Path(reference_path)
-    if update and not reference_path.exists():
-        reference: dict[str, Any] = {"version": REFERENCE_VERSION, "entries": {}}
-    else:
+    reference: dict[str, Any] = {"version": REFERENCE_VERSION, "entries": {}}
+    if compare_with_reference or update:
         try:
             reference = load_reference(reference_path)
         except GateError:
             if not update:
                 raise
-            reference = {"version": REFERENCE_VERSION, "entries": {}}
-    if tolerance is None:
-        tolerance = float(reference.get("tolerance", DEFAULT_TOLERANCE))
+            if reference_path.exists():  # --update never silently replaces a file it cannot read
+                raise
     report = GateReport(reference_path, tolerance)
 
     known_enc, known_ds = registry.names("encoder"), registry.names("dataset")
@@ -254,6 +246,14 @@ def check(
             if name not in known:
                 raise registry.UnknownNameError(kind, name, known)
 
+    env = bands.Environment.current(threads or GATE_THREADS)
+    measured = (reference.get("bands") or {}).get("environments")
+    if compare_with_reference and not update and tolerance is None and measured and bands.outside(env, measured):
+        report.warnings.append(f"this environment ({env.name}) is outside those the bands were measured in "
+                               f"({'; '.join(e.get('name', '?') for e in measured)}): a trained encoder's float noise "
+                               f"here may exceed its band")
+
+    trained: dict[str, bool] = {}
     for ds_name in ds_names:
         try:
             dataset = load_dataset(ds_name)
@@ -266,8 +266,7 @@ def check(
             try:
                 with deterministic(threads):
                     ev = run(
-                        RunConfig(encoder=enc_name, splitter=None, dataset=ds_name, profile=profile, seed=seed,
-                                  device=GATE_DEVICE, out=None, progress=False),
+                        _gate_config(enc_name, ds_name, profile, seed),
                         dataset=dataset,
                         console=console,
                     )
@@ -279,6 +278,9 @@ def check(
             report.timings[key] = time.perf_counter() - t
             entry = make_entry(result)
             report.entries[key] = entry
+            trained[key] = bool(getattr(registry.load("encoder", enc_name), "trainable", True))
+            if not compare_with_reference:
+                continue
             ref_entry = reference["entries"].get(key)
             ref_sha = ((ref_entry or {}).get("config") or {}).get("dataset_sha256")
             if ref_sha and ref_sha != result.dataset.get("sha256") and not update:  # --update rewrites it
@@ -288,39 +290,71 @@ def check(
                 continue
             if ref_entry is None:
                 report.missing.append(key)
-            report.cells.extend(compare(key, entry["metrics"], ref_entry and ref_entry.get("metrics"), tolerance))
+                report.cells.extend(compare(key, entry["metrics"], None, 0.0))
+                continue
+            report.cells.extend(compare(key, entry["metrics"], ref_entry["metrics"],
+                                        refmod.bands_of(reference, key, tolerance)))
+            report.missing_metrics.extend((key, m) for m in ref_entry["metrics"] if m not in entry["metrics"])
 
     if update and not report.errors:
-        write_reference(reference_path, {**reference["entries"], **report.entries}, tolerance)
+        spread = list(spread)
+        entries, envs = bands.derive(report.entries, env, spread, trained, previous=reference)
+        kept = {k: v for k, v in reference["entries"].items() if k not in entries and reference.get("version") == 2}
+        all_entries = {**kept, **entries}
+        used = {n for e in all_entries.values() for n in
+                e["derivation"]["environments"] + e["derivation"].get("carried", {}).get("environments", [])}
+        env_list = [e for e in bands.measured_environments(reference, envs) if e["name"] in used]
+        refmod.write(reference_path, {"version": REFERENCE_VERSION,
+                                      "bands": {"rule": bands.RULE, "factor": bands.FACTOR, "floor": bands.FLOOR,
+                                                "environments": env_list},
+                                      "entries": all_entries})
+        report.entries = entries
         report.updated = True
     return report
 
 
+def _gate_config(encoder: str, dataset: str, profile: str, seed: int):
+    from narbench.harness.runner import RunConfig
+
+    return RunConfig(encoder=encoder, splitter=None, dataset=dataset, profile=profile, seed=seed,
+                     device=GATE_DEVICE, out=None, progress=False)
+
+
 def render(report: GateReport, console: Console, *, strict: bool = False, verbose: bool = True) -> None:
-    """Print the report: skipped datasets, one table of every compared metric, the verdict."""
+    """Print the report: warnings, skipped datasets, one table of every compared metric, the verdict."""
     from rich.markup import escape
     from rich.table import Table
 
+    for line in report.warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(line)}")
     for name, reason in report.skipped:
         console.print(f"[yellow]warning:[/yellow] skipped dataset {escape(name)}: {escape(reason)}")
     for key, message in report.errors:
         console.print(f"[red]error:[/red] {escape(key)}: {escape(message)}")
     styles = {"dropped": "bold red", "improved": "green", "unchanged": "dim", "new": "cyan"}
     shown = [c for c in report.cells if verbose or c.status != "unchanged"]
-    if shown:
-        table = Table(title=f"narbench check vs {report.reference_path} (tolerance {report.tolerance:g})")
+    if shown and not report.updated:
+        how = f"tolerance {report.tolerance:g}" if report.tolerance is not None else "band per metric"
+        table = Table(title=f"narbench check vs {report.reference_path} ({how})")
         for col, justify in (("entry", "left"), ("metric", "left"), ("reference", "right"), ("current", "right"),
-                             ("delta", "right"), ("status", "left")):
+                             ("delta", "right"), ("band", "right"), ("status", "left")):
             table.add_column(col, justify=justify)
         for cell in shown:
             ref = "-" if cell.reference is None else f"{cell.reference:.6f}"
             delta = "-" if cell.delta is None else f"{cell.delta:+.6f}"
             style = styles[cell.status]
-            table.add_row(cell.key, cell.metric, ref, f"{cell.current:.6f}", delta, f"[{style}]{cell.status}[/{style}]")
+            table.add_row(cell.key, cell.metric, ref, f"{cell.current:.6f}", delta, f"{cell.tolerance:.1e}",
+                          f"[{style}]{cell.status}[/{style}]")
         console.print(table)
-    for key in report.missing:
-        how = "fails with --strict" if strict else "not a failure; --strict makes it one"
+    how = "fails with --strict" if strict else "not a failure; --strict makes it one"
+    for key in ([] if report.updated else report.missing):
         console.print(f"[cyan]note:[/cyan] no reference entry for {escape(key)} ({how})")
+    for key, metric in report.missing_metrics:
+        console.print(f"[cyan]note:[/cyan] {escape(key)} {escape(metric)} is in the reference but this run has no such "
+                      f"metric ({how})")
+    new_metrics = [] if report.updated else [c for c in report.new if c.key not in report.missing]
+    for c in new_metrics:
+        console.print(f"[cyan]note:[/cyan] {escape(c.key)} {escape(c.metric)} has no reference value ({how})")
     if report.timings:
         total = sum(report.timings.values())
         console.print("timings (s): " + ", ".join(f"{k} {v:.1f}" for k, v in report.timings.items()) + f"; total {total:.1f}")
@@ -331,8 +365,10 @@ def render(report: GateReport, console: Console, *, strict: bool = False, verbos
         console.print(f"[bold green]gate passed[/bold green]: {len(report.improved)} improved, "
                       f"{sum(c.status == 'unchanged' for c in report.cells)} unchanged, no drops")
     else:
+        incomplete = len(report.missing) + len(report.missing_metrics) + len(new_metrics)
         console.print(f"[bold red]gate failed[/bold red]: {len(drops)} metric(s) dropped"
                       + (f", {len(report.errors)} error(s)" if report.errors else "")
-                      + (f", {len(report.missing)} missing reference entr(y/ies)" if strict and report.missing else ""))
+                      + (f", {incomplete} missing reference entr(y/ies) or metric(s)" if strict and incomplete else ""))
         for c in drops:
-            console.print(f"  [red]{escape(c.key)} {c.metric}: {c.reference:.6f} -> {c.current:.6f} ({c.delta:+.6f})[/red]")
+            console.print(f"  [red]{escape(c.key)} {c.metric}: {c.reference:.6f} -> {c.current:.6f} ({c.delta:+.6f}; "
+                          f"band {c.tolerance:.1e})[/red]")
