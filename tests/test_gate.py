@@ -77,14 +77,23 @@ def test_planted_drop_fails_and_names_the_metric(plugins, tmp_path, capsys):
     capsys.readouterr()
     assert _cli(["--reference", str(ref), "--encoders", ",".join(ENCODERS), "--datasets", "toy"]) == 1
     out = capsys.readouterr().out
-    assert "gate failed" in out and "1 metric(s) dropped" in out
+    assert "gate failed" in out and "1 metric(s) dropped, 1 rose above their band" in out
     assert "toy/nodefreq/none ndcg@20" in out and "(-0.050000; band 1.0e-05)" in out
+    assert "toy/random/none mrr@20" in out and "(+0.050000; band 0.0e+00)" in out
     assert "improved" in out and "unchanged" in out
     report = gate.check(ref, encoders=ENCODERS, datasets=["toy"])
     assert [(c.key, c.metric) for c in report.dropped] == [("toy/nodefreq/none", "ndcg@20")]
     assert [(c.key, c.metric) for c in report.improved] == [("toy/random/none", "mrr@20")]
     # a tolerance larger than the planted drop lets it through
     assert gate.check(ref, tolerance=0.06, encoders=ENCODERS, datasets=["toy"]).passed()
+    # a rise alone fails (behaviour changed), unless rises are allowed
+    _edit(ref, "toy/nodefreq/none", "ndcg@20", -0.05)
+    assert not gate.check(ref, encoders=ENCODERS, datasets=["toy"]).passed()
+    assert gate.check(ref, encoders=ENCODERS, datasets=["toy"], allow_improvements=True).passed()
+    capsys.readouterr()
+    assert _cli(["--reference", str(ref), "--encoders", ",".join(ENCODERS), "--datasets", "toy",
+                 "--allow-improvements"]) == 0
+    assert "gate passed: 1 improved" in capsys.readouterr().out
 
 
 def test_reference_made_on_other_dataset_content_fails(plugins, tmp_path):

@@ -90,6 +90,10 @@ class GateReport:
     entries: dict[str, dict[str, Any]] = field(default_factory=dict)  # this run, reference format
     timings: dict[str, float] = field(default_factory=dict)  # seconds per key
     updated: bool = False
+    #: False (the default): a metric above its band fails too. The smoke metrics are a fingerprint of the
+    #: code's behaviour, not its quality: an injected regression (a layer dropped, label noise, a leak of
+    #: queries into training) can raise them, and unchanged code stays within its band both ways.
+    allow_improvements: bool = False
 
     @property
     def dropped(self) -> list[Cell]:
@@ -107,7 +111,8 @@ class GateReport:
         if self.updated:
             return not self.errors
         incomplete = self.missing or self.missing_metrics or self.new
-        return not self.dropped and not self.errors and not (strict and incomplete)
+        moved_up = self.improved and not self.allow_improvements
+        return not self.dropped and not moved_up and not self.errors and not (strict and incomplete)
 
 
 # -- comparison (also used by the pytest plugin) ---------------------------------------------------
@@ -208,6 +213,7 @@ def check(
     threads: int | None = GATE_THREADS,
     compare_with_reference: bool = True,
     spread: Iterable[Mapping[str, Any]] = (),
+    allow_improvements: bool = False,
     console: Console | None = None,
 ) -> GateReport:
     """Run the gate and return its report (printing nothing; see `render`).
@@ -236,7 +242,7 @@ def check(
                 raise
             if reference_path.exists():  # --update never silently replaces a file it cannot read
                 raise
-    report = GateReport(reference_path, tolerance)
+    report = GateReport(reference_path, tolerance, allow_improvements=allow_improvements)
 
     known_enc, known_ds = registry.names("encoder"), registry.names("dataset")
     enc_names = _split_names(encoders) or known_enc
@@ -366,9 +372,12 @@ def render(report: GateReport, console: Console, *, strict: bool = False, verbos
                       f"{sum(c.status == 'unchanged' for c in report.cells)} unchanged, no drops")
     else:
         incomplete = len(report.missing) + len(report.missing_metrics) + len(new_metrics)
+        ups = [] if report.allow_improvements else report.improved
         console.print(f"[bold red]gate failed[/bold red]: {len(drops)} metric(s) dropped"
+                      + (f", {len(ups)} rose above their band (behaviour changed: `narbench check --update` if "
+                         f"intended, `--allow-improvements` to let rises pass)" if ups else "")
                       + (f", {len(report.errors)} error(s)" if report.errors else "")
                       + (f", {incomplete} missing reference entr(y/ies) or metric(s)" if strict and incomplete else ""))
-        for c in drops:
+        for c in drops + ups:
             console.print(f"  [red]{escape(c.key)} {c.metric}: {c.reference:.6f} -> {c.current:.6f} ({c.delta:+.6f}; "
                           f"band {c.tolerance:.1e})[/red]")
