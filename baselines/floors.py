@@ -68,9 +68,9 @@ def chunks(graphs: list[ArchGraph], max_nodes: int = CHUNK_NODES):
 _SALT_LEVEL = np.uint64(0x2545F4914F6CDD1D)
 
 
-def wl_features(graphs: list[ArchGraph], iterations: int = 3, dim: int = 2048) -> np.ndarray:
-    """Signed, hashed WL subtree label counts of iterations 0..`iterations`, float32 [N, dim]."""
-    out = np.zeros((len(graphs), dim), dtype=np.float32)
+def wl_features(graphs: list[ArchGraph], iterations: int = 3, dim: int = 2048, dtype=np.float32) -> np.ndarray:
+    """Signed, hashed WL subtree label counts of iterations 0..`iterations`, [N, dim] of `dtype` (int64: exact)."""
+    out = np.zeros((len(graphs), dim), dtype=dtype)
     for start, part in chunks(graphs):
         g = union(part)
         sizes = np.array([p.num_nodes for p in part], dtype=np.int64)
@@ -81,7 +81,7 @@ def wl_features(graphs: list[ArchGraph], iterations: int = 3, dim: int = 2048) -
             sign = 1.0 - 2.0 * (h & np.uint64(1)).astype(np.float64)
             flat = gid * dim + bucket.astype(np.int64)
             out[start : start + len(part)] += np.bincount(flat, weights=sign, minlength=len(part) * dim).reshape(
-                len(part), dim).astype(np.float32)
+                len(part), dim).astype(dtype)
     return out
 
 

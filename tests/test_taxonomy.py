@@ -102,9 +102,8 @@ def test_isomorphic_graphs_in_two_families_are_a_violation():
 
 
 def test_cross_family_near_duplicates_must_be_listed_with_a_reason():
-    unit = np.array([[1, 0, 0], [1, 1e-4, 0], [0, 1, 0], [0, 1, 1e-4], [0, 0, 1]], dtype=np.float32)
-    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
-    pairs = tx.near_duplicate_pairs(unit, chunk=2)
+    counts = np.array([[1000, 0, 0], [1000, 1, 0], [0, 1000, 0], [0, 1000, 1], [0, 0, 1]])
+    pairs = tx.near_duplicate_pairs(counts, chunk=2)
     assert pairs.tolist() == [[0, 1], [2, 3]]
     graphs = [_diamond(family=f) for f in ("a", "b", "c", "c", "d")]
     assert tx.cross_family_pairs(graphs, pairs) == {("a", "b"): 1}
@@ -114,6 +113,19 @@ def test_cross_family_near_duplicates_must_be_listed_with_a_reason():
     assert tx.unlisted_near_duplicates(graphs, pairs, {("a", "b"): "same block"}) == {}
     graphs[1].family = "a"  # merged
     assert tx.unlisted_near_duplicates(graphs, pairs, {}) == {}
+
+
+def test_the_near_duplicate_cosine_is_decided_exactly_at_the_threshold():
+    """Cosine exactly 0.999, and 5e-13 below and above it: float32 noise (which differs between CPU kernel sets)
+    cannot tell them apart, the exact rule must (999^2 + 43^2 + 11^2 + 5^2 + 2^2 = 1000^2; 44710^2 + 126^2 + 5^2
+    = 1999 * 10^6 + 1)."""
+    a = [1, 0, 0, 0, 0]
+    at, below, above = [999, 43, 11, 5, 2], [999000, 44710, 126, 5, 0], [999000, 44710, 125, 15, 7]
+    assert tx.cosine_at_least(np.array([a]), np.array([at, below, above]), 0.999).tolist() == [[True, False, True]]
+    assert tx.near_duplicate_pairs(np.array([a, below, above, [0] * 5]), chunk=2).tolist() == [[0, 2], [1, 2]]
+    assert tx.near_duplicate_pairs(np.array([a, below, above]), threshold=0.998999).tolist() == [[0, 1], [0, 2], [1, 2]]
+    with pytest.raises(ValueError, match="integer counts"):
+        tx.near_duplicate_pairs(np.array([[0.5, 1.0], [1.0, 0.5]]))
 
 
 # ----------------------------------------------------------------------------- invariant (c)
@@ -323,7 +335,7 @@ def test_every_shipped_cross_family_near_duplicate_is_listed(shipped_2_x):
     raw, raw_vocab = tb.raw_graphs()
     merged = tb.merged_cross_family(raw, tb.derivation_work(raw, raw_vocab), graphs, tx.load())
     assert len(merged) > 50  # identical canonical graphs of two families (e.g. Qwen2 = LLaMA once biases are elided)
-    pairs = tx.near_duplicate_pairs(tx.wl_unit_embeddings(graphs))
+    pairs = tx.near_duplicate_pairs(tx.wl_counts(graphs))
     assert tx.unlisted_near_duplicates(graphs, pairs, tx.read_near_duplicates()) == {}
     rows = tx.read_near_duplicate_rows()
     listed = {tx.family_pair(r["family_a"], r["family_b"]): int(r["pairs"]) for r in rows}

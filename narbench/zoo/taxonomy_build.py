@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         print("  " + "\n  ".join(" ~ ".join(b) for b in bad), file=sys.stderr)
         return 1
     print("embedding with the wl floor ...", file=sys.stderr)
-    pairs = _cached(args.cache, "pairs", lambda: tx.near_duplicate_pairs(tx.wl_unit_embeddings(shipped)),
+    pairs = _cached(args.cache, "pairs-exact", lambda: tx.near_duplicate_pairs(tx.wl_counts(shipped)),
                     ds.sha256)
     print(f"canonicalising the raw graphs (duplicates {ds.version}'s dedup merged across families) ...", file=sys.stderr)
     merged = _cached(args.cache, "merged", lambda: merged_cross_family(graphs, derivation_work(graphs, raw_vocab), shipped, taxonomy, True),
