@@ -10,6 +10,9 @@ with the Table 5 recipe in the `paper` profile. `gin` swaps the convolution for 
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import weakref
 from typing import ClassVar
 
 import numpy as np
@@ -97,12 +100,18 @@ class GNNEncoder(Encoder):
         """One graph as the `Data` this encoder's forward reads."""
         return graph_to_data(graph, self.num_ops, cl, ce)
 
+    def to_datas(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels | None = None) -> list:
+        """`to_data` of each graph, with its training labels when `labels` are given."""
+        if labels is None:
+            return [self.to_data(g) for g in graphs]
+        return [self.to_data(g, int(c), int(e)) for g, c, e in zip(graphs, labels.cl, labels.ce)]
+
     def fit(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels) -> None:
-        datas = [self.to_data(g, int(c), int(e)) for g, c, e in zip(graphs, labels.cl, labels.ce)]
+        datas = self.to_datas(trainer, graphs, labels)
         trainer.fit_graph_level(self, datas, self.profile.train, stage=f"train {self.name}")
 
     def embed(self, trainer: Trainer, graphs: list[ArchGraph]) -> torch.Tensor:
-        datas = [self.to_data(g) for g in graphs]
+        datas = self.to_datas(trainer, graphs)
         return trainer.embed(self, datas, self.profile.eval_batch_size, desc=f"embed {self.name}",
                              max_nodes=self.eval_nodes())
 
@@ -228,6 +237,16 @@ def random_walk_pe(graph: ArchGraph, walk_length: int) -> torch.Tensor:
     return torch.from_numpy(pe)
 
 
+def _random_walk_pe_array(graph: ArchGraph, walk_length: int) -> np.ndarray:
+    """`random_walk_pe` as a numpy array (what a worker process sends back)."""
+    return random_walk_pe(graph, walk_length).numpy()
+
+
+def _walk_cost(graph: ArchGraph) -> int:
+    """A graph's share of RWPE work, for scheduling: its size."""
+    return graph.num_nodes + graph.num_edges
+
+
 class GPSEncoder(GNNEncoder):
     """GraphGPS graph transformer (GIN local layer + windowed multi-head attention, RWPE inputs)."""
 
@@ -249,9 +268,65 @@ class GPSEncoder(GNNEncoder):
                                             "pe_dim": self.pe_dim, "window": self.window, "attn_type": "multihead"}}
 
     def to_data(self, graph: ArchGraph, cl: int | None = None, ce: int | None = None):
+        return self._with_pe(graph, self.positional_encodings([graph])[0], cl, ce)
+
+    def to_datas(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels | None = None) -> list:
+        """`to_data` of each graph; the encodings of all at once, in `trainer.jobs` processes."""
+        pes = self.positional_encodings(graphs, jobs=trainer.jobs)
+        if labels is None:
+            return [self._with_pe(g, pe) for g, pe in zip(graphs, pes)]
+        return [self._with_pe(g, pe, int(c), int(e)) for g, pe, c, e in zip(graphs, pes, labels.cl, labels.ce)]
+
+    def _with_pe(self, graph: ArchGraph, pe: torch.Tensor, cl: int | None = None, ce: int | None = None):
         data = super().to_data(graph, cl, ce)
-        data.pe = random_walk_pe(graph, self.walk_length)
+        data.pe = pe
         return data
+
+    def positional_encodings(self, graphs: list[ArchGraph], *, jobs: int = 1) -> list[torch.Tensor]:
+        """`random_walk_pe(g, walk_length)` of each graph, each computed once per encoder.
+
+        The largest cost of a CPU run (on `real` as much as training the smoke profile), and the
+        training graphs are embedded again as corpus graphs: the encodings are kept per graph
+        object while it lives (weakly: the memo never keeps a graph alive; only the [N,
+        walk_length] tensor is kept, shared with the `Data` built from it), checked against the
+        graph's `content_hash` (a graph changed since is computed again). Missing ones are
+        computed in `jobs` processes (`narbench.train.pool.ordered_map`): the same function on
+        the same arrays, so the same values as one by one here."""
+        memo = self._pe_memo()
+        out: list[torch.Tensor | None] = []
+        todo: dict[int, tuple[ArchGraph, str]] = {}  # id -> graph, content hash: each object once
+        for g in graphs:
+            h = g.content_hash()
+            hit = memo.get(g)
+            if hit is not None and hit[0] == h and hit[1] == self.walk_length:
+                out.append(hit[2])
+            else:
+                out.append(None)
+                todo.setdefault(id(g), (g, h))
+        if todo:
+            from narbench.train.pool import ordered_map
+
+            work = list(todo.values())
+            arrays = ordered_map(functools.partial(_random_walk_pe_array, walk_length=self.walk_length),
+                                 [g for g, _ in work], jobs=jobs, cost=_walk_cost)
+            fresh = {}
+            for (g, h), pe in zip(work, arrays):
+                fresh[id(g)] = pe = torch.from_numpy(pe)
+                with contextlib.suppress(TypeError):  # a graph type without weak references
+                    memo[g] = (h, self.walk_length, pe)
+            out = [fresh[id(g)] if pe is None else pe for g, pe in zip(graphs, out)]
+        return out
+
+    def _pe_memo(self) -> weakref.WeakKeyDictionary:
+        memo = self.__dict__.get("_pe_cache")
+        if memo is None:
+            memo = self.__dict__["_pe_cache"] = weakref.WeakKeyDictionary()
+        return memo
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_pe_cache", None)  # weak references do not pickle; the memo is rebuilt on use
+        return state
 
     def eval_nodes(self) -> int:
         """Nodes per embedding batch: windows x window^2 x heads attention weights within

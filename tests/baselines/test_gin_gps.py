@@ -149,3 +149,78 @@ def test_gps_recomputing_layers_in_the_backward_pass_gives_the_same_gradients():
     plain, recomputed = grads(1 << 40), grads(0)
     assert len(plain) == len(recomputed) > 0
     assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(plain, recomputed))
+
+
+def _random_dags(count: int, seed: int = 0) -> list[ArchGraph]:
+    """Small random DAGs of 1 to 30 nodes (some with repeated edges, some without edges)."""
+    rng = np.random.default_rng(seed)
+    graphs = []
+    for i in range(count):
+        n = int(rng.integers(1, 31))
+        m = int(rng.integers(0, 2 * n + 1)) if n > 1 else 0
+        src = rng.integers(0, max(n - 1, 1), m)
+        dst = src + 1 + (rng.integers(0, n, m) % np.maximum(n - 1 - src, 1))
+        graphs.append(_graph(rng.integers(0, NUM_OPS, n), list(zip(src.tolist(), dst.tolist())), f"g{i}"))
+    return graphs
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_gps_positional_encodings_equal_random_walk_pe_one_by_one(jobs):
+    """In worker processes or here, memoised or not: bit for bit what `random_walk_pe` gives, in order."""
+    from narbench.baselines.gnn import random_walk_pe
+
+    enc = _encoder("gps")
+    graphs = _random_dags(48)
+    graphs = graphs + graphs[:5] + [graphs[3]]  # repeats: one computation each, each in its place
+    serial = [random_walk_pe(g, enc.walk_length) for g in graphs]
+    first = enc.positional_encodings(graphs, jobs=jobs)
+    assert len(first) == len(graphs)
+    assert all(a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b) for a, b in zip(first, serial))
+    again = enc.positional_encodings(graphs[::-1], jobs=jobs)
+    assert all(a is b for a, b in zip(again, first[::-1]))  # from the memo: the same tensors
+    trainer = Trainer("cpu", 0, progress=False, jobs=jobs)
+    assert all(torch.equal(d.pe, pe) for d, pe in zip(enc.to_datas(trainer, graphs), serial))
+    assert torch.equal(enc.to_data(graphs[7]).pe, serial[7])
+
+
+def test_gps_positional_encodings_of_a_changed_graph_are_computed_again():
+    from narbench.baselines.gnn import random_walk_pe
+
+    enc = _encoder("gps")
+    g = _graph([0, 1, 2, 3], [(0, 1), (1, 2), (2, 3)])
+    before = enc.positional_encodings([g])[0]
+    g.edges = np.array([[0, 0, 0], [1, 2, 3]])  # the same object, now a star
+    after = enc.positional_encodings([g])[0]
+    assert not torch.equal(before, after) and torch.equal(after, random_walk_pe(g, enc.walk_length))
+
+
+def test_gps_memo_keeps_no_graph_alive_and_the_encoder_still_pickles():
+    import gc
+    import pickle
+
+    enc = _encoder("gps")
+    graphs = _random_dags(3)
+    enc.positional_encodings(graphs)
+    assert len(enc._pe_memo()) == 3
+    del graphs
+    gc.collect()
+    assert len(enc._pe_memo()) == 0
+    enc.positional_encodings([CHAIN])
+    copy = pickle.loads(pickle.dumps(enc))
+    assert torch.equal(copy.positional_encodings([CHAIN])[0], enc.positional_encodings([CHAIN])[0])
+
+
+def test_gps_embeddings_with_encodings_computed_in_workers_equal_serial_ones():
+    """The whole path (fit, embed) with jobs=2 gives the vectors of jobs=1."""
+    from narbench.train.encoder import Labels
+
+    graphs = _random_dags(40, seed=3)
+    labels = Labels(np.arange(40) % 2, np.arange(40) % 3, 3)
+
+    def embeddings(jobs):
+        enc = _encoder("gps")
+        trainer = Trainer("cpu", 0, progress=False, jobs=jobs)
+        enc.fit(trainer, graphs, labels)
+        return enc.embed(trainer, graphs)
+
+    assert torch.equal(embeddings(1), embeddings(2))
