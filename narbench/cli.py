@@ -2,7 +2,8 @@
 
 `build_parser` defines every subcommand and wires its handler with `set_defaults(func=...)`.
 A handler takes the parsed arguments and returns the exit status: 0 done, 1 the gate failed,
-2 bad input (said in one line on stderr, before any training), 130 interrupted. Handlers are
+2 bad input (said in one line on stderr, before any training) or a refused run (one line too:
+an encoder's non-finite embeddings, after training), 130 interrupted. Handlers are
 thin: the work is the Python API's (`narbench.run`, `narbench.leaderboard`, `narbench.harness.gate`).
 """
 
@@ -449,6 +450,7 @@ def cmd_search(args) -> int:
     import json
     import warnings
 
+    from narbench.eval.retrieval import EmbeddingError
     from narbench.search_engine.backends import BackendError
     from narbench.search_engine.engine import render, search
     from narbench.search_engine.index import IndexFileError
@@ -460,7 +462,7 @@ def cmd_search(args) -> int:
             inputs = load_inputs(args.inputs) if args.inputs else None
             result = search(args.target, args.k, encoder=args.encoder, index=args.index, backend=args.backend,
                             input_shape=args.input_shape, kwargs=args.kwargs, inputs=inputs)
-    except (TargetError, IndexFileError, BackendError) as exc:
+    except (TargetError, IndexFileError, BackendError, EmbeddingError) as exc:
         sys.stderr.write(f"narbench search: error: {' '.join(str(exc).split())}\n")
         return 2
     if args.json:
@@ -496,6 +498,7 @@ def cmd_index_build(args) -> int:
     from pathlib import Path
 
     from narbench.data.dataset import CorruptFileError
+    from narbench.eval.retrieval import EmbeddingError
     from narbench.search_engine.index import SHIPPED, IndexConfig, build_index, cache_path, shipped_path, write_index
     from narbench.harness.runner import ConfigError
 
@@ -508,7 +511,8 @@ def cmd_index_build(args) -> int:
                       max_dim=args.max_dim, progress=not args.no_progress)
     try:
         index = build_index(cfg, console=console)
-    except (registry.UnknownNameError, registry.RegistryError, ConfigError, CorruptFileError, ValueError) as exc:
+    except (registry.UnknownNameError, registry.RegistryError, ConfigError, CorruptFileError, ValueError,
+            EmbeddingError) as exc:
         sys.stderr.write(f"narbench index build: error: {' '.join(str(exc).split())}\n")
         return 2
     path = Path(args.out) if args.out else cache_path(encoder, args.dataset)
@@ -541,8 +545,9 @@ def cmd_index_info(args) -> int:
 
 
 def _input_errors() -> tuple[type[BaseException], ...]:
-    """The errors that mean bad input (exit 2, one line), as opposed to a bug (a traceback)."""
+    """The errors that mean bad input or a refused run (exit 2, one line), as opposed to a bug (a traceback)."""
     from narbench.core import registry
+    from narbench.eval.retrieval import EmbeddingError
     from narbench.train.checkpoint import CheckpointError
     from narbench.harness.gate import GateError
     from narbench.leaderboard import NothingToShowError, RejectedResultsError
@@ -555,7 +560,7 @@ def _input_errors() -> tuple[type[BaseException], ...]:
 
     return (registry.UnknownNameError, registry.RegistryError, ConfigError, PreflightError, CheckpointError,
             CorruptFileError, FileNotFoundError, GateError, RejectedResultsError, InvalidResultError, HeadlineError,
-            NothingToShowError, GridError)
+            NothingToShowError, GridError, EmbeddingError)
 
 
 def main(argv: list[str] | None = None) -> int:

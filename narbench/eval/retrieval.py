@@ -7,6 +7,31 @@ import torch
 import torch.nn.functional as F
 
 
+class EmbeddingError(RuntimeError):
+    """An encoder returned embeddings that cannot be ranked (NaN or infinite values); the
+    message names the encoder, the side (corpus, query) and how many rows."""
+
+
+def check_finite(embeddings, encoder: str, side: str, graphs=None) -> None:
+    """Raise `EmbeddingError` when any row of `embeddings` holds a NaN or an infinity.
+
+    Cosine retrieval over such rows gives arbitrary rankings (NaN compares false with
+    everything) and metrics that look like ordinary numbers, so no result is made of them.
+    `side` says which embeddings these are ("corpus", "query"); `graphs` (the embedded graphs,
+    row for row) lets the message name the first bad one."""
+    emb = torch.as_tensor(embeddings if isinstance(embeddings, torch.Tensor) else np.asarray(embeddings))
+    if not emb.is_floating_point() or emb.numel() == 0:
+        return
+    emb = emb.reshape(emb.shape[0], -1) if emb.ndim else emb.reshape(1, 1)
+    bad = ~torch.isfinite(emb).all(dim=1)
+    count = int(bad.sum())
+    if count:
+        first = int(torch.nonzero(bad)[0])
+        where = f"row {first}" + (f", graph {graphs[first].name!r}" if graphs is not None and first < len(graphs) else "")
+        raise EmbeddingError(f"encoder {encoder!r} returned non-finite embeddings (NaN or inf) for {count} of "
+                             f"{emb.shape[0]} {side} graphs (first: {where}); they cannot be ranked")
+
+
 def tiebreak_keys(graphs) -> np.ndarray:
     """A label-free tie-break order for corpus graphs: the first 60 bits of each content hash.
 

@@ -26,7 +26,7 @@ from narbench.eval.metrics import METRICS, score_rankings
 from narbench.train.profiles import get_profile
 from narbench.train.protocol import DEFAULT_PROTOCOL, Protocol, get_protocol
 from narbench.eval.result import SIDECAR_SUFFIX, RunResult, environment, git_commit, package_versions, write_embeddings
-from narbench.eval.retrieval import tiebreak_keys, top_k_cosine
+from narbench.eval.retrieval import EmbeddingError, check_finite, tiebreak_keys, top_k_cosine  # noqa: F401 (EmbeddingError re-exported)
 from narbench.train.splitter import Splitter
 from narbench.train.resume import Snapshots
 from narbench.train.trainer import Trainer, seed_everything
@@ -176,8 +176,10 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     Raises:
         Before loading or training anything (`narbench.harness.preflight`): `ConfigError`,
         `PreflightError`, `registry.UnknownNameError`, `checkpoint.CheckpointError`, or the
-        dataset's FileNotFoundError. After the run: `ResultWriteError`, holding the evaluation,
-        when the files cannot be written; an interrupted run writes nothing.
+        dataset's FileNotFoundError. After training: `EmbeddingError` when the encoder's corpus
+        or query embeddings hold NaN or inf (nothing is scored or written). After the run:
+        `ResultWriteError`, holding the evaluation, when the files cannot be written; an
+        interrupted run writes nothing.
     """
     console = console or Console(stderr=True)
     timings: dict[str, float] = {}
@@ -230,7 +232,10 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     t = time.perf_counter()
     corpus_graphs = [graphs[i] for i in corpus_idx]
     corpus_emb = encoder.embed(trainer, corpus_graphs)
-    query_emb = encoder.embed(trainer, [graphs[i] for i in query_idx])
+    check_finite(corpus_emb, cfg.encoder, "corpus", corpus_graphs)
+    query_graphs = [graphs[i] for i in query_idx]
+    query_emb = encoder.embed(trainer, query_graphs)
+    check_finite(query_emb, cfg.encoder, "query", query_graphs)
     timings["embed"] = time.perf_counter() - t
 
     t = time.perf_counter()

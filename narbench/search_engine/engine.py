@@ -146,7 +146,9 @@ def search(
     `inputs` are the example inputs themselves, for a forward that takes several or keywords:
     a tensor, a tuple of positional inputs, a dict of keyword inputs, or an `(args, kwargs)`
     pair (moved to the device the model runs on); `kwargs` are the constructor's arguments.
-    Raises `TargetError`, `IndexFileError` or `BackendError` with a one-line message and fix.
+    Raises `TargetError`, `IndexFileError` or `BackendError` with a one-line message and fix, and
+    `narbench.eval.retrieval.EmbeddingError` when the index's encoder embeds the target's graph
+    as NaN or inf (nothing to rank it by).
     """
     t0 = time.perf_counter()
     if not isinstance(index, SearchIndex):

@@ -206,6 +206,7 @@ class SearchIndex:
         """Embed graphs (in this index's vocabulary) as the corpus was: projected, L2-normalised."""
         import torch
 
+        from narbench.eval.retrieval import check_finite
         from narbench.train.trainer import Trainer
 
         trainer = self._cache.get("trainer")
@@ -213,6 +214,7 @@ class SearchIndex:
             trainer = self._cache["trainer"] = Trainer("cpu", 0, progress=False)
         with torch.no_grad():
             emb = self.encoder().embed(trainer, graphs).detach().float().cpu().numpy()
+        check_finite(emb, self.encoder_name, "query", graphs)  # NaN would score every hit as NaN
         return _finish(emb, self.arrays.get("projection"))
 
     @property
@@ -254,6 +256,7 @@ def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
     The header records no time or machine, so the same encoder and data give the same sha256.
     """
     from narbench.data.dataset import load_dataset, stratified_subset
+    from narbench.eval.retrieval import check_finite
     from narbench.train.profiles import get_profile
     from narbench.train.protocol import get_protocol
     from narbench.harness.runner import RunConfig, make_labels, resolve
@@ -273,6 +276,7 @@ def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
     _apply_params(encoder, params)
     encoder.fit(trainer, [graphs[i] for i in train], labels)
     raw = encoder.embed(trainer, graphs).detach().float().cpu().numpy()
+    check_finite(raw, cfg.encoder, "corpus", graphs)  # an index of NaN rows would answer every search with noise
     projection = None
     if raw.shape[1] > cfg.max_dim:
         rng = np.random.default_rng(cfg.seed)

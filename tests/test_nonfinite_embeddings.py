@@ -1,0 +1,133 @@
+"""An encoder's NaN or infinite embeddings are refused before retrieval: by `run` (no result file,
+one line from the CLI, exit 2), by `narbench index build` and by a search's query embedding."""
+
+from __future__ import annotations
+
+from importlib.metadata import EntryPoint
+
+import pytest
+import torch
+
+from narbench.core import registry
+from narbench.eval.retrieval import EmbeddingError
+from narbench.train.encoder import Encoder
+
+from .conftest import toy_graphs
+
+
+class NonFiniteEncoder(Encoder):
+    """Training-free; call `BAD_CALL` of `embed` (0: the corpus, 1: the queries) gets `BAD_VALUE`
+    in its first `BAD_ROWS` rows, every other row is finite."""
+
+    name = "nonfinite"
+    trainable = False
+    BAD_CALL = 0
+    BAD_ROWS = 2
+    BAD_VALUE = float("nan")
+
+    def fit(self, trainer, graphs, labels):
+        return None
+
+    def embed(self, trainer, graphs):
+        calls = self.__dict__.setdefault("_calls", [0])
+        out = torch.stack([torch.tensor([g.num_nodes, g.num_edges, 1.0, float(g.ops.sum())]) for g in graphs])
+        if calls[0] == self.BAD_CALL:
+            out[: self.BAD_ROWS, 1] = self.BAD_VALUE
+        calls[0] += 1
+        return out
+
+
+@pytest.fixture
+def nonfinite(monkeypatch):
+    """Register `NonFiniteEncoder` as the encoder `nonfinite` (an entry point, as a plugin would)."""
+    entry_points = registry._entry_points
+
+    def with_nonfinite(kind):
+        eps = entry_points(kind)
+        if kind == "encoder":
+            eps["nonfinite"] = EntryPoint("nonfinite", f"{__name__}:NonFiniteEncoder", registry.GROUPS["encoder"])
+        return eps
+
+    monkeypatch.setattr(registry, "_entry_points", with_nonfinite)
+    return NonFiniteEncoder
+
+
+@pytest.mark.parametrize("call, value, side", [(0, float("nan"), "corpus"), (1, float("inf"), "query"),
+                                               (1, float("-inf"), "query")])
+def test_run_refuses_non_finite_embeddings_and_writes_nothing(nonfinite, monkeypatch, toy_dataset, tmp_path, call,
+                                                                value, side):
+    from narbench.harness.runner import RunConfig, run
+
+    monkeypatch.setattr(nonfinite, "BAD_CALL", call)
+    monkeypatch.setattr(nonfinite, "BAD_VALUE", value)
+    with pytest.raises(EmbeddingError) as err:
+        run(RunConfig(encoder="nonfinite", profile="smoke", device="cpu", out=str(tmp_path / "out"), progress=False),
+            dataset=toy_dataset)
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith("encoder 'nonfinite' returned non-finite embeddings (NaN or inf) for 2 of ")
+    assert f" {side} graphs (first: row 0, graph " in message
+    assert not list((tmp_path / "out").glob("**/*.json")) and not list((tmp_path / "out").glob("**/*.npz"))
+
+
+def test_finite_embeddings_run_as_before(nonfinite, monkeypatch, toy_dataset, tmp_path):
+    from narbench.harness.runner import RunConfig, run
+
+    monkeypatch.setattr(nonfinite, "BAD_CALL", 5)  # never
+    ev = run(RunConfig(encoder="nonfinite", profile="smoke", device="cpu", out=str(tmp_path), progress=False),
+             dataset=toy_dataset)
+    assert ev.path is not None and ev.path.exists()
+
+
+def test_cli_says_it_in_one_line_and_exits_2(nonfinite, plugin, capsys, tmp_path):
+    from narbench.cli import main
+
+    out = tmp_path / "out"
+    code = main(["run", "--encoder", "nonfinite", "--dataset", "toy", "--profile", "smoke", "--no-progress",
+                 "--out", str(out)])
+    captured = capsys.readouterr()
+    lines = [ln for ln in captured.err.splitlines() if ln.strip()]
+    assert code == 2 and "Traceback" not in captured.err
+    assert len(lines) == 1, captured.err
+    assert lines[0].startswith("error: encoder 'nonfinite' returned non-finite embeddings (NaN or inf) for 2 of ")
+    assert " corpus graphs" in lines[0]
+    assert not out.exists() or not [p for p in out.rglob("*") if p.is_file()]
+
+
+def _toy_dataset():
+    from narbench.data.dataset import GraphDataset, stratified_split
+
+    graphs = toy_graphs()
+    split = stratified_split([g.family for g in graphs], test_size=0.25, seed=0)
+    return GraphDataset("toy", "0", [f"op{i}" for i in range(8)], graphs, "0" * 64, split)
+
+
+def test_index_build_refuses_non_finite_corpus_embeddings(nonfinite):
+    from narbench.search_engine.index import IndexConfig, build_index
+
+    with pytest.raises(EmbeddingError, match=r"for 2 of \d+ corpus graphs"):
+        build_index(IndexConfig(encoder="nonfinite", progress=False), dataset=_toy_dataset())
+
+
+def test_search_refuses_a_non_finite_query_embedding(nonfinite, monkeypatch, capsys, tmp_path):
+    import narbench.search_engine.index as index_module
+    from narbench.cli import main
+    from narbench.data.store import write_graphs
+    from narbench.search_engine.engine import search
+    from narbench.search_engine.index import IndexConfig, build_index, write_index
+
+    ds = _toy_dataset()
+    index = build_index(IndexConfig(encoder="wl", progress=False), dataset=ds)
+    path, target = tmp_path / "toy.nari", tmp_path / "q.narg"
+    write_index(index, path)
+    write_graphs(target, [ds.graphs[0]], ds.vocab, {})
+    assert len(search(str(target), index=index, k=3)) == 3  # the wl encoder embeds it
+
+    # the index's encoder, rebuilt for queries, now embeds every graph as NaN
+    monkeypatch.setattr(index_module, "_rebuild_encoder", lambda idx: NonFiniteEncoder(len(idx.vocab), 4, None))
+    with pytest.raises(EmbeddingError, match=r"encoder 'wl' returned non-finite embeddings \(NaN or inf\) for 1 of 1 "
+                                             r"query graphs"):
+        search(str(target), index=index_module.read_index(path), k=3)
+    assert main(["search", str(target), "--index", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("narbench search: error: encoder 'wl' returned non-finite"), err
