@@ -218,14 +218,29 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--baseline", "--reference", dest="reference", default=gate.DEFAULT_REFERENCE,
                        help=f"reference JSON (default: {gate.DEFAULT_REFERENCE})")
     check.add_argument("--tolerance", type=_non_negative_float, default=None,
-                       help=f"allowed drop per metric (default: the reference's, else {gate.DEFAULT_TOLERANCE:g}; "
-                            f"use {gate.CROSS_MACHINE_TOLERANCE:g} against a reference written on another machine)")
+                       help="one allowed drop for every metric instead of the reference's measured bands")
     check.add_argument("--encoders", action="append", default=None, metavar="A,B",
                        help="only these encoders (comma-separated or repeated; default: all registered)")
     check.add_argument("--datasets", action="append", default=None, metavar="A,B",
                        help="only these datasets (default: all registered; unavailable ones are skipped)")
-    check.add_argument("--update", action="store_true", help="rewrite the reference with this run's metrics")
-    check.add_argument("--strict", action="store_true", help="a missing reference entry fails the gate")
+    check.add_argument("--update", action="store_true",
+                       help="rewrite the reference with this run's metrics and re-derive their bands: this run, the "
+                            "kernel ISAs and thread counts this machine can simulate (subprocesses), and --spread files")
+    check.add_argument("--spread", action="append", default=[], metavar="FILE",
+                       help="with --update: also derive the bands from this measurement (a --record file of another "
+                            "environment: torch release, CUDA wheel, host); repeatable")
+    check.add_argument("--no-measure", action="store_true",
+                       help="with --update: do not run the simulated environments (bands from this run and --spread)")
+    check.add_argument("--record", metavar="FILE", default=None,
+                       help="also write this run's metrics and environment to FILE (a measurement for --spread)")
+    check.add_argument("--no-compare", action="store_true", help="only run (with --record): no reference needed")
+    check.add_argument("--threads", type=_positive_int, default=gate.GATE_THREADS,
+                       help=f"CPU threads of the gate's runs (default {gate.GATE_THREADS}; other values measure bands)")
+    check.add_argument("--strict", action="store_true",
+                       help="a reference entry or metric missing for what ran fails the gate")
+    check.add_argument("--allow-improvements", action="store_true",
+                       help="a metric above its band passes (by default it fails: the smoke metrics fingerprint the "
+                            "code's behaviour, and a regression such as a leak can raise them)")
     check.add_argument("--quiet", action="store_true", help="leave unchanged metrics out of the table")
     check.set_defaults(func=cmd_check)
 
@@ -367,16 +382,41 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """`narbench check`: the regression gate; 0 passed (or updated), 1 failed."""
+    """`narbench check`: the regression gate; 0 passed (or updated), 1 failed, 2 unusable input."""
+    import tempfile
     import time
+    from pathlib import Path
 
-    from narbench.harness import gate
+    from narbench.harness import bands, gate
 
+    if args.no_compare and not args.record:
+        raise gate.GateError("--no-compare only runs; give --record FILE to keep what it measured")
+    if args.no_compare and args.update:
+        raise gate.GateError("--no-compare and --update exclude each other")
+    if (args.spread or args.no_measure) and not args.update:
+        raise gate.GateError("--spread and --no-measure only apply with --update")
+    spread = [bands.read_measurement(p) for p in args.spread]
+    if args.update and Path(args.reference).exists():
+        gate.load_reference(args.reference)  # a bad reference is refused before minutes of measuring
     t = time.perf_counter()
-    report = gate.check(args.reference, tolerance=args.tolerance, encoders=args.encoders, datasets=args.datasets,
-                        update=args.update, console=_console(stderr=True))
     console = _console()
+    if args.update and not args.no_measure:
+        from narbench.core import registry
+
+        encoders = gate._split_names(args.encoders) or registry.names("encoder")
+        datasets = gate._split_names(args.datasets) or registry.names("dataset")
+        with tempfile.TemporaryDirectory(prefix="narbench-bands-") as tmp:
+            for isa, threads in bands.local_variants(args.threads):
+                console.print(f"measuring the bands: ATEN_CPU_CAPABILITY={isa}, {threads} threads")
+                spread.append(bands.measure(isa, threads, encoders, datasets, Path(tmp) / f"{isa}-{threads}.json"))
+    report = gate.check(args.reference, tolerance=args.tolerance, encoders=args.encoders, datasets=args.datasets,
+                        update=args.update, threads=args.threads, compare_with_reference=not args.no_compare,
+                        spread=spread, allow_improvements=args.allow_improvements, console=_console(stderr=True))
+    if args.record:
+        bands.write_measurement(args.record, bands.measurement(report.entries, bands.Environment.current(args.threads)))
     gate.render(report, console, strict=args.strict, verbose=not args.quiet)
+    if args.record:
+        console.print(f"measurement written to {args.record}", soft_wrap=True, highlight=False)
     console.print(f"gate wall time {time.perf_counter() - t:.1f} s")
     return 0 if report.passed(args.strict) else 1
 

@@ -228,6 +228,7 @@ def check(
     from narbench.core import registry
     from narbench.data.dataset import load_dataset
     from narbench.harness import bands
+    from narbench.eval.retrieval import EmbeddingError
     from narbench.harness.runner import ConfigError, run
 
     if tolerance is not None and not (isinstance(tolerance, (int, float)) and 0 <= tolerance < float("inf")):
@@ -276,7 +277,7 @@ def check(
                         dataset=dataset,
                         console=console,
                     )
-            except (registry.RegistryError, ConfigError) as exc:
+            except (registry.RegistryError, ConfigError, EmbeddingError) as exc:  # that entry fails, the rest runs
                 report.errors.append((label, str(exc)))
                 continue
             result = ev.result
