@@ -30,6 +30,7 @@ def _kill_after_epoch(monkeypatch, epochs_done: int) -> None:
     monkeypatch.setattr(Snapshots, "save", save_then_die)
 
 
+@pytest.mark.isa  # bit-identical under every CPU kernel set: the same kernels run before and after the kill
 def test_a_killed_run_resumes_with_the_numbers_of_an_uninterrupted_one(toy_dataset, tmp_path, monkeypatch):
     whole = _run(toy_dataset, tmp_path / "whole")
     epochs = len(whole.result.config["training_history"][0]["losses"])

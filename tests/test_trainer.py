@@ -85,6 +85,7 @@ def _assert_same_rows(emb: torch.Tensor, ref: torch.Tensor, what) -> None:
     assert apart.min() > 1e-3, "two graphs embed alike: the order check would not see them swapped"
 
 
+@pytest.mark.isa
 @pytest.mark.parametrize("encoder", ["gcn", "gat"])
 def test_evaluation_batch_size_does_not_change_embeddings(encoder):
     from dataclasses import replace
@@ -143,6 +144,7 @@ def test_node_budget_batches_keep_order_and_both_limits():
     assert node_budget_batches([], 3, 10) == []
 
 
+@pytest.mark.isa
 @pytest.mark.parametrize("encoder", ["gcn", "gps"])
 def test_a_node_budget_does_not_change_embeddings(encoder):
     graphs, enc, trainer = _small_encoder(encoder)
