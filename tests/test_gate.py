@@ -312,8 +312,8 @@ def test_update_measures_the_environments_this_machine_can_simulate(plugins, tmp
     assert _cli(["--reference", str(ref), "--encoders", "random", "--datasets", "toy", "--update"]) == 0
     data = json.loads(ref.read_text())
     names = data["entries"]["toy/random/none"]["derivation"]["environments"]
-    assert len(names) == 1 + len(bands.local_variants(gate.GATE_THREADS)) >= 3
-    assert len({n for n in names}) == len(names)  # each a different ISA or thread count
+    assert len(names) == 1 + len(bands.local_variants(gate.GATE_THREADS)) >= 2  # every CPU runs `default`
+    assert len({n for n in names}) == len(names)  # each a different kernel ISA
     assert set(data["entries"]["toy/random/none"]["band"].values()) == {0.0}  # exact in every one
 
 

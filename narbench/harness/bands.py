@@ -9,8 +9,9 @@ AVX512 host moved gin's metrics by up to 7e-4. The gate allows, per (dataset, en
 where `spread` is max - min of the metric over the environments measured. A *measurement* is one
 gate run in one environment, written by `narbench check --record FILE`; `narbench check --update`
 derives the bands from its own run, the variants this machine can simulate (other kernel ISAs via
-`ATEN_CPU_CAPABILITY`, 1 and 4 threads; run here in subprocesses) and any `--spread FILE`
-measurements from other installs (torch releases, CUDA wheels, other hosts).
+`ATEN_CPU_CAPABILITY`; run here in subprocesses) and any `--spread FILE` measurements from other
+installs (torch releases, CUDA wheels, other hosts). The gate pins its thread count on every host,
+so bands come from runs at that count.
 """
 
 from __future__ import annotations
@@ -63,10 +64,10 @@ class Environment:
         return f"torch {self.torch} {self.build}, {self.isa}, {self.threads} threads" + (f", {self.cpu}" if self.cpu else "")
 
     def same_kind(self, other: Mapping[str, Any]) -> bool:
-        """Same torch minor release, build and ISA as a recorded environment (threads are pinned by the gate)."""
+        """Same torch minor release, build, ISA and thread count as a recorded environment."""
         minor = ".".join(self.torch.split(".")[:2])
         return (".".join(str(other.get("torch", "")).split(".")[:2]) == minor and other.get("build") == self.build
-                and str(other.get("isa", "")).upper() == self.isa.upper())
+                and str(other.get("isa", "")).upper() == self.isa.upper() and other.get("threads") == self.threads)
 
 
 def outside(current: Environment, measured: Sequence[Mapping[str, Any]]) -> bool:
@@ -109,14 +110,13 @@ def read_measurement(path: str | Path) -> dict[str, Any]:
 
 def local_variants(threads: int) -> list[tuple[str, int]]:
     """(ATEN_CPU_CAPABILITY, threads) pairs this machine can run besides its own setting: every other
-    kernel ISA its CPU supports at `threads`, and 1 and 4 threads at its own ISA."""
+    kernel ISA its CPU supports, at `threads`. Not other thread counts: the gate pins its threads
+    (`GATE_THREADS`) on every host, so their noise (measured: docs/gate.md) never reaches a verdict."""
     import torch
 
     own = torch.backends.cpu.get_cpu_capability().lower()
     supported = ISAS[: ISAS.index(own) + 1] if own in ISAS else ("default",)
-    out = [(isa, threads) for isa in supported if isa != own]
-    out += [(own, t) for t in (1, 4) if t != threads]
-    return out
+    return [(isa, threads) for isa in supported if isa != own]
 
 
 def measure(isa: str, threads: int, encoders: Iterable[str], datasets: Iterable[str], path: Path,
