@@ -1,7 +1,9 @@
 """harness: the benchmark. One run through the pipeline (`runner`: dataset -> split -> splitter
 -> encoder -> trainer -> embeddings -> retrieval -> metrics -> result), the checks before it
 (`preflight`), which runs are the same run (`confighash`), a grid of runs on a launcher
-(`sweep`, `launchers`), the runs done so far (`runs`) and the regression gate (`gate`).
+(`sweep`, `launchers`), the runs done so far (`runs`) and the regression gate (`gate`: its
+reference file `reference`, bands measured across environments `bands`, injected regressions
+`degradations` that show it is not blind).
 
 May import: narbench.core, narbench.data, narbench.train, narbench.eval. Encoders, splitters and
 datasets come through the registry, never by import.
