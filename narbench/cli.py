@@ -225,7 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="only these datasets (default: all registered; unavailable ones are skipped)")
     check.add_argument("--update", action="store_true",
                        help="rewrite the reference with this run's metrics and re-derive their bands: this run, the "
-                            "kernel ISAs and thread counts this machine can simulate (subprocesses), and --spread files")
+                            "other kernel ISAs this machine can simulate (subprocesses), and --spread files")
     check.add_argument("--spread", action="append", default=[], metavar="FILE",
                        help="with --update: also derive the bands from this measurement (a --record file of another "
                             "environment: torch release, CUDA wheel, host); repeatable")
@@ -401,14 +401,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     t = time.perf_counter()
     console = _console()
     if args.update and not args.no_measure:
-        from narbench.core import registry
-
-        encoders = gate._split_names(args.encoders) or registry.names("encoder")
-        datasets = gate._split_names(args.datasets) or registry.names("dataset")
         with tempfile.TemporaryDirectory(prefix="narbench-bands-") as tmp:
             for isa, threads in bands.local_variants(args.threads):
                 console.print(f"measuring the bands: ATEN_CPU_CAPABILITY={isa}, {threads} threads")
-                spread.append(bands.measure(isa, threads, encoders, datasets, Path(tmp) / f"{isa}-{threads}.json"))
+                spread.append(bands.measure(isa, threads, args.encoders, args.datasets,
+                                            Path(tmp) / f"{isa}-{threads}.json"))
     report = gate.check(args.reference, tolerance=args.tolerance, encoders=args.encoders, datasets=args.datasets,
                         update=args.update, threads=args.threads, compare_with_reference=not args.no_compare,
                         spread=spread, allow_improvements=args.allow_improvements, console=_console(stderr=True))

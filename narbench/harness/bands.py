@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from narbench.harness.reference import GateError
+from narbench.harness.reference import GateError, finite
 
 #: band = max(FLOOR, FACTOR * spread) for trained encoders. FACTOR 3: the measured spread is a sample of the
 #: environments that exist (an Intel MKL host, another torch patch release); FLOOR 1e-5: the thread-count
@@ -102,8 +102,7 @@ def read_measurement(path: str | Path) -> dict[str, Any]:
         raise GateError(f"measurement file {path} is not a `narbench check --record` file")
     for key, entry in data["entries"].items():
         metrics = entry.get("metrics") if isinstance(entry, dict) else None
-        if not isinstance(metrics, dict) or not all(isinstance(v, (int, float)) and v == v and abs(v) != float("inf")
-                                                    for v in metrics.values()):
+        if not isinstance(metrics, dict) or not all(finite(v) for v in metrics.values()):
             raise GateError(f"measurement file {path}: entry {key!r} has no finite metrics")
     return data
 
@@ -119,14 +118,18 @@ def local_variants(threads: int) -> list[tuple[str, int]]:
     return [(isa, threads) for isa in supported if isa != own]
 
 
-def measure(isa: str, threads: int, encoders: Iterable[str], datasets: Iterable[str], path: Path,
+def measure(isa: str, threads: int, encoders: Iterable[str] | None, datasets: Iterable[str] | None, path: Path,
             python: str | None = None) -> dict[str, Any]:
-    """Run the gate in a subprocess under kernel set `isa` with `threads` threads; its measurement."""
+    """Run the gate in a subprocess under kernel set `isa` with `threads` threads; its measurement.
+    `encoders` / `datasets` as `narbench check` takes them (comma-separated names; None: all)."""
     # the same import path as this process (plugins put on sys.path at run time included)
     path_env = os.pathsep.join(p for p in sys.path if p) if python is None else os.environ.get("PYTHONPATH", "")
     env = {**os.environ, "ATEN_CPU_CAPABILITY": isa, "NARBENCH_NO_PROGRESS": "1", "PYTHONPATH": path_env}
     cmd = [python or sys.executable, "-m", "narbench.cli", "check", "--record", str(path), "--threads", str(threads),
-           "--encoders", ",".join(encoders), "--datasets", ",".join(datasets), "--no-compare"]
+           "--no-compare"]
+    for flag, names in (("--encoders", encoders), ("--datasets", datasets)):
+        if names:
+            cmd += [flag, ",".join(names)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode != 0 or not path.exists():
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
@@ -181,8 +184,12 @@ def derive(entries: Mapping[str, Any], env: Environment, measurements: Sequence[
     return out, envs
 
 
-def measured_environments(previous: Mapping[str, Any] | None, envs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The reference's environment list after an update: the new ones, then old ones still carried."""
+def measured_environments(previous: Mapping[str, Any] | None, envs: Sequence[Mapping[str, Any]],
+                          entries: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The reference's environment list after an update: the new ones, then old ones still carried,
+    each only where some entry's derivation names it (measured or carried)."""
+    used = {n for e in entries.values() for n in
+            e["derivation"]["environments"] + e["derivation"].get("carried", {}).get("environments", [])}
     seen = {e["name"] for e in envs}
     old = [e for e in ((previous or {}).get("bands") or {}).get("environments", []) if e.get("name") not in seen]
-    return [dict(e) for e in envs] + [dict(e) for e in old]
+    return [dict(e) for e in [*envs, *old] if e.get("name") in used]

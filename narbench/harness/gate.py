@@ -308,9 +308,7 @@ def check(
         entries, envs = bands.derive(report.entries, env, spread, trained, previous=reference)
         kept = {k: v for k, v in reference["entries"].items() if k not in entries and reference.get("version") == 2}
         all_entries = {**kept, **entries}
-        used = {n for e in all_entries.values() for n in
-                e["derivation"]["environments"] + e["derivation"].get("carried", {}).get("environments", [])}
-        env_list = [e for e in bands.measured_environments(reference, envs) if e["name"] in used]
+        env_list = bands.measured_environments(reference, envs, all_entries)
         refmod.write(reference_path, {"version": REFERENCE_VERSION,
                                       "bands": {"rule": bands.RULE, "factor": bands.FACTOR, "floor": bands.FLOOR,
                                                 "environments": env_list},

@@ -34,12 +34,9 @@ class GateError(RuntimeError):
     """The gate cannot run at all (no reference file, unreadable or invalid reference, bad options)."""
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _finite(value: Any) -> bool:
-    return _number(value) and math.isfinite(value)
+def finite(value: Any) -> bool:
+    """A real number (not a bool, not a string) that is neither NaN nor infinite."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def validate(data: Any, where: str = "reference") -> dict[str, Any]:
@@ -55,14 +52,14 @@ def validate(data: Any, where: str = "reference") -> dict[str, Any]:
     entries = data.get("entries")
     if not isinstance(entries, dict):
         raise bad("'entries' must be an object of <dataset>/<encoder>/<splitter> keys")
-    if version == 1 and "tolerance" in data and not (_finite(data["tolerance"]) and data["tolerance"] >= 0):
+    if version == 1 and "tolerance" in data and not (finite(data["tolerance"]) and data["tolerance"] >= 0):
         raise bad(f"tolerance {data['tolerance']!r} must be a finite number >= 0")
     if version == 2:
         bands = data.get("bands")
         if not isinstance(bands, dict) or not isinstance(bands.get("environments"), list):
             raise bad("'bands' must say which environments the bands were measured in ('environments': [...])")
         for name in ("factor", "floor"):
-            if not (_finite(bands.get(name)) and bands[name] >= 0):
+            if not (finite(bands.get(name)) and bands[name] >= 0):
                 raise bad(f"bands.{name} {bands.get(name)!r} must be a finite number >= 0")
     for key, entry in entries.items():
         if not isinstance(entry, dict):
@@ -71,7 +68,7 @@ def validate(data: Any, where: str = "reference") -> dict[str, Any]:
         if not isinstance(metrics, dict) or not metrics:
             raise bad(f"entry {key!r} has no metrics")
         for metric, value in metrics.items():
-            if not _finite(value):
+            if not finite(value):
                 raise bad(f"entry {key!r} metric {metric!r} is {value!r}, not a finite number")
         if version == 2:
             band = entry.get("band")
@@ -81,7 +78,7 @@ def validate(data: Any, where: str = "reference") -> dict[str, Any]:
             if missing:
                 raise bad(f"entry {key!r} has no band for {', '.join(missing)}")
             for metric, value in band.items():
-                if not (_finite(value) and value >= 0):
+                if not (finite(value) and value >= 0):
                     raise bad(f"entry {key!r} band of {metric!r} is {value!r}, not a finite number >= 0")
             if not isinstance(entry.get("derivation"), dict):
                 raise bad(f"entry {key!r} does not say how its band was derived ('derivation')")

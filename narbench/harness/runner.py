@@ -26,7 +26,7 @@ from narbench.eval.metrics import METRICS, score_rankings
 from narbench.train.profiles import get_profile
 from narbench.train.protocol import DEFAULT_PROTOCOL, Protocol, get_protocol
 from narbench.eval.result import SIDECAR_SUFFIX, RunResult, environment, git_commit, package_versions, write_embeddings
-from narbench.eval.retrieval import EmbeddingError, check_finite, tiebreak_keys, top_k_cosine  # noqa: F401 (EmbeddingError re-exported)
+from narbench.eval.retrieval import check_finite, tiebreak_keys, top_k_cosine
 from narbench.train.splitter import Splitter
 from narbench.train.resume import Snapshots
 from narbench.train.trainer import Trainer, seed_everything
@@ -293,7 +293,7 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     result.config_hash = result_hash(result)
     evaluation = Evaluation(result, None, query_emb, corpus_emb, ranked.numpy(), per_query)
     if cfg.out and distributed.is_main():  # torchrun: rank 0 writes
-        evaluation.path = _write(cfg, evaluation, encoder, dataset, [graphs[i] for i in query_idx])
+        evaluation.path = _write(cfg, evaluation, encoder, dataset, query_graphs)
     if snapshots is not None:  # the result is written: nothing is left to resume
         snapshots.clear()
     return evaluation
