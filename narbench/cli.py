@@ -181,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cross = sub.add_parser("build-crossimpl", help="extract the cross-implementation queries of `real` "
                            "(narbench/data/crossimpl.csv; needs the crossimpl extra)", formatter_class=defaults)
-    cross.add_argument("--out", required=True, help="folder for crossimpl-2.0.narg")
+    cross.add_argument("--out", required=True, help="folder for crossimpl-2.1.1.narg")
     cross.set_defaults(func=cmd_build_crossimpl)
 
     sheet = sub.add_parser("datasheet", help="counts per source/family/coarse label, sizes, vocabulary, split")

@@ -34,11 +34,17 @@ class Split:
     test_size: float
     name: str = "standard"
     rule: str = ""  # one sentence saying how the split was made (for datasheets)
+    #: named subsets of the queries, as positions into `test` (e.g. crossimpl's `exact` and
+    #: `reimpl`); results report the metrics of each beside the whole split's
+    subsets: dict[str, np.ndarray] = field(default_factory=dict)
 
     def describe(self) -> dict[str, Any]:
         """Provenance for result files: name, rule parameters and sizes."""
-        return {"name": self.name, "seed": self.seed, "test_size": self.test_size,
-                "train": int(len(self.train)), "test": int(len(self.test))}
+        out = {"name": self.name, "seed": self.seed, "test_size": self.test_size,
+               "train": int(len(self.train)), "test": int(len(self.test))}
+        if self.subsets:
+            out["subsets"] = {k: int(len(v)) for k, v in self.subsets.items()}
+        return out
 
 
 def stratified_split(labels: list[str], *, test_size: float = 0.1, seed: int = 0) -> Split:

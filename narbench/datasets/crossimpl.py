@@ -5,18 +5,25 @@ holds (pytorchcv, vit-pytorch, MONAI, efficientnet-pytorch): per row the package
 (import path and keyword arguments), the input, the taxonomy family of the architecture it
 implements, the zoo model it corresponds to and the reason where a judgment was made.
 `narbench build-crossimpl --out DIR` (the optional `crossimpl` extra, `narbench.zoo.crossimpl`)
-extracts each row, canonicalises it and writes `crossimpl-2.0.narg`, shipped as package data and
-pinned by `EXPECTED_SHA256`; loading it needs none of those packages.
+extracts each row, renames the nodes of custom autograd functions by what they compute
+(`narbench/data/crossimpl-functions.csv`: raw name -> the standard autograd node of the same
+computation), canonicalises it and writes `crossimpl-2.1.1.narg`, shipped as package data and
+pinned by `EXPECTED_SHA256`; loading it needs none of those packages. The build fails on a query
+whose share of `other` nodes (raw ops no table knows) exceeds `MAX_OTHER_SHARE`.
+
+Version 2.1.1 (for `real` 2.1) cleaned 2.0: efficientnet-pytorch's memory-efficient Swish (a custom
+autograd function, 49-163 nodes per query) was `other` and is now `silu`. Queries isomorphic to a
+corpus graph (`exact`: they measure copy detection, not reimplementation) are a subset of their own
+(`Split.subsets`), reported apart from the rest (`reimpl`) and per package.
 
 The `crossimpl` split of `real` queries these graphs against every `real` graph: what a search
 user does with a model written outside the zoos. Its queries are never tuned against. `attach`
 appends them to the loaded `real` graphs (after them, so the indices and the `standard` and
 `unseen` splits of the real graphs are unchanged) and sets `GraphDataset.query_only`, which keeps
 them out of the search index and the datasheet's counts. The dataset's sha256 then covers both
-files: sha256 of `"real:<sha256 of real-2.0.narg>\\ncrossimpl:<sha256 of crossimpl-2.0.narg>\\n"`
-(both payload digests are kept in `meta["parts"]`).
+files' payload digests, kept in `meta["parts"]`; the dataset's sha256 stays the corpus file's.
 
-`NARBENCH_CROSSIMPL_FILE=/path/to/crossimpl-2.0.narg` loads a locally built file instead (reported,
+`NARBENCH_CROSSIMPL_FILE=/path/to/crossimpl-2.1.1.narg` loads a locally built file instead (reported,
 not checked against the pin).
 """
 
@@ -41,12 +48,17 @@ if TYPE_CHECKING:
     from narbench.data.graph import ArchGraph
 
 NAME = "crossimpl"
-VERSION = "2.0"
+VERSION = "2.1.1"
 TABLE = "crossimpl.csv"
+#: custom autograd functions of the packages, renamed by what they compute before canonicalisation
+FUNCTIONS_TABLE = "crossimpl-functions.csv"
+#: a query with more than this share of `other` nodes fails the build: its graph says too little
+#: (2.0's EfficientNets had 20%; after the cleaning no query has any)
+MAX_OTHER_SHARE = 0.02
 ARTIFACT = f"{NAME}-{VERSION}.narg"
 ENV_FILE = "NARBENCH_CROSSIMPL_FILE"
-#: sha256 of the payload of the shipped `crossimpl-2.0.narg`
-EXPECTED_SHA256: str | None = "0cc2af1048f1e1cfd921c3b85ea5cad8488cc4e0afdff067bdd68bd84ddf9652"
+#: sha256 of the payload of the shipped `crossimpl-2.1.1.narg`
+EXPECTED_SHA256: str | None = "8c49f7ea6e0159cb4f9cf1321fdcd1cb07e45ef79b3d99601c71bedb85b72ed9"
 COLUMNS = ("package", "model", "builder", "kwargs", "input", "family", "zoo_model", "reason")
 
 
@@ -105,6 +117,53 @@ def read_table(path: str | os.PathLike | None = None) -> list[Row]:
     return rows
 
 
+def functions_path() -> Path:
+    return Path(str(resources.files("narbench"))) / "data" / FUNCTIONS_TABLE
+
+
+def read_functions(path: str | os.PathLike | None = None) -> dict[str, str]:
+    """Custom autograd function node -> the raw autograd name of what it computes (`crossimpl-functions.csv`).
+
+    ValueError naming the line for a malformed or repeated row, or a target the op table does not map.
+    """
+    from narbench.data.ops import load_table
+
+    path = Path(path) if path is not None else functions_path()
+    known = load_table()
+    out: dict[str, str] = {}
+    with open(path, newline="") as fh:
+        reader = csv.DictReader(fh)
+        if tuple(reader.fieldnames or ()) != ("raw", "as", "package", "reason"):
+            raise ValueError(f"{path}: columns {reader.fieldnames}, expected ['raw', 'as', 'package', 'reason']")
+        for line, rec in enumerate(reader, start=2):
+            raw, target = rec["raw"], rec["as"]
+            if not (raw and target and rec["reason"]):
+                raise ValueError(f"{path}:{line}: raw, as and reason are required")
+            if raw in out:
+                raise ValueError(f"{path}:{line}: {raw} is listed twice")
+            if target not in known:
+                raise ValueError(f"{path}:{line}: {target} is not in the op table (narbench/data/ops.csv)")
+            out[raw] = target
+    return out
+
+
+def other_share(graph: ArchGraph, vocab: list[str]) -> float:
+    """The share of `graph`'s nodes that are `other` (raw ops no table maps)."""
+    if "other" not in vocab or graph.num_nodes == 0:
+        return 0.0
+    return float((np.asarray(graph.ops) == vocab.index("other")).sum()) / graph.num_nodes
+
+
+def query_subsets(queries: list[ArchGraph]) -> dict[str, np.ndarray]:
+    """Positions (in query order) of each subset: `exact` (isomorphic to a corpus graph, from the
+    build's `meta["corpus_twins"]`), `reimpl` (the others) and `package:<name>` per package."""
+    exact = np.array([bool((g.meta or {}).get("corpus_twins")) for g in queries], dtype=bool)
+    subsets = {"exact": np.flatnonzero(exact), "reimpl": np.flatnonzero(~exact)}
+    for package in sorted({g.source for g in queries}):
+        subsets[f"package:{package}"] = np.array([i for i, g in enumerate(queries) if g.source == package], dtype=np.int64)
+    return subsets
+
+
 def shipped_path() -> Path:
     return Path(str(resources.files("narbench"))) / "data" / ARTIFACT
 
@@ -129,9 +188,9 @@ def read() -> tuple[list[ArchGraph], list[str], dict[str, Any], str]:
             "reinstall narbench to restore the shipped file" if pinned else f"rebuild it or unset {ENV_FILE}")) from exc
 
 
-def crossimpl_split(num_real: int, num_queries: int) -> Split:
+def crossimpl_split(num_real: int, num_queries: int, subsets: dict[str, np.ndarray] | None = None) -> Split:
     """Queries: the `num_queries` graphs after the first `num_real`; corpus: every real graph."""
-    return Split(train=np.arange(num_real, dtype=np.int64),
+    return Split(subsets=dict(subsets or {}), train=np.arange(num_real, dtype=np.int64),
                  test=np.arange(num_real, num_real + num_queries, dtype=np.int64), seed=0, test_size=0.0,
                  name=NAME, rule="queries are independent reimplementations of zoo architectures "
                                  "(pytorchcv, vit-pytorch, MONAI, efficientnet-pytorch; `narbench/data/crossimpl.csv`), "
@@ -168,9 +227,11 @@ def attach(provider: DatasetProvider, graphs: list[ArchGraph], vocab: list[str],
                       "and a new family would change every split's family ids)", stacklevel=3)
         return GraphDataset(provider.name, provider.version, list(vocab), graphs, digest, splits["standard"],
                             meta=header, splits=splits)
-    splits[NAME] = crossimpl_split(len(graphs), len(queries))
+    recorded = any("corpus_twins" in (g.meta or {}) for g in queries)  # 2.1.1 on: the build recorded them
+    splits[NAME] = crossimpl_split(len(graphs), len(queries), query_subsets(queries) if recorded else None)
     meta = {**header, "parts": {"real": digest, NAME: q_digest},
-            NAME: {"num_graphs": len(queries), "versions": q_header.get("versions", {})}}
+            NAME: {"num_graphs": len(queries), "version": q_header.get("version"),
+                   "versions": q_header.get("versions", {})}}
     return GraphDataset(provider.name, provider.version, list(vocab), [*graphs, *queries],
                         digest, splits["standard"], meta=meta, splits=splits,
                         query_only=len(queries))

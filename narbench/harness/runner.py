@@ -290,6 +290,7 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
         git_commit=commit,
         created=now.isoformat(),
     )
+    result.subsets = subset_metrics(_subset_positions(dataset.get_split(cfg.split), query_idx), per_query)
     result.config_hash = result_hash(result)
     evaluation = Evaluation(result, None, query_emb, corpus_emb, ranked.numpy(), per_query)
     if cfg.out and distributed.is_main():  # torchrun: rank 0 writes
@@ -312,6 +313,24 @@ def snapshot_key(cfg: RunConfig, dataset: GraphDataset, profile) -> str:
                        "narbench": package_versions().get("narbench"), "torch": torch.__version__},
                       sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _subset_positions(split, query_idx: np.ndarray) -> dict[str, np.ndarray]:
+    """The split's query subsets as positions into the queries this run scored (a profile may take fewer)."""
+    where = {int(q): i for i, q in enumerate(np.asarray(query_idx).tolist())}
+    return {name: np.array([where[q] for q in split.test[np.asarray(pos, dtype=np.int64)].tolist() if q in where],
+                           dtype=np.int64) for name, pos in split.subsets.items()}
+
+
+def subset_metrics(subsets: dict[str, np.ndarray], per_query: dict[str, np.ndarray]) -> dict[str, dict]:
+    """Per named query subset (positions in query order): its size and the mean of every metric over it."""
+    out = {}
+    for name, positions in subsets.items():
+        pos = np.asarray(positions, dtype=np.int64)
+        out[name] = {"queries": int(len(pos)),
+                     "metrics": {m: (float(np.asarray(v)[pos].mean()) if len(pos) else float("nan"))
+                                 for m, v in sorted(per_query.items())}}
+    return out
 
 
 def _write(cfg: RunConfig, ev: Evaluation, encoder: Encoder, dataset: GraphDataset, queries: list) -> Path:

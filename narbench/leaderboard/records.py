@@ -69,7 +69,10 @@ class Record:
 
     @property
     def dataset_content(self) -> tuple[str, str]:
-        return str(self.result.dataset.get("version", "?")), str(self.result.dataset.get("sha256", "?"))
+        """(version, sha256) of the data the run scored; a query-only part (crossimpl) its split used counts too."""
+        version, sha = str(self.result.dataset.get("version", "?")), str(self.result.dataset.get("sha256", "?"))
+        part = (self.result.dataset.get("parts") or {}).get(self.result.split)
+        return (version, sha) if part is None else (version, f"{sha}+{self.result.split}:{part}")
 
     @property
     def device(self) -> str:
@@ -182,14 +185,26 @@ def collect(dirs: Iterable[str | Path], *, datasets: Iterable[KnownDataset] | No
     if errors:
         raise RejectedResultsError(errors)
     # Never average over different dataset contents: label such groups by version and sha256.
-    contents: dict[str, set[tuple[str, str]]] = {}
+    # (a query-only part such as crossimpl's is compared among the runs of its split only)
+    def group(r: Record) -> tuple[str, str | None]:
+        return r.dataset, (r.result.split if r.result.split in (r.result.dataset.get("parts") or {}) else None)
+
+    contents: dict[tuple[str, str | None], set[tuple[str, str]]] = {}
     for r in records:
-        contents.setdefault(r.dataset, set()).add(r.dataset_content)
-    records = [r if len(contents[r.dataset]) == 1 else
-               replace(r, dataset_label=f"{r.dataset} {r.dataset_content[0]} ({r.dataset_content[1][:8]})")
+        contents.setdefault(group(r), set()).add(r.dataset_content)
+    records = [r if len(contents[group(r)]) == 1 else
+               replace(r, dataset_label=f"{r.dataset} {r.dataset_content[0]} ({_short(r.dataset_content[1])})")
                for r in records]
     records.sort(key=lambda r: (r.result.run_id, str(r.path)))
     return records
+
+
+def _short(content: str) -> str:
+    """`98efc55d` of a sha256, `crossimpl 8c49f7ea` of `<sha256>+crossimpl:<sha256>`."""
+    if "+" not in content:
+        return content[:8]
+    part, _, digest = content.split("+", 1)[1].partition(":")
+    return f"{part} {digest[:8]}"
 
 
 def select_runs(records: Iterable[Record]) -> dict[Key, dict[int, Record]]:

@@ -1,10 +1,14 @@
-"""Build `crossimpl-2.0.narg`: canonical graphs of the reimplementations in `narbench/data/crossimpl.csv`.
+"""Build `crossimpl-2.1.1.narg`: canonical graphs of the reimplementations in `narbench/data/crossimpl.csv`.
 
 Each row's builder is imported and called with its keyword arguments on the meta device (the CPU
-when the meta device fails), run once on an input of the row's shape (`narbench.zoo.extract`),
-canonicalised (`narbench.data.canonical`), mapped onto the canonical vocabulary and labelled by the
-table: family from the table, coarse label by `coarse_label` of the canonical graph, source = the
-package, identity `crossimpl/<package>/<model>`. Needs the optional `crossimpl` extra:
+when the meta device fails), run once on an input of the row's shape (`narbench.zoo.extract`); the
+nodes of custom autograd functions are renamed by what they compute (`crossimpl-functions.csv`),
+the graph is canonicalised (`narbench.data.canonical`), mapped onto the canonical vocabulary and
+labelled by the table: family from the table, coarse label by `coarse_label` of the canonical graph,
+source = the package, identity `crossimpl/<package>/<model>`. A query whose share of `other` nodes
+exceeds `MAX_OTHER_SHARE` fails the build, naming its unknown ops. Each query's
+`meta["corpus_twins"]` lists the shipped `real` graphs isomorphic to it (`taxonomy.canonical_hash`):
+those queries form the `exact` subset. Needs the optional `crossimpl` extra:
 
     pip install 'narbench[crossimpl]' && narbench build-crossimpl --out build/crossimpl
 """
@@ -20,7 +24,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from narbench.data.canonical import canonical_vocabulary
-from narbench.datasets.crossimpl import ARTIFACT, NAME, VERSION, Row, read_table, table_path
+from narbench.datasets.crossimpl import (ARTIFACT, MAX_OTHER_SHARE, NAME, VERSION, Row, functions_path, other_share,
+                                         read_functions, read_table, table_path)
 from narbench.data.graph import ArchGraph
 from narbench.data.ops import OPS_VERSION, table_sha256
 from narbench.data.store import write_graphs
@@ -44,27 +49,39 @@ def import_module(name: str) -> Any:
     the submodule without it.
 
     vit-pytorch's `__init__` imports its training wrappers, which import torchvision; a torchvision
-    built for another torch (a CUDA wheel beside the CPU torch) raises RuntimeError on import. The
+    built for another torch (a CUDA wheel beside the CPU torch) raises RuntimeError on import, and
+    a missing one ModuleNotFoundError. The
     model modules themselves do not use it, so the package is then stood in by an empty package of
     the same path and only the submodule is imported (its graph is the same).
     """
     try:
         return importlib.import_module(name)
-    except ImportError:
-        raise
-    except Exception:  # noqa: BLE001 - retried without the package's __init__, re-raised if that fails too
+    except ImportError as exc:
+        # the module itself (or its package) missing is re-raised; a dependency of the package's
+        # `__init__` that is missing (vit-pytorch without torchvision) is retried without it
         top = name.split(".")[0]
-        if top == name:
+        if not exc.name or exc.name.split(".")[0] == top:
             raise
-        spec = importlib.util.find_spec(top)
-        if spec is None or not spec.submodule_search_locations:
-            raise
-        for key in [k for k in sys.modules if k == top or k.startswith(top + ".")]:
-            del sys.modules[key]
-        stub = types.ModuleType(top)
-        stub.__path__ = list(spec.submodule_search_locations)
-        sys.modules[top] = stub
-        return importlib.import_module(name)
+        module = _without_package_init(name)
+    except Exception:  # noqa: BLE001 - retried without the package's __init__, re-raised if that fails too
+        module = _without_package_init(name)
+    if module is None:
+        raise ImportError(f"{name}: its package's __init__ fails and it cannot be imported without it")
+    return module
+
+
+def _without_package_init(name: str) -> Any:
+    """`name` imported with its top package stood in by an empty package of the same path (None if it has none)."""
+    top = name.split(".")[0]
+    spec = importlib.util.find_spec(top)
+    if top == name or spec is None or not spec.submodule_search_locations:
+        return None
+    for key in [k for k in sys.modules if k == top or k.startswith(top + ".")]:
+        del sys.modules[key]
+    stub = types.ModuleType(top)
+    stub.__path__ = list(spec.submodule_search_locations)
+    sys.modules[top] = stub
+    return importlib.import_module(name)
 
 
 def package_version(package: str) -> str:
@@ -90,10 +107,15 @@ def extract_row(row: Row) -> tuple[ArchGraph, dict[str, Any]]:
         return extract_graph(model, x), {"params": int(sum(p.numel() for p in model.parameters()))}
 
     raw, info = _try_devices(["meta", "cpu"], run)
+    functions = read_functions()
+    renamed = {op: n for op, n in raw.op_counts().items() if op in functions}
+    raw.ops = [functions.get(op, op) for op in raw.ops]
     canon = raw.canonical()
     meta = {"package": row.package, "model": row.model, "builder": row.builder, "kwargs": row.kwargs,
             "input": row.input, "package_version": package_version(row.package), "identity": row.identity,
             "zoo_model": row.zoo_model, **info}
+    if renamed:
+        meta["renamed_functions"] = dict(sorted(renamed.items()))
     if "unknown_ops" in canon.meta:
         meta["unknown_ops"] = canon.meta["unknown_ops"]
     graph = canon.to_arch_graph(list(canonical_vocabulary()), name=row.identity, family=row.family,
@@ -106,33 +128,81 @@ def _tuples(value: Any) -> Any:
     return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
-def build(out: str | Path, rows: list[Row] | None = None, *, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Extract every row and write `<out>/crossimpl-2.0.narg`; return a summary. A row that fails stops the build."""
+def mark_corpus_twins(queries: list[ArchGraph], corpus: tuple[str, list[ArchGraph]] | None = None, *,
+                      progress: Callable[[str], None] | None = None) -> str:
+    """Set each query's `meta["corpus_twins"]`: names of the corpus graphs isomorphic to it (sorted).
+
+    `corpus` is (description, graphs); default the shipped `real` file. Returns the description.
+    """
+    from narbench.datasets.taxonomy import canonical_hash
+
+    if corpus is None:
+        from narbench.datasets import real
+        from narbench.data.store import read_graphs
+
+        graphs, _, _, digest = read_graphs(real.shipped_path(), real.RealDataset.expected_sha256)
+        corpus = (f"{real.ARTIFACT} sha256 {digest}", graphs)
+    name, corpus_graphs = corpus
+    wanted: dict[str, list[int]] = {}
+    for i, q in enumerate(queries):
+        wanted.setdefault(canonical_hash(q), []).append(i)
+    sizes = {q.num_nodes for q in queries}
+    twins: dict[int, list[str]] = {i: [] for i in range(len(queries))}
+    for j, g in enumerate(corpus_graphs):  # only graphs of a query's size can be isomorphic to it
+        if g.num_nodes in sizes:
+            for i in wanted.get(canonical_hash(g), ()):
+                twins[i].append(g.name)
+        if progress and j and j % 5000 == 0:
+            progress(f"corpus twins: {j}/{len(corpus_graphs)} corpus graphs")
+    for i, q in enumerate(queries):
+        q.meta = {**(q.meta or {}), "corpus_twins": sorted(twins[i])}
+    return name
+
+
+def build(out: str | Path, rows: list[Row] | None = None, *, progress: Callable[[str], None] | None = None,
+          corpus: tuple[str, list[ArchGraph]] | None = None) -> dict[str, Any]:
+    """Extract every row and write `<out>/crossimpl-2.1.1.narg`; return a summary.
+
+    A row that fails, or whose share of `other` nodes exceeds `MAX_OTHER_SHARE`, stops the build.
+    `corpus` is the real graphs the queries' `corpus_twins` are found among (default: the shipped `real`).
+    """
     import hashlib
 
     import torch
 
     rows = read_table() if rows is None else rows
+    vocab = list(canonical_vocabulary())
     graphs = []
     for i, row in enumerate(rows, start=1):
         try:
             graph, info = extract_row(row)
         except Exception as exc:  # noqa: BLE001 - named and re-raised
             raise RuntimeError(f"{row.identity} ({row.builder}): {type(exc).__name__}: {str(exc)[:500]}") from exc
+        share = other_share(graph, vocab)
+        if share > MAX_OTHER_SHARE:
+            raise RuntimeError(f"{row.identity}: {share:.1%} of its {graph.num_nodes} nodes are `other` (more than "
+                               f"{MAX_OTHER_SHARE:.0%}): raw ops no table maps: {graph.meta.get('unknown_ops')}; map each "
+                               f"custom autograd function by what it computes in {functions_path()}")
         graphs.append(graph)
         if progress:
             progress(f"[{i}/{len(rows)}] {row.identity}: {graph.num_nodes} nodes, family {graph.family}, "
-                     f"coarse {graph.coarse}, {info['device']}")
+                     f"coarse {graph.coarse}, {info['device']}"
+                     + (f", other {share:.1%} {graph.meta.get('unknown_ops')}" if share else ""))
+    corpus_name = mark_corpus_twins(graphs, corpus, progress=progress)
     packages = sorted({r.package for r in rows})
     header = {"name": NAME, "version": VERSION, "generator": "narbench.zoo.crossimpl",
               "versions": {"torch": torch.__version__.split("+")[0], **{p: package_version(p) for p in packages}},
               "ops": {"version": OPS_VERSION, "table_sha256": table_sha256()},
-              "table_sha256": hashlib.sha256(table_path().read_bytes()).hexdigest()}
+              "table_sha256": hashlib.sha256(table_path().read_bytes()).hexdigest(),
+              "functions_sha256": hashlib.sha256(functions_path().read_bytes()).hexdigest(),
+              "max_other_share": MAX_OTHER_SHARE, "corpus": corpus_name}
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / ARTIFACT
     digest = write_graphs(path, graphs, list(canonical_vocabulary()), header)
-    return {"path": str(path), "sha256": digest, "graphs": len(graphs), "versions": header["versions"]}
+    exact = [g.name for g in graphs if g.meta["corpus_twins"]]
+    return {"path": str(path), "sha256": digest, "graphs": len(graphs), "versions": header["versions"],
+            "exact": exact, "renamed": {g.name: g.meta["renamed_functions"] for g in graphs if "renamed_functions" in g.meta}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -147,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
 def run_cli(out: Path) -> int:
     summary = build(out, progress=lambda s: print(s, file=sys.stderr, flush=True))
     print(f"wrote {summary['path']}: {summary['graphs']} graphs, sha256 {summary['sha256']}")
+    print(f"custom autograd functions renamed in {len(summary['renamed'])} queries; "
+          f"{len(summary['exact'])} queries isomorphic to a corpus graph (subset `exact`)")
     return 0
 
 

@@ -86,6 +86,14 @@ def test_shipped_file_matches_its_pin_and_the_table():
     assert all(g.meta["identity"] == g.name and g.meta["package_version"] for g in graphs)
     assert set(header["versions"]) == {"torch"} | {r.package for r in rows}
     assert {g.coarse for g in graphs} <= {"cnn", "attention", "other"}
+    # 2.1.1's cleaning: no query has an `other` node left (2.0's EfficientNets had 20%), and the
+    # build recorded each query's isomorphic corpus graphs (the `exact` subset)
+    assert max(crossimpl.other_share(g, vocab) for g in graphs) <= crossimpl.MAX_OTHER_SHARE
+    assert all(isinstance(g.meta["corpus_twins"], list) for g in graphs)
+    effnet = [g for g in graphs if g.source == "efficientnet-pytorch"]
+    assert effnet and all(g.meta["renamed_functions"] == {"SwishImplementationBackward": g.meta["renamed_functions"]
+                                                          ["SwishImplementationBackward"]} for g in effnet)
+    assert header["version"] == crossimpl.VERSION and header["max_other_share"] == crossimpl.MAX_OTHER_SHARE
 
 
 def test_shipped_file_loads_without_the_packages():
@@ -175,13 +183,19 @@ def test_builder_extracts_labels_and_writes_a_loadable_file(tmp_path):
     from narbench.zoo.crossimpl import build
 
     rows = [Row("torch", "tiny", "tests.datasets.test_crossimpl:tiny_cnn", {"width": 5}, "image:1x3x9x9", "resnet")]
-    summary = build(tmp_path, rows)
+    twin = _chain([0], "timm/twin", "resnet")
+    summary = build(tmp_path, rows, corpus=("two graphs", [twin, twin]))
     graphs, vocab, header, digest = read_graphs(summary["path"], summary["sha256"])
     (g,) = graphs
     assert vocab == list(canonical_vocabulary()) and header["versions"]["torch"]
     assert (g.name, g.family, g.source, g.coarse) == ("crossimpl/torch/tiny", "resnet", "torch", "cnn")
     assert g.meta["device"] == "meta" and g.meta["kwargs"] == {"width": 5} and g.meta["params"] == 3 * 5 * 9 + 5 + 5 * 5 * 9 + 5 + 5 * 2 + 2
-    assert build(tmp_path / "again", rows)["sha256"] == digest  # deterministic
+    assert g.meta["corpus_twins"] == [] and summary["exact"] == [] and header["corpus"] == "two graphs"
+    assert build(tmp_path / "again", rows, corpus=("two graphs", [twin, twin]))["sha256"] == digest  # deterministic
+    # the same graph in the corpus makes the query `exact`
+    again = build(tmp_path / "twin", rows, corpus=("itself", [g, twin]))
+    assert again["exact"] == ["crossimpl/torch/tiny"]
+    assert read_graphs(again["path"])[0][0].meta["corpus_twins"] == ["crossimpl/torch/tiny"]
 
 
 def test_builder_names_the_row_that_fails(tmp_path):
@@ -190,7 +204,102 @@ def test_builder_names_the_row_that_fails(tmp_path):
 
     rows = [Row("torch", "nope", "tests.datasets.test_crossimpl:no_such_builder", {}, "image:1x3x9x9", "resnet")]
     with pytest.raises(RuntimeError, match="crossimpl/torch/nope"):
-        build(tmp_path, rows)
+        build(tmp_path, rows, corpus=("none", []))
+
+
+class _Swish:
+    """A custom autograd function (as efficientnet-pytorch's memory-efficient Swish), built lazily."""
+
+    @staticmethod
+    def function(name: str):
+        import torch
+
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * torch.sigmoid(x)
+
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            s = torch.sigmoid(x)
+            return g * (s * (1 + x * (1 - s)))
+
+        return type(name, (torch.autograd.Function,), {"forward": staticmethod(forward), "backward": staticmethod(backward)})
+
+
+def custom_fn_cnn(name: str = "UnmappedSwish", blocks: int = 3):
+    import torch
+
+    fn = _Swish.function(name)
+
+    class Act(torch.nn.Module):
+        def forward(self, x):
+            return fn.apply(x)
+
+    layers = []
+    for _ in range(blocks):
+        layers += [torch.nn.Conv2d(3, 3, 1), Act()]
+    return torch.nn.Sequential(*layers, torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(3, 2))
+
+
+def test_builder_fails_on_a_query_of_mostly_unmapped_ops_and_maps_listed_functions(tmp_path):
+    pytest.importorskip("torch")
+    from narbench.datasets.crossimpl import MAX_OTHER_SHARE, Row
+    from narbench.zoo.crossimpl import build, extract_row
+
+    rows = [Row("pkg", "unmapped", "tests.datasets.test_crossimpl:custom_fn_cnn", {}, "image:1x3x4x4", "resnet")]
+    with pytest.raises(RuntimeError, match=r"crossimpl/pkg/unmapped: .*% of its \d+ nodes are `other`.*UnmappedSwishBackward"):
+        build(tmp_path, rows, corpus=("none", []))
+    assert MAX_OTHER_SHARE < 3 / 8  # three of its eight nodes are the function
+    # efficientnet-pytorch's function by its name: renamed to the silu it computes, recorded in meta
+    graph, _ = extract_row(Row("pkg", "swish", "tests.datasets.test_crossimpl:custom_fn_cnn",
+                               {"name": "SwishImplementation"}, "image:1x3x4x4", "resnet"))
+    assert "unknown_ops" not in graph.meta and graph.meta["renamed_functions"] == {"SwishImplementationBackward": 3}
+    from narbench.data.canonical import canonical_vocabulary
+
+    assert [list(canonical_vocabulary())[o] for o in graph.ops].count("silu") == 3
+
+
+def test_functions_table_rows_are_checked(tmp_path):
+    from narbench.datasets.crossimpl import read_functions
+
+    table = read_functions()
+    assert table["SwishImplementationBackward"] == "SiluBackward0"
+    path = tmp_path / "f.csv"
+    path.write_text("raw,as,package,reason\nFooBackward,NoSuchBackward0,pkg,why\n")
+    with pytest.raises(ValueError, match=r"f.csv:2: NoSuchBackward0 is not in the op table"):
+        read_functions(path)
+    path.write_text("raw,as,package,reason\nFooBackward,SiluBackward0,pkg,why\nFooBackward,SiluBackward0,pkg,why\n")
+    with pytest.raises(ValueError, match=r"f.csv:3: FooBackward is listed twice"):
+        read_functions(path)
+    path.write_text("raw,as,package,reason\nFooBackward,SiluBackward0,pkg,\n")
+    with pytest.raises(ValueError, match=r"f.csv:2: raw, as and reason are required"):
+        read_functions(path)
+
+
+# ----------------------------------------------------------------------------- subsets
+
+
+def test_query_subsets_partition_the_queries_and_runs_report_them(tmp_path):
+    from narbench.datasets.crossimpl import query_subsets
+    from narbench.harness.runner import _subset_positions, subset_metrics
+
+    qs = [_chain([1, 2], "crossimpl/a/x", "fam0", "a", corpus_twins=["timm/m0-0"]),
+          _chain([1, 2, 2], "crossimpl/b/y", "fam1", "b", corpus_twins=[]),
+          _chain([1, 3], "crossimpl/a/z", "fam1", "a", corpus_twins=[])]
+    subsets = query_subsets(qs)
+    assert {k: v.tolist() for k, v in subsets.items()} == {"exact": [0], "reimpl": [1, 2], "package:a": [0, 2],
+                                                           "package:b": [1]}
+    ds = _attached(qs)
+    sp = ds.get_split("crossimpl")
+    assert sp.describe()["subsets"] == {"exact": 1, "reimpl": 2, "package:a": 2, "package:b": 1}
+    # a run that scored only some queries reports its subsets over those
+    pos = _subset_positions(sp, np.array([40, 42]))
+    assert {k: v.tolist() for k, v in pos.items()} == {"exact": [0], "reimpl": [1], "package:a": [0, 1], "package:b": []}
+    out = subset_metrics(pos, {"ndcg@20": np.array([1.0, 0.5])})
+    assert out["reimpl"] == {"queries": 1, "metrics": {"ndcg@20": 0.5}} and out["package:a"]["metrics"]["ndcg@20"] == 0.75
+    assert out["package:b"]["queries"] == 0
+    # 2.0's file (no corpus_twins recorded) gives no subsets
+    assert _attached().get_split("crossimpl").subsets == {}
 
 
 # ----------------------------------------------------------------------------- the shipped dataset
@@ -211,5 +320,14 @@ def test_shipped_real_has_the_crossimpl_split(tmp_path, monkeypatch):
     for name in ("standard", "unseen"):
         assert ds.splits[name].test.max() < len(ds.core_graphs) and ds.splits[name].train.max() < len(ds.core_graphs)
     assert ds.meta["parts"]["crossimpl"] == digest
+    # `exact`: the recorded twins are real graphs, isomorphic to their query (checked afresh here)
+    from narbench.datasets.taxonomy import canonical_hash
+
+    by_name = {g.name: g for g in ds.core_graphs}
+    exact = sp.subsets["exact"].tolist()
+    assert exact and sorted(exact + sp.subsets["reimpl"].tolist()) == list(range(len(queries)))
+    for i in exact:
+        twins = queries[i].meta["corpus_twins"]
+        assert twins and all(canonical_hash(by_name[t]) == canonical_hash(queries[i]) for t in twins)
     assert main(["run", "--encoder", "wl", "--dataset", "real", "--split", "crossimpl", "--profile", "smoke",
                  "--no-progress", "--out", str(tmp_path)]) == 0
