@@ -1,0 +1,620 @@
+"""The ceiling: what a graph-only method could reach at best on a split (issue 37, item 4).
+
+The oracle knows every label (the query's family and every corpus graph's) but sees graphs
+only up to structure: graphs in one *structure class* are interchangeable to it.
+
+- **Structure classes.** `iso`: isomorphism classes, by `narbench.datasets.taxonomy.canonical_hash`
+  (graphs are bucketed by the taxonomy's cheap invariant first, so only graphs that share a bucket
+  are hashed). `nd` (near-duplicate, `real` only): connected components of the graph pairs at WL
+  cosine >= 0.999 (`taxonomy.near_duplicate_pairs`, the taxonomy's `NEAR_DUPLICATE_WL`, decided
+  exactly on integer WL counts), isomorphism classes included. `iso` is the bound on every
+  graph-only method; `nd` is no bound on anything: it is the ceiling of a method that cannot
+  separate what the taxonomy calls near-duplicates, and says which families lose their queries to
+  another family's graphs at that resolution.
+- **The rule.** Queries are grouped by structure class (two queries with the same structure get
+  the same ranking). For a group, every corpus graph scores the summed relevance of its class
+  over the group's queries, as shares: key(class) = sum over the group's queries q of
+  |class ∩ family(q)| / |class|. For a group of one query that is the class's share of graphs of
+  the query's family. Corpus graphs are ranked by key, highest first; graphs of equal key (one
+  class, or classes with equal keys) are in uniformly random order. Ordering by the share
+  maximises the expected DCG of a single query (rearrangement inequality; a class is one tied
+  block) and is the summed-relevance vote for a group; for RR and AP it is the natural rule, not
+  proven optimal. Graphs of key 0 are irrelevant to every query of the group: they fill the
+  ranking up to its depth in corpus order (any order scores the same).
+- **The numbers.** The metrics are the project's own (`narbench.eval.metrics.score_rankings`,
+  ranx) on the same corpus and queries as `narbench run` (`narbench.harness.runner.select`, the
+  `quick` profile: the whole split), averaged over `DRAWS` seeded random tie orders. The exact
+  expectation over tie orders is computed in closed form too (`expected_metrics`) and the largest
+  gap between the two is reported (`exact_gap`).
+
+`python -m narbench.eval.ceiling` writes `leaderboard/ceiling.csv` (per dataset, split and
+resolution, beside the best committed result of the split) and `leaderboard/ceiling-families.csv`
+(per family on `real` unseen); `--splits real:crossimpl` recomputes only those rows (the others
+are kept). docs/datasets.md, "The ceiling", reads the tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import sys
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from narbench.eval.metrics import KS, score_rankings
+
+#: seeded random tie orders averaged per split
+DRAWS = 20
+SEED = 0
+#: the ranking depth of `narbench run` (`RunConfig.top_k`)
+DEPTH = 100
+RESOLUTIONS = ("iso", "nd")
+#: (dataset, split) in the order computed; crossimpl last (its data file may be rebuilt)
+SPLITS = (("nas", "standard"), ("real", "standard"), ("real", "unseen"), ("real", "crossimpl"))
+#: the metrics of the tables: the leaderboard's nine, MAP in the capped convention (MAPc)
+TABLE_METRICS = tuple(f"{m}@{k}" for m in ("ndcg", "mrr", "map_capped") for k in KS)
+BEST_METRICS = ("ndcg@20", "mrr@20", "map_capped@20")
+CEILING_CSV = Path("leaderboard/ceiling.csv")
+FAMILIES_CSV = Path("leaderboard/ceiling-families.csv")
+RESULTS_DIR = Path("leaderboard/results")
+
+
+# ----------------------------------------------------------------------------- structure classes
+
+
+def iso_keys(graphs: Sequence) -> list[str]:
+    """An isomorphism-invariant key per graph: equal keys <=> equal `canonical_hash` (isomorphic graphs).
+
+    A graph alone in its invariant bucket (`taxonomy._invariant_key`: sizes, op counts, WL-3 colours)
+    is isomorphic to no other graph of `graphs` and keeps the bucket key; the others get their canonical hash.
+    """
+    from narbench.datasets.taxonomy import _invariant_key, canonical_hash
+
+    inv = [_invariant_key(g) for g in graphs]
+    counts = Counter(inv)
+    return [f"inv:{k}" if counts[k] == 1 else f"iso:{canonical_hash(g)}" for g, k in zip(graphs, inv)]
+
+
+def structure_classes(graphs: Sequence, resolution: str = "iso", *, iso: Sequence[str] | None = None) -> np.ndarray:
+    """Class id per graph (int64, numbered by first appearance) at `resolution` (`iso` or `nd`).
+
+    `iso`: isomorphism classes (`iso_keys`). `nd`: components of the pairs at WL cosine >= 0.999
+    joined with the isomorphism classes. `iso` may pass precomputed `iso_keys(graphs)`.
+    """
+    if resolution not in RESOLUTIONS:
+        raise ValueError(f"unknown resolution {resolution!r}; known: {', '.join(RESOLUTIONS)}")
+    keys = list(iso) if iso is not None else iso_keys(graphs)
+    _, first, iso_ids = np.unique(np.asarray(keys, dtype=object), return_index=True, return_inverse=True)
+    iso_ids = iso_ids.reshape(-1)
+    if resolution == "iso":
+        return _renumber(iso_ids)
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    from narbench.datasets.taxonomy import near_duplicate_pairs, wl_counts
+
+    n = len(graphs)
+    pairs = near_duplicate_pairs(wl_counts(list(graphs))) if n > 1 else np.zeros((0, 2), np.int64)
+    rep = first[iso_ids]  # isomorphic graphs joined to their class's first member
+    src = np.concatenate([pairs[:, 0], np.arange(n)])
+    dst = np.concatenate([pairs[:, 1], rep])
+    adj = coo_matrix((np.ones(len(src)), (src, dst)), shape=(n, n))
+    return _renumber(connected_components(adj, directed=False)[1])
+
+
+def _renumber(ids: np.ndarray) -> np.ndarray:
+    """Ids 0.. in order of first appearance (so the numbering does not depend on hash values)."""
+    ids = np.asarray(ids).reshape(-1)
+    _, first, inv = np.unique(ids, return_index=True, return_inverse=True)
+    order = np.argsort(np.argsort(first, kind="stable"), kind="stable")
+    return order[inv.reshape(-1)].astype(np.int64)
+
+
+# ----------------------------------------------------------------------------- the oracle
+
+
+@dataclass
+class Group:
+    """The queries of one structure class and the oracle's tie blocks of corpus graphs for them."""
+
+    queries: np.ndarray  # query positions
+    blocks: list[np.ndarray]  # corpus positions per tie block, best key first (key > 0 only)
+    block_classes: list[np.ndarray]  # corpus class ids per block
+    fill: np.ndarray  # corpus positions of key 0, in corpus order, enough to reach the depth
+
+
+@dataclass
+class Ceiling:
+    """The oracle's scores on one set of queries: means and per-query values (mean over draws)."""
+
+    means: dict[str, float]
+    per_query: dict[str, np.ndarray]
+    exact_means: dict[str, float]
+    exact_per_query: dict[str, np.ndarray]
+    draws: int
+    groups: int
+    exact_gap: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        common = [m for m in self.exact_means if m in self.means]
+        self.exact_gap = max((abs(self.means[m] - self.exact_means[m]) for m in common), default=0.0)
+
+
+class _Corpus:
+    """Corpus counts per (class, label): sizes, members, and per label the classes holding it."""
+
+    def __init__(self, labels: np.ndarray, classes: np.ndarray):
+        self.labels, self.classes = labels, classes
+        self.num_classes = int(classes.max(initial=-1)) + 1
+        self.size = np.bincount(classes, minlength=self.num_classes)
+        order = np.argsort(classes, kind="stable")
+        bounds = np.searchsorted(classes[order], np.arange(self.num_classes + 1))
+        self.members = [order[bounds[c]:bounds[c + 1]] for c in range(self.num_classes)]
+        self.by_label: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        pairs, counts = np.unique(np.stack([labels, classes], axis=1), axis=0, return_counts=True)
+        for lab in np.unique(pairs[:, 0]) if len(pairs) else []:
+            sel = pairs[:, 0] == lab
+            self.by_label[int(lab)] = (pairs[sel, 1], counts[sel])
+        self.total = {lab: int(c.sum()) for lab, (_, c) in self.by_label.items()}
+        self._counts = {lab: dict(zip(cls.tolist(), cnt.tolist())) for lab, (cls, cnt) in self.by_label.items()}
+
+    def count(self, label: int, classes: np.ndarray) -> int:
+        """|union of `classes` ∩ label|."""
+        counts = self._counts.get(label, {})
+        return sum(counts.get(c, 0) for c in classes.tolist())
+
+
+def _encode(*arrays: Sequence) -> list[np.ndarray]:
+    """The arrays' values as int ids over their union (equal values, equal ids)."""
+    index: dict[Any, int] = {}
+    return [np.array([index.setdefault(v, len(index)) for v in np.asarray(a).tolist()], dtype=np.int64)
+            for a in arrays]
+
+
+def oracle_groups(query_labels: Sequence, query_classes: Sequence, corpus_labels: Sequence, corpus_classes: Sequence,
+                  *, depth: int = DEPTH) -> tuple[list[Group], _Corpus, np.ndarray]:
+    """The oracle's groups (see the module docstring) and the encoded corpus and query labels.
+
+    Class ids are shared between queries and corpus (equal ids: same structure); labels are any hashables.
+    """
+    q_lab, c_lab = _encode(query_labels, corpus_labels)
+    q_cls, c_cls = _encode(query_classes, corpus_classes)
+    if len(q_lab) != len(q_cls) or len(c_lab) != len(c_cls):
+        raise ValueError("one label and one class per graph")
+    corpus = _Corpus(c_lab, c_cls)
+    depth = min(depth, len(c_lab))
+    groups = []
+    q_order = np.argsort(q_cls, kind="stable")
+    q_bounds = np.searchsorted(q_cls[q_order], np.unique(q_cls))
+    cache: dict[tuple, tuple] = {}  # groups with the same label counts get the same blocks
+    for members in np.split(q_order, q_bounds[1:]):
+        if len(members) == 0:
+            continue
+        weights = Counter(q_lab[members].tolist())
+        signature = tuple(sorted(weights.items()))
+        if signature in cache:
+            groups.append(Group(np.sort(members), *cache[signature]))
+            continue
+        num = np.zeros(corpus.num_classes, dtype=np.float64)
+        for lab, w in weights.items():
+            cls, cnt = corpus.by_label.get(lab, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+            num[cls] += w * cnt  # exact integers
+        nz = np.flatnonzero(num > 0)
+        key = num[nz] / corpus.size[nz]  # correctly rounded: equal ratios give equal floats
+        blocks, block_classes, taken = [], [], 0
+        for level in np.unique(key)[::-1]:
+            if taken >= depth:
+                break
+            cls = nz[key == level]
+            items = np.sort(np.concatenate([corpus.members[c] for c in cls]))
+            blocks.append(items)
+            block_classes.append(cls)
+            taken += len(items)
+        fill = np.zeros(0, dtype=np.int64)
+        if taken < depth:
+            used = np.zeros(len(c_lab), dtype=bool)
+            for c in nz:
+                used[corpus.members[c]] = True
+            fill = np.flatnonzero(~used)[:depth - taken]
+        cache[signature] = (blocks, block_classes, fill)
+        groups.append(Group(np.sort(members), blocks, block_classes, fill))
+    return groups, corpus, q_lab
+
+
+def draw_rankings(groups: list[Group], num_queries: int, depth: int, draw: int, seed: int = SEED) -> np.ndarray:
+    """The oracle's rankings [num_queries, depth] for one random tie order (`draw`), same for a group's queries."""
+    ranked = np.empty((num_queries, depth), dtype=np.int64)
+    for gi, g in enumerate(groups):
+        rng = np.random.default_rng([seed, draw, gi])
+        parts, taken = [], 0
+        for items in g.blocks:
+            need = depth - taken
+            if need <= 0:
+                break
+            parts.append(rng.permutation(items)[:need])
+            taken += len(parts[-1])
+        parts.append(g.fill[:max(0, depth - taken)])
+        row = np.concatenate(parts)
+        if len(row) != depth:
+            raise AssertionError(f"group {gi}: {len(row)} ranked, expected {depth}")
+        ranked[g.queries] = row
+    return ranked
+
+
+def expected_metrics(blocks: Sequence[tuple[int, int]], n_rel: int, ks: Iterable[int] = KS) -> dict[str, float]:
+    """Exact expectation over uniformly random orders inside each block of the ranx metrics of one query.
+
+    `blocks`: (relevant, size) per tie block in rank order (the rest of the ranking irrelevant);
+    `n_rel` = |R|. Keys `mrr@k`, `map@k` (ranx: / |R|), `map_capped@k` (/ min(k, |R|)), `ndcg@k`
+    (ideal cut at min(k, |R|)). With r relevant among s in a block starting after o positions and
+    R relevant before it: E[rel at o+j] = r/s; E[rel * hits up to o+j] = r/s (1 + R + (j-1)(r-1)/(s-1));
+    P(first relevant at o+j) = C(s-j, r-1) / C(s, r) when R = 0.
+    """
+    ks = tuple(ks)
+    depth = max(ks)
+    e_rel, e_prec_num, p_first = np.zeros(depth), np.zeros(depth), np.zeros(depth)
+    offset, before = 0, 0
+    for r, s in blocks:
+        if offset >= depth:
+            break
+        if s <= 0:
+            continue
+        j = np.arange(1, min(s, depth - offset) + 1, dtype=np.float64)
+        pos = offset + j.astype(np.int64) - 1
+        e_rel[pos] = r / s
+        inner = (j - 1) * (r - 1) / (s - 1) if s > 1 else np.zeros_like(j)
+        e_prec_num[pos] = (r / s) * (1 + before + inner)
+        if before == 0 and r > 0:
+            ratios = np.ones_like(j)
+            ratios[1:] = np.maximum(s - j[:-1] - r + 1, 0) / (s - j[:-1])
+            p_first[pos] = (r / s) * np.cumprod(ratios)
+        offset += s
+        before += r
+    ranks = np.arange(1, depth + 1, dtype=np.float64)
+    disc = 1.0 / np.log2(ranks + 1)
+    out = {}
+    for k in ks:
+        ideal = disc[:min(k, n_rel)].sum()
+        out[f"mrr@{k}"] = float((p_first[:k] / ranks[:k]).sum())
+        ap = float((e_prec_num[:k] / ranks[:k]).sum()) / n_rel if n_rel else 0.0
+        out[f"map@{k}"] = ap
+        out[f"map_capped@{k}"] = ap * n_rel / min(k, n_rel) if n_rel else 0.0
+        out[f"ndcg@{k}"] = float((e_rel[:k] * disc[:k]).sum()) / ideal if ideal else 0.0
+    return out
+
+
+def ceiling(query_labels: Sequence, query_classes: Sequence, corpus_labels: Sequence, corpus_classes: Sequence,
+            *, depth: int = DEPTH, draws: int = DRAWS, seed: int = SEED, ks: tuple[int, ...] = KS) -> Ceiling:
+    """The oracle's metrics (ranx, mean over `draws` seeded tie orders) and their exact expectation.
+
+    `query_classes` / `corpus_classes`: structure class per graph, ids shared between the two sides.
+    Deterministic for a given seed.
+    """
+    if draws < 1:
+        raise ValueError("draws must be at least 1")
+    groups, corpus, q_lab = oracle_groups(query_labels, query_classes, corpus_labels, corpus_classes, depth=depth)
+    depth = min(depth, len(corpus.labels))
+    nq = len(q_lab)
+    sums: dict[str, np.ndarray] = {}
+    for d in range(draws):
+        ranked = draw_rankings(groups, nq, depth, d, seed)
+        _, per_query = score_rankings(q_lab, corpus.labels, ranked, ks=ks)
+        for m, v in per_query.items():
+            sums[m] = sums.get(m, 0.0) + v
+    per_query = {m: v / draws for m, v in sums.items()}
+    exact: dict[str, np.ndarray] = {}
+    for g in groups:
+        for qi in g.queries.tolist():
+            lab = int(q_lab[qi])
+            blocks = [(corpus.count(lab, cls), len(items)) for items, cls in zip(g.blocks, g.block_classes)]
+            for m, v in expected_metrics(blocks, corpus.total.get(lab, 0), ks).items():
+                exact.setdefault(m, np.zeros(nq))[qi] = v
+    return Ceiling({m: float(v.mean()) for m, v in per_query.items()}, per_query,
+                   {m: float(v.mean()) for m, v in exact.items()}, exact, draws, len(groups))
+
+
+# ----------------------------------------------------------------------------- datasets and splits
+
+
+def load(name: str, split: str):
+    """The dataset as `narbench run` loads it. `real`'s standard and unseen need only the real graphs:
+    when the crossimpl file cannot be loaded (being rebuilt), they are loaded without it."""
+    from narbench.data.dataset import GraphDataset, load_dataset
+    from narbench.data.store import CorruptFileError
+
+    try:
+        return load_dataset(name)
+    except (FileNotFoundError, CorruptFileError, ValueError) as exc:
+        if name != "real" or split == "crossimpl":
+            raise
+        from narbench.datasets.real import RealDataset
+
+        print(f"real: loading without the crossimpl queries ({exc})", file=sys.stderr)
+        provider = RealDataset()
+        graphs, vocab, header, digest = provider._read()
+        splits = provider.splits(graphs)
+        return GraphDataset(provider.name, provider.version, list(vocab), graphs, digest, splits["standard"],
+                            meta=header, splits=splits)
+
+
+def select(dataset, split: str) -> tuple[np.ndarray, np.ndarray]:
+    """(corpus, queries) graph indices of `split` as `narbench run` takes them (profile `quick`: the whole split)."""
+    from narbench.harness.runner import select as run_select
+    from narbench.train.profiles import get_profile
+
+    _, corpus, queries = run_select(dataset, get_profile("quick"), 0, split)
+    return corpus, queries
+
+
+def content(dataset, split: str) -> dict[str, Any]:
+    """What result files on this split must record: version, sha256 and (crossimpl) the parts' digests."""
+    desc = dataset.describe(split)
+    out = {"version": desc["version"], "sha256": desc["sha256"]}
+    if split == "crossimpl" and "parts" in desc:
+        out["parts"] = desc["parts"]
+    return out
+
+
+# ----------------------------------------------------------------------------- committed results
+
+
+@dataclass
+class Committed:
+    """Per configuration (the leaderboard's row key), the per-query scores of each seed."""
+
+    label: str
+    runs: dict[int, dict[str, np.ndarray]]
+
+    def mean(self, metric: str) -> np.ndarray:
+        return np.mean([pq[metric] for pq in self.runs.values()], axis=0)
+
+
+def method_label(key) -> str:
+    """`encoder[+variant][/splitter] (protocol[, objective][, pretrained])` of a leaderboard key."""
+    name = key.encoder + (f"+{key.variant}" if key.variant else "") + (f"/{key.splitter}" if key.splitter != "none" else "")
+    extra = [key.protocol] + ([key.objective] if key.objective != "ce+cl" else []) + \
+        (["pretrained"] if key.init != "scratch" else [])
+    return f"{name} ({', '.join(extra)})"
+
+
+def committed(name: str, split: str, want: dict[str, Any], num_queries: int, num_corpus: int,
+              results_dir: Path = RESULTS_DIR) -> dict[str, Committed]:
+    """The committed results on exactly this content and split (all queries, whole corpus), by configuration.
+
+    Of several runs of one configuration and seed, the latest counts (as the leaderboard's `select_runs`).
+    """
+    from narbench.eval.result import RunResult
+    from narbench.eval.validation import read_sidecar, sidecar_path
+    from narbench.leaderboard.records import Record, select_runs
+
+    records = []
+    for path in sorted(Path(results_dir).glob("*.json")):
+        try:
+            res = RunResult.read(path)
+        except ValueError:
+            continue
+        ds = res.dataset or {}
+        if ds.get("name") != name or res.split != split or ds.get("version") != want["version"] \
+                or ds.get("sha256") != want["sha256"] or ("parts" in want and ds.get("parts") != want["parts"]):
+            continue
+        if res.num_queries != num_queries or res.num_corpus != num_corpus or not sidecar_path(path).is_file():
+            continue
+        per_query = read_sidecar(sidecar_path(path))
+        if any(len(v) != num_queries for v in per_query.values()):
+            continue
+        records.append(Record(path, res, per_query))
+    out = {}
+    for key, seeds in select_runs(records).items():
+        label = method_label(key) + (f" [{key.profile}, {key.device}]" if (key.profile, key.device) != ("quick", "cpu") else "")
+        out[label] = Committed(label, {seed: rec.per_query for seed, rec in seeds.items()})
+    return out
+
+
+def best_committed(configs: dict[str, Committed], metric: str, where: np.ndarray | None = None) -> tuple[float, str]:
+    """(best seed-mean of `metric` over configurations, its label); over the queries `where` if given."""
+    best, label = float("nan"), ""
+    for lab, cfg in sorted(configs.items()):
+        vals = cfg.mean(metric)
+        score = float(vals[where].mean() if where is not None else vals.mean())
+        if not best >= score:  # nan-safe: the first sets it
+            best, label = score, lab
+    return best, label
+
+
+def max_single_run(configs: dict[str, Committed], metric: str, where: np.ndarray) -> float:
+    """The highest mean of `metric` over the queries `where` that any one committed run reached."""
+    return max((float(pq[metric][where].mean()) for c in configs.values() for pq in c.runs.values()), default=float("nan"))
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+@dataclass
+class SplitReport:
+    """One split's oracle results at each resolution, and its committed results."""
+
+    dataset: str
+    split: str
+    content: dict[str, Any]
+    corpus: np.ndarray
+    queries: np.ndarray
+    ceilings: dict[str, Ceiling]
+    classes: dict[str, np.ndarray]  # resolution -> class id per graph of the dataset
+    configs: dict[str, Committed]
+
+
+def cross_family_classes(classes: np.ndarray, families: np.ndarray, idx: np.ndarray) -> int:
+    """Classes of the graphs `idx` that hold two or more families."""
+    fam_by_class: dict[int, set] = {}
+    for c, f in zip(classes[idx].tolist(), families[idx].tolist()):
+        fam_by_class.setdefault(c, set()).add(f)
+    return sum(len(s) > 1 for s in fam_by_class.values())
+
+
+def run_split(dataset, split: str, classes: dict[str, np.ndarray], *, draws: int = DRAWS, seed: int = SEED,
+              results_dir: Path = RESULTS_DIR) -> SplitReport:
+    corpus, queries = select(dataset, split)
+    fam = np.array([g.family for g in dataset.graphs], dtype=object)
+    ceilings = {}
+    for res, cls in classes.items():
+        ceilings[res] = ceiling(fam[queries], cls[queries], fam[corpus], cls[corpus], draws=draws, seed=seed)
+    want = content(dataset, split)
+    configs = committed(dataset.name, split, want, len(queries), len(corpus), results_dir)
+    return SplitReport(dataset.name, split, want, corpus, queries, ceilings, classes, configs)
+
+
+CEILING_COLUMNS = ("dataset", "version", "content", "split", "resolution", "queries", "corpus", "query_groups",
+                   "cross_family_classes", *TABLE_METRICS, "exact_gap", "draws", "configurations",
+                   *(c for m in BEST_METRICS for c in (f"best {m}", f"best {m} method")))
+
+
+def ceiling_rows(rep: SplitReport, families: np.ndarray) -> list[dict[str, Any]]:
+    rows = []
+    idx = np.concatenate([rep.corpus, rep.queries])
+    sha = rep.content["sha256"][:8] + ("+" + rep.content["parts"].get("crossimpl", "")[:8] if "parts" in rep.content else "")
+    for res, c in rep.ceilings.items():
+        row = {"dataset": rep.dataset, "version": rep.content["version"], "content": sha, "split": rep.split,
+               "resolution": res, "queries": len(rep.queries), "corpus": len(rep.corpus), "query_groups": c.groups,
+               "cross_family_classes": cross_family_classes(rep.classes[res], families, idx),
+               **{m: f"{c.means[m]:.4f}" for m in TABLE_METRICS},
+               "exact_gap": f"{c.exact_gap:.4f}", "draws": c.draws, "configurations": len(rep.configs)}
+        for m in BEST_METRICS:
+            best, label = best_committed(rep.configs, m) if rep.configs else (float("nan"), "")
+            row[f"best {m}"] = "" if np.isnan(best) else f"{best:.4f}"
+            row[f"best {m} method"] = label
+        rows.append(row)
+    return rows
+
+
+FAMILY_COLUMNS = ("family", "queries", *(f"{r} {m}" for r in RESOLUTIONS for m in BEST_METRICS),
+                  "best ndcg@20", "best ndcg@20 method", "max run ndcg@20", "max run ndcg@100", "hopeless",
+                  "queries with iso twin elsewhere", "queries with nd twins only elsewhere", "nd other families")
+
+
+def family_rows(rep: SplitReport, dataset) -> list[dict[str, Any]]:
+    """Per query family: the ceilings, the best committed score, and the near-duplicates in other families."""
+    fam = np.array([g.family for g in dataset.graphs], dtype=object)
+    q_fam = fam[rep.queries]
+    corpus_by_class = {res: _members(cls[rep.corpus], rep.corpus) for res, cls in rep.classes.items()}
+    rows = []
+    for f in sorted(set(q_fam.tolist())):
+        where = np.flatnonzero(q_fam == f)
+        row: dict[str, Any] = {"family": f, "queries": len(where)}
+        for res in RESOLUTIONS:
+            for m in BEST_METRICS:
+                row[f"{res} {m}"] = f"{rep.ceilings[res].per_query[m][where].mean():.4f}" if res in rep.ceilings else ""
+        if rep.configs:
+            best, label = best_committed(rep.configs, "ndcg@20", where)
+            row.update({"best ndcg@20": f"{best:.4f}", "best ndcg@20 method": label,
+                        "max run ndcg@20": f"{max_single_run(rep.configs, 'ndcg@20', where):.4f}",
+                        "max run ndcg@100": f"{max_single_run(rep.configs, 'ndcg@100', where):.4f}",
+                        "hopeless": "yes" if max_single_run(rep.configs, "ndcg@20", where) == 0 else ""})
+        iso_twin, nd_only, others = 0, 0, Counter()
+        for q in rep.queries[where].tolist():
+            twins = corpus_by_class["iso"].get(int(rep.classes["iso"][q]), np.zeros(0, np.int64))
+            iso_twin += bool(len(twins)) and bool((fam[twins] != f).any())
+            if "nd" in rep.classes:
+                near = corpus_by_class["nd"].get(int(rep.classes["nd"][q]), np.zeros(0, np.int64))
+                near_f = fam[near]
+                nd_only += bool(len(near)) and not (near_f == f).any()
+                others.update(x for x in near_f.tolist() if x != f)
+        row["queries with iso twin elsewhere"] = iso_twin
+        row["queries with nd twins only elsewhere"] = nd_only if "nd" in rep.classes else ""
+        row["nd other families"] = " ".join(f"{k}:{v}" for k, v in sorted(others.items(), key=lambda kv: (-kv[1], kv[0]))[:4])
+        rows.append(row)
+    return rows
+
+
+def _members(classes: np.ndarray, idx: np.ndarray) -> dict[int, np.ndarray]:
+    out: dict[int, list[int]] = {}
+    for c, i in zip(classes.tolist(), idx.tolist()):
+        out.setdefault(c, []).append(i)
+    return {c: np.asarray(v, dtype=np.int64) for c, v in out.items()}
+
+
+def write_csv(path: Path, columns: Sequence[str], rows: list[dict[str, Any]], *, replace: Iterable[tuple] = (),
+              key: Sequence[str] = ()) -> None:
+    """Write `rows`; with `key`, keep the existing file's rows whose key is not in `replace` (re-runs of some splits)."""
+    replace = set(replace)
+    kept = []
+    if key and path.is_file():
+        with open(path, newline="") as fh:
+            kept = [r for r in csv.DictReader(fh) if tuple(r[k] for k in key) not in replace]
+    order = {s: i for i, s in enumerate(SPLITS)}
+    every = kept + [{c: str(r.get(c, "")) for c in columns} for r in rows]
+    if key:
+        every.sort(key=lambda r: (order.get((r["dataset"], r["split"]), len(order)), RESOLUTIONS.index(r["resolution"])
+                                  if r.get("resolution") in RESOLUTIONS else 9))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(columns), lineterminator="\n")
+        w.writeheader()
+        for r in every:
+            w.writerow({c: r.get(c, "") for c in columns})
+
+
+def _iso_cache(dataset) -> list[str]:
+    """`iso_keys` of the dataset's graphs, cached on disk by the dataset's content (minutes on `nas`)."""
+    from narbench.core.cache import cache_dir
+
+    digest = hashlib.sha256("\n".join(g.content_hash() for g in dataset.graphs).encode()).hexdigest()[:16]
+    path = cache_dir() / f"ceiling-iso-{dataset.name}-{digest}.txt"
+    if path.is_file():
+        keys = path.read_text().split("\n")
+        if len(keys) == len(dataset.graphs):
+            return keys
+    keys = iso_keys(dataset.graphs)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(keys))
+    return keys
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m narbench.eval.ceiling", description=__doc__.split("\n")[0])
+    parser.add_argument("--splits", nargs="+", default=[f"{d}:{s}" for d, s in SPLITS],
+                        help="dataset:split pairs (default: all four; crossimpl last)")
+    parser.add_argument("--draws", type=int, default=DRAWS, help="random tie orders averaged")
+    parser.add_argument("--results", type=Path, default=RESULTS_DIR, help="folder of committed result files")
+    parser.add_argument("--out", type=Path, default=CEILING_CSV)
+    parser.add_argument("--families-out", type=Path, default=FAMILIES_CSV)
+    args = parser.parse_args(argv)
+    wanted = [tuple(s.split(":", 1)) for s in args.splits]
+    unknown = [f"{d}:{s}" for d, s in wanted if (d, s) not in SPLITS]
+    if unknown:
+        parser.error(f"unknown splits {', '.join(unknown)}; known: {', '.join(f'{d}:{s}' for d, s in SPLITS)}")
+    wanted.sort(key=SPLITS.index)
+    loaded: dict[str, tuple[Any, dict[str, np.ndarray]]] = {}
+    rows, done = [], []
+    for name, split in wanted:
+        key = name if split != "crossimpl" else f"{name}:{split}"
+        if key not in loaded:
+            dataset = load(name, split)
+            iso = _iso_cache(dataset)
+            classes = {"iso": structure_classes(dataset.graphs, "iso", iso=iso)}
+            if name == "real":
+                classes["nd"] = structure_classes(dataset.graphs, "nd", iso=iso)
+            loaded = {key: (dataset, classes)}  # one dataset in memory at a time
+        dataset, classes = loaded[key]
+        rep = run_split(dataset, split, classes, draws=args.draws, results_dir=args.results)
+        families = np.array([g.family for g in dataset.graphs], dtype=object)
+        new = ceiling_rows(rep, families)
+        rows += new
+        done += [(name, split, r) for r in rep.ceilings]
+        for r in new:
+            print(f"{name} {split} {r['resolution']}: ndcg@20 {r['ndcg@20']} mrr@20 {r['mrr@20']} "
+                  f"mapc@20 {r['map_capped@20']} (exact gap {r['exact_gap']}); best committed ndcg@20 "
+                  f"{r['best ndcg@20']} {r['best ndcg@20 method']}", flush=True)
+        if (name, split) == ("real", "unseen"):
+            write_csv(args.families_out, FAMILY_COLUMNS, family_rows(rep, dataset))
+        write_csv(args.out, CEILING_COLUMNS, rows, replace=done, key=("dataset", "split", "resolution"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""The ceiling oracle (`narbench.eval.ceiling`) on small hand-built cases."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from narbench.eval import ceiling as C
+from narbench.eval.metrics import score_rankings
+from tests.conftest import chain_graph, edge_list_graph
+
+METRICS = ("mrr@20", "map@20", "map_capped@20", "ndcg@20", "ndcg@100")
+
+
+def _case():
+    """Corpus: a1 (class 0) and b1 (class 0) are one structure in families A and B; a2 (class 1) is A's alone.
+
+    Queries: qa (family A) and qb (family B), each a structure of its own (classes 7 and 8)."""
+    corpus_labels, corpus_classes = ["A", "B", "A"], [0, 0, 1]
+    return corpus_labels, corpus_classes
+
+
+def test_pure_classes_score_one():
+    labels = ["A"] * 5 + ["B"] * 4 + ["C"] * 3
+    classes = [0, 0, 1, 2, 2, 3, 4, 4, 4, 5, 6, 6]  # every class in one family
+    q_labels, q_classes = ["A", "B", "C", "A"], [0, 3, 9, 10]  # a query may share a corpus structure or not
+    res = C.ceiling(q_labels, q_classes, labels, classes, draws=5)
+    for m in (*C.TABLE_METRICS, "map@20"):
+        assert res.means[m] == pytest.approx(1.0)
+        assert res.exact_means[m] == pytest.approx(1.0)
+    assert res.exact_gap == pytest.approx(0.0)
+
+
+def test_cross_family_twin_caps_the_score_by_the_expected_amount():
+    """By hand. Query of A: a2 (share 1) first, then {a1, b1} (share 1/2) in random order; |R| = 2.
+    RR = 1; DCG = 1 + (1/log2 3 + 1/2) / 2 against the ideal 1 + 1/log2 3; AP = (1 + (1 + 2/3) / 2) / 2.
+    Query of B: {a1, b1} first in random order; |R| = 1: RR = AP = (1 + 1/2) / 2; DCG = (1 + 1/log2 3) / 2."""
+    corpus_labels, corpus_classes = _case()
+    res = C.ceiling(["A", "B"], [7, 8], corpus_labels, corpus_classes, draws=1)
+    l3 = 1 / math.log2(3)
+    want_a = {"mrr@20": 1.0, "ndcg@20": (1 + (l3 + 0.5) / 2) / (1 + l3), "map@20": (1 + (1 + 2 / 3) / 2) / 2}
+    want_b = {"mrr@20": 0.75, "ndcg@20": (1 + l3) / 2, "map@20": 0.75}
+    for m in want_a:
+        assert res.exact_per_query[m][0] == pytest.approx(want_a[m], abs=1e-12)
+        assert res.exact_per_query[m][1] == pytest.approx(want_b[m], abs=1e-12)
+    assert res.exact_per_query["map_capped@20"][0] == pytest.approx(want_a["map@20"])  # min(20, |R|) = |R|
+    assert res.exact_means["ndcg@20"] < 1.0
+    # the project's metric code over both tie orders gives the same expectation
+    orders = [np.array([[2, 0, 1], [0, 1, 2]]), np.array([[2, 1, 0], [1, 0, 2]])]
+    for m in want_a:
+        ranx = np.mean([score_rankings(["A", "B"], corpus_labels, o)[1][m] for o in orders], axis=0)
+        assert ranx == pytest.approx([want_a[m], want_b[m]], abs=1e-12)
+    many = C.ceiling(["A", "B"], [7, 8], corpus_labels, corpus_classes, draws=400)
+    assert many.means["ndcg@20"] == pytest.approx(res.exact_means["ndcg@20"], abs=0.02)
+
+
+def test_expected_metrics_equal_ranx_over_every_tie_order():
+    """Blocks (relevant, size): (1, 1), (2, 4), (0, 2), (1, 2), then irrelevant items; every order enumerated."""
+    rel = [[1], [1, 1, 0, 0], [0, 0], [1, 0]]
+    items, start = [], 0
+    for block in rel:
+        items.append(list(range(start, start + len(block))))
+        start += len(block)
+    labels = [lab for block in rel for lab in block] + [0] * 3  # 1 relevant, 0 not
+    n_rel = sum(labels)
+    rankings = []
+    for perms in itertools.product(*(itertools.permutations(b) for b in items)):
+        rankings.append([i for p in perms for i in p] + [9, 10, 11])
+    ranked = np.array(rankings)
+    _, per_query = score_rankings([1] * len(ranked), labels, ranked, ks=(2, 5, 20))
+    exact = C.expected_metrics([(sum(b), len(b)) for b in rel], n_rel, ks=(2, 5, 20))
+    for m in ("mrr", "map", "map_capped", "ndcg"):
+        for k in (2, 5, 20):
+            assert exact[f"{m}@{k}"] == pytest.approx(per_query[f"{m}@{k}"].mean(), abs=1e-12), f"{m}@{k}"
+
+
+def test_expected_first_hit_when_the_first_block_has_no_relevant():
+    exact = C.expected_metrics([(0, 3), (1, 2)], 1, ks=(20,))
+    assert exact["mrr@20"] == pytest.approx((1 / 4 + 1 / 5) / 2)
+
+
+def test_queries_with_one_structure_share_one_ranking():
+    """qa (A) and qb (B) are isomorphic: one group, ranked by summed shares (class 0: 1/2 + 1/2, class 1: 1 + 0)."""
+    corpus_labels, corpus_classes = _case()
+    groups, _, _ = C.oracle_groups(["A", "B", "A"], [7, 7, 8], corpus_labels, corpus_classes)
+    assert len(groups) == 2
+    shared = next(g for g in groups if len(g.queries) == 2)
+    # key(class 0) = 1/2 + 1/2 = 1 = key(class 1) = 1 + 0: one tie block of all three graphs
+    assert [sorted(b.tolist()) for b in shared.blocks] == [[0, 1, 2]]
+    for draw in range(5):
+        ranked = C.draw_rankings(groups, 3, 3, draw)
+        assert ranked[0].tolist() == ranked[1].tolist()
+        assert sorted(ranked[0].tolist()) == [0, 1, 2]
+    res = C.ceiling(["A", "B", "A"], [7, 7, 8], corpus_labels, corpus_classes, draws=3)
+    for m in METRICS:
+        assert res.exact_per_query[m][0] <= res.exact_per_query[m][2]  # sharing costs A's query
+
+
+def test_group_ranking_follows_the_summed_relevance():
+    corpus_labels = ["A", "A", "B", "B", "B", "C"]
+    corpus_classes = [0, 0, 1, 2, 2, 3]
+    groups, _, _ = C.oracle_groups(["B", "B", "A"], [5, 5, 5], corpus_labels, corpus_classes)
+    (g,) = groups
+    # keys: class 0: 1 (one A query x share 1); classes 1, 2: 2 (two B queries x share 1); class 3: 0
+    assert [sorted(b.tolist()) for b in g.blocks] == [[2, 3, 4], [0, 1]]
+    assert g.fill.tolist() == [5]
+
+
+def test_deterministic():
+    rng = np.random.default_rng(3)
+    corpus_labels = rng.integers(0, 4, 60).tolist()
+    corpus_classes = rng.integers(0, 25, 60).tolist()
+    q_labels, q_classes = rng.integers(0, 4, 12).tolist(), rng.integers(0, 30, 12).tolist()
+    q_labels = [lab if lab in corpus_labels else corpus_labels[0] for lab in q_labels]
+    a = C.ceiling(q_labels, q_classes, corpus_labels, corpus_classes, depth=20, draws=4)
+    b = C.ceiling(q_labels, q_classes, corpus_labels, corpus_classes, depth=20, draws=4)
+    for m in a.per_query:
+        assert np.array_equal(a.per_query[m], b.per_query[m])
+    assert a.exact_gap < 0.1
+
+
+def test_structure_classes_iso_and_near_duplicate():
+    base = chain_graph("a", "A", "cnn", [2, 3, 4], 3, skip=True)
+    perm = np.array([0, 3, 1, 2, 4, 7, 5, 6, 8, 9, 10])  # the same graph with nodes renumbered
+    inv = np.argsort(perm)
+    renamed = edge_list_graph(base.ops[inv], perm[base.edges].T, name="b", family="B")
+    other = chain_graph("c", "A", "cnn", [2, 3, 4], 3, skip=False)
+    # two disjoint copies of `base`: every WL count doubles (cosine 1), not isomorphic to `base`
+    double = edge_list_graph(np.concatenate([base.ops, base.ops]),
+                             np.concatenate([base.edges, base.edges + base.num_nodes], axis=1).T, name="d")
+    graphs = [base, renamed, other, double]
+    iso = C.structure_classes(graphs, "iso")
+    assert iso[0] == iso[1] and len({iso[0], iso[2], iso[3]}) == 3
+    nd = C.structure_classes(graphs, "nd")
+    assert nd[0] == nd[1] == nd[3] and nd[2] != nd[0]
+    assert iso.tolist() == C.structure_classes(graphs, "iso").tolist()
+    with pytest.raises(ValueError):
+        C.structure_classes(graphs, "wl")
+
+
+def test_write_csv_keeps_rows_of_splits_not_rerun(tmp_path):
+    path = tmp_path / "c.csv"
+    row = {"dataset": "real", "split": "unseen", "resolution": "iso", "queries": 3}
+    C.write_csv(path, ("dataset", "split", "resolution", "queries"), [row, {**row, "split": "crossimpl"}],
+                key=("dataset", "split", "resolution"))
+    C.write_csv(path, ("dataset", "split", "resolution", "queries"), [{**row, "split": "crossimpl", "queries": 5}],
+                replace=[("real", "crossimpl", "iso")], key=("dataset", "split", "resolution"))
+    lines = path.read_text().splitlines()
+    assert lines == ["dataset,split,resolution,queries", "real,unseen,iso,3", "real,crossimpl,iso,5"]
