@@ -204,7 +204,10 @@ def build_parser() -> argparse.ArgumentParser:
     lb.add_argument("--no-plots", action="store_true", help="skip the plots")
     lb.add_argument("--no-tsne", action="store_true", help="skip the t-SNE maps (the slowest part)")
     lb.add_argument("--redraw", action="store_true", help="redraw every figure, even those whose inputs are unchanged")
-    lb.add_argument("--test", default="student", choices=("student", "fisher"), help="paired significance test")
+    from narbench.leaderboard.significance import DEFAULT_TEST, TESTS
+
+    lb.add_argument("--test", default=DEFAULT_TEST, choices=tuple(TESTS),
+                    help="significance test of the tables' marks (default: a two-level bootstrap over queries and seeds)")
     lb.set_defaults(func=cmd_leaderboard)
 
     from narbench.harness import gate

@@ -73,7 +73,7 @@ def hand_made_datasets(monkeypatch):
     from narbench.eval import validation
 
     registered = validation.known_datasets
-    hand_made = [validation.KnownDataset(name, "1.0", HAND_MADE_SHA256, ("standard", "unseen")) for name in ("nas", "real")]
+    hand_made = [validation.KnownDataset(name, "1.0", HAND_MADE_SHA256, ("standard", "unseen", "crossimpl")) for name in ("nas", "real")]
     monkeypatch.setattr(validation, "known_datasets", lambda: [*registered(), *hand_made])
     return hand_made
 

@@ -20,10 +20,11 @@ FLOORS = ("random", "ophist", "wl")
 
 def write_result(out, encoder, splitter, seed, per_query, *, dataset="nas", objective="ce+cl", device="cpu",
                  init_from=None, created="2026-01-01T00:00:00+00:00", profile="quick", tag="", sha=HAND_MADE_SHA256,
-                 split="standard", protocol="family", version="1.0", variant=""):
+                 split="standard", protocol="family", version="1.0", variant="", subsets=None):
     """A result file (+ sidecar) whose metrics are the means of `per_query`: one array for every
     metric, or a dict metric -> array (metrics it leaves out get the first array). The optional
-    `ndcg_paper@k` are written only when the dict names them (as files written before them lack them)."""
+    `ndcg_paper@k` are written only when the dict names them (as files written before them lack them).
+    `subsets`: name -> query positions, recorded as a run on a split with subsets records them."""
     if isinstance(per_query, dict):
         first = np.asarray(next(iter(per_query.values())), dtype=np.float64)
         pq = {m: np.asarray(per_query.get(m, first), dtype=np.float64) for m in ALL_METRICS}
@@ -46,4 +47,9 @@ def write_result(out, encoder, splitter, seed, per_query, *, dataset="nas", obje
         timings={"total": 1.0}, device=device, num_queries=len(pq["ndcg@20"]), num_corpus=100, num_train=50,
         created=created,
     )
+    if subsets:
+        from narbench.harness.runner import subset_metrics
+
+        res.subsets = subset_metrics({k: np.asarray(v, dtype=np.int64) for k, v in subsets.items()},
+                                     {m: np.round(v, 6) for m, v in pq.items()})
     return res.write(out, pq)

@@ -56,7 +56,7 @@ class RunResult:
     schema: int = SCHEMA_VERSION
     #: `narbench.harness.confighash`: what makes two runs the same run (None in files written before it)
     config_hash: str | None = None
-    #: the split's named query subsets (`Split.subsets`): name -> {"queries": n, "metrics": {metric: mean}}
+    #: the split's named query subsets (`Split.subsets`): name -> {"queries": n, "positions": [index into the per-query scores], "metrics": {metric: mean}}
     subsets: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

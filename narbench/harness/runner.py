@@ -323,11 +323,11 @@ def _subset_positions(split, query_idx: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def subset_metrics(subsets: dict[str, np.ndarray], per_query: dict[str, np.ndarray]) -> dict[str, dict]:
-    """Per named query subset (positions in query order): its size and the mean of every metric over it."""
+    """Per named query subset (positions in query order): its size, positions and the mean of every metric over it."""
     out = {}
     for name, positions in subsets.items():
         pos = np.asarray(positions, dtype=np.int64)
-        out[name] = {"queries": int(len(pos)),
+        out[name] = {"queries": int(len(pos)), "positions": pos.tolist(),
                      "metrics": {m: (float(np.asarray(v)[pos].mean()) if len(pos) else float("nan"))
                                  for m, v in sorted(per_query.items())}}
     return out

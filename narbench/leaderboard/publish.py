@@ -8,15 +8,28 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from narbench.leaderboard.aggregate import aggregate, write_aggregate
+from narbench.leaderboard.claims import update_findings
 from narbench.leaderboard.figures import plot_tables, plot_tsne
 from narbench.leaderboard.headline import check_markers, update_readme
 from narbench.leaderboard.paper import MAP_NOTE, PAPER_LABEL, PROTOCOL_NOTE
 from narbench.leaderboard.records import NothingToShowError, collect
 from narbench.leaderboard.render import print_tables, tables_markdown
 from narbench.leaderboard.reproduction import build_reproduction, reproduction_markdown
+from narbench.leaderboard.significance import DEFAULT_TEST
+from narbench.leaderboard.subsets import package_markdown, with_subsets
 from narbench.leaderboard.tables import PAPER_PROFILES, build_tables
 from narbench.data.store import atomic_write_bytes
 from narbench.eval.validation import KnownDataset
+
+#: what the `real` standard split measures (said once above the tables)
+STANDARD_NOTE = ("**Read `real` standard with care**: 1,715 of its 1,717 query identities have variants of their "
+                 "own (other widths, depths, heads of the same zoo model) in the corpus, so it mostly measures "
+                 "near-duplicate detection. The settings that separate methods are `real` unseen (whole zoo models "
+                 "held out), `real` crossimpl/reimpl and `nas`; the repository README's headline shows those.")
+#: what the crossimpl subsets are
+SUBSET_NOTE = ("`crossimpl/reimpl` and `crossimpl/exact`: the cross-implementation queries not isomorphic / "
+               "isomorphic to a corpus graph (crossimpl 2.1.1, docs/datasets.md); an `exact` query is found by copy "
+               "detection, so `reimpl` is the number that measures reimplementation. `crossimpl` holds both.")
 
 #: the figures the leaderboard owns in `<out>/plots/` (older names included, so they are cleaned up)
 _OWNED = {"bars": ("table*.png", "ndcg-*.png"), "tsne": ("tsne-*.png",)}
@@ -24,7 +37,7 @@ _OWNED = {"bars": ("table*.png", "ndcg-*.png"), "tsne": ("tsne-*.png",)}
 
 def write_leaderboard(results_dirs: Iterable[str | Path] = (), out_dir: str | Path = "leaderboard", *,
                       profiles: Iterable[str] = PAPER_PROFILES, plots: bool = True, tsne: bool = True,
-                      stat_test: str = "student", redraw: bool = False, datasets: Iterable[KnownDataset] | None = None,
+                      stat_test: str = DEFAULT_TEST, redraw: bool = False, datasets: Iterable[KnownDataset] | None = None,
                       readme: str | Path | None = None, console=None,
                       progress: Callable[[str], None] | None = None) -> Path:
     """Regenerate `<out_dir>/README.md`, `aggregate.csv/json` and `plots/` from the result files.
@@ -36,7 +49,8 @@ def write_leaderboard(results_dirs: Iterable[str | Path] = (), out_dir: str | Pa
             the README says how many. A profile outside `PAPER_PROFILES` gets blocks of its own
             without the paper's numbers.
         plots, tsne: draw the bar charts / the t-SNE maps (the slowest part).
-        stat_test: the paired test of the tables' † (`student` or `fisher`).
+        stat_test: the test of the tables' † (`narbench.leaderboard.significance.TESTS`; default the
+            two-level bootstrap over queries and seeds).
         redraw: redraw every figure, even those whose digest says nothing changed.
         datasets: the data results may be on (default: the registered datasets, `narbench.eval.validation`).
         readme: a file (the project's README) whose headline table, between the markers of
@@ -62,10 +76,11 @@ def write_leaderboard(results_dirs: Iterable[str | Path] = (), out_dir: str | Pa
         raise NothingToShowError(_nothing_to_show(dirs, left_out, profiles))
     say(f"{len(every)} result files valid ({time.perf_counter() - t0:.1f} s); "
         f"{len(records)} shown, {sum(left_out.values())} of other profiles left out")
-    df = aggregate(records)
+    shown = with_subsets(records)  # crossimpl's reimpl and exact subsets as splits of their own
+    df = aggregate(shown)
     write_aggregate(df, out_dir)
     say(f"aggregated {len(df)} configurations; significance tests")
-    tables = build_tables(records, df, stat_test=stat_test)
+    tables = build_tables(shown, df, stat_test=stat_test)
     if readme is not None:
         check_markers(readme)
     plot_paths: list[Path] = []
@@ -79,6 +94,9 @@ def write_leaderboard(results_dirs: Iterable[str | Path] = (), out_dir: str | Pa
     atomic_write_bytes(page, _readme(records, left_out, df, tables, plot_paths, out_dir, profiles).encode())
     if readme is not None:
         say(f"headline table in {readme}: " + ("updated" if update_readme(readme, tables) else "unchanged"))
+        changed = update_findings(readme, shown, tables)
+        if changed is not None:
+            say(f"findings in {readme}: " + ("updated" if changed else "unchanged"))
     say(f"done in {time.perf_counter() - t0:.1f} s")
     if console is not None:
         print_tables(tables, console, full=page)
@@ -130,7 +148,11 @@ def _readme(records, left_out: Counter, df, tables, plot_paths, out_dir: Path, p
     lines += [f"The *{PAPER_LABEL}* rows are the numbers published by Pei et al. (ICLR 2024) on their own "
               f"data sets, shown beside the {' and '.join(f'`{p}`' for p in PAPER_PROFILES)} profiles only; narbench does not reproduce their data exactly: they are a reference, not a "
               "comparison on equal terms.", "", MAP_NOTE, "", PROTOCOL_NOTE, ""]
+    lines += [STANDARD_NOTE, "", SUBSET_NOTE, ""]
     lines.append(tables_markdown(tables))
+    packages = package_markdown(records)
+    if packages:
+        lines.append(packages)
     lines.append(reproduction_markdown(build_reproduction(tables, df)))
     if plot_paths:
         lines += ["## Plots", "",

@@ -296,7 +296,8 @@ def test_query_subsets_partition_the_queries_and_runs_report_them(tmp_path):
     pos = _subset_positions(sp, np.array([40, 42]))
     assert {k: v.tolist() for k, v in pos.items()} == {"exact": [0], "reimpl": [1], "package:a": [0, 1], "package:b": []}
     out = subset_metrics(pos, {"ndcg@20": np.array([1.0, 0.5])})
-    assert out["reimpl"] == {"queries": 1, "metrics": {"ndcg@20": 0.5}} and out["package:a"]["metrics"]["ndcg@20"] == 0.75
+    assert out["reimpl"] == {"queries": 1, "positions": [1], "metrics": {"ndcg@20": 0.5}}
+    assert out["package:a"]["metrics"]["ndcg@20"] == 0.75
     assert out["package:b"]["queries"] == 0
     # 2.0's file (no corpus_twins recorded) gives no subsets
     assert _attached().get_split("crossimpl").subsets == {}

@@ -1,0 +1,224 @@
+"""Claims of prose checked against the leaderboard: what a README says about rankings must be true.
+
+The README's prose says which method ranks first, which are significantly apart and what each
+scores. Those sentences are written in a small fixed phrasing, with method labels exactly as the
+tables print them and a setting, both in backticks, so they can be checked mechanically:
+
+- "`gps` ranks first on `real unseen`": the highest NDCG@20 mean of that setting's Table 1 block;
+- "`A` is significantly above `B` on `S`" / "`A` is significantly below `B` on `S`": the means are
+  so ordered and the leaderboard's test (`significance.DEFAULT_TEST`) gives p < `ALPHA`;
+- "`A` and `B` are not significantly apart on `S`": that test gives p >= `ALPHA`;
+- a number in parentheses right after a label, "`gps` (0.788)", in a sentence naming one setting:
+  that row's NDCG@20 mean rounded to the number's digits.
+
+`check(text, records)` returns every contradiction (empty: the prose agrees with the tables);
+`findings_markdown` writes such sentences from the tables (the README's generated findings). A
+sentence naming a label or setting the tables lack is a contradiction too: prose must not cite
+numbers that are not there. Settings are `<dataset> <split>` as in the headline (`real unseen`,
+`real crossimpl/reimpl`, `nas standard`, `real standard`), Table 1, protocol `family`, the profile
+the headline uses.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from narbench.leaderboard.headline import COLUMNS, METRIC, PROTOCOL, _blocks
+from narbench.leaderboard.records import Key, Record, select_runs
+from narbench.leaderboard.significance import ALPHA, Bootstrap, seed_matrix
+from narbench.leaderboard.tables import Block, LeaderTable, Row
+
+_LABEL = r"`([^`]+)`"
+_SETTING = r"`((?:nas|real)[^`]*)`"
+_NOTE = r"(?: \([^)]*\))?"  # "`gps` (0.788) ranks first": a parenthesis may follow a label
+PATTERNS = {
+    "first": re.compile(_LABEL + _NOTE + r" ranks first on " + _SETTING),
+    "above": re.compile(_LABEL + _NOTE + r" is significantly above " + _LABEL + _NOTE + r" on " + _SETTING),
+    "below": re.compile(_LABEL + _NOTE + r" is significantly below " + _LABEL + _NOTE + r" on " + _SETTING),
+    "apart": re.compile(_LABEL + _NOTE + r" and " + _LABEL + _NOTE + r" are not significantly apart on " + _SETTING),
+}
+_NUMBER = re.compile(_LABEL + r" \((\d\.\d+)")
+_ANY_SETTING = re.compile(_SETTING)
+
+
+@dataclass(frozen=True)
+class Claim:
+    kind: str  # first, above, below, apart, score
+    labels: tuple[str, ...]
+    setting: str
+    sentence: str
+    value: str = ""  # the number a `score` claim cites
+
+
+def sentences(text: str) -> list[str]:
+    """The text's sentences (Markdown line breaks joined; code blocks and tables left out)."""
+    keep, fenced = [], False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced or line.lstrip().startswith("|"):
+            keep.append("")
+            continue
+        keep.append(line)
+    out = []
+    for para in "\n".join(keep).split("\n\n"):
+        out += [s.strip() for s in re.split(r"(?<=[.;:])\s+(?=[A-Z`(])", " ".join(para.split())) if s.strip()]
+    return out
+
+
+def find_claims(text: str) -> list[Claim]:
+    """Every checkable claim of `text`."""
+    claims = []
+    for sentence in sentences(text):
+        for kind, pattern in PATTERNS.items():
+            for m in pattern.finditer(sentence):
+                *labels, setting = m.groups()
+                claims.append(Claim(kind, tuple(labels), setting, sentence))
+        settings = set(_ANY_SETTING.findall(sentence))
+        if len(settings) == 1:
+            (setting,) = settings
+            for m in _NUMBER.finditer(sentence):
+                claims.append(Claim("score", (m.group(1),), setting, sentence, m.group(2)))
+    return claims
+
+
+class Evidence:
+    """The Table 1 blocks of the headline's settings, and the runs behind their rows."""
+
+    def __init__(self, records: list[Record], tables: list[LeaderTable]):
+        self.profile, self.blocks = _headline_blocks(tables)
+        self.runs: dict[Key, dict[int, Record]] = select_runs(records)
+        self.boot = Bootstrap()
+
+    def block(self, setting: str) -> Block | None:
+        return self.blocks.get(setting)
+
+    def row(self, setting: str, label: str) -> Row | None:
+        block = self.blocks.get(setting)
+        return next((r for r in block.rows if r.label == label), None) if block else None
+
+    def p(self, a: Row, b: Row) -> float:
+        """The leaderboard test's p of rows `a` and `b` on METRIC (1 when either lacks per-query scores)."""
+        ma, mb = seed_matrix(self.runs.get(a.key, {}), METRIC), seed_matrix(self.runs.get(b.key, {}), METRIC)
+        if ma is None or mb is None or ma.shape[1] != mb.shape[1]:
+            return 1.0
+        return self.boot.test(ma, mb, str(a.key), str(b.key))
+
+
+def _headline_blocks(tables: list[LeaderTable]) -> tuple[str, dict[str, Block]]:
+    for profile in ("paper", "quick"):
+        blocks = _blocks(tables, profile)
+        if all(c in blocks for c in COLUMNS):
+            break
+    else:
+        profile, blocks = "quick", _blocks(tables, "quick")
+    every = {f"{ds} {split}": b for (ds, split), b in blocks.items()}
+    return profile, every
+
+
+def check(text: str, records: list[Record], tables: list[LeaderTable]) -> list[str]:
+    """Every claim of `text` the tables contradict, as `"<sentence>": <why>` lines."""
+    ev = Evidence(records, tables)
+    problems = []
+    for c in find_claims(text):
+        why = _verdict(c, ev)
+        if why:
+            problems.append(f"{c.sentence!r}: {why}")
+    return problems
+
+
+def _verdict(c: Claim, ev: Evidence) -> str | None:
+    block = ev.block(c.setting)
+    if block is None:
+        return f"no Table 1 block `{c.setting}` (protocol {PROTOCOL}, profile {ev.profile})"
+    rows = [ev.row(c.setting, label) for label in c.labels]
+    for label, row in zip(c.labels, rows):
+        if row is None or math.isnan(row.mean[METRIC]):
+            return f"no row `{label}` on `{c.setting}`"
+    mean = [r.mean[METRIC] for r in rows]
+    if c.kind == "score":
+        digits = len(c.value.split(".")[1])
+        shown = f"{mean[0]:.{digits}f}"
+        return None if shown == c.value else f"`{c.labels[0]}` scores {shown} on `{c.setting}`, not {c.value}"
+    if c.kind == "first":
+        best = max(block.rows, key=lambda r: -math.inf if math.isnan(r.mean[METRIC]) else r.mean[METRIC])
+        return None if mean[0] >= best.mean[METRIC] else f"`{best.label}` ranks first ({best.mean[METRIC]:.3f})"
+    p = ev.p(rows[0], rows[1])
+    if c.kind == "apart":
+        return None if p >= ALPHA else f"they are significantly apart (p = {p:.3g})"
+    above = c.kind == "above"
+    if (mean[0] > mean[1]) != above:
+        return f"`{c.labels[0]}` ({mean[0]:.3f}) is {'below' if above else 'above'} `{c.labels[1]}` ({mean[1]:.3f})"
+    return None if p < ALPHA else f"not significant (p = {p:.3g} >= {ALPHA})"
+
+
+# ----------------------------------------------------------------------------- generated findings
+
+
+def findings_markdown(records: list[Record], tables: list[LeaderTable]) -> str:
+    """What separates the methods, per headline setting, in the checkable phrasing (every sentence
+    is verified by `check` before it is returned)."""
+    ev = Evidence(records, tables)
+    lines = []
+    for ds, split in COLUMNS:
+        setting = f"{ds} {split}"
+        block = ev.block(setting)
+        rows = [r for r in (block.rows if block else []) if not math.isnan(r.mean[METRIC]) and r.n > 1
+                or (not math.isnan(r.mean[METRIC]) and r.key.protocol == "any")]
+        if not rows:
+            continue
+        rows.sort(key=lambda r: -r.mean[METRIC])
+        best = rows[0]
+        tied = [r for r in rows[1:] if ev.p(best, r) >= ALPHA]
+        text = f"`{best.label}` ranks first on `{setting}` (`{best.label}` ({best.mean[METRIC]:.3f})"
+        text += ")." if not tied else (
+            "); " + ", ".join(f"`{best.label}` and `{r.label}` are not significantly apart on `{setting}` "
+                              f"(`{r.label}` ({r.mean[METRIC]:.3f}))" for r in tied) + ".")
+        floors = [r for r in rows if r.key.protocol == "any" and r.key.encoder != "random"]
+        trained = [r for r in rows if r.key.protocol != "any"]
+        if floors and trained:
+            top = floors[0]
+            above = [r for r in trained if r.mean[METRIC] > top.mean[METRIC] and ev.p(r, top) < ALPHA]
+            below = [r for r in trained if r.mean[METRIC] < top.mean[METRIC] and ev.p(r, top) < ALPHA]
+            text += f" The best training-free row is `{top.label}` (`{top.label}` ({top.mean[METRIC]:.3f}))"
+            parts = []
+            if above:
+                parts.append("; " + ", ".join(f"`{r.label}` is significantly above `{top.label}` on `{setting}`"
+                                              for r in above))
+            if below:
+                parts.append("; " + ", ".join(f"`{r.label}` is significantly below `{top.label}` on `{setting}`"
+                                              for r in below))
+            rest = len(trained) - len(above) - len(below)
+            text += "".join(parts) + (f"; {rest} trained row{'s' if rest != 1 else ''} not significantly apart "
+                                      "from it." if rest else ".")
+        lines.append(f"- {text}")
+    body = "\n".join(lines)
+    problems = check(body, records, tables)
+    if problems:  # the generator and the checker disagree: a bug, never published
+        raise AssertionError("generated findings fail their own check: " + "; ".join(problems))
+    return body
+
+
+FINDINGS_START, FINDINGS_END = "<!-- narbench:findings:start -->", "<!-- narbench:findings:end -->"
+
+
+def update_findings(path, records: list[Record], tables: list[LeaderTable]) -> bool | None:
+    """Rewrite the findings between the findings markers of `path` (None: the file has none; True: changed)."""
+    from pathlib import Path
+
+    from narbench.data.store import atomic_write_bytes
+
+    path = Path(path)
+    text = path.read_text()
+    if text.count(FINDINGS_START) != 1 or text.count(FINDINGS_END) != 1:
+        return None
+    before, rest = text.split(FINDINGS_START)
+    _, after = rest.split(FINDINGS_END)
+    new = f"{before}{FINDINGS_START}\n{findings_markdown(records, tables)}\n{FINDINGS_END}{after}"
+    if new == text:
+        return False
+    atomic_write_bytes(path, new.encode())
+    return True

@@ -1,0 +1,75 @@
+"""Claims of prose checked against the tables: a sentence that contradicts them is reported."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from narbench import leaderboard as lb
+from narbench.leaderboard.claims import check, find_claims, findings_markdown, update_findings, FINDINGS_END, FINDINGS_START
+from narbench.leaderboard.subsets import with_subsets
+from tests.handmade import write_result
+from tests.leaderboard.conftest import N_QUERIES, base
+from tests.leaderboard.test_headline import _three_settings
+
+
+def _evidence(folder):
+    records = with_subsets(lb.collect([folder]))
+    return records, lb.build_tables(records)
+
+
+def test_claims_that_agree_pass_and_each_kind_of_contradiction_is_named(tmp_path):
+    _three_settings(tmp_path / "res")
+    records, tables = _evidence(tmp_path / "res")
+    wl_unseen = next(r for b in tables[0].blocks if b.setting and b.setting[1] == "unseen" for r in b.rows
+                     if r.label == "wl (floor)").mean["ndcg@20"]
+    good = (f"On unseen `wl (floor)` ranks first on `real unseen` and `wl (floor)` ({wl_unseen:.3f}) "
+            "is significantly above `gcn` on `real unseen`. `gcn` ranks first on `nas standard`.")
+    assert [c.kind for c in find_claims(good)] == ["first", "above", "score", "first"]
+    assert check(good, records, tables) == []
+    bad = {
+        "`gcn` ranks first on `real unseen`.": "`wl (floor)` ranks first",
+        "`gcn` is significantly above `wl (floor)` on `real unseen`.": "is below",
+        "`gcn` and `wl (floor)` are not significantly apart on `real unseen`.": "significantly apart",
+        "On unseen `wl (floor)` (0.123) leads on `real unseen`.": "not 0.123",
+        "`gin` ranks first on `real unseen`.": "no row `gin`",
+        "`wl (floor)` ranks first on `real everything`.": "no Table 1 block",
+        # the whole crossimpl split favours gcn (its exact queries); the reimpl subset does not
+        "`gcn` is significantly above `wl (floor)` on `real crossimpl/reimpl`.": "is below",
+    }
+    for sentence, why in bad.items():
+        (problem,) = check(sentence, records, tables)
+        assert why in problem and sentence in problem
+
+
+def test_seed_noise_is_never_claimed_significant(tmp_path):
+    rng = np.random.default_rng(1)
+    q = base(0)
+    for s in range(3):  # two encoders: the same per-query scores up to seed-level noise
+        for enc in ("gcn", "gat"):
+            write_result(tmp_path / "res", enc, "none", s, np.clip(q + rng.normal(0, 0.02) , 0, 1), dataset="real",
+                         split="unseen")
+    records, tables = _evidence(tmp_path / "res")
+    assert check("`gcn` and `gat` are not significantly apart on `real unseen`.", records, tables) == []
+    assert check("`gcn` is significantly above `gat` on `real unseen`.", records, tables)
+    assert check("`gat` is significantly above `gcn` on `real unseen`.", records, tables)
+
+
+def test_generated_findings_pass_their_own_check_and_land_between_markers(tmp_path):
+    _three_settings(tmp_path / "res")
+    records, tables = _evidence(tmp_path / "res")
+    text = findings_markdown(records, tables)
+    assert "`wl (floor)` ranks first on `real unseen`" in text
+    assert "`gcn` ranks first on `nas standard`" in text and "`wl (floor)` ranks first on `real crossimpl/reimpl`" in text
+    assert "`gcn` is significantly below `wl (floor)` on `real unseen`" in text
+    assert check(text, records, tables) == []
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{FINDINGS_START}\nold\n{FINDINGS_END}\nend\n")
+    assert update_findings(readme, records, tables) is True and update_findings(readme, records, tables) is False
+    assert readme.read_text() == f"intro\n{FINDINGS_START}\n{text}\n{FINDINGS_END}\nend\n"
+    (tmp_path / "plain.md").write_text("no markers\n")
+    assert update_findings(tmp_path / "plain.md", records, tables) is None
+
+
+def test_tables_and_code_are_not_read_as_claims():
+    text = "```\n`gcn` ranks first on `real unseen`\n```\n| `gcn` ranks first on `real unseen` |\n"
+    assert find_claims(text) == []
