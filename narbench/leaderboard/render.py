@@ -1,11 +1,12 @@
-"""Rendering the tables: Markdown for the README (every column), a compact table for the terminal."""
+"""Rendering the tables: Markdown for the README (every column; under the headline metrics NDCG@20,
+MRR@20, MAPc@20 the 95% confidence interval of the mean), a compact table for the terminal."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
-from narbench.leaderboard.tables import COLUMNS, HEADERS, LeaderTable, Row
+from narbench.leaderboard.tables import CI_COLUMNS, COLUMNS, HEADERS, LeaderTable, Row
 
 #: the terminal's columns: readable at 80 characters; the README has all twelve
 COMPACT = ("ndcg@20", "mrr@20", "map_capped@20")
@@ -17,6 +18,15 @@ def _fmt(row: Row, m: str, digits: int = 4) -> str:
         return "–"
     text = f"{mean:.{digits}f}" if math.isnan(std) else f"{mean:.{digits}f}±{std:.{digits}f}"
     return text + row.marks.get(m, "")
+
+
+def _md_cell(row: Row, m: str) -> str:
+    """A Markdown cell: bold when best; under a `CI_COLUMNS` cell its interval, on a second, small line."""
+    text = f"**{_fmt(row, m)}**" if m in row.bold else _fmt(row, m)
+    if m in CI_COLUMNS and m in row.ci and not math.isnan(row.mean[m]):
+        lo, hi = row.ci[m]
+        text += f"<br><sub>[{lo:.3f}, {hi:.3f}]</sub>"
+    return text
 
 
 def _paper_cells(scores: dict[str, float], columns=COLUMNS) -> list[str]:
@@ -36,7 +46,7 @@ def tables_markdown(tables: list[LeaderTable]) -> str:
             lines.append("| method | n | " + " | ".join(HEADERS[m] for m in COLUMNS) + " |")
             lines.append("|---|---:|" + "---:|" * len(COLUMNS))
             for r in b.rows:
-                cells = [f"**{_fmt(r, m)}**" if m in r.bold else _fmt(r, m) for m in COLUMNS]
+                cells = [_md_cell(r, m) for m in COLUMNS]
                 lines.append(f"| {r.label} | {r.n_text.replace('*', chr(92) + '*')} | " + " | ".join(cells) + " |")
             for label, vals in b.paper:
                 lines.append(f"| *{label}* | | " + " | ".join(f"*{c}*" for c in _paper_cells(vals)) + " |")

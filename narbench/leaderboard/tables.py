@@ -5,6 +5,11 @@ rows with at least two seeds (a single-seed row is never bold); a cell is bold w
 the best at the shown precision; every other cell is tested against the best row of its column
 with a paired test on per-query scores and marked † when significantly worse. So a bold cell is
 never †, and an unmarked, unbolded cell is not significantly worse than the bold one.
+
+The test (`narbench.leaderboard.significance`, default `bootstrap`) resamples queries and seeds, so
+a row that differs from the best only by training noise is not marked; a single-seed row (its seed
+variance unknown) is never tested. Every cell also gets the 95% confidence interval of its mean
+(`Row.ci`, the same bootstrap) and its p against the column's best (`Row.p`).
 """
 
 from __future__ import annotations
@@ -24,7 +29,19 @@ from narbench.leaderboard.records import (
     Record,
     select_runs,
 )
-from narbench.leaderboard.significance import ALPHA, SIG_MARK, TESTS, paired_scores, paired_test
+from narbench.leaderboard.significance import (
+    ALPHA,
+    B,
+    BOOT_SEED,
+    CI_LEVEL,
+    DEFAULT_TEST,
+    SIG_MARK,
+    TESTS,
+    Bootstrap,
+    paired_scores,
+    paired_test,
+    seed_matrix,
+)
 from narbench.eval.metrics import METRICS
 
 # Table columns: ranx's nine metrics, with the capped MAP next to ranx's MAP.
@@ -35,6 +52,8 @@ PAPER_PROFILES = ("quick", "paper")
 #: a row with fewer seeds is never bold (nor the reference of a significance test)
 MIN_SEEDS_FOR_BEST = 2
 SINGLE_SEED = "1*"
+#: the columns whose cells show their confidence interval in the Markdown tables (the headline metrics)
+CI_COLUMNS = ("ndcg@20", "mrr@20", "map_capped@20")
 
 
 def row_label(key: Key, *, objective: bool = False) -> str:
@@ -68,7 +87,9 @@ def row_labels(keys) -> dict[Key, str]:
 
 @dataclass
 class Row:
-    """One configuration's line in a block: its label, seeds, means, stds and marks per column."""
+    """One configuration's line in a block: its label, seeds, means, stds and marks per column;
+    per column also the confidence interval of the mean (`ci`) and the p of its test against the
+    column's best row (`p`, for the cells that were tested)."""
 
     label: str
     key: Key
@@ -77,6 +98,8 @@ class Row:
     std: dict[str, float]
     bold: set[str] = field(default_factory=set)
     marks: dict[str, str] = field(default_factory=dict)
+    ci: dict[str, tuple[float, float]] = field(default_factory=dict)
+    p: dict[str, float] = field(default_factory=dict)
 
     @property
     def n_text(self) -> str:
@@ -155,23 +178,35 @@ TABLES = (
 )
 
 
-def rule_note(stat_test: str = "student") -> str:
+def rule_note(stat_test: str = DEFAULT_TEST) -> str:
     """The one rule of bold and †, said once under each table."""
+    single = ("a single seed (no std, never bold)" if stat_test == "student-pooled" else
+              "a single seed (no std, never bold, never tested: its seed variance is unknown)")
     return (f"**Bold**: the best mean of the column among rows with at least {MIN_SEEDS_FOR_BEST} seeds. "
-            f"{SIG_MARK}: significantly worse than that column's best row at p < {ALPHA} ({TESTS[stat_test]} on "
-            "per-query scores of the seeds both rows have, pooled; not corrected for multiple comparisons). "
+            f"{SIG_MARK}: significantly worse than that column's best row at p < {ALPHA} ({TESTS[stat_test]}; "
+            "not corrected for multiple comparisons). "
             "A cell with neither mark is not significantly worse than the bold one. Cells: mean ± sample std over "
-            f"seeds; n: seeds; `{SINGLE_SEED}`: a single seed (no std, never bold).")
+            f"seeds; n: seeds; `{SINGLE_SEED}`: {single}.")
 
 
-def build_tables(records: list[Record], df=None, *, stat_test: str = "student") -> list[LeaderTable]:
+def ci_note() -> str:
+    """What the interval under a cell is (Markdown tables)."""
+    names = ", ".join(HEADERS[m] for m in CI_COLUMNS)
+    return (f"Under {names}: [low, high], the {CI_LEVEL:.0%} confidence interval of the mean (percentiles of a "
+            f"two-level bootstrap resampling queries and seeds, {B:,} resamples, numpy seed {BOOT_SEED}; "
+            "a single-seed row's interval covers query variance only).")
+
+
+def build_tables(records: list[Record], df=None, *, stat_test: str = DEFAULT_TEST) -> list[LeaderTable]:
     """The four tables as data (rendered by `render.tables_markdown` and `render.print_tables`).
 
     Args:
         records: validated result files (`collect`); every profile among them gets its blocks,
             but only blocks of `PAPER_PROFILES` show the paper's numbers.
         df: their `aggregate` (computed when None).
-        stat_test: `student` (paired t-test) or `fisher` (randomisation test), both ranx's.
+        stat_test: `bootstrap` (two-level bootstrap over queries and seeds, the default), `student`
+            (paired t-test) or `fisher` (randomisation test), ranx's, on per-query means over seeds;
+            `student-pooled`: the earlier leaderboards' t-test on scores pooled over seeds.
     Returns:
         Tables 1-4, each with one block per setting, its rows marked by the one rule.
     """
@@ -182,6 +217,8 @@ def build_tables(records: list[Record], df=None, *, stat_test: str = "student") 
     selected = select_runs(records)
     stats = {Key(*(r[k] for k in KEYS)): r for r in df.to_dict(orient="records")}
     tables = []
+    boot = Bootstrap()  # one per leaderboard: each row's resampled query means computed once, all at once
+    boot.prepare({(k, m): seed_matrix(selected[k], m) for k in stats for m in COLUMNS})
     labels = row_labels(stats)
     for spec in TABLES:
         by_setting = _by_setting(stats, spec.pick, labels)
@@ -193,7 +230,7 @@ def build_tables(records: list[Record], df=None, *, stat_test: str = "student") 
         for setting, rows in sorted(by_setting.items()):
             rows.sort(key=lambda r: (spec.order(r.key), r.label))
             paper = paper_rows(spec.number, setting[0]) if setting[2] in PAPER_PROFILES else []
-            blocks.append(Block(setting[0], setting, rows, paper, mark_block(rows, selected, stat_test)))
+            blocks.append(Block(setting[0], setting, rows, paper, mark_block(rows, selected, stat_test, boot)))
         covered = {b.dataset for b in blocks}
         empty = None
         if spec.number == 4 and not blocks:
@@ -201,7 +238,7 @@ def build_tables(records: list[Record], df=None, *, stat_test: str = "student") 
         if spec.number != 4 or not blocks:
             for ds in sorted(set(PAPER[spec.number]) - covered):
                 blocks.append(Block(ds, None, [], paper_rows(spec.number, ds)))
-        tables.append(LeaderTable(spec.number, spec.title, blocks, [rule_note(stat_test)], empty))
+        tables.append(LeaderTable(spec.number, spec.title, blocks, [rule_note(stat_test), ci_note()], empty))
     return tables
 
 
@@ -222,12 +259,31 @@ def _by_setting(stats: dict[Key, dict], pick, labels: dict[Key, str]) -> dict[tu
     for setting, rows in free.items():
         homes = [s for s in trained if s[:4] == setting[:4]]
         for home in homes or [setting]:  # a fresh copy per block: each block marks its own rows
-            out.setdefault(home, []).extend(replace(r, bold=set(), marks={}) for r in rows)
+            out.setdefault(home, []).extend(replace(r, bold=set(), marks={}, ci={}, p={}) for r in rows)
     return out
 
 
-def mark_block(rows: list[Row], selected: dict[Key, dict[int, Record]], stat_test: str = "student") -> list[str]:
-    """Apply the one rule (module docstring) to the rows of a block; returns notes on what was not tested."""
+def mark_block(rows: list[Row], selected: dict[Key, dict[int, Record]], stat_test: str = DEFAULT_TEST,
+               boot: Bootstrap | None = None) -> list[str]:
+    """Apply the one rule (module docstring) to the rows of a block and give every cell its confidence
+    interval; returns notes on what was not tested.
+
+    `boot`: the leaderboard's `Bootstrap` (its cache spans blocks); a fresh one when None.
+    """
+    if stat_test not in TESTS:
+        raise ValueError(f"unknown statistical test {stat_test!r} ({', '.join(TESTS)})")
+    boot = boot or Bootstrap()
+    scores = {(r.key, m): seed_matrix(selected[r.key], m) for r in rows for m in COLUMNS}
+    boot.prepare(scores)
+
+    def matrix(r: Row, m: str):
+        return scores[(r.key, m)]
+
+    for r in rows:
+        for m in COLUMNS:
+            x = matrix(r, m)
+            if x is not None and not math.isnan(r.mean[m]):
+                r.ci[m] = boot.ci(x, (r.key, m))
     eligible = [r for r in rows if r.n >= MIN_SEEDS_FOR_BEST]
     if not eligible:
         return [f"No row has {MIN_SEEDS_FOR_BEST} seeds: nothing is bold or tested."] if rows else []
@@ -244,9 +300,27 @@ def mark_block(rows: list[Row], selected: dict[Key, dict[int, Record]], stat_tes
         for r in rows:
             if m in r.bold or math.isnan(r.mean[m]):
                 continue
-            a, b, used = paired_scores(selected[best.key], selected[r.key], m)
-            if not used:
-                untested[r.label] = best.label
-            elif b.mean() < a.mean() and paired_test(a, b, stat_test) < ALPHA:
+            if stat_test == "student-pooled":
+                a, b, used = paired_scores(selected[best.key], selected[r.key], m)
+                if not used:
+                    untested[r.label] = f"{r.label}: not tested (no seed in common with {best.label})."
+                    continue
+                p, worse = paired_test(a, b, "student"), b.mean() < a.mean()
+            else:
+                xa, xb = matrix(best, m), matrix(r, m)
+                if xa is None or xb is None or xa.shape[1] != xb.shape[1]:
+                    untested[r.label] = f"{r.label}: not tested (its per-query scores are not on {best.label}'s queries)."
+                    continue
+                if len(xb) < MIN_SEEDS_FOR_BEST:
+                    untested[r.label] = (f"{r.label}: one seed, so its seed variance is unknown: not tested "
+                                         f"(never {SIG_MARK}).")
+                    continue
+                if stat_test == "bootstrap":
+                    p = boot.test(xa, xb, (best.key, m), (r.key, m))
+                else:
+                    p = paired_test(xa.mean(axis=0), xb.mean(axis=0), stat_test)
+                worse = r.mean[m] < best.mean[m]
+            r.p[m] = p
+            if worse and p < ALPHA:
                 r.marks[m] = SIG_MARK
-    return [f"{label}: not tested (no seed in common with {best})." for label, best in untested.items()]
+    return list(untested.values())
