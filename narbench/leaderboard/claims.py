@@ -173,27 +173,24 @@ def findings_markdown(records: list[Record], tables: list[LeaderTable]) -> str:
         rows.sort(key=lambda r: -r.mean[METRIC])
         best = rows[0]
         tied = [r for r in rows[1:] if ev.p(best, r) >= ALPHA]
-        text = f"`{best.label}` ranks first on `{setting}` (`{best.label}` ({best.mean[METRIC]:.3f})"
-        text += ")." if not tied else (
-            "); " + ", ".join(f"`{best.label}` and `{r.label}` are not significantly apart on `{setting}` "
-                              f"(`{r.label}` ({r.mean[METRIC]:.3f}))" for r in tied) + ".")
+        text = f"`{best.label}` ({best.mean[METRIC]:.3f}) ranks first on `{setting}`"
+        if tied:
+            text += "; " + ", ".join(f"`{best.label}` and `{r.label}` ({r.mean[METRIC]:.3f}) are not significantly "
+                                     f"apart on `{setting}`" for r in tied)
+        text += "."
         floors = [r for r in rows if r.key.protocol == "any" and r.key.encoder != "random"]
         trained = [r for r in rows if r.key.protocol != "any"]
         if floors and trained:
             top = floors[0]
             above = [r for r in trained if r.mean[METRIC] > top.mean[METRIC] and ev.p(r, top) < ALPHA]
             below = [r for r in trained if r.mean[METRIC] < top.mean[METRIC] and ev.p(r, top) < ALPHA]
-            text += f" The best training-free row is `{top.label}` (`{top.label}` ({top.mean[METRIC]:.3f}))"
-            parts = []
-            if above:
-                parts.append("; " + ", ".join(f"`{r.label}` is significantly above `{top.label}` on `{setting}`"
-                                              for r in above))
-            if below:
-                parts.append("; " + ", ".join(f"`{r.label}` is significantly below `{top.label}` on `{setting}`"
-                                              for r in below))
             rest = len(trained) - len(above) - len(below)
-            text += "".join(parts) + (f"; {rest} trained row{'s' if rest != 1 else ''} not significantly apart "
-                                      "from it." if rest else ".")
+            claims = ([f"`{r.label}` is significantly above `{top.label}` on `{setting}`" for r in above]
+                      + [f"`{r.label}` is significantly below `{top.label}` on `{setting}`" for r in below])
+            text += (f" Against the best training-free row, `{top.label}` ({top.mean[METRIC]:.3f}): "
+                     + (", ".join(claims) if claims else "no trained row is significantly apart from it")
+                     + (f"; {rest} trained row{'s are' if rest != 1 else ' is'} not significantly apart from it"
+                        if rest and claims else "") + ".")
         lines.append(f"- {text}")
     body = "\n".join(lines)
     problems = check(body, records, tables)
