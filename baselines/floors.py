@@ -16,11 +16,22 @@ does not beat them has learnt nothing the graph's op vocabulary did not already 
   a batch. PyG's `WLConv` does not fit: it colours undirected neighbourhoods through a
   hashmap that grows with the graphs it has seen, so a graph's colours depend on the batch.
 
-All three embed the whole `real` set in seconds on one core (`python benchmarks/bench.py --only floors`).
+- `wl-count`, `wl-binary`, `wl-tfidf`: the same WL labels with the number of rounds (`rounds`,
+  default 3) and the width (`dim`, default 2048) as encoder parameters, and three weightings of a
+  label: its number of occurrences (`wl-count`; `rounds=3` gives exactly `wl`'s vectors), its
+  presence (`wl-binary`: each distinct label of a graph once, whatever its multiplicity; presence
+  is decided on the 64-bit labels before hashing, so two labels that share a bucket add up, as in
+  `HashingVectorizer(binary=True)` followed by the hash) and its count times its idf (`wl-tfidf`:
+  smooth idf, ln((1 + n) / (1 + df)) + 1, df the number of training graphs that hold the label;
+  a label no training graph holds gets df = 0, as scikit-learn's smooth idf would give it).
+  The idf is computed on the exact labels, then the weighted counts are hashed.
+
+All of them embed the whole `real` set in seconds on one core (`python benchmarks/bench.py --only floors`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -131,3 +142,142 @@ class WLEncoder(Encoder):
 
     def embed(self, trainer: Trainer, graphs: list[ArchGraph]) -> torch.Tensor:
         return torch.from_numpy(wl_features(graphs, self.iterations, self.dim))
+
+
+#: the weightings of a WL label (`wl_weighted_features`)
+WL_MODES = ("count", "binary", "tfidf")
+
+
+def _wl_levels(graphs: list[ArchGraph], rounds: int):
+    """Per chunk of `graphs`: (start, number of graphs, graph id per node, [salted 64-bit label per node] per
+    level 0..`rounds`). The labels are `wl_features`'s before bucketing (level-salted, so levels never share one)."""
+    for start, part in chunks(graphs):
+        g = union(part)
+        sizes = np.array([p.num_nodes for p in part], dtype=np.int64)
+        gid = np.repeat(np.arange(len(part), dtype=np.int64), sizes)
+        levels = [_mix(labels ^ (_SALT_LEVEL * np.uint64(level + 1)))
+                  for level, labels in enumerate(encode_levels(g, rounds, children=True))]
+        yield start, len(part), gid, levels
+
+
+def _distinct(gid: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (graph, label) pairs of one level: (gid, label), each pair once."""
+    if not len(h):
+        return gid, h
+    order = np.lexsort((h, gid))
+    g, l = gid[order], h[order]
+    keep = np.ones(len(l), dtype=bool)
+    keep[1:] = (l[1:] != l[:-1]) | (g[1:] != g[:-1])
+    return g[keep], l[keep]
+
+
+@dataclass(frozen=True)
+class WLIdf:
+    """Smooth idf of WL labels from `num_graphs` training graphs: `labels` (sorted uint64) with their `idf`."""
+
+    labels: np.ndarray
+    idf: np.ndarray
+    num_graphs: int
+
+    @classmethod
+    def fit(cls, graphs: list[ArchGraph], rounds: int) -> "WLIdf":
+        found = []
+        for _, _, gid, levels in _wl_levels(graphs, rounds):
+            for h in levels:
+                found.append(_distinct(gid, h)[1])
+        labels, df = np.unique(np.concatenate(found) if found else np.zeros(0, np.uint64), return_counts=True)
+        n = len(graphs)
+        return cls(labels, np.log((1.0 + n) / (1.0 + df)) + 1.0, n)
+
+    @property
+    def unseen(self) -> float:
+        """The idf of a label no training graph holds (df = 0)."""
+        return float(np.log(1.0 + self.num_graphs) + 1.0)
+
+    def weights(self, h: np.ndarray) -> np.ndarray:
+        """The idf of each label in `h`."""
+        if not len(self.labels):
+            return np.full(len(h), self.unseen)
+        idx = np.minimum(np.searchsorted(self.labels, h), len(self.labels) - 1)
+        return np.where(self.labels[idx] == h, self.idf[idx], self.unseen)
+
+
+def wl_weighted_features(graphs: list[ArchGraph], rounds: int = 3, dim: int = 2048, mode: str = "count",
+                         idf: WLIdf | None = None, dtype=np.float32) -> np.ndarray:
+    """Signed, hashed WL features of levels 0..`rounds`, [N, dim]: each label weighted by `mode`.
+
+    `count`: its occurrences (equal to `wl_features`); `binary`: 1 if the graph holds it (distinct
+    64-bit labels, before hashing); `tfidf`: occurrences times `idf.weights` (`idf` required).
+    """
+    if mode not in WL_MODES:
+        raise ValueError(f"unknown WL weighting {mode!r}; known: {', '.join(WL_MODES)}")
+    if mode == "tfidf" and idf is None:
+        raise ValueError("the tfidf weighting needs the idf of the training graphs (WLIdf.fit)")
+    out = np.zeros((len(graphs), dim), dtype=dtype)
+    for start, count, gid, levels in _wl_levels(graphs, rounds):
+        for h in levels:
+            g = gid
+            if mode == "binary":
+                g, h = _distinct(gid, h)
+            bucket = (h >> np.uint64(1)) % np.uint64(dim)
+            weight = 1.0 - 2.0 * (h & np.uint64(1)).astype(np.float64)
+            if mode == "tfidf":
+                weight = weight * idf.weights(h)
+            flat = g * dim + bucket.astype(np.int64)
+            out[start : start + count] += np.bincount(flat, weights=weight, minlength=count * dim).reshape(
+                count, dim).astype(dtype)
+    return out
+
+
+class WLCountEncoder(Encoder):
+    """Training-free floor: hashed WL label counts with `rounds` and `dim` as parameters (`rounds=3` is `wl`)."""
+
+    name = "wl-count"
+    trainable = False
+    mode: ClassVar[str] = "count"
+    PARAMS: ClassVar[dict[str, object]] = {"rounds": 3, "dim": 2048}
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.rounds = int(self.PARAMS["rounds"])
+        self.dim = int(self.PARAMS["dim"])
+
+    def params_changed(self) -> None:
+        if self.rounds < 0:
+            raise ValueError(f"encoder {self.name!r}: rounds must be >= 0, got {self.rounds}")
+        if self.dim < 1:
+            raise ValueError(f"encoder {self.name!r}: dim must be >= 1, got {self.dim}")
+
+    def config(self) -> dict:
+        return {**super().config(), "weighting": self.mode}
+
+    def fit(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels) -> None:
+        return None
+
+    def embed(self, trainer: Trainer, graphs: list[ArchGraph]) -> torch.Tensor:
+        return torch.from_numpy(wl_weighted_features(graphs, self.rounds, self.dim, self.mode))
+
+
+class WLBinaryEncoder(WLCountEncoder):
+    """Training-free floor: hashed WL label presence (each distinct label of a graph counts once)."""
+
+    name = "wl-binary"
+    mode = "binary"
+
+
+class WLTfidfEncoder(WLCountEncoder):
+    """Training-free floor: hashed WL label counts times the label's smooth idf over the training graphs."""
+
+    name = "wl-tfidf"
+    mode = "tfidf"
+
+    def fit(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels) -> None:
+        self.idf = WLIdf.fit(graphs, self.rounds)
+        self.idf_rounds = self.rounds
+
+    def embed(self, trainer: Trainer, graphs: list[ArchGraph]) -> torch.Tensor:
+        idf = getattr(self, "idf", None)
+        if idf is None or getattr(self, "idf_rounds", None) != self.rounds:
+            raise RuntimeError("wl-tfidf: call fit() first, after set_params (the idf of the training graphs' labels "
+                               "of rounds 0..rounds)")
+        return torch.from_numpy(wl_weighted_features(graphs, self.rounds, self.dim, "tfidf", idf))

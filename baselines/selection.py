@@ -1,0 +1,176 @@
+"""`best-floor`: the training-free floor that scores best on a validation split of the training graphs.
+
+A floor is only a floor if it is the strongest simple method, and the strongest one differs
+between datasets (op counts can suffice on one, wiring matters on another). `best-floor` picks,
+per run, among the candidate floors (`CANDIDATES`: `ophist`, `ophist-tfidf`, `graphstats`, `graf`
+and WL label counts, presence and tf-idf with 1 to 4 rounds) the one with the highest NDCG@20 on
+a validation split carved from the training graphs, then fits it on all training graphs and
+embeds the corpus and the queries with it.
+
+The validation split (`validation_split`): the training graphs' families with at least two
+graphs are split stratified by family (scikit-learn `train_test_split`, `VALIDATION_FRACTION`
+held out, `VALIDATION_SEED`), the rule of the datasets' own standard split; families with one
+graph stay in the pool, as does any held-out graph whose family has no graph left in the pool.
+Each candidate is fitted on the pool alone (the idf, the standardisation), both sides are
+embedded, the held-out graphs query the pool (cosine, the benchmark's tie-break), and
+`score_rankings` gives the same metrics as a run. Ties go to the earlier candidate in
+`CANDIDATES` (the simpler one). Everything is seeded: the same training graphs give the same pick.
+
+Labels: the selection uses the family labels of the training graphs (`ArchGraph.family`, the
+label retrieval is judged on) to score the candidates, and for nothing else: no candidate sees a
+label, no weight is trained on one. It reads the family from the graphs, not the protocol's
+`labels`, so that its result is the same under every protocol (the `paper` protocol hands
+encoders the coarse label): like the other floors it is `trainable = False`, its result records
+no training labels and holds under every protocol, and its config says what it used
+(`config.encoder.uses_labels`). It never sees the queries: `fit` gets the training graphs only,
+and `embed` embeds with the floor chosen there. The choice, and every candidate's validation
+scores, are in the result file (`config.encoder_stats.selection`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from narbench.data.graph import ArchGraph
+from narbench.train.encoder import Encoder, Labels
+from narbench.train.trainer import Trainer
+
+#: share of the training graphs (of families with at least two) held out as validation queries
+VALIDATION_FRACTION = 0.1
+#: seed of the validation split (fixed: the pick does not depend on the run's seed except through its training graphs)
+VALIDATION_SEED = 0
+#: the metric that picks, and the ones recorded beside it
+SELECTION_METRIC = "ndcg@20"
+RECORDED = ("ndcg@20", "mrr@20", "map_capped@20")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A floor: an encoder class (by module path and class name) and its parameters."""
+
+    label: str
+    encoder: str  # "module:Class"
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def build(self, num_ops: int, num_classes: int, profile) -> Encoder:
+        import importlib
+
+        module, _, cls = self.encoder.partition(":")
+        enc = getattr(importlib.import_module(module), cls)(num_ops, num_classes, profile)
+        if self.params:
+            enc.set_params(dict(self.params))
+        return enc
+
+
+def _wl(mode: str, rounds: int) -> Candidate:
+    cls = {"count": "WLCountEncoder", "binary": "WLBinaryEncoder", "tfidf": "WLTfidfEncoder"}[mode]
+    return Candidate(f"wl-{mode}(rounds={rounds})", f"narbench.baselines.floors:{cls}", {"rounds": rounds})
+
+
+#: the candidates, simplest first (ties go to the earlier one); `wl-count(rounds=3)` is `wl`
+CANDIDATES: tuple[Candidate, ...] = (
+    Candidate("ophist", "narbench.baselines.floors:OpHistogramEncoder"),
+    Candidate("ophist-tfidf", "narbench.baselines.floors:OpHistogramTfidfEncoder"),
+    Candidate("graphstats", "narbench.baselines.graphstats:GraphStatsEncoder"),
+    Candidate("graf", "narbench.baselines.graf:GrafEncoder"),
+    *(_wl(mode, r) for mode in ("count", "binary", "tfidf") for r in (1, 2, 3, 4)),
+)
+
+
+def validation_split(labels: np.ndarray, fraction: float = VALIDATION_FRACTION,
+                     seed: int = VALIDATION_SEED) -> tuple[np.ndarray, np.ndarray]:
+    """(pool, validation) indices into `labels`: a stratified hold-out of families with >= 2 members.
+
+    Families with one member stay in the pool; a held-out member whose family has nothing left
+    in the pool goes back to it. At least one member per splittable family is held out when the
+    fraction is too small for scikit-learn's stratification. ValueError when no family has two members.
+    """
+    from sklearn.model_selection import train_test_split
+
+    labels = np.asarray(labels)
+    idx = np.arange(len(labels))
+    uniq, counts = np.unique(labels, return_counts=True)
+    splittable = np.isin(labels, uniq[counts >= 2])
+    n_classes, n_split = int((counts >= 2).sum()), int(splittable.sum())
+    if n_classes == 0:
+        raise ValueError("best-floor: no family has two training graphs; nothing to validate on")
+    n_val = min(max(int(round(fraction * n_split)), n_classes), n_split - n_classes)
+    if n_val < n_classes:  # every splittable family has exactly two members and there are too few: one each
+        rng = np.random.default_rng(seed)
+        val = np.array([rng.choice(np.flatnonzero(labels == lab)) for lab in uniq[counts >= 2]], dtype=np.int64)
+    else:
+        _, val = train_test_split(idx[splittable], test_size=n_val, stratify=labels[splittable], random_state=seed)
+    val = np.sort(np.asarray(val, dtype=np.int64))
+    pool = np.setdiff1d(idx, val)
+    keep = np.isin(labels[val], labels[pool])
+    return np.sort(np.concatenate([pool, val[~keep]])), val[keep]
+
+
+def score_candidate(cand: Candidate, trainer: Trainer, graphs: list[ArchGraph], labels: np.ndarray,
+                    pool: np.ndarray, val: np.ndarray, num_ops: int, profile) -> dict[str, float]:
+    """The validation metrics (`RECORDED`) of one candidate: fitted on the pool, the held-out graphs query the pool."""
+    from narbench.eval.metrics import score_rankings
+    from narbench.eval.retrieval import tiebreak_keys, top_k_cosine
+
+    enc = cand.build(num_ops, int(labels.max()) + 1 if len(labels) else 1, profile)
+    pool_graphs = [graphs[i] for i in pool]
+    enc.fit(trainer, pool_graphs, Labels(labels[pool], labels[pool], int(labels.max()) + 1))
+    emb = enc.embed(trainer, pool_graphs + [graphs[i] for i in val]).float()
+    k = int(SELECTION_METRIC.split("@")[1])
+    ranked, _ = top_k_cosine(emb[len(pool):], emb[: len(pool)], k, tiebreak=tiebreak_keys(pool_graphs))
+    means, _ = score_rankings(labels[val], labels[pool], ranked.numpy(), ks=(k,))
+    return {m: float(means[m]) for m in RECORDED}
+
+
+def select_floor(trainer: Trainer, graphs: list[ArchGraph], labels: np.ndarray, num_ops: int, profile,
+                 candidates: tuple[Candidate, ...] = CANDIDATES) -> tuple[Candidate, dict]:
+    """The best candidate on the validation split of `graphs` (by `SELECTION_METRIC`), and the record of the choice."""
+    labels = np.asarray(labels)
+    pool, val = validation_split(labels)
+    scores, seconds = {}, {}
+    for cand in candidates:
+        t = time.perf_counter()
+        scores[cand.label] = score_candidate(cand, trainer, graphs, labels, pool, val, num_ops, profile)
+        seconds[cand.label] = round(time.perf_counter() - t, 3)
+    best = candidates[0]
+    for cand in candidates[1:]:  # strictly better only: ties keep the earlier (simpler) candidate
+        if scores[cand.label][SELECTION_METRIC] > scores[best.label][SELECTION_METRIC]:
+            best = cand
+    record = {"picked": best.label, "picked_encoder": best.encoder, "picked_params": dict(best.params),
+              "metric": SELECTION_METRIC, "validation_queries": int(len(val)), "pool": int(len(pool)),
+              "fraction": VALIDATION_FRACTION, "seed": VALIDATION_SEED, "scores": scores, "seconds": seconds}
+    return best, record
+
+
+class BestFloorEncoder(Encoder):
+    """The candidate floor with the best validation NDCG@20 on a split of the training graphs.
+
+    Uses the training graphs' family labels (`ArchGraph.family`) to choose among the candidates,
+    and for nothing else; never sees the queries. See the module docstring.
+    """
+
+    name = "best-floor"
+    trainable = False  # no weight is trained and no candidate sees a label; the choice uses the families
+    candidates: ClassVar[tuple[Candidate, ...]] = CANDIDATES
+
+    def config(self) -> dict:
+        return {**super().config(), "uses_labels": "the family of the training graphs, to choose the floor only",
+                "candidates": [c.label for c in self.candidates],
+                "validation": {"fraction": VALIDATION_FRACTION, "seed": VALIDATION_SEED, "metric": SELECTION_METRIC}}
+
+    def fit(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels) -> None:
+        families = np.unique([g.family for g in graphs], return_inverse=True)[1].reshape(-1)
+        best, record = select_floor(trainer, graphs, families, self.num_ops, self.profile, self.candidates)
+        self.chosen = best.build(self.num_ops, self.num_classes, self.profile)
+        self.chosen.fit(trainer, graphs, labels)
+        self.stats = {"selection": record, "chosen_config": self.chosen.config()}
+
+    def embed(self, trainer: Trainer, graphs: list[ArchGraph]) -> torch.Tensor:
+        if getattr(self, "chosen", None) is None:
+            raise RuntimeError("best-floor: call fit() first (it chooses the floor on the training graphs)")
+        return self.chosen.embed(trainer, graphs)
