@@ -5,8 +5,8 @@ rewrites what lies between them (never typed by hand). The columns are the setti
 differ in what they retrieve, not in how well they detect copies: `real` unseen (whole zoo models
 held out, the setting that resembles search), `real` crossimpl/reimpl (other packages' code, the
 queries isomorphic to a corpus graph left out: `narbench.leaderboard.subsets`) and `nas`. The
-`real` standard split is mostly near-duplicate detection (1,715 of its 1,717 query identities
-have variants of their own in the corpus) and stays in the full leaderboard with that caveat.
+`real` standard split is mostly near-duplicate detection (804 of its 806 query models have other
+variants in the corpus) and stays in the full leaderboard with that caveat.
 Cells are NDCG@20 mean ± std over seeds with the marks of the Table 1 block they come from (bold:
 best of its column; †: significantly worse than it). Rows are sorted by the first column. The
 profile is `paper` when every column has a `paper` block, else `quick`.
