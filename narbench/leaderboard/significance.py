@@ -1,14 +1,25 @@
 """Significance and confidence intervals of the leaderboard's cells, from the per-query sidecars.
 
-A row of the leaderboard is a configuration run with several seeds; each run scores every query.
-Its mean therefore varies with the queries (another query sample) *and* with training (another
-seed). The default test, `bootstrap`, respects both: a two-level (hierarchical) paired bootstrap
-that resamples the queries with replacement, the same resampled queries for both rows (paired),
-and, independently per row, the row's seeds with replacement; a row's score on one resample is the
-mean over its resampled seeds of the mean over the resampled queries. `B` resamples drawn from
-`np.random.default_rng(BOOT_SEED)`; the two-sided p of the mean difference is
-2 min(P(d <= 0), P(d >= 0)), capped at 1. The same resamples give each row's 95% percentile
-confidence interval of its mean (`row_ci`).
+A row of the leaderboard is a configuration run with a few seeds; each run scores every query.
+Its mean varies with the queries (another sample of queries) *and* with training (another seed).
+The default test, `bootstrap`, respects both, on two levels:
+
+- queries: the per-query scores averaged over each row's seeds are resampled with replacement,
+  the same resampled queries for both rows (paired), `B` times;
+- seeds: each row's seed-to-seed spread adds, independently per row, its standard error over
+  seeds times a Student t draw (S - 1 degrees of freedom for one row; Welch-Satterthwaite's for
+  the difference of two). A row whose seeds scored identically (a deterministic training-free
+  encoder such as `wl`) adds nothing; a single seed has no spread to measure (the tables never
+  test it).
+
+Why not resample the seeds too: with S = 3 seeds a resample of seeds has 10 distinct outcomes and
+its spread is (S - 1) / S of the seeds' own, so such a bootstrap marks two rows that differ by
+seed noise alone about 1 time in 6 at alpha 0.05 (measured on simulated rows; see docs/protocol.md).
+
+The two-sided p of the mean difference d is 2 min(P(d <= 0), P(d >= 0)), capped at 1; the same
+construction gives each row's 95% percentile confidence interval of its mean (`Bootstrap.ci`).
+Every draw comes from numpy seed `BOOT_SEED` (`np.random.SeedSequence(0)`, one child stream for
+the queries, one for the t draws), so the same inputs give the same p and interval.
 
 ranx's paired tests (`student`, `fisher`) stay available; they test per-query means over each
 row's seeds (one value per query), which accounts for query variance only. `student-pooled`, the
@@ -35,7 +46,8 @@ CI_LEVEL = 0.95
 DEFAULT_TEST = "bootstrap"
 #: the tests the tables' † may come from, as the tables' note names them
 TESTS = {
-    "bootstrap": f"two-level paired bootstrap over queries and seeds, {B:,} resamples, numpy seed {BOOT_SEED}",
+    "bootstrap": f"two-level paired bootstrap: queries resampled, seed-to-seed spread as Student t, {B:,} "
+                 f"resamples, numpy seed {BOOT_SEED}",
     "student": "two-sided paired Student's t-test on per-query means over each row's seeds, "
                "ranx `paired_student_t_test`",
     "fisher": "Fisher's randomization test on per-query means over each row's seeds, ranx "
@@ -100,9 +112,9 @@ def paired_test(control: np.ndarray, treatment: np.ndarray, stat_test: str = "st
 
 
 def _streams(seed: int) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
-    """The two independent streams of numpy seed `seed`: the queries' draws, the seeds' draws."""
-    queries, seeds = np.random.SeedSequence(seed).spawn(2)
-    return queries, seeds
+    """The two independent streams of numpy seed `seed`: the queries' draws, the t draws."""
+    queries, spread = np.random.SeedSequence(seed).spawn(2)
+    return queries, spread
 
 
 @lru_cache(maxsize=2)
@@ -120,27 +132,38 @@ def _query_counts(n_queries: int, n_boot: int, seed: int) -> np.ndarray:
     return counts
 
 
-@lru_cache(maxsize=64)
-def _seed_weights(n_seeds: tuple[int, ...], n_boot: int, seed: int) -> tuple[np.ndarray, ...]:
-    """Per row of a comparison (`n_seeds`: each row's number of seeds, in order), how often each of
-    its seeds is drawn in each resample, divided by its number of seeds (n_boot x seeds): rows draw
-    independently of each other, and of the queries."""
-    rng = np.random.default_rng(_streams(seed)[1])
-    out = []
-    for n in n_seeds:
-        idx = rng.integers(0, n, (n_boot, n)) + n * np.arange(n_boot)[:, None]
-        w = np.bincount(idx.ravel(), minlength=n_boot * n).reshape(n_boot, n) / n
-        w.setflags(write=False)
-        out.append(w)
-    return tuple(out)
+@lru_cache(maxsize=256)
+def _t_draws(df: float, n_boot: int, seed: int) -> np.ndarray:
+    """`n_boot` Student t draws with `df` degrees of freedom (the same for the same df)."""
+    out = np.random.default_rng(_streams(seed)[1]).standard_t(df, n_boot)
+    out.setflags(write=False)
+    return out
+
+
+def seed_se(x: np.ndarray) -> float:
+    """Standard error over seeds of a row's mean: the sample std of its seeds' means / sqrt(seeds);
+    0 for identical seeds, NaN for a single seed (unknown)."""
+    if len(x) < 2:
+        return math.nan
+    m = x.mean(axis=1)
+    return 0.0 if (m == m[0]).all() else float(m.std(ddof=1) / math.sqrt(len(x)))
+
+
+def welch_df(a: np.ndarray, b: np.ndarray) -> float:
+    """Welch-Satterthwaite degrees of freedom of the difference of two rows' seed means (seed
+    matrices); a row with zero (or unknown: one seed) spread contributes none. NaN when neither spreads."""
+    parts = [(seed_se(x) ** 2, len(x) - 1) for x in (a, b) if len(x) > 1 and seed_se(x) > 0]
+    if not parts:
+        return math.nan
+    return sum(v for v, _ in parts) ** 2 / sum(v * v / k for v, k in parts)
 
 
 class Bootstrap:
     """The two-level bootstrap of one leaderboard: resampled queries shared by every row of a query
-    count (paired), each row's query means computed once (`query_means`, cached by `name`).
+    count (paired), each row's resampled query means computed once (cached by `name`).
 
-    `prepare` computes many rows' query means in one pass over the resamples (one matrix product per
-    query count): the cost is B x queries x (seeds x metrics) multiply-adds, whatever the comparisons.
+    `prepare` computes many rows' resampled means in one pass over the resamples (one matrix product
+    per query count): B x queries x rows multiply-adds, whatever the number of comparisons.
     """
 
     def __init__(self, n_boot: int = B, seed: int = BOOT_SEED) -> None:
@@ -148,29 +171,27 @@ class Bootstrap:
         self._means: dict[object, np.ndarray] = {}
         self._ci: dict[tuple[object, float], tuple[float, float]] = {}
 
-    def prepare(self, matrices: dict[object, np.ndarray]) -> None:
-        """Compute and cache the query means of every seed matrix of `matrices` (name -> matrix) not
-        cached yet, one batched product per query count."""
+    def prepare(self, matrices: dict[object, np.ndarray | None]) -> None:
+        """Compute and cache the resampled query means of every seed matrix of `matrices`
+        (name -> matrix; None is skipped) not cached yet, one batched product per query count."""
         todo: dict[int, list[tuple[object, np.ndarray]]] = {}
         for name, x in matrices.items():
             if x is not None and name not in self._means:
                 todo.setdefault(x.shape[1], []).append((name, x))
         for n_queries, items in todo.items():
             counts = _query_counts(n_queries, self.n_boot, self.seed)
-            xt = np.concatenate([x for _, x in items]).T / n_queries  # queries x (all seeds of all rows)
-            outs = [np.empty((self.n_boot, len(x)), dtype=np.float32) for _, x in items]
-            edges = np.cumsum([0] + [len(x) for _, x in items])
+            xt = np.stack([x.mean(axis=0) for _, x in items], axis=1) / n_queries  # queries x rows
+            out = np.empty((self.n_boot, len(items)))
             for lo in range(0, self.n_boot, _CHUNK):
-                block = counts[lo:lo + _CHUNK].astype(np.float64) @ xt
-                for out, e0, e1 in zip(outs, edges[:-1], edges[1:]):
-                    out[lo:lo + _CHUNK] = block[:, e0:e1]
-            for (name, _), out in zip(items, outs):
-                out.setflags(write=False)
-                self._means[name] = out
+                out[lo:lo + _CHUNK] = counts[lo:lo + _CHUNK].astype(np.float64) @ xt
+            for j, (name, _) in enumerate(items):
+                col = np.ascontiguousarray(out[:, j])
+                col.setflags(write=False)
+                self._means[name] = col
 
     def query_means(self, x: np.ndarray, name: object = None) -> np.ndarray:
-        """Mean over the resampled queries, per resample and seed: (n_boot, seeds) (float32), for a
-        row's `seed_matrix` x; cached under `name` when one is given."""
+        """The mean over resampled queries of a row's per-query seed means (n_boot,), for its
+        `seed_matrix` x; cached under `name` when one is given."""
         if name is None:
             name = ("", id(x))
             self.prepare({name: x})
@@ -178,15 +199,13 @@ class Bootstrap:
         self.prepare({name: x})
         return self._means[name]
 
-    def _scores(self, means: np.ndarray, weights: np.ndarray) -> np.ndarray:
-        """One score per resample: the mean over resampled seeds (their weights) of the query means."""
-        return np.einsum("bs,bs->b", means, weights, dtype=np.float64) if means.shape[1] > 1 \
-            else means[:, 0].astype(np.float64)
-
     def scores(self, x: np.ndarray, name: object = None) -> np.ndarray:
-        """A row's resampled means (n_boot,): the distribution its confidence interval is read from."""
-        (w,) = _seed_weights((len(x),), self.n_boot, self.seed)
-        return self._scores(self.query_means(x, name), w)
+        """A row's resampled means (n_boot,), queries and seeds: the distribution its confidence
+        interval is read from (a single seed: queries only)."""
+        q, se = self.query_means(x, name), seed_se(x)
+        if math.isnan(se) or se == 0:
+            return q
+        return q + se * _t_draws(float(len(x) - 1), self.n_boot, self.seed)
 
     def ci(self, x: np.ndarray, name: object = None, level: float = CI_LEVEL) -> tuple[float, float]:
         """Percentile confidence interval of a row's mean (over its queries and seeds); cached under `name`."""
@@ -198,17 +217,19 @@ class Bootstrap:
         return float(lo), float(hi)
 
     def test(self, a: np.ndarray, b: np.ndarray, name_a: object = None, name_b: object = None) -> float:
-        """Two-sided p of the difference of two rows' means (seed matrices on the same queries).
-
-        Queries are resampled together (paired), seeds independently per row (a's seeds first).
-        """
+        """Two-sided p of the difference of two rows' means (seed matrices on the same queries, in
+        the same order): queries resampled together (paired), plus the rows' seed spread as a
+        Student t (Welch-Satterthwaite). A single-seed row adds no seed spread: whether it may be
+        tested at all is the caller's call (the tables do not test it)."""
         if a.shape[1] != b.shape[1]:
             raise ValueError(f"the rows scored different numbers of queries ({a.shape[1]}, {b.shape[1]})")
         if np.array_equal(a, b):
             return 1.0
-        wa, wb = _seed_weights((len(a), len(b)), self.n_boot, self.seed)
-        d = self._scores(self.query_means(a, name_a), wa) - self._scores(self.query_means(b, name_b), wb)
-        d = np.round(d, 12)  # the arithmetic's last bits never decide a sign (a row of identical seeds)
+        d = self.query_means(a, name_a) - self.query_means(b, name_b)
+        var = sum(seed_se(x) ** 2 for x in (a, b) if len(x) > 1)
+        if var > 0:
+            d = d + math.sqrt(var) * _t_draws(welch_df(a, b), self.n_boot, self.seed)
+        d = np.round(d, 12)  # the arithmetic's last bits never decide a sign
         p = 2 * min(float((d <= 0).mean()), float((d >= 0).mean()))
         return min(1.0, p)
 

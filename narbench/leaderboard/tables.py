@@ -6,8 +6,8 @@ the best at the shown precision; every other cell is tested against the best row
 with a paired test on per-query scores and marked † when significantly worse. So a bold cell is
 never †, and an unmarked, unbolded cell is not significantly worse than the bold one.
 
-The test (`narbench.leaderboard.significance`, default `bootstrap`) resamples queries and seeds, so
-a row that differs from the best only by training noise is not marked; a single-seed row (its seed
+The test (`narbench.leaderboard.significance`, default `bootstrap`) counts both the queries' and the
+seeds' variance, so a row that differs from the best by training noise alone is rarely marked; a single-seed row (its seed
 variance unknown) is never tested. Every cell also gets the 95% confidence interval of its mean
 (`Row.ci`, the same bootstrap) and its p against the column's best (`Row.p`).
 """
@@ -192,9 +192,10 @@ def rule_note(stat_test: str = DEFAULT_TEST) -> str:
 def ci_note() -> str:
     """What the interval under a cell is (Markdown tables)."""
     names = ", ".join(HEADERS[m] for m in CI_COLUMNS)
-    return (f"Under {names}: [low, high], the {CI_LEVEL:.0%} confidence interval of the mean (percentiles of a "
-            f"two-level bootstrap resampling queries and seeds, {B:,} resamples, numpy seed {BOOT_SEED}; "
-            "a single-seed row's interval covers query variance only).")
+    return (f"Under {names}: [low, high], the {CI_LEVEL:.0%} confidence interval of the mean over queries and "
+            f"seeds (percentiles of {B:,} draws, numpy seed {BOOT_SEED}: the queries resampled, plus the seeds' "
+            "standard error times a Student t with n - 1 degrees of freedom; a single seed's interval covers its "
+            "queries only).")
 
 
 def build_tables(records: list[Record], df=None, *, stat_test: str = DEFAULT_TEST) -> list[LeaderTable]:
