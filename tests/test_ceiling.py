@@ -150,3 +150,21 @@ def test_write_csv_keeps_rows_of_splits_not_rerun(tmp_path):
                 replace=[("real", "crossimpl", "iso")], key=("dataset", "split", "resolution"))
     lines = path.read_text().splitlines()
     assert lines == ["dataset,split,resolution,queries", "real,unseen,iso,3", "real,crossimpl,iso,5"]
+
+
+def test_vote_rule_ranks_a_query_by_its_structure_in_the_corpus():
+    """qa (family A) has the structure of class 0, which the corpus holds as two B graphs and one A graph:
+    `label` ranks A's graphs first (class 1: share 1, then class 0: share 1/3); `vote` weighs the classes by
+    class 0's families (A 1, B 2): class 0 key (1 * 1 + 2 * 2) / 3 = 5/3, class 1 (A) key 1, class 2 (B) key 2."""
+    corpus_labels, corpus_classes = ["A", "B", "B", "A", "B"], [0, 0, 0, 1, 2]
+    (lab,), _, _ = C.oracle_groups(["A"], [0], corpus_labels, corpus_classes, rule="label")
+    assert [sorted(b.tolist()) for b in lab.blocks] == [[3], [0, 1, 2]]
+    (vote,), _, _ = C.oracle_groups(["A"], [0], corpus_labels, corpus_classes, rule="vote")
+    assert [sorted(b.tolist()) for b in vote.blocks] == [[4], [0, 1, 2], [3]]
+    # a structure the corpus does not hold: the vote falls back to the query's label
+    (new,), _, _ = C.oracle_groups(["A"], [9], corpus_labels, corpus_classes, rule="vote")
+    assert [sorted(b.tolist()) for b in new.blocks] == [[3], [0, 1, 2]]
+    assert C.ceiling(["A"], [0], corpus_labels, corpus_classes, rule="vote", draws=2).exact_means["ndcg@20"] < \
+        C.ceiling(["A"], [0], corpus_labels, corpus_classes, rule="label", draws=2).exact_means["ndcg@20"]
+    with pytest.raises(ValueError):
+        C.oracle_groups(["A"], [0], corpus_labels, corpus_classes, rule="best")

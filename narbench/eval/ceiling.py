@@ -21,6 +21,13 @@ only up to structure: graphs in one *structure class* are interchangeable to it.
   block) and is the summed-relevance vote for a group; for RR and AP it is the natural rule, not
   proven optimal. Graphs of key 0 are irrelevant to every query of the group: they fill the
   ranking up to its depth in corpus order (any order scores the same).
+- **Two rules.** `label` is the rule above: the query labels of a group choose its ranking, the
+  best ranking that any function of the query's structure could give (a bound). `vote` chooses it
+  from the corpus instead where the corpus holds the group's structure: the weights are the
+  families of the corpus graphs of that class (the query labels where the corpus has no graph of
+  it). That is the best a method can do that knows the query only by its structure and learns the
+  labels from the corpus: a query whose structure is another family's in the corpus is ranked as
+  that family's.
 - **The numbers.** The metrics are the project's own (`narbench.eval.metrics.score_rankings`,
   ranx) on the same corpus and queries as `narbench run` (`narbench.harness.runner.select`, the
   `quick` profile: the whole split), averaged over `DRAWS` seeded random tie orders. The exact
@@ -55,11 +62,19 @@ SEED = 0
 #: the ranking depth of `narbench run` (`RunConfig.top_k`)
 DEPTH = 100
 RESOLUTIONS = ("iso", "nd")
+#: `label`: the brief's oracle (query labels choose a group's ranking); `vote`: corpus labels of the query's structure
+RULES = ("label", "vote")
+#: the (resolution, rule) rows computed on `real` (`nas`: iso/label only, its graphs are pairwise non-isomorphic)
+VARIANTS = (("iso", "label"), ("iso", "vote"), ("nd", "label"), ("nd", "vote"))
+#: query subsets of a split reported as rows of their own (`<split>/<subset>`, as the leaderboard names them)
+SUBSETS = ("exact", "reimpl")
 #: (dataset, split) in the order computed; crossimpl last (its data file may be rebuilt)
 SPLITS = (("nas", "standard"), ("real", "standard"), ("real", "unseen"), ("real", "crossimpl"))
 #: the metrics of the tables: the leaderboard's nine, MAP in the capped convention (MAPc)
 TABLE_METRICS = tuple(f"{m}@{k}" for m in ("ndcg", "mrr", "map_capped") for k in KS)
 BEST_METRICS = ("ndcg@20", "mrr@20", "map_capped@20")
+#: a family is hopeless on a split when no committed configuration's mean NDCG@20 over its queries reaches this
+HOPELESS = 0.02
 CEILING_CSV = Path("leaderboard/ceiling.csv")
 FAMILIES_CSV = Path("leaderboard/ceiling-families.csv")
 RESULTS_DIR = Path("leaderboard/results")
@@ -178,11 +193,16 @@ def _encode(*arrays: Sequence) -> list[np.ndarray]:
 
 
 def oracle_groups(query_labels: Sequence, query_classes: Sequence, corpus_labels: Sequence, corpus_classes: Sequence,
-                  *, depth: int = DEPTH) -> tuple[list[Group], _Corpus, np.ndarray]:
+                  *, depth: int = DEPTH, rule: str = "label") -> tuple[list[Group], _Corpus, np.ndarray]:
     """The oracle's groups (see the module docstring) and the encoded corpus and query labels.
 
     Class ids are shared between queries and corpus (equal ids: same structure); labels are any hashables.
+    `rule`: `label` weighs the corpus classes by the group's query labels; `vote` by the labels of the
+    corpus graphs of the group's own structure where the corpus has that structure (the query labels
+    where it has not).
     """
+    if rule not in RULES:
+        raise ValueError(f"unknown rule {rule!r}; known: {', '.join(RULES)}")
     q_lab, c_lab = _encode(query_labels, corpus_labels)
     q_cls, c_cls = _encode(query_classes, corpus_classes)
     if len(q_lab) != len(q_cls) or len(c_lab) != len(c_cls):
@@ -197,6 +217,9 @@ def oracle_groups(query_labels: Sequence, query_classes: Sequence, corpus_labels
         if len(members) == 0:
             continue
         weights = Counter(q_lab[members].tolist())
+        own = int(q_cls[members[0]])
+        if rule == "vote" and own < corpus.num_classes and corpus.size[own] > 0:
+            weights = Counter(c_lab[corpus.members[own]].tolist())
         signature = tuple(sorted(weights.items()))
         if signature in cache:
             groups.append(Group(np.sort(members), *cache[signature]))
@@ -290,7 +313,8 @@ def expected_metrics(blocks: Sequence[tuple[int, int]], n_rel: int, ks: Iterable
 
 
 def ceiling(query_labels: Sequence, query_classes: Sequence, corpus_labels: Sequence, corpus_classes: Sequence,
-            *, depth: int = DEPTH, draws: int = DRAWS, seed: int = SEED, ks: tuple[int, ...] = KS) -> Ceiling:
+            *, depth: int = DEPTH, draws: int = DRAWS, seed: int = SEED, ks: tuple[int, ...] = KS,
+            rule: str = "label") -> Ceiling:
     """The oracle's metrics (ranx, mean over `draws` seeded tie orders) and their exact expectation.
 
     `query_classes` / `corpus_classes`: structure class per graph, ids shared between the two sides.
@@ -298,7 +322,8 @@ def ceiling(query_labels: Sequence, query_classes: Sequence, corpus_labels: Sequ
     """
     if draws < 1:
         raise ValueError("draws must be at least 1")
-    groups, corpus, q_lab = oracle_groups(query_labels, query_classes, corpus_labels, corpus_classes, depth=depth)
+    groups, corpus, q_lab = oracle_groups(query_labels, query_classes, corpus_labels, corpus_classes, depth=depth,
+                                          rule=rule)
     depth = min(depth, len(corpus.labels))
     nq = len(q_lab)
     sums: dict[str, np.ndarray] = {}
@@ -383,10 +408,22 @@ def method_label(key) -> str:
     return f"{name} ({', '.join(extra)})"
 
 
+def tracked(results_dir: Path) -> set[str] | None:
+    """Names of the files under `results_dir` that git tracks (None: not in a git checkout)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "ls-files", "-z", "."], cwd=results_dir, capture_output=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return {Path(p).name for p in out.stdout.decode().split("\0") if p}
+
+
 def committed(name: str, split: str, want: dict[str, Any], num_queries: int, num_corpus: int,
-              results_dir: Path = RESULTS_DIR) -> dict[str, Committed]:
+              results_dir: Path = RESULTS_DIR, *, uncommitted: bool = False) -> dict[str, Committed]:
     """The committed results on exactly this content and split (all queries, whole corpus), by configuration.
 
+    Committed: tracked by git where `results_dir` is in a checkout (every file with `uncommitted`).
     Of several runs of one configuration and seed, the latest counts (as the leaderboard's `select_runs`).
     """
     from narbench.eval.result import RunResult
@@ -394,7 +431,10 @@ def committed(name: str, split: str, want: dict[str, Any], num_queries: int, num
     from narbench.leaderboard.records import Record, select_runs
 
     records = []
+    known = None if uncommitted else tracked(Path(results_dir))
     for path in sorted(Path(results_dir).glob("*.json")):
+        if known is not None and path.name not in known:
+            continue
         try:
             res = RunResult.read(path)
         except ValueError:
@@ -444,9 +484,11 @@ class SplitReport:
     content: dict[str, Any]
     corpus: np.ndarray
     queries: np.ndarray
-    ceilings: dict[str, Ceiling]
+    ceilings: dict[tuple[str, str], Ceiling]  # (resolution, rule) -> the oracle's scores
     classes: dict[str, np.ndarray]  # resolution -> class id per graph of the dataset
     configs: dict[str, Committed]
+    #: named query subsets reported apart (crossimpl's `exact` and `reimpl`): positions into `queries`
+    subsets: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def cross_family_classes(classes: np.ndarray, families: np.ndarray, idx: np.ndarray) -> int:
@@ -458,18 +500,24 @@ def cross_family_classes(classes: np.ndarray, families: np.ndarray, idx: np.ndar
 
 
 def run_split(dataset, split: str, classes: dict[str, np.ndarray], *, draws: int = DRAWS, seed: int = SEED,
-              results_dir: Path = RESULTS_DIR) -> SplitReport:
+              results_dir: Path = RESULTS_DIR, uncommitted: bool = False) -> SplitReport:
     corpus, queries = select(dataset, split)
     fam = np.array([g.family for g in dataset.graphs], dtype=object)
     ceilings = {}
-    for res, cls in classes.items():
-        ceilings[res] = ceiling(fam[queries], cls[queries], fam[corpus], cls[corpus], draws=draws, seed=seed)
+    for res, rule in VARIANTS:
+        if res in classes and (rule == "label" or dataset.name != "nas"):
+            cls = classes[res]
+            ceilings[res, rule] = ceiling(fam[queries], cls[queries], fam[corpus], cls[corpus], draws=draws, seed=seed,
+                                          rule=rule)
     want = content(dataset, split)
-    configs = committed(dataset.name, split, want, len(queries), len(corpus), results_dir)
-    return SplitReport(dataset.name, split, want, corpus, queries, ceilings, classes, configs)
+    configs = committed(dataset.name, split, want, len(queries), len(corpus), results_dir, uncommitted=uncommitted)
+    test = dataset.get_split(split).test
+    subsets = {name: np.flatnonzero(np.isin(queries, test[pos]))
+               for name, pos in getattr(dataset.get_split(split), "subsets", {}).items() if name in SUBSETS}
+    return SplitReport(dataset.name, split, want, corpus, queries, ceilings, classes, configs, subsets)
 
 
-CEILING_COLUMNS = ("dataset", "version", "content", "split", "resolution", "queries", "corpus", "query_groups",
+CEILING_COLUMNS = ("dataset", "version", "content", "split", "resolution", "rule", "queries", "corpus", "query_groups",
                    "cross_family_classes", *TABLE_METRICS, "exact_gap", "draws", "configurations",
                    *(c for m in BEST_METRICS for c in (f"best {m}", f"best {m} method")))
 
@@ -478,22 +526,29 @@ def ceiling_rows(rep: SplitReport, families: np.ndarray) -> list[dict[str, Any]]
     rows = []
     idx = np.concatenate([rep.corpus, rep.queries])
     sha = rep.content["sha256"][:8] + ("+" + rep.content["parts"].get("crossimpl", "")[:8] if "parts" in rep.content else "")
-    for res, c in rep.ceilings.items():
-        row = {"dataset": rep.dataset, "version": rep.content["version"], "content": sha, "split": rep.split,
-               "resolution": res, "queries": len(rep.queries), "corpus": len(rep.corpus), "query_groups": c.groups,
-               "cross_family_classes": cross_family_classes(rep.classes[res], families, idx),
-               **{m: f"{c.means[m]:.4f}" for m in TABLE_METRICS},
-               "exact_gap": f"{c.exact_gap:.4f}", "draws": c.draws, "configurations": len(rep.configs)}
-        for m in BEST_METRICS:
-            best, label = best_committed(rep.configs, m) if rep.configs else (float("nan"), "")
-            row[f"best {m}"] = "" if np.isnan(best) else f"{best:.4f}"
-            row[f"best {m} method"] = label
-        rows.append(row)
+    parts = [(rep.split, np.arange(len(rep.queries)))] + \
+        [(f"{rep.split}/{name}", pos) for name, pos in sorted(rep.subsets.items(), key=lambda kv: SUBSETS.index(kv[0]))]
+    for split, where in parts:
+        for (res, rule), c in rep.ceilings.items():
+            means = {m: float(c.per_query[m][where].mean()) for m in TABLE_METRICS}
+            gap = max(abs(means[m] - float(c.exact_per_query[m][where].mean())) for m in TABLE_METRICS)
+            groups = len(set(rep.classes[res][rep.queries[where]].tolist()))
+            row = {"dataset": rep.dataset, "version": rep.content["version"], "content": sha, "split": split,
+                   "resolution": res, "rule": rule, "queries": len(where), "corpus": len(rep.corpus),
+                   "query_groups": groups, "cross_family_classes": cross_family_classes(rep.classes[res], families, idx),
+                   **{m: f"{v:.4f}" for m, v in means.items()},
+                   "exact_gap": f"{gap:.4f}", "draws": c.draws, "configurations": len(rep.configs)}
+            for m in BEST_METRICS:
+                best, label = best_committed(rep.configs, m, where) if rep.configs else (float("nan"), "")
+                row[f"best {m}"] = "" if np.isnan(best) else f"{best:.4f}"
+                row[f"best {m} method"] = label
+            rows.append(row)
     return rows
 
 
-FAMILY_COLUMNS = ("family", "queries", *(f"{r} {m}" for r in RESOLUTIONS for m in BEST_METRICS),
-                  "best ndcg@20", "best ndcg@20 method", "max run ndcg@20", "max run ndcg@100", "hopeless",
+FAMILY_COLUMNS = ("family", "queries", *(f"iso-label {m}" for m in BEST_METRICS),
+                  *(f"{r}-{u} ndcg@20" for r, u in VARIANTS[1:]),
+                  "best ndcg@20", "best ndcg@20 method", "max run ndcg@20", "max run ndcg@100", "configurations at 0", "hopeless",
                   "queries with iso twin elsewhere", "queries with nd twins only elsewhere", "nd other families")
 
 
@@ -506,16 +561,18 @@ def family_rows(rep: SplitReport, dataset) -> list[dict[str, Any]]:
     for f in sorted(set(q_fam.tolist())):
         where = np.flatnonzero(q_fam == f)
         row: dict[str, Any] = {"family": f, "queries": len(where)}
-        for res in RESOLUTIONS:
-            for m in BEST_METRICS:
-                row[f"{res} {m}"] = f"{rep.ceilings[res].per_query[m][where].mean():.4f}" if res in rep.ceilings else ""
+        for (res, rule), c in rep.ceilings.items():
+            for m in BEST_METRICS if (res, rule) == ("iso", "label") else ("ndcg@20",):
+                row[f"{res}-{rule} {m}"] = f"{c.per_query[m][where].mean():.4f}"
         if rep.configs:
             best, label = best_committed(rep.configs, "ndcg@20", where)
-            row.update({"best ndcg@20": f"{best:.4f}", "best ndcg@20 method": label,
+            at_zero = sum(float(c.mean("ndcg@20")[where].mean()) == 0 for c in rep.configs.values())
+            row.update({"best ndcg@20": f"{best:.4f}", "best ndcg@20 method": label if best > 0 else "",
                         "max run ndcg@20": f"{max_single_run(rep.configs, 'ndcg@20', where):.4f}",
                         "max run ndcg@100": f"{max_single_run(rep.configs, 'ndcg@100', where):.4f}",
-                        "hopeless": "yes" if max_single_run(rep.configs, "ndcg@20", where) == 0 else ""})
-        iso_twin, nd_only, others = 0, 0, Counter()
+                        "configurations at 0": f"{at_zero}/{len(rep.configs)}",
+                        "hopeless": "yes" if best < HOPELESS else ""})
+        iso_twin, nd_only, near_other = 0, 0, set()
         for q in rep.queries[where].tolist():
             twins = corpus_by_class["iso"].get(int(rep.classes["iso"][q]), np.zeros(0, np.int64))
             iso_twin += bool(len(twins)) and bool((fam[twins] != f).any())
@@ -523,9 +580,10 @@ def family_rows(rep: SplitReport, dataset) -> list[dict[str, Any]]:
                 near = corpus_by_class["nd"].get(int(rep.classes["nd"][q]), np.zeros(0, np.int64))
                 near_f = fam[near]
                 nd_only += bool(len(near)) and not (near_f == f).any()
-                others.update(x for x in near_f.tolist() if x != f)
+                near_other.update(near[near_f != f].tolist())
         row["queries with iso twin elsewhere"] = iso_twin
         row["queries with nd twins only elsewhere"] = nd_only if "nd" in rep.classes else ""
+        others = Counter(fam[sorted(near_other)].tolist())
         row["nd other families"] = " ".join(f"{k}:{v}" for k, v in sorted(others.items(), key=lambda kv: (-kv[1], kv[0]))[:4])
         rows.append(row)
     return rows
@@ -538,6 +596,41 @@ def _members(classes: np.ndarray, idx: np.ndarray) -> dict[int, np.ndarray]:
     return {c: np.asarray(v, dtype=np.int64) for c, v in out.items()}
 
 
+def neighbours(dataset, family: str, split: str = "unseen", *, wl: np.ndarray | None = None,
+               nd: np.ndarray | None = None) -> list[dict[str, Any]]:
+    """Where the graphs of `family` sit, per model (`meta['model']`): for the doubtful memberships.
+
+    Per model: its graphs, its side of `split` (query / corpus), the best WL cosine (the `wl` floor's
+    features, exact counts) to a graph of another model of its own family and to a graph of another
+    family (with that family), and the other families in its near-duplicate components (`nd`).
+    """
+    from narbench.datasets.taxonomy import wl_counts
+
+    graphs = dataset.core_graphs
+    fam = np.array([g.family for g in graphs], dtype=object)
+    model = np.array([str(g.meta.get("model", g.name)) for g in graphs], dtype=object)
+    counts = (wl if wl is not None else wl_counts(graphs)).astype(np.float64)
+    unit = counts / np.maximum(np.linalg.norm(counts, axis=1, keepdims=True), 1e-12)
+    test = np.zeros(len(graphs), dtype=bool)
+    test[dataset.get_split(split).test] = True
+    out = []
+    for m in sorted(set(model[fam == family].tolist())):
+        idx = np.flatnonzero((fam == family) & (model == m))
+        cos = unit[idx] @ unit.T
+        own = (fam == family) & (model != m)
+        other = fam != family
+        best_other = int(np.argmax(np.where(other, cos, -1).max(axis=0)))
+        row = {"family": family, "model": m, "graphs": len(idx),
+               "side": "query" if test[idx].all() else "corpus" if not test[idx].any() else "both",
+               "own family cosine": float(cos[:, own].max()) if own.any() else float("nan"),
+               "other family cosine": float(cos[:, best_other].max()), "nearest other family": fam[best_other]}
+        if nd is not None:
+            near = np.flatnonzero(np.isin(nd[:len(graphs)], nd[idx]) & other)
+            row["nd other families"] = dict(Counter(fam[near].tolist()).most_common(4))
+        out.append(row)
+    return out
+
+
 def write_csv(path: Path, columns: Sequence[str], rows: list[dict[str, Any]], *, replace: Iterable[tuple] = (),
               key: Sequence[str] = ()) -> None:
     """Write `rows`; with `key`, keep the existing file's rows whose key is not in `replace` (re-runs of some splits)."""
@@ -545,12 +638,16 @@ def write_csv(path: Path, columns: Sequence[str], rows: list[dict[str, Any]], *,
     kept = []
     if key and path.is_file():
         with open(path, newline="") as fh:
-            kept = [r for r in csv.DictReader(fh) if tuple(r[k] for k in key) not in replace]
+            reader = csv.DictReader(fh)
+            if list(reader.fieldnames or ()) == list(columns):  # a file of another layout is not kept
+                kept = [r for r in reader if tuple(r[k] for k in key) not in replace]
     order = {s: i for i, s in enumerate(SPLITS)}
+    order.update({(d, f"{s}/{sub}"): i + (j + 1) / 10 for i, (d, s) in enumerate(SPLITS) for j, sub in enumerate(SUBSETS)})
     every = kept + [{c: str(r.get(c, "")) for c in columns} for r in rows]
+    variants = {f"{res}-{rule}": i for i, (res, rule) in enumerate(VARIANTS)}
     if key:
-        every.sort(key=lambda r: (order.get((r["dataset"], r["split"]), len(order)), RESOLUTIONS.index(r["resolution"])
-                                  if r.get("resolution") in RESOLUTIONS else 9))
+        every.sort(key=lambda r: (order.get((r["dataset"], r["split"]), len(order)),
+                                  variants.get(f"{r.get('resolution')}-{r.get('rule', 'label')}", len(variants))))
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(columns), lineterminator="\n")
@@ -581,9 +678,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="dataset:split pairs (default: all four; crossimpl last)")
     parser.add_argument("--draws", type=int, default=DRAWS, help="random tie orders averaged")
     parser.add_argument("--results", type=Path, default=RESULTS_DIR, help="folder of committed result files")
+    parser.add_argument("--uncommitted", action="store_true",
+                        help="also count result files git does not track (default: tracked files only)")
     parser.add_argument("--out", type=Path, default=CEILING_CSV)
     parser.add_argument("--families-out", type=Path, default=FAMILIES_CSV)
+    parser.add_argument("--neighbours", nargs="+", metavar="FAMILY",
+                        help="print where these `real` families' graphs sit per model (nearest families by WL "
+                             "cosine, near-duplicate components), and nothing else")
     args = parser.parse_args(argv)
+    if args.neighbours:
+        dataset = load("real", "unseen")
+        nd = structure_classes(dataset.core_graphs, "nd")
+        for f in args.neighbours:
+            for row in neighbours(dataset, f, nd=nd):
+                print(f"{row['family']} {row['model']}: {row['graphs']} graphs, {row['side']} in unseen; best WL cosine "
+                      f"to its own family {row['own family cosine']:.4f}, to another {row['other family cosine']:.4f} "
+                      f"({row['nearest other family']}); near-duplicates in {row['nd other families'] or 'no other family'}")
+        return 0
     wanted = [tuple(s.split(":", 1)) for s in args.splits]
     unknown = [f"{d}:{s}" for d, s in wanted if (d, s) not in SPLITS]
     if unknown:
@@ -601,18 +712,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 classes["nd"] = structure_classes(dataset.graphs, "nd", iso=iso)
             loaded = {key: (dataset, classes)}  # one dataset in memory at a time
         dataset, classes = loaded[key]
-        rep = run_split(dataset, split, classes, draws=args.draws, results_dir=args.results)
+        rep = run_split(dataset, split, classes, draws=args.draws, results_dir=args.results, uncommitted=args.uncommitted)
         families = np.array([g.family for g in dataset.graphs], dtype=object)
         new = ceiling_rows(rep, families)
         rows += new
-        done += [(name, split, r) for r in rep.ceilings]
+        done += [(r["dataset"], r["split"], r["resolution"], r["rule"]) for r in new]
         for r in new:
-            print(f"{name} {split} {r['resolution']}: ndcg@20 {r['ndcg@20']} mrr@20 {r['mrr@20']} "
+            print(f"{name} {r['split']} {r['resolution']}-{r['rule']}: ndcg@20 {r['ndcg@20']} mrr@20 {r['mrr@20']} "
                   f"mapc@20 {r['map_capped@20']} (exact gap {r['exact_gap']}); best committed ndcg@20 "
                   f"{r['best ndcg@20']} {r['best ndcg@20 method']}", flush=True)
         if (name, split) == ("real", "unseen"):
             write_csv(args.families_out, FAMILY_COLUMNS, family_rows(rep, dataset))
-        write_csv(args.out, CEILING_COLUMNS, rows, replace=done, key=("dataset", "split", "resolution"))
+        write_csv(args.out, CEILING_COLUMNS, rows, replace=done, key=("dataset", "split", "resolution", "rule"))
     return 0
 
 
