@@ -22,7 +22,8 @@ only up to structure: graphs in one *structure class* are interchangeable to it.
   proven optimal. Graphs of key 0 are irrelevant to every query of the group: they fill the
   ranking up to its depth in corpus order (any order scores the same).
 - **Two rules.** `label` is the rule above: the query labels of a group choose its ranking, the
-  best ranking that any function of the query's structure could give (a bound). `vote` chooses it
+  ceiling of any function of the query's structure (exact when every class is pure and no two
+  queries of different families share a structure: then it scores 1). `vote` chooses it
   from the corpus instead where the corpus holds the group's structure: the weights are the
   families of the corpus graphs of that class (the query labels where the corpus has no graph of
   it). That is the best a method can do that knows the query only by its structure and learns the
@@ -62,7 +63,7 @@ SEED = 0
 #: the ranking depth of `narbench run` (`RunConfig.top_k`)
 DEPTH = 100
 RESOLUTIONS = ("iso", "nd")
-#: `label`: the brief's oracle (query labels choose a group's ranking); `vote`: corpus labels of the query's structure
+#: `label`: query labels choose a group's ranking (the ceiling); `vote`: corpus labels of the query's structure
 RULES = ("label", "vote")
 #: the (resolution, rule) rows computed on `real` (`nas`: iso/label only, its graphs are pairwise non-isomorphic)
 VARIANTS = (("iso", "label"), ("iso", "vote"), ("nd", "label"), ("nd", "vote"))
