@@ -97,7 +97,7 @@ def _block(tables):
 
 def test_tables_mark_real_differences_not_seed_noise(tmp_path):
     """gcn and gat differ by seed noise alone, gin is 0.1 below gcn on every query, wl (training-free,
-    identical seeds) 0.2 lower, gps 0.2 lower with one seed. The draws: the first five from 1010 on
+    identical seeds) 0.2 lower, gps (trained) and ophist (training-free) 0.2 lower with one seed. The draws: the first five from 1010 on
     whose seed noise the pooled t-test calls significant (the reviewer's case)."""
     pooled_marks = [d for d in range(1010, 1100)
                     if paired_test(*(x.ravel() for x in _ordered(*_rows(d))), "student") < ALPHA][:5]
@@ -112,6 +112,7 @@ def test_tables_mark_real_differences_not_seed_noise(tmp_path):
             write_result(out, "gin", "none", s, np.clip(gin[s] - 0.1, 0, 1))
             write_result(out, "wl", "none", s, np.clip(base - 0.2, 0, 1))
         write_result(out, "gps", "none", 0, np.clip(base - 0.2, 0, 1))
+        write_result(out, "ophist", "none", 0, np.clip(base - 0.2, 0, 1))  # training-free, one seed: tested
         records = lb.collect([out])
         rows, block = _block(lb.build_tables(records))
         best, other = ("gcn", "gat") if "ndcg@20" in rows["gcn"].bold else ("gat", "gcn")
@@ -119,6 +120,7 @@ def test_tables_mark_real_differences_not_seed_noise(tmp_path):
         assert rows["gin"].marks.get("ndcg@20") == lb.SIG_MARK and rows["wl (floor)"].marks.get("ndcg@20") == lb.SIG_MARK
         assert rows["gps"].marks == {} and "ndcg@20" not in rows["gps"].p  # one seed: not tested
         assert any(n.startswith("gps: one seed") for n in block.notes)
+        assert rows["ophist (floor)"].marks.get("ndcg@20") == lb.SIG_MARK
         for r in rows.values():  # every cell has its interval around its mean
             lo, hi = r.ci["ndcg@20"]
             assert lo <= r.mean["ndcg@20"] <= hi

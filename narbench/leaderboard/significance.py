@@ -9,8 +9,8 @@ The default test, `bootstrap`, respects both, on two levels:
 - seeds: each row's seed-to-seed spread adds, independently per row, its standard error over
   seeds times a Student t draw (S - 1 degrees of freedom for one row; Welch-Satterthwaite's for
   the difference of two). A row whose seeds scored identically (a deterministic training-free
-  encoder such as `wl`) adds nothing; a single seed has no spread to measure (the tables never
-  test it).
+  encoder such as `wl`) adds nothing; a single seed has no spread to measure (the tables test a
+  single seed only of a training-free encoder, whose seeds vary little or not at all).
 
 Why not resample the seeds too: with S = 3 seeds a resample of seeds has 10 distinct outcomes and
 its spread is (S - 1) / S of the seeds' own, so such a bootstrap marks two rows that differ by
@@ -220,7 +220,7 @@ class Bootstrap:
         """Two-sided p of the difference of two rows' means (seed matrices on the same queries, in
         the same order): queries resampled together (paired), plus the rows' seed spread as a
         Student t (Welch-Satterthwaite). A single-seed row adds no seed spread: whether it may be
-        tested at all is the caller's call (the tables do not test it)."""
+        tested at all is the caller's call (the tables test it only for a training-free encoder)."""
         if a.shape[1] != b.shape[1]:
             raise ValueError(f"the rows scored different numbers of queries ({a.shape[1]}, {b.shape[1]})")
         if np.array_equal(a, b):

@@ -7,8 +7,9 @@ with a paired test on per-query scores and marked † when significantly worse. 
 never †, and an unmarked, unbolded cell is not significantly worse than the bold one.
 
 The test (`narbench.leaderboard.significance`, default `bootstrap`) counts both the queries' and the
-seeds' variance, so a row that differs from the best by training noise alone is rarely marked; a single-seed row (its seed
-variance unknown) is never tested. Every cell also gets the 95% confidence interval of its mean
+seeds' variance, so a row that differs from the best by training noise alone is rarely marked; a
+trained single-seed row (its seed variance unknown) is never tested, a training-free one is, as if
+its seeds scored alike. Every cell also gets the 95% confidence interval of its mean
 (`Row.ci`, the same bootstrap) and its p against the column's best (`Row.p`).
 """
 
@@ -181,7 +182,7 @@ TABLES = (
 def rule_note(stat_test: str = DEFAULT_TEST) -> str:
     """The one rule of bold and †, said once under each table."""
     single = ("a single seed (no std, never bold)" if stat_test == "student-pooled" else
-              "a single seed (no std, never bold, never tested: its seed variance is unknown)")
+              "a single seed (no std, never bold; a trained one is never tested: its seed variance is unknown)")
     return (f"**Bold**: the best mean of the column among rows with at least {MIN_SEEDS_FOR_BEST} seeds. "
             f"{SIG_MARK}: significantly worse than that column's best row at p < {ALPHA} ({TESTS[stat_test]}; "
             "not corrected for multiple comparisons). "
@@ -313,9 +314,12 @@ def mark_block(rows: list[Row], selected: dict[Key, dict[int, Record]], stat_tes
                     untested[r.label] = f"{r.label}: not tested (its per-query scores are not on {best.label}'s queries)."
                     continue
                 if len(xb) < MIN_SEEDS_FOR_BEST:
-                    untested[r.label] = (f"{r.label}: one seed, so its seed variance is unknown: not tested "
-                                         f"(never {SIG_MARK}).")
-                    continue
+                    if r.key.protocol != ANY_PROTOCOL:
+                        untested[r.label] = (f"{r.label}: one seed, so its seed variance is unknown: not tested "
+                                             f"(never {SIG_MARK}).")
+                        continue
+                    untested[r.label] = (f"{r.label}: one seed of a training-free encoder, tested as if its seeds "
+                                         "scored alike (training-free rows vary little or not at all over seeds).")
                 if stat_test == "bootstrap":
                     p = boot.test(xa, xb, (best.key, m), (r.key, m))
                 else:
