@@ -53,8 +53,28 @@ def _cell(row: Row | None) -> str:
     return f"**{text}**" if METRIC in row.bold else text
 
 
-def headline_markdown(tables: list[LeaderTable]) -> str:
-    """The headline table as Markdown (with a line saying what it is), or a note that it is missing."""
+#: the ceiling rows under the table: (resolution in ceiling.csv, label)
+CEILINGS = (("iso", "*ceiling: graph-only oracle, isomorphic graphs tied*"),
+            ("nd", "*ceiling: near-duplicates (WL cosine >= 0.999) tied*"))
+
+
+def read_ceiling(path: str | Path) -> dict[tuple[str, str, str], float]:
+    """(dataset, split, resolution) -> the oracle's METRIC under the `label` rule, from `leaderboard/ceiling.csv`
+    (`narbench.eval.ceiling`); empty when the file is missing."""
+    import csv
+
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    with open(path, newline="") as fh:
+        return {(r["dataset"], r["split"], r["resolution"]): float(r[METRIC])
+                for r in csv.DictReader(fh) if r.get("rule") == "label" and r.get(METRIC)}
+
+
+def headline_markdown(tables: list[LeaderTable], ceiling: dict[tuple[str, str, str], float] | None = None) -> str:
+    """The headline table as Markdown (with a line saying what it is), or a note that it is missing.
+
+    `ceiling` (`read_ceiling`) adds the oracle's rows under the methods, where it has a value."""
     for profile in ("paper", "quick"):
         blocks = _blocks(tables, profile)
         if all(c in blocks for c in COLUMNS):
@@ -80,6 +100,15 @@ def headline_markdown(tables: list[LeaderTable]) -> str:
              f"| method | {head} |", "|---|" + "---:|" * len(COLUMNS)]
     for label in sorted(rows, key=order):
         lines.append(f"| {label} | " + " | ".join(_cell(rows[label].get(c)) for c in COLUMNS) + " |")
+    for resolution, label in CEILINGS:
+        values = [(ceiling or {}).get((ds, split, resolution)) for ds, split in COLUMNS]
+        if any(v is not None for v in values):
+            lines.append(f"| {label} | " + " | ".join("–" if v is None else f"*{v:.3f}*" for v in values) + " |")
+    if ceiling:
+        lines += ["", "The ceiling rows: an oracle that knows every label but sees graphs only up to structure "
+                  "(`leaderboard/ceiling.csv`, docs/datasets.md \"The ceiling\"); the first ties isomorphic graphs "
+                  "(what any graph-only method must), the second near-duplicates (what WL-like features cannot "
+                  "tell apart)."]
     return "\n".join(lines)
 
 
@@ -95,7 +124,7 @@ def check_markers(path: str | Path) -> str:
     return text
 
 
-def update_readme(path: str | Path, tables: list[LeaderTable]) -> bool:
+def update_readme(path: str | Path, tables: list[LeaderTable], ceiling: dict | None = None) -> bool:
     """Rewrite the headline between the markers of `path`; True if the file changed.
 
     Raises HeadlineError when the file lacks the markers (nothing is written).
@@ -103,7 +132,7 @@ def update_readme(path: str | Path, tables: list[LeaderTable]) -> bool:
     text = check_markers(path)
     before, rest = text.split(START)
     _, after = rest.split(END)
-    new = f"{before}{START}\n{headline_markdown(tables)}\n{END}{after}"
+    new = f"{before}{START}\n{headline_markdown(tables, ceiling)}\n{END}{after}"
     if new == text:
         return False
     atomic_write_bytes(path, new.encode())

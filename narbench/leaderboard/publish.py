@@ -10,7 +10,7 @@ from pathlib import Path
 from narbench.leaderboard.aggregate import aggregate, write_aggregate
 from narbench.leaderboard.claims import update_findings
 from narbench.leaderboard.figures import plot_tables, plot_tsne
-from narbench.leaderboard.headline import check_markers, update_readme
+from narbench.leaderboard.headline import check_markers, read_ceiling, update_readme
 from narbench.leaderboard.paper import MAP_NOTE, PAPER_LABEL, PROTOCOL_NOTE
 from narbench.leaderboard.records import NothingToShowError, collect
 from narbench.leaderboard.render import print_tables, tables_markdown
@@ -93,7 +93,8 @@ def write_leaderboard(results_dirs: Iterable[str | Path] = (), out_dir: str | Pa
     page = out_dir / "README.md"
     atomic_write_bytes(page, _readme(records, left_out, df, tables, plot_paths, out_dir, profiles).encode())
     if readme is not None:
-        say(f"headline table in {readme}: " + ("updated" if update_readme(readme, tables) else "unchanged"))
+        ceiling = read_ceiling(out_dir / "ceiling.csv")
+        say(f"headline table in {readme}: " + ("updated" if update_readme(readme, tables, ceiling) else "unchanged"))
         changed = update_findings(readme, shown, tables)
         if changed is not None:
             say(f"findings in {readme}: " + ("updated" if changed else "unchanged"))

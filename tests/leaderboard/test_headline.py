@@ -79,3 +79,22 @@ def test_readme_without_markers_is_refused_before_anything_is_written(tmp_path):
     with pytest.raises(HeadlineError, match="narbench:headline:start"):
         lb.write_leaderboard([], tmp_path / "lb", plots=False, readme=readme)
     assert not (tmp_path / "lb" / "README.md").exists() and readme.read_text() == "# no markers\n"
+
+
+def test_ceiling_rows_come_from_the_ceiling_table(tmp_path):
+    from narbench.leaderboard.headline import read_ceiling
+
+    _three_settings(tmp_path / "res")
+    path = tmp_path / "ceiling.csv"
+    path.write_text("dataset,split,resolution,rule,ndcg@20\n"
+                    "real,unseen,iso,label,1.0\nreal,unseen,iso,vote,0.5\nreal,crossimpl/reimpl,iso,label,0.9745\n"
+                    "real,unseen,nd,label,0.95982\n")
+    ceiling = read_ceiling(path)
+    assert ceiling == {("real", "unseen", "iso"): 1.0, ("real", "crossimpl/reimpl", "iso"): 0.9745,
+                       ("real", "unseen", "nd"): 0.95982}
+    text = headline_markdown(_tables(tmp_path / "res"), ceiling)
+    rows = [ln for ln in text.splitlines() if ln.startswith("| *ceiling")]
+    assert rows == ["| *ceiling: graph-only oracle, isomorphic graphs tied* | *1.000* | *0.975* | – |",
+                    "| *ceiling: near-duplicates (WL cosine >= 0.999) tied* | *0.960* | – | – |"]
+    assert read_ceiling(tmp_path / "missing.csv") == {}
+    assert "ceiling" not in headline_markdown(_tables(tmp_path / "res"))
