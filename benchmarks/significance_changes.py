@@ -9,7 +9,7 @@ subsets as splits of their own), builds the tables twice, with the pooled t-test
 leaderboards (`student-pooled`: seed-matched per-query scores of all seeds concatenated) and with
 the new test (default `bootstrap`: queries resampled, seeds' spread as Student t), and prints per
 table block and column every † added or removed, with both p-values, the row's and the best row's
-mean ± std over seeds and n. Then a count per dataset/split and column. Asserts nothing.
+mean ± std over seeds and n. Then Table 1's count per dataset/split, protocol and column. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -78,19 +78,19 @@ def main(argv=None) -> int:
                 continue
             assert b_old.setting == b_new.setting and [r.label for r in b_old.rows] == [r.label for r in b_new.rows]
             lines = []
-            ds, split = b_old.setting[0], b_old.setting[1]
+            ds, split, protocol = b_old.setting[0], b_old.setting[1], b_old.setting[4]
             for m in columns:
                 best = _best(b_new, m)
                 for r_old, r_new in zip(b_old.rows, b_new.rows):
                     was, now = m in r_old.marks, m in r_new.marks
                     if t_old.number == 1:  # the counts: Table 1 only (other tables repeat its rows)
-                        totals[("old", ds, split, m)] += was
-                        totals[("new", ds, split, m)] += now
+                        totals[("old", ds, split, protocol, m)] += was
+                        totals[("new", ds, split, protocol, m)] += now
                     if was == now:
                         continue
                     change = "removed" if was else "added"
                     if t_old.number == 1:
-                        per_setting[(ds, split, b_old.setting[4], m, change)] += 1
+                        per_setting[(ds, split, protocol, m, change)] += 1
                     lines.append(
                         f"  {change:7} {HEADERS[m]:8} {r_new.label:32} n={r_new.n_text:2} "
                         f"{r_new.mean[m]:.4f}±{r_new.std[m]:.4f} vs best {best.label if best else '?'} "
@@ -103,15 +103,14 @@ def main(argv=None) -> int:
                     print(f"  note: {note}")
                 print()
 
-    print("Table 1, † per dataset/split and column, old -> new (all protocols' blocks together):")
-    keys = sorted({k[1:] for k in totals})
-    for ds, split, m in keys:
-        o, n = totals[("old", ds, split, m)], totals[("new", ds, split, m)]
-        print(f"  {ds:22} {split:20} {HEADERS[m]:8} {o:3} -> {n:3}")
+    print("Table 1, † per dataset/split, protocol block and column, old -> new:")
+    for ds, split, protocol, m in sorted({k[1:] for k in totals}):
+        o, n = totals[("old", ds, split, protocol, m)], totals[("new", ds, split, protocol, m)]
+        print(f"  {ds:22} {split:18} {protocol:7} {HEADERS[m]:8} {o:3} -> {n:3}")
     o = sum(v for k, v in totals.items() if k[0] == "old")
     n = sum(v for k, v in totals.items() if k[0] == "new")
-    removed = sum(v for k, v in per_setting.items() if k[4] == "removed")
-    added = sum(v for k, v in per_setting.items() if k[4] == "added")
+    removed = sum(v for k, v in per_setting.items() if k[-1] == "removed")
+    added = sum(v for k, v in per_setting.items() if k[-1] == "added")
     print(f"  total Table 1: {o} -> {n} († removed {removed}, added {added})")
     return 0
 
