@@ -290,6 +290,7 @@ def mark_block(rows: list[Row], selected: dict[Key, dict[int, Record]], stat_tes
     if not eligible:
         return [f"No row has {MIN_SEEDS_FOR_BEST} seeds: nothing is bold or tested."] if rows else []
     untested: dict[str, str] = {}
+    free_single: dict[str, None] = {}  # training-free rows of one seed, tested (ordered, no repeats)
     for m in COLUMNS:
         scored = [r for r in eligible if not math.isnan(r.mean[m])]
         if not scored:
@@ -318,8 +319,7 @@ def mark_block(rows: list[Row], selected: dict[Key, dict[int, Record]], stat_tes
                         untested[r.label] = (f"{r.label}: one seed, so its seed variance is unknown: not tested "
                                              f"(never {SIG_MARK}).")
                         continue
-                    untested[r.label] = (f"{r.label}: one seed of a training-free encoder, tested as if its seeds "
-                                         "scored alike (training-free rows vary little or not at all over seeds).")
+                    free_single[r.label] = None
                 if stat_test == "bootstrap":
                     p = boot.test(xa, xb, (best.key, m), (r.key, m))
                 else:
@@ -328,4 +328,8 @@ def mark_block(rows: list[Row], selected: dict[Key, dict[int, Record]], stat_tes
             r.p[m] = p
             if worse and p < ALPHA:
                 r.marks[m] = SIG_MARK
-    return list(untested.values())
+    notes = list(untested.values())
+    if free_single:
+        notes.append(f"{', '.join(free_single)}: one seed of a training-free encoder, tested as if its seeds scored "
+                     "alike (training-free rows vary little or not at all over seeds).")
+    return notes
