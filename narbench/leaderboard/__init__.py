@@ -12,7 +12,7 @@ The modules, in the order data flows through them:
   never averaged in) and group them: one row per `Key` (dataset, split, profile, device kind,
   protocol, encoder, splitter, objective, init), one run per seed (the latest).
 - `aggregate`: mean, sample std and n over seeds per row (`aggregate.csv`).
-- `significance`: ranx's paired tests on seed-matched per-query scores.
+- `significance`: the two-level bootstrap over queries and seeds (ranx's paired tests on per-query seed means as options).
 - `paper`: the paper's published numbers (`narbench/data/paper_tables.csv`).
 - `tables`: which rows each of Tables 1-4 holds, one label per configuration, and the one rule
   of bold and † (per column: best mean among rows with two or more seeds; † significantly worse
