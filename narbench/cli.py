@@ -605,6 +605,39 @@ def _input_errors() -> tuple[type[BaseException], ...]:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse `argv` (default: the command line), run the subcommand's handler, return its exit status."""
+    restore = _degrade_unencodable_output()
+    try:
+        return _main(argv)
+    finally:
+        restore()
+
+
+def _degrade_unencodable_output():
+    """stdout / stderr that are not UTF-8 (`PYTHONIOENCODING=ascii`, a C locale) write `?` for a character
+    they cannot encode (the tables' `·`, `…`, box lines) instead of raising UnicodeEncodeError. Returns a
+    function that restores them."""
+    undo = []
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("_", "-")
+        errors = getattr(stream, "errors", None)
+        if encoding.startswith("utf") or errors != "strict" or not hasattr(stream, "reconfigure"):
+            continue
+        try:
+            stream.reconfigure(errors="replace")
+        except (ValueError, OSError, TypeError):  # a stream that cannot be reconfigured: left as it is
+            continue
+        undo.append(stream)
+
+    def restore() -> None:
+        for stream in undo:
+            try:
+                stream.reconfigure(errors="strict")
+            except (ValueError, OSError, TypeError):
+                pass
+    return restore
+
+
+def _main(argv: list[str] | None) -> int:
     from narbench import process
 
     args = build_parser().parse_args(argv)

@@ -12,7 +12,10 @@ import sys
 
 from rich.console import Console
 
+from narbench.cli import _checked, _positive_int, _seed
 from narbench.train.profiles import PROFILES
+
+_non_negative_int = _checked(int, lambda v: v >= 0, "an integer >= 0")
 
 DEFAULT_GRID = "leaderboard/grid.toml"
 
@@ -28,7 +31,7 @@ def add_sweep_parser(sub, formatter=argparse.HelpFormatter) -> None:
                                                          f"grid is --models x --datasets x ...")
     p.add_argument("--profile", default=None, choices=sorted(PROFILES), help="profile of every run (default: the "
                                                                              "grid file's, else quick)")
-    p.add_argument("--seeds", type=int, nargs="+", default=None, help="seeds (default: the grid's, else 0)")
+    p.add_argument("--seeds", type=_seed, nargs="+", default=None, help="seeds (default: the grid's, else 0)")
     p.add_argument("--block", dest="blocks", action="append", default=None, metavar="NAME",
                    help="only this block of the grid file (repeatable)")
     p.add_argument("--datasets", "--dataset", dest="datasets", nargs="+", default=None,
@@ -46,18 +49,18 @@ def add_sweep_parser(sub, formatter=argparse.HelpFormatter) -> None:
     p.add_argument("--device", default="auto", help="device of every run: auto, cpu, cuda, cuda:N")
     p.add_argument("--dry-run", action="store_true", help="list the grid's runs (done / to run) and run nothing")
     p.add_argument("--launcher", default="local", choices=("local", "slurm", "ray"), help="where the runs execute")
-    p.add_argument("--jobs", type=int, default=1, help="local: runs at a time")
-    p.add_argument("--threads", type=int, default=None,
+    p.add_argument("--jobs", type=_positive_int, default=1, help="local: runs at a time")
+    p.add_argument("--threads", type=_positive_int, default=None,
                    help="torch threads per run (default: local 1 when --jobs > 1, slurm --cpus, ray 1)")
     g = p.add_argument_group("slurm (submitit)")
     g.add_argument("--partition", default=None, help="Slurm partition")
     g.add_argument("--account", default=None, help="Slurm account")
-    g.add_argument("--time", dest="time_min", type=int, default=120, help="minutes per job")
-    g.add_argument("--gpus", type=int, default=0, help="GPUs per job (slurm; ray: per run)")
-    g.add_argument("--cpus", type=int, default=2, help="CPUs per job")
-    g.add_argument("--mem-gb", type=int, default=None, help="memory per job")
-    g.add_argument("--runs-per-job", type=int, default=1, help="runs one Slurm job does one after another")
-    g.add_argument("--array-parallelism", type=int, default=None, help="at most this many array tasks at once")
+    g.add_argument("--time", dest="time_min", type=_positive_int, default=120, help="minutes per job")
+    g.add_argument("--gpus", type=_non_negative_int, default=0, help="GPUs per job (slurm; ray: per run)")
+    g.add_argument("--cpus", type=_positive_int, default=2, help="CPUs per job")
+    g.add_argument("--mem-gb", type=_positive_int, default=None, help="memory per job")
+    g.add_argument("--runs-per-job", type=_positive_int, default=1, help="runs one Slurm job does one after another")
+    g.add_argument("--array-parallelism", type=_positive_int, default=None, help="at most this many array tasks at once")
     g.add_argument("--slurm-param", action="append", default=[], metavar="KEY=VALUE",
                    help="another sbatch parameter for submitit, e.g. qos=high or constraint=a100 (repeatable)")
     g.add_argument("--submitit-cluster", default="slurm", choices=("slurm", "local", "debug"),

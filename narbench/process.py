@@ -11,7 +11,7 @@ folder of its own that is removed at exit. Three libraries would otherwise write
 - matplotlib keeps its font cache in `~/.config/matplotlib`: `MPLCONFIGDIR` points to
   `<narbench cache>/matplotlib`, so the cache is built once per machine as before.
 
-A variable the user set is left alone. `scope()` wraps one command in `narbench.cli.main` and
+A variable the user set (to something not empty) is left alone. `scope()` wraps one command in `narbench.cli.main` and
 restores everything when it ends; nothing is set on `import narbench`: a program that uses the
 Python API keeps its own environment.
 
@@ -53,8 +53,10 @@ def scope() -> Iterator[Path]:
     try:
         tempfile.tempdir = str(tmp)
         os.environ["TMPDIR"] = str(tmp)  # child processes (zoo workers) write there too
-        os.environ.setdefault("IR_DATASETS_HOME", str(tmp / "ir_datasets"))
-        os.environ.setdefault("MPLCONFIGDIR", str(cache_dir() / "matplotlib"))
+        # set but empty counts as unset (an empty MPLCONFIGDIR would otherwise be ignored or the current folder)
+        for key, value in (("IR_DATASETS_HOME", tmp / "ir_datasets"), ("MPLCONFIGDIR", cache_dir() / "matplotlib")):
+            if not os.environ.get(key):
+                os.environ[key] = str(value)
         yield tmp
     finally:
         if os.getpid() == pid:  # not in a forked child unwinding through Python

@@ -8,5 +8,8 @@ from pathlib import Path
 
 
 def cache_dir() -> Path:
-    """Where generated datasets are cached: `$NARBENCH_CACHE` or `~/.cache/narbench`."""
-    return Path(os.environ.get("NARBENCH_CACHE", Path.home() / ".cache" / "narbench"))
+    """Where generated datasets are cached: `$NARBENCH_CACHE` or `~/.cache/narbench`.
+
+    An empty NARBENCH_CACHE counts as unset (it would otherwise be the current folder).
+    """
+    return Path(os.environ.get("NARBENCH_CACHE") or Path.home() / ".cache" / "narbench")

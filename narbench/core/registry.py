@@ -112,7 +112,8 @@ def table(kind: str) -> Table:
     for ep in sorted(entry_points(group=GROUPS[kind]), key=lambda e: e.name):
         dist = ep.dist.name if ep.dist else "?"
         try:
-            doc = (load(kind, ep.name).__doc__ or "").strip().splitlines()[0]
+            lines = (load(kind, ep.name).__doc__ or "").strip().splitlines()  # none: no docstring
+            doc = escape(lines[0]) if lines else "[dim](no description)[/dim]"
         except Exception as exc:  # list it anyway, saying why it cannot be used
             doc = f"[red]fails to load: {escape(str(exc))}[/red]"
         out.add_row(ep.name, dist, doc)

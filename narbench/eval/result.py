@@ -12,7 +12,7 @@ import os
 import platform
 import subprocess
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -79,11 +79,34 @@ class RunResult:
         path = Path(path)
         try:
             raw = json.loads(path.read_text())
-            if isinstance(raw, dict) and raw.get("schema") == 1:
+            if not isinstance(raw, dict):
+                raise ValueError(f"{path}: not a valid narbench result file (a JSON {type(raw).__name__}, "
+                                 "not an object)")
+            if raw.get("schema") == 1:
                 raw = _from_schema1(raw)
+            _check_field_names(path, raw)
             return cls(**raw)
-        except (json.JSONDecodeError, TypeError, AttributeError) as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError, TypeError, AttributeError) as exc:
             raise ValueError(f"{path}: not a valid narbench result file ({exc})") from exc
+
+
+def _check_field_names(path: Path, raw: dict[str, Any]) -> None:
+    """A top-level field RunResult does not have (a newer narbench's, a typo) or a required one missing:
+    ValueError naming the file, the field and this narbench's schema version."""
+    known = {f.name: f for f in fields(RunResult)}
+    unknown = sorted(set(raw) - set(known))
+    if unknown:
+        schema = raw.get("schema")
+        newer = (f"; the file says schema {schema!r}, written by a newer narbench?"
+                 if isinstance(schema, int) and schema > SCHEMA_VERSION else "")
+        raise ValueError(f"{path}: field{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
+                         f"{'are' if len(unknown) > 1 else 'is'} unknown to this narbench's result schema "
+                         f"(schema version {SCHEMA_VERSION}){newer}")
+    missing = [name for name, f in known.items() if name not in raw
+               and f.default is MISSING and f.default_factory is MISSING]
+    if missing:
+        raise ValueError(f"{path}: not a valid narbench result file (missing field{'s' if len(missing) > 1 else ''} "
+                         f"{', '.join(missing)})")
 
 
 def _from_schema1(raw: dict[str, Any]) -> dict[str, Any]:

@@ -5,6 +5,7 @@ A result file is trusted only when it is consistent in itself and names what it 
 - it parses as a `RunResult` of a schema this narbench reads, and its name is `<run_id>.json`;
 - every metric (the nine of the paper's tables and `map_capped@k`) is a finite number in [0, 1];
   so is each optional metric the file holds (`ndcg_paper@k`, absent from files written before it);
+  a metric name that is neither (`recall@7`) is refused, not ignored;
 - its per-query sidecar `<run_id>.queries.json.gz` holds every metric the file holds for
   `num_queries` queries, each in [0, 1], and their means equal the file's metrics within the
   sidecar's rounding;
@@ -156,6 +157,13 @@ def _check_fields(path: Path, r: RunResult) -> None:
 def _check_metrics(path: Path, r: RunResult) -> None:
     if not isinstance(r.metrics, dict) or not isinstance(r.metrics_extra, dict):
         raise InvalidResultError(path, "metrics and metrics_extra must be JSON objects")
+    known = (*REQUIRED_METRICS, *OPTIONAL_METRICS)
+    for where, names in (("metrics", r.metrics), ("metrics_extra", r.metrics_extra)):
+        unknown = [m for m in names if m not in known]
+        if unknown:
+            raise InvalidResultError(path, f"{where} has unknown metric{'s' if len(unknown) > 1 else ''} "
+                                           f"{', '.join(map(str, unknown))}; the metrics narbench knows: "
+                                           f"{', '.join(known)}")
     scores = {**r.metrics, **r.metrics_extra}
     missing = [m for m in REQUIRED_METRICS if m not in scores]
     if missing:

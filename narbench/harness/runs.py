@@ -3,7 +3,7 @@
 Each row: the run's configuration (dataset, split, encoder, splitter, profile, protocol,
 objective, seed), its headline metrics, wall time, device, git commit, configuration hash and
 file. Read with `RunResult.read` (no validation: this is a listing, `narbench leaderboard`
-validates); a file that is not a result is reported, not fatal.
+validates); a file that is not a result is reported, not fatal; a folder that does not exist is.
 """
 
 from __future__ import annotations
@@ -32,13 +32,16 @@ def run_row(result: RunResult, path: Path) -> dict[str, Any]:
 
 
 def list_runs(dirs: Iterable[str | Path]) -> tuple[list[dict[str, Any]], list[str]]:
-    """(rows sorted by creation time, problems): every result file under `dirs`, recursively."""
+    """(rows sorted by creation time, problems): every result file under `dirs`, recursively.
+
+    A folder (or file) that does not exist raises FileNotFoundError naming it, before any is read.
+    """
+    dirs = [Path(d) for d in dirs]
+    for d in dirs:
+        if not d.exists():
+            raise FileNotFoundError(f"results folder {d} does not exist")
     rows, problems = [], []
     for d in dirs:
-        d = Path(d)
-        if not d.exists():
-            problems.append(f"{d}: no such folder")
-            continue
         paths = [d] if d.is_file() else sorted(d.rglob("*.json"))
         for path in paths:
             try:

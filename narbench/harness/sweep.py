@@ -27,6 +27,7 @@ Grid file (`leaderboard/grid.toml` is the committed leaderboard's)::
 from __future__ import annotations
 
 import itertools
+import numbers
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -44,7 +45,7 @@ from narbench.harness.launchers import Launcher, Outcome, Task
 from narbench.train.profiles import PROFILES, get_profile
 from narbench.train.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 from narbench.eval.result import RunResult
-from narbench.harness.runner import ConfigError, RunConfig, resolve
+from narbench.harness.runner import MAX_SEED, ConfigError, RunConfig, resolve
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -85,8 +86,11 @@ class Model:
         if unknown:
             raise GridError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(_MODEL_KEYS))}")
         enc, _, spl = entry["model"].partition("+")
-        emb = entry.get("save_embeddings", ())
-        emb = (0,) if emb is True else () if emb is False else tuple(int(s) for s in emb)
+        emb = entry.get("save_embeddings", [])
+        if emb is True or emb is False or emb == []:
+            emb = (0,) if emb is True else ()
+        else:
+            emb = _seeds(emb if isinstance(emb, list) else [emb], where, "save_embeddings")
         return cls(enc, spl or None, tuple(sorted((entry.get("params") or {}).items())),
                    tuple(sorted((entry.get("encoder_params") or {}).items())),
                    bool(entry.get("save_weights", False)), emb)
@@ -111,6 +115,15 @@ class Grid:
     blocks: tuple[Block, ...]
     seeds: tuple[int, ...] = (0,)
     profile: str = "quick"
+
+
+def _seeds(value: Any, where: str, key: str = "seeds") -> tuple[int, ...]:
+    """Seeds as numpy and torch take them: integers from 0 to MAX_SEED (a TOML integer, not a string)."""
+    seeds = _names(value, where, key) if not isinstance(value, tuple) else value
+    for seed in seeds:
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed <= MAX_SEED:
+            raise GridError(f"{where}: {key} must be integers from 0 to {MAX_SEED} (unquoted in TOML), got {seed!r}")
+    return tuple(int(s) for s in seeds)
 
 
 def _names(value: Any, where: str, key: str) -> tuple:
@@ -147,12 +160,12 @@ def parse_grid(data: dict[str, Any], source: str = "grid") -> Grid:
             splits=_names(raw.get("splits", ["standard"]), where, "splits"),
             protocols=_names(raw.get("protocols", [DEFAULT_PROTOCOL]), where, "protocols"),
             objectives=_names(raw["objectives"], where, "objectives") if "objectives" in raw else (None,),
-            seeds=tuple(int(s) for s in _names(raw["seeds"], where, "seeds")) if "seeds" in raw else None,
+            seeds=_seeds(raw["seeds"], where) if "seeds" in raw else None,
             init_from=init,
         ))
     if not blocks:
         raise GridError(f"{source}: no [[block]] in the grid")
-    return Grid(tuple(blocks), tuple(int(s) for s in _names(data.get("seeds", [0]), source, "seeds")),
+    return Grid(tuple(blocks), _seeds(data.get("seeds", [0]), source),
                 str(data.get("profile", "quick")))
 
 
@@ -160,9 +173,15 @@ def load_grid(path: str | Path) -> Grid:
     """Read a grid TOML file; `GridError` names the file and what is wrong."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise FileNotFoundError(f"grid file {path} does not exist") from None
+    except IsADirectoryError:
+        raise GridError(f"grid file {path} is a folder, not a TOML file") from None
+    except UnicodeDecodeError as exc:
+        raise GridError(f"grid file {path} is not text (UTF-8 TOML): {exc.reason} at byte {exc.start}") from None
+    except OSError as exc:
+        raise GridError(f"grid file {path} cannot be read: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise GridError(f"{path}: not valid TOML ({exc})") from exc
     return parse_grid(data, str(path))
@@ -266,6 +285,8 @@ def expand(grid: Grid, *, out: str | Path, profile: str | None = None, seeds: Se
     UnknownNameError for a grid naming something that does not exist, before anything runs.
     """
     profile = profile or grid.profile
+    if seeds:
+        seeds = _seeds(tuple(seeds), "--seeds")
     if blocks:
         unknown = set(blocks) - {b.name for b in grid.blocks}
         if unknown:

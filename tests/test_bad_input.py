@@ -1,0 +1,257 @@
+"""Issue 40: bad input that gave a traceback, a lost run or a silent wrong result.
+
+Each probe of the review, on a fresh clone: refused with exit 2 and one line on stderr naming the
+problem, before any work and with nothing written; or, where the input is fine (an encoder without
+a docstring, an empty NARBENCH_CACHE, a stdout that is not UTF-8), handled without an error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from narbench.cli import main
+from tests.handmade import write_result
+from tests.test_cli_first_hour import _one_line, _status
+
+ROOT = Path(__file__).resolve().parents[1]
+PLUGIN_DIR = ROOT / "tests" / "plugin"
+
+
+@pytest.fixture
+def cwd(monkeypatch, tmp_path) -> Path:
+    """An empty current folder (with its own cache, under tmp_path); the test checks nothing lands in it."""
+    folder = tmp_path / "cwd"
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    monkeypatch.setenv("NARBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("NARBENCH_NO_PROGRESS", "1")
+    return folder
+
+
+def _grid(tmp_path: Path, seeds: str, block_seeds: str | None = None) -> Path:
+    path = tmp_path / "grid.toml"
+    path.write_text(f'seeds = {seeds}\nprofile = "smoke"\n\n[[block]]\nname = "b"\ndatasets = ["nas"]\n'
+                    f'models = ["random+none"]\n' + (f"seeds = {block_seeds}\n" if block_seeds else ""))
+    return path
+
+
+# ------------------------------------------------------------------------------------ 1. sweep
+
+
+@pytest.mark.parametrize("seeds, block_seeds, expected", [
+    ('["0", "one"]', None, "grid.toml: seeds must be integers from 0 to 4294967295 (unquoted in TOML), got '0'"),
+    ("[0, -1]", None, "grid.toml: seeds must be integers from 0 to 4294967295 (unquoted in TOML), got -1"),
+    ("[1e14]", None, "grid.toml: seeds must be integers from 0 to 4294967295 (unquoted in TOML), got 100000000000000.0"),
+    ("[4294967296]", None, "seeds must be integers from 0 to 4294967295 (unquoted in TOML), got 4294967296"),
+    ("[0]", "[-1]", "grid.toml: block 'b': seeds must be integers from 0 to 4294967295"),
+])
+def test_sweep_grid_with_bad_seeds(seeds, block_seeds, expected, tmp_path, cwd, capsys):
+    grid = _grid(tmp_path, seeds, block_seeds)
+    assert _status(["sweep", str(grid), "--out", str(tmp_path / "out"), "--dry-run"]) == 2
+    captured = capsys.readouterr()
+    line = _one_line(captured.err, expected)
+    assert line.startswith("error: ") and captured.out == ""
+    assert not (tmp_path / "out").exists() and list(cwd.iterdir()) == []
+
+
+@pytest.mark.parametrize("option, expected", [
+    (["--seeds", "-1"], "argument --seeds: expected an integer from 0 to 4294967295, got '-1'"),
+    (["--seeds", "0", "1e14"], "argument --seeds: expected an integer from 0 to 4294967295, got '1e14'"),
+    (["--seeds", "4294967296"], "argument --seeds: expected an integer from 0 to 4294967295, got '4294967296'"),
+    (["--jobs", "0"], "argument --jobs: expected a positive integer, got '0'"),
+    (["--jobs", "-2"], "argument --jobs: expected a positive integer, got '-2'"),
+    (["--threads", "0"], "argument --threads: expected a positive integer, got '0'"),
+])
+def test_sweep_bad_seeds_and_jobs_options(option, expected, tmp_path, cwd, capsys):
+    grid = _grid(tmp_path, "[0]")
+    for argv in (["sweep", str(grid)], ["sweep", "--models", "random+none", "--datasets", "nas"]):
+        assert _status([*argv, "--out", str(tmp_path / "out"), *option]) == 2
+        captured = capsys.readouterr()
+        assert _one_line(captured.err, expected).startswith("narbench sweep: error: ") and captured.out == ""
+        assert not (tmp_path / "out").exists() and list(cwd.iterdir()) == []
+
+
+def test_sweep_grid_file_that_is_a_folder(tmp_path, cwd, capsys):
+    folder = tmp_path / "grids"
+    folder.mkdir()
+    assert _status(["sweep", str(folder), "--out", str(tmp_path / "out")]) == 2
+    _one_line(capsys.readouterr().err, f"error: grid file {folder} is a folder, not a TOML file")
+    assert list(folder.iterdir()) == [] and not (tmp_path / "out").exists() and list(cwd.iterdir()) == []
+
+
+def test_sweep_api_refuses_bad_seeds_too(tmp_path):
+    from narbench.harness.sweep import GridError, expand, parse_grid
+
+    grid = parse_grid({"block": [{"name": "b", "datasets": ["nas"], "models": ["random+none"]}]})
+    with pytest.raises(GridError, match="--seeds: seeds must be integers from 0 to 4294967295"):
+        expand(grid, out=tmp_path / "out", seeds=[-1])
+    with pytest.raises(GridError, match="save_embeddings must be integers from 0"):
+        parse_grid({"block": [{"name": "b", "datasets": ["nas"], "models": [
+            {"model": "gcn+none", "save_embeddings": ["one"]}]}]})
+    assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------------------------------- 2. runs
+
+
+@pytest.mark.parametrize("argv", [["runs", "{missing}"], ["runs", "{missing}", "--json"], ["runs"]])
+def test_runs_on_a_folder_that_does_not_exist(argv, tmp_path, cwd, capsys):
+    missing = tmp_path / "no" / "such" / "dir"
+    argv = [a.format(missing=missing) for a in argv]
+    folder = missing if len(argv) > 1 else "runs"  # no DIR: the default, runs/, here absent
+    assert _status(argv) == 2
+    captured = capsys.readouterr()
+    assert _one_line(captured.err, f"error: results folder {folder} does not exist") and captured.out == ""
+    assert list(cwd.iterdir()) == []
+
+
+# -------------------------------------------------------------------------------- 3. encoders
+
+
+def test_a_plugin_encoder_without_a_docstring_is_listed(tmp_path, cwd, monkeypatch, capsys):
+    plugin = tmp_path / "nodoc"
+    (plugin / "narbench_nodoc-0.1.dist-info").mkdir(parents=True)
+    (plugin / "narbench_nodoc-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: narbench-nodoc\n"
+                                                                       "Version: 0.1\n")
+    (plugin / "narbench_nodoc-0.1.dist-info" / "entry_points.txt").write_text(
+        "[narbench.encoders]\nnodoc = narbench_nodoc:NoDocEncoder\n")
+    (plugin / "narbench_nodoc.py").write_text(
+        "from narbench.train.encoder import Encoder\n\n\nclass NoDocEncoder(Encoder):\n    name = 'nodoc'\n")
+    monkeypatch.syspath_prepend(str(plugin))
+    from narbench.core import registry
+
+    assert registry.load("encoder", "nodoc").__doc__ is None
+    assert _status(["encoders"]) == 0
+    captured = capsys.readouterr()
+    row = next(ln for ln in captured.out.splitlines() if " nodoc " in ln)
+    assert "narbench-nodoc" in row and "(no description)" in row and "fails to load" not in captured.out
+    assert captured.err == "" and list(cwd.iterdir()) == []
+
+
+# -------------------------------------------------------------------------- 4. NARBENCH_CACHE=
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("NARBENCH_CACHE", "MPLCONFIGDIR", "COLUMNS")}
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return {**env, "HOME": str(home), "NARBENCH_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1", **extra}
+
+
+def test_empty_narbench_cache_is_the_default_cache(tmp_path, cwd):
+    """`NARBENCH_CACHE=` (set, empty): the dataset goes to ~/.cache/narbench, not into the current folder."""
+    env = _env(tmp_path, NARBENCH_CACHE="", PYTHONPATH=os.pathsep.join([str(PLUGIN_DIR), str(ROOT)]))
+    done = subprocess.run([sys.executable, "-m", "narbench", "datasheet", "toy"], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert list(cwd.iterdir()) == []
+    assert list((tmp_path / "home" / ".cache" / "narbench").glob("toy-0*"))
+
+
+def test_empty_narbench_cache_and_mplconfigdir_inside_a_command(tmp_path, monkeypatch):
+    from narbench import process
+    from narbench.core.cache import cache_dir
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("NARBENCH_CACHE", "")
+    monkeypatch.setenv("MPLCONFIGDIR", "")
+    default = tmp_path / ".cache" / "narbench"
+    assert cache_dir() == default
+    with process.scope():
+        assert os.environ["MPLCONFIGDIR"] == str(default / "matplotlib")
+    assert os.environ["MPLCONFIGDIR"] == ""  # restored as it was
+
+
+# ------------------------------------------------------------------- 5. stdout that is not UTF-8
+
+
+def test_search_on_an_ascii_stdout_degrades(tmp_path, cwd):
+    env = _env(tmp_path, NARBENCH_CACHE=str(tmp_path / "cache"), PYTHONIOENCODING="ascii")
+    done = subprocess.run([sys.executable, "-m", "narbench", "search", f"{ROOT / 'tests' / 'search_models.py'}:TinyCNN",
+                           "-k", "3"], cwd=cwd, env=env, capture_output=True, timeout=120)
+    err = done.stderr.decode("ascii")
+    assert done.returncode == 0 and "Traceback" not in err and "UnicodeEncodeError" not in err, err
+    out = done.stdout.decode("ascii")  # nothing but ASCII came out
+    assert "top 3 in " in out and "? exact" in out  # the "·" replaced
+    assert list(cwd.iterdir()) == []
+
+
+def test_an_error_line_on_an_ascii_stderr(tmp_path, cwd):
+    """An error naming a non-ASCII path: one line, the character escaped (stderr's own backslashreplace), exit 2."""
+    env = _env(tmp_path, PYTHONIOENCODING="ascii")
+    done = subprocess.run([sys.executable, "-m", "narbench", "runs", "résultats"], cwd=cwd, env=env,
+                          capture_output=True, timeout=60)
+    assert done.returncode == 2
+    _one_line(done.stderr.decode("ascii"), r"error: results folder r\xe9sultats does not exist")
+
+
+# ------------------------------------------------------------------------ 6. result files
+
+
+def _hand_made(folder: Path, edit) -> Path:
+    path = write_result(folder, "gcn", "none", 0, np.linspace(0.2, 0.9, 10))
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (lambda d: d.__setitem__("new_field", 1),
+     "field 'new_field' is unknown to this narbench's result schema (schema version 2)"),
+    (lambda d: d.update(new_field=1, schema=3),
+     "field 'new_field' is unknown to this narbench's result schema (schema version 2); the file says schema 3"),
+    (lambda d: d["metrics"].__setitem__("recall@7", 0.5),
+     "metrics has unknown metric recall@7; the metrics narbench knows: mrr@20, mrr@50, "),
+    (lambda d: d["metrics_extra"].__setitem__("recall@7", 0.5),
+     "metrics_extra has unknown metric recall@7; the metrics narbench knows: "),
+])
+def test_leaderboard_names_an_unknown_field_or_metric_and_the_file(edit, expected, tmp_path, cwd, capsys):
+    path = _hand_made(tmp_path / "results", edit)
+    out = tmp_path / "lb"
+    assert _status(["leaderboard", "--results", str(path.parent), "--out", str(out), "--no-plots"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "unexpected keyword" not in err, err
+    # the leaderboard's rejection names each rejected file on a line of its own, under one heading line
+    lines = [ln for ln in err.splitlines() if expected in ln]
+    assert len(lines) == 1 and str(path) in lines[0], err
+    assert not out.exists() or list(out.iterdir()) == []
+    assert list(cwd.iterdir()) == []
+
+
+def test_runresult_read_and_runs_name_an_unknown_field(tmp_path, capsys):
+    from narbench.eval.result import RunResult
+
+    path = _hand_made(tmp_path, lambda d: d.__setitem__("new_field", 1))
+    with pytest.raises(ValueError, match=f"^{re.escape(str(path))}: field 'new_field' is unknown to this narbench's result schema"):
+        RunResult.read(path)
+    missing = _hand_made(tmp_path / "m", lambda d: d.pop("metrics"))
+    with pytest.raises(ValueError, match="not a valid narbench result file \\(missing field metrics\\)"):
+        RunResult.read(missing)
+    assert main(["runs", str(tmp_path), "--json"]) == 0  # a listing: the file is skipped and named
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == [] and "field 'new_field' is unknown" in captured.err
+
+
+def test_every_field_of_a_result_still_reads(tmp_path):
+    """Known fields all round-trip, the new optional `subsets` included, and files without the optional ones."""
+    from dataclasses import fields
+
+    from narbench.eval.result import RunResult
+
+    path = write_result(tmp_path, "gcn", "none", 0, np.linspace(0.2, 0.9, 10), subsets={"a": [0, 1, 2]})
+    data = json.loads(path.read_text())
+    assert set(data) == {f.name for f in fields(RunResult)} and data["subsets"]
+    assert RunResult.read(path).subsets == data["subsets"]
+    for optional in ("subsets", "config_hash", "split", "protocol", "environment", "git_commit", "created"):
+        data.pop(optional)
+    path.write_text(json.dumps(data))
+    assert RunResult.read(path).subsets == {}
