@@ -138,3 +138,10 @@ def test_seed_matrix_refuses_seeds_on_other_queries(tmp_path):
     write_result(tmp_path, "gcn", "none", 1, np.full(12, 0.5))
     runs = next(iter(lb.select_runs(lb.collect([tmp_path])).values()))
     assert seed_matrix(runs, "ndcg@20") is None and seed_matrix({0: runs[0]}, "ndcg@20").shape == (1, 10)
+
+
+def test_the_cli_offers_every_test_with_the_default_first():
+    from narbench.cli import LEADERBOARD_TESTS
+    from narbench.leaderboard.significance import DEFAULT_TEST, TESTS
+
+    assert set(LEADERBOARD_TESTS) == set(TESTS) and LEADERBOARD_TESTS[0] == DEFAULT_TEST
