@@ -20,7 +20,7 @@ FLOORS = ("random", "ophist", "wl")
 
 def write_result(out, encoder, splitter, seed, per_query, *, dataset="nas", objective="ce+cl", device="cpu",
                  init_from=None, created="2026-01-01T00:00:00+00:00", profile="quick", tag="", sha=HAND_MADE_SHA256,
-                 split="standard", protocol="family", version="1.0", variant="", subsets=None):
+                 split="standard", protocol="family", version="1.0", variant="", subsets=None, parts=None):
     """A result file (+ sidecar) whose metrics are the means of `per_query`: one array for every
     metric, or a dict metric -> array (metrics it leaves out get the first array). The optional
     `ndcg_paper@k` are written only when the dict names them (as files written before them lack them).
@@ -38,7 +38,7 @@ def write_result(out, encoder, splitter, seed, per_query, *, dataset="nas", obje
     res = RunResult(
         run_id=f"{dataset}-{split}-{encoder}{'+' + variant if variant else ''}-{splitter}-{profile}-{protocol}-s{seed}-{objective}{tag}",
         encoder=encoder, splitter=splitter,
-        dataset={"name": dataset, "version": version, "sha256": sha},
+        dataset={"name": dataset, "version": version, "sha256": sha, **({"parts": parts} if parts else {})},
         profile=profile, seed=seed,
         config={"run": run, "encoder": {"train": {"objective": objective}, **({"variant": variant} if variant else {})},
                 "labels": None if encoder in FLOORS else {"cl": "family", "ce": "family"}},

@@ -33,11 +33,17 @@ from narbench.leaderboard.tables import Block, LeaderTable, Row
 _LABEL = r"`([^`]+)`"
 _SETTING = r"`((?:nas|real)[^`]*)`"
 _NOTE = r"(?: \([^)]*\))?"  # "`gps` (0.788) ranks first": a parenthesis may follow a label
+_ONE = r"`[^`]+`" + _NOTE
+_LIST = r"(" + _ONE + r"(?:(?:, and |, | and )" + _ONE + r")*)"  # "`a` (0.1), `b` and `c`"
+#: kind -> (pattern, how its groups map to (subjects, objects)); lists expand to one claim per pair
 PATTERNS = {
     "first": re.compile(_LABEL + _NOTE + r" ranks first on " + _SETTING),
-    "above": re.compile(_LABEL + _NOTE + r" is significantly above " + _LABEL + _NOTE + r" on " + _SETTING),
-    "below": re.compile(_LABEL + _NOTE + r" is significantly below " + _LABEL + _NOTE + r" on " + _SETTING),
+    "above": re.compile(_LABEL + _NOTE + r" is significantly above " + _LIST + r" on " + _SETTING),
+    "below": re.compile(_LABEL + _NOTE + r" is significantly below " + _LIST + r" on " + _SETTING),
+    "above*": re.compile(_LIST + r" are significantly above " + _LABEL + _NOTE + r" on " + _SETTING),
+    "below*": re.compile(_LIST + r" are significantly below " + _LABEL + _NOTE + r" on " + _SETTING),
     "apart": re.compile(_LABEL + _NOTE + r" and " + _LABEL + _NOTE + r" are not significantly apart on " + _SETTING),
+    "apart*": re.compile(_LABEL + _NOTE + r" is not significantly apart from " + _LIST + r" on " + _SETTING),
 }
 _NUMBER = re.compile(_LABEL + r" \((\d\.\d+)")
 _ANY_SETTING = re.compile(_SETTING)
@@ -75,14 +81,32 @@ def find_claims(text: str) -> list[Claim]:
     for sentence in sentences(text):
         for kind, pattern in PATTERNS.items():
             for m in pattern.finditer(sentence):
-                *labels, setting = m.groups()
-                claims.append(Claim(kind, tuple(labels), setting, sentence))
+                claims += _expand(kind, m.groups(), sentence)
         settings = set(_ANY_SETTING.findall(sentence))
         if len(settings) == 1:
             (setting,) = settings
             for m in _NUMBER.finditer(sentence):
                 claims.append(Claim("score", (m.group(1),), setting, sentence, m.group(2)))
     return claims
+
+
+def _labels(group: str) -> list[str]:
+    return re.findall(r"`([^`]+)`", group)
+
+
+def _expand(kind: str, groups: tuple[str, ...], sentence: str) -> list[Claim]:
+    """One claim per pair a pattern states: `above`/`below`/`apart` of (subject, object)."""
+    *parts, setting = groups
+    if kind == "first":
+        return [Claim("first", (parts[0],), setting, sentence)]
+    if kind == "apart":
+        return [Claim("apart", (parts[0], parts[1]), setting, sentence)]
+    if kind == "apart*":
+        return [Claim("apart", (parts[0], b), setting, sentence) for b in _labels(parts[1])]
+    if kind in ("above", "below"):
+        return [Claim(kind, (parts[0], b), setting, sentence) for b in _labels(parts[1])]
+    # "`b`, `c` are significantly above `a`": each of the list is above (below) `a`
+    return [Claim(kind[:-1], (b, parts[1]), setting, sentence) for b in _labels(parts[0])]
 
 
 class Evidence:
@@ -158,6 +182,12 @@ def _verdict(c: Claim, ev: Evidence) -> str | None:
 # ----------------------------------------------------------------------------- generated findings
 
 
+def _join(rows: list[Row], scores: bool = True) -> str:
+    """`a` (0.1), `b` (0.2) and `c` (0.3)."""
+    items = [f"`{r.label}`" + (f" ({r.mean[METRIC]:.3f})" if scores else "") for r in rows]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def findings_markdown(records: list[Record], tables: list[LeaderTable]) -> str:
     """What separates the methods, per headline setting, in the checkable phrasing (every sentence
     is verified by `check` before it is returned)."""
@@ -175,8 +205,7 @@ def findings_markdown(records: list[Record], tables: list[LeaderTable]) -> str:
         tied = [r for r in rows[1:] if ev.p(best, r) >= ALPHA]
         text = f"`{best.label}` ({best.mean[METRIC]:.3f}) ranks first on `{setting}`"
         if tied:
-            text += "; " + ", ".join(f"`{best.label}` and `{r.label}` ({r.mean[METRIC]:.3f}) are not significantly "
-                                     f"apart on `{setting}`" for r in tied)
+            text += (f"; `{best.label}` is not significantly apart from " + _join(tied) + f" on `{setting}`")
         text += "."
         floors = [r for r in rows if r.key.protocol == "any" and r.key.encoder != "random"]
         trained = [r for r in rows if r.key.protocol != "any"]
@@ -184,13 +213,19 @@ def findings_markdown(records: list[Record], tables: list[LeaderTable]) -> str:
             top = floors[0]
             above = [r for r in trained if r.mean[METRIC] > top.mean[METRIC] and ev.p(r, top) < ALPHA]
             below = [r for r in trained if r.mean[METRIC] < top.mean[METRIC] and ev.p(r, top) < ALPHA]
-            rest = len(trained) - len(above) - len(below)
-            claims = ([f"`{r.label}` is significantly above `{top.label}` on `{setting}`" for r in above]
-                      + [f"`{r.label}` is significantly below `{top.label}` on `{setting}`" for r in below])
-            text += (f" Against the best training-free row, `{top.label}` ({top.mean[METRIC]:.3f}): "
-                     + (", ".join(claims) if claims else "no trained row is significantly apart from it")
-                     + (f"; {rest} trained row{'s are' if rest != 1 else ' is'} not significantly apart from it"
-                        if rest and claims else "") + ".")
+            level = [r for r in trained if r not in above and r not in below]
+            said = []
+            if above:
+                said.append(_join(above, scores=False) + (" are" if len(above) > 1 else " is")
+                            + f" significantly above `{top.label}` on `{setting}`")
+            if below:
+                said.append(_join(below, scores=False) + (" are" if len(below) > 1 else " is")
+                            + f" significantly below `{top.label}` on `{setting}`")
+            if level:
+                said.append(f"`{top.label}` is not significantly apart from " + _join(level, scores=False)
+                            + f" on `{setting}`")
+            text += (f" The best training-free row is `{top.label}` ({top.mean[METRIC]:.3f}) on `{setting}`: "
+                     + "; ".join(said) + ".")
         lines.append(f"- {text}")
     body = "\n".join(lines)
     problems = check(body, records, tables)

@@ -184,17 +184,21 @@ def collect(dirs: Iterable[str | Path], *, datasets: Iterable[KnownDataset] | No
             records.append(rec)
     if errors:
         raise RejectedResultsError(errors)
-    # Never average over different dataset contents: label such groups by version and sha256.
-    # (a query-only part such as crossimpl's is compared among the runs of its split only)
-    def group(r: Record) -> tuple[str, str | None]:
-        return r.dataset, (r.result.split if r.result.split in (r.result.dataset.get("parts") or {}) else None)
-
-    contents: dict[tuple[str, str | None], set[tuple[str, str]]] = {}
+    # Never average over different dataset contents: label such groups by version and sha256, and
+    # a split with a query-only part (crossimpl) also by that part when its runs used several.
+    contents: dict[str, set[tuple[str, str]]] = {}
+    parts: dict[tuple[str, str], set[str]] = {}
     for r in records:
-        contents.setdefault(group(r), set()).add(r.dataset_content)
-    records = [r if len(contents[group(r)]) == 1 else
-               replace(r, dataset_label=f"{r.dataset} {r.dataset_content[0]} ({_short(r.dataset_content[1])})")
-               for r in records]
+        contents.setdefault(r.dataset, set()).add(r.dataset_content[:1] + (r.dataset_content[1].split("+")[0],))
+        parts.setdefault((r.dataset, r.result.split), set()).add(r.dataset_content[1])
+    labelled = []
+    for r in records:
+        version, content = r.dataset_content
+        label = (r.dataset if len(contents[r.dataset]) == 1 else f"{r.dataset} {version} ({content.split('+')[0][:8]})")
+        if "+" in content and len(parts[(r.dataset, r.result.split)]) > 1:
+            label += f" [{_short(content)}]"
+        labelled.append(r if label == r.dataset else replace(r, dataset_label=label))
+    records = labelled
     records.sort(key=lambda r: (r.result.run_id, str(r.path)))
     return records
 

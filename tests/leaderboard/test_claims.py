@@ -25,6 +25,10 @@ def test_claims_that_agree_pass_and_each_kind_of_contradiction_is_named(tmp_path
     good = (f"On unseen `wl (floor)` ranks first on `real unseen` and `wl (floor)` ({wl_unseen:.3f}) "
             "is significantly above `gcn` on `real unseen`. `gcn` ranks first on `nas standard`.")
     assert [c.kind for c in find_claims(good)] == ["first", "above", "score", "first"]
+    listed = "`gcn`, `wl (floor)` and `random (floor)` are significantly below `x` on `real unseen`."
+    assert [(c.kind, c.labels) for c in find_claims(listed)] == [
+        ("below", ("gcn", "x")), ("below", ("wl (floor)", "x")), ("below", ("random (floor)", "x"))]
+    assert check("`random (floor)` and `gcn` are significantly below `wl (floor)` on `real unseen`.", records, tables) == []
     assert check(good, records, tables) == []
     bad = {
         "`gcn` ranks first on `real unseen`.": "`wl (floor)` ranks first",
@@ -35,6 +39,9 @@ def test_claims_that_agree_pass_and_each_kind_of_contradiction_is_named(tmp_path
         "`wl (floor)` ranks first on `real everything`.": "no Table 1 block",
         # the whole crossimpl split favours gcn (its exact queries); the reimpl subset does not
         "`gcn` is significantly above `wl (floor)` on `real crossimpl/reimpl`.": "is below",
+        # lists: every pair is checked, and the one that fails is named
+        "`random (floor)` and `gcn` are significantly below `wl (floor)` on `nas standard`.": "`gcn` (",
+        "`wl (floor)` is not significantly apart from `random (floor)` on `real unseen`.": "significantly apart",
     }
     for sentence, why in bad.items():
         (problem,) = check(sentence, records, tables)

@@ -62,3 +62,23 @@ def test_malformed_file_or_missing_folder_is_named(tmp_path):
         lb.collect([out])
     with pytest.raises(FileNotFoundError, match="nowhere"):
         lb.collect([tmp_path / "nowhere"])
+
+
+def test_runs_on_two_versions_of_a_query_only_part_are_labelled_apart(tmp_path):
+    """crossimpl 2.0 and 2.1.1 runs share the corpus file but not the queries: never averaged together,
+    and the standard split's rows keep their plain label."""
+    import numpy as np
+
+    from narbench import leaderboard as lb
+    from tests.handmade import HAND_MADE_SHA256, write_result
+
+    q = np.linspace(0.2, 0.9, 8)
+    for part, tag in (("a" * 64, "old"), ("b" * 64, "new")):
+        write_result(tmp_path, "wl", "none", 0, q, dataset="real", split="crossimpl", tag=tag,
+                     parts={"real": HAND_MADE_SHA256, "crossimpl": part})
+    write_result(tmp_path, "wl", "none", 0, q, dataset="real", split="standard",
+                 parts={"real": HAND_MADE_SHA256, "crossimpl": "b" * 64})
+    records = lb.collect([tmp_path])
+    labels = sorted((r.result.split, r.dataset) for r in records)
+    assert labels == [("crossimpl", "real [crossimpl aaaaaaaa]"), ("crossimpl", "real [crossimpl bbbbbbbb]"),
+                      ("standard", "real")]
