@@ -1,0 +1,111 @@
+"""`graf-lda`: `graf`'s features projected by a shrunk LDA fitted on the protocol's training labels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from narbench.baselines import graf_lda
+from narbench.core import registry
+from narbench.data.dataset import GraphDataset
+from narbench.train.encoder import Labels
+from narbench.train.profiles import get_profile
+from narbench.train.trainer import Trainer
+from tests.conftest import chain_graph, toy_graphs
+
+NUM_OPS = 8
+
+
+def _fit(graphs, y):
+    enc = registry.load("encoder", "graf-lda")(NUM_OPS, int(max(y)) + 1, get_profile("smoke"))
+    trainer = Trainer("cpu", 0, progress=False)
+    y = np.asarray(y, dtype=np.int64)
+    enc.fit(trainer, graphs, Labels(y, y, int(y.max()) + 1))
+    return enc, trainer
+
+
+def _family_ids(graphs):
+    return np.unique([g.family for g in graphs], return_inverse=True)[1].reshape(-1)
+
+
+def test_lda_separates_classes_and_handles_singletons():
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.normal(0, 1, (20, 5)), rng.normal(0, 1, (20, 5)) + [4, 0, 0, 0, 0], [[0, 0, 0, 0, 9.0]]])
+    y = np.array([0] * 20 + [1] * 20 + [2])  # class 2: one graph
+    mean, proj, values = graf_lda.lda(x, y, 0.01)
+    assert proj.shape == (5, 2) and values.shape == (2,) and values[0] >= values[1] >= 0
+    z = (x - mean) @ proj[:, :1]
+    assert abs(z[:20].mean() - z[20:40].mean()) > 1.5 * (z[:20].std() + z[20:40].std())  # the first axis splits 0 from 1
+    with pytest.raises(ValueError, match="two"):
+        graf_lda.lda(x, np.zeros(len(x)), 0.01)
+
+
+def test_uses_the_labels_is_deterministic_and_needs_fit():
+    graphs = toy_graphs(per_family=6)
+    fam = _family_ids(graphs)
+    enc = registry.load("encoder", "graf-lda")(NUM_OPS, 4, get_profile("smoke"))
+    assert enc.trainable is True
+    with pytest.raises(RuntimeError, match="fit"):
+        enc.embed(Trainer("cpu", 0, progress=False), graphs)
+    a, trainer = _fit(graphs, fam)
+    emb = a.embed(trainer, graphs)
+    assert emb.dtype == torch.float32 and emb.shape[0] == len(graphs) and torch.isfinite(emb).all()
+    again, _ = _fit(graphs, fam)
+    assert torch.equal(again.embed(trainer, graphs), emb)  # deterministic
+    assert {**again.stats["selection"], "seconds": 0} == {**a.stats["selection"], "seconds": 0}
+    # another label assignment (the coarse label: resnetish + vggish one class) gives other embeddings
+    coarse = np.unique([g.coarse for g in graphs], return_inverse=True)[1].reshape(-1)
+    b, _ = _fit(graphs, coarse)
+    other = b.embed(trainer, graphs)
+    assert other.shape != emb.shape or not torch.allclose(other, emb)
+    # the labels are what it separates: same-family graphs are nearer than other-family ones
+    z = torch.nn.functional.normalize(emb.double(), dim=1)
+    sim = z @ z.T
+    same = torch.from_numpy(fam[:, None] == fam[None, :])
+    assert sim[same].mean() > sim[~same].mean() + 0.5
+    rec = a.stats["selection"]
+    assert set(rec["scores"]) == {f"shrinkage={s:g},dims={d}" for s, d in graf_lda.GRID}
+    assert rec["picked"]["shrinkage"] in graf_lda.SHRINKAGES and rec["picked"]["dims"] in graf_lda.DIMS
+    assert a.stats["dims"] == min(rec["picked"]["dims"], a.stats["classes"] - 1)
+
+
+def test_saved_state_rebuilds_the_encoder():
+    graphs = toy_graphs(per_family=5)
+    a, trainer = _fit(graphs, _family_ids(graphs))
+    fresh = registry.load("encoder", "graf-lda")(NUM_OPS, 4, get_profile("smoke"))
+    fresh.load_state_dict({k: v.clone() for k, v in a.state_dict().items()})
+    assert torch.equal(fresh.embed(trainer, graphs), a.embed(trainer, graphs))
+
+
+def test_picks_by_validation_and_never_looks_at_the_queries(toy_dataset, tmp_path):
+    from narbench.harness.runner import RunConfig, run
+
+    def go(dataset, sub, protocol="family"):
+        return run(RunConfig(encoder="graf-lda", profile="smoke", device="cpu", out=str(tmp_path / sub),
+                             progress=False, protocol=protocol), dataset=dataset).result
+
+    res = go(toy_dataset, "a")
+    sel = res.config["encoder_stats"]["selection"]
+    scores = sel["scores"]
+    best = max(scores.values())
+    first = next(k for k, v in scores.items() if v == best)  # ties keep the earlier setting
+    assert first == f"shrinkage={sel['picked']['shrinkage']:g},dims={sel['picked']['dims']}"
+    assert res.config["labels"]["ce"] == "family" and res.config["encoder"]["trainable"] is True
+    # the queries replaced by other graphs: the same choice and scores, other query metrics
+    graphs, split = list(toy_dataset.graphs), toy_dataset.split
+    rng = np.random.default_rng(5)
+    for i in split.test:
+        g = graphs[i]
+        graphs[i] = chain_graph(g.name + "-q", g.family, g.coarse, [int(o) for o in rng.integers(2, 8, 3)],
+                                int(rng.integers(2, 9)), skip=bool(rng.integers(2)))
+    other = go(GraphDataset("toy", "0", list(toy_dataset.vocab), graphs, "0" * 64, split), "b")
+    assert other.metrics != res.metrics
+    osel = other.config["encoder_stats"]["selection"]
+    assert {**osel, "seconds": 0} == {**sel, "seconds": 0}
+    again = go(toy_dataset, "c")
+    assert again.metrics == res.metrics
+    # under `paper` it is fitted on (and validated with) the coarse label
+    paper = go(toy_dataset, "d", protocol="paper")
+    assert paper.config["labels"]["ce"] == "coarse"
+    assert paper.config["encoder_stats"]["classes"] == 3
