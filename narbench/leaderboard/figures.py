@@ -39,6 +39,11 @@ _GREY = "#cccccc"
 _STYLE = {"font.family": "DejaVu Sans", "svg.hashsalt": "narbench", "path.simplify": True}
 
 
+def _file_part(setting) -> str:
+    """A setting as part of a file name: its fields joined by `-`, a subset's `/` as `~` (`crossimpl~reimpl`)."""
+    return "-".join(setting).replace("/", "~")
+
+
 @contextlib.contextmanager
 def _style():
     import matplotlib
@@ -90,7 +95,7 @@ def plot_tables(tables: list[LeaderTable], out_dir: str | Path, *, redraw: bool 
             rows = chart_order(b.rows)
             title = f"Table {t.number} · {b.title}"
             data = [[r.label, r.n, [[r.mean[f"ndcg@{k}"], r.std[f"ndcg@{k}"]] for k in (20, 50, 100)]] for r in rows]
-            path = Path(out_dir) / f"table{t.number}-{'-'.join(b.setting)}.png"
+            path = Path(out_dir) / f"table{t.number}-{_file_part(b.setting)}.png"
             out.append(path)
             digest = _digest("bars", [title, data])
             if not redraw and drawn_from(path) == digest:
@@ -156,7 +161,7 @@ def plot_tsne(records: list[Record], out_dir: str | Path, *, max_points: int = T
     out = []
     panels = tsne_panels(records)
     for i, (setting, items) in enumerate(panels.items(), 1):
-        path = Path(out_dir) / f"tsne-{'-'.join(setting)}.png"
+        path = Path(out_dir) / f"tsne-{_file_part(setting)}.png"
         out.append(path)
         inputs = [[label, seed, hashlib.sha256(npz.read_bytes()).hexdigest()] for label, seed, npz in items]
         digest = _digest("tsne", [list(setting), inputs, max_points, TSNE_FAMILIES])

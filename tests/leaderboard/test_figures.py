@@ -110,3 +110,14 @@ def test_runs_save_embeddings_that_the_tsne_maps(toy_dataset, tmp_path):
     toy = [KnownDataset("toy", "0", None)]  # the in-memory toy dataset: declared, not registered
     paths = lb.plot_tsne(lb.collect([out], datasets=toy), tmp_path / "plots")
     assert [p.name for p in paths] == ["tsne-toy-standard-smoke-cpu-family.png"] and paths[0].stat().st_size > 1000
+
+
+def test_a_subset_split_is_drawn_to_a_file_in_the_plots_folder(tmp_path):
+    from narbench.leaderboard.subsets import with_subsets
+    from tests.leaderboard.test_headline import _three_settings
+
+    _three_settings(tmp_path / "res")
+    tables = lb.build_tables(with_subsets(lb.collect([tmp_path / "res"])))
+    paths = lb.plot_tables(tables, tmp_path / "plots")
+    assert all(p.parent == tmp_path / "plots" and p.is_file() for p in paths)
+    assert any("crossimpl~reimpl" in p.name for p in paths)
