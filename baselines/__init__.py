@@ -1,4 +1,4 @@
 """Shipped encoders, importable as `narbench.baselines` and registered by entry points.
 
-May import: narbench.core, narbench.data, narbench.train, narbench.splitters.
+May import: narbench.core, narbench.data, narbench.train, narbench.eval, narbench.splitters.
 """

@@ -244,8 +244,7 @@ def main(argv: list[str] | None = None) -> None:
     import csv
     import sys
 
-    from narbench.data.dataset import load_dataset
-    from narbench.harness.runner import select
+    from narbench.data.dataset import load_dataset, stratified_subset
     from narbench.train.profiles import get_profile
 
     ap = argparse.ArgumentParser(description=main.__doc__)
@@ -255,7 +254,8 @@ def main(argv: list[str] | None = None) -> None:
     profile, table, datasets = get_profile("quick"), {}, {}
     for ds, split in settings:
         dataset = datasets.setdefault(ds, load_dataset(ds))
-        train, _, _ = select(dataset, profile, 0, split)
+        sp, fam = dataset.get_split(split), np.array([g.family for g in dataset.graphs])
+        train = stratified_subset(sp.train, fam[sp.train], profile.max_train, seed=0)  # as `narbench run` trains
         table[f"{ds}/{split}"] = design_table([dataset.graphs[i] for i in train], dataset.family_ids()[train],
                                               len(dataset.vocab))
     columns = list(table)

@@ -21,8 +21,7 @@ from narbench.train.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 # Heavy modules (torch, PyG, numpy, the leaderboard) are imported inside the handlers: `--version`,
 # `--help` and argument errors answer without them (tests/test_cli_first_hour.py checks torch).
 
-#: the seeds narbench accepts: numpy's and torch's generators take 0 .. 2**32-1 everywhere
-MAX_SEED = 2**32 - 1
+from narbench.cli_args import MAX_SEED, _non_negative_float, _positive_int, _seed  # noqa: E402,F401 - argparse types (MAX_SEED re-exported)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -64,22 +63,6 @@ def versions_line(dataset_versions) -> str:
             f"datasets {datasets or 'none registered'})")
 
 
-def _checked(convert, ok, expected: str):
-    """An argparse `type`: `convert(text)`, refused with "expected <expected>" unless `ok(value)`."""
-    def parse(text: str):
-        try:
-            value = convert(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
-        if not ok(value):
-            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
-        return value
-    return parse
-
-
-_positive_int = _checked(int, lambda v: v >= 1, "a positive integer")
-_seed = _checked(int, lambda v: 0 <= v <= MAX_SEED, f"an integer from 0 to {MAX_SEED}")
-_non_negative_float = _checked(float, lambda v: 0 <= v < float("inf"), "a number >= 0")  # NaN fails too
 
 
 def _console(stderr: bool = False, **kwargs):

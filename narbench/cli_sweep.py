@@ -12,7 +12,7 @@ import sys
 
 from rich.console import Console
 
-from narbench.cli import _checked, _positive_int, _seed
+from narbench.cli_args import _checked, _positive_int, _seed
 from narbench.train.profiles import PROFILES
 
 _non_negative_int = _checked(int, lambda v: v >= 0, "an integer >= 0")

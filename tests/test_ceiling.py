@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from narbench import cli_ceiling as D
 from narbench.eval import ceiling as C
 from narbench.eval.metrics import score_rankings
 from tests.conftest import chain_graph, edge_list_graph
@@ -132,21 +133,21 @@ def test_structure_classes_iso_and_near_duplicate():
     double = edge_list_graph(np.concatenate([base.ops, base.ops]),
                              np.concatenate([base.edges, base.edges + base.num_nodes], axis=1).T, name="d")
     graphs = [base, renamed, other, double]
-    iso = C.structure_classes(graphs, "iso")
+    iso = D.structure_classes(graphs, "iso")
     assert iso[0] == iso[1] and len({iso[0], iso[2], iso[3]}) == 3
-    nd = C.structure_classes(graphs, "nd")
+    nd = D.structure_classes(graphs, "nd")
     assert nd[0] == nd[1] == nd[3] and nd[2] != nd[0]
-    assert iso.tolist() == C.structure_classes(graphs, "iso").tolist()
+    assert iso.tolist() == D.structure_classes(graphs, "iso").tolist()
     with pytest.raises(ValueError):
-        C.structure_classes(graphs, "wl")
+        D.structure_classes(graphs, "wl")
 
 
 def test_write_csv_keeps_rows_of_splits_not_rerun(tmp_path):
     path = tmp_path / "c.csv"
     row = {"dataset": "real", "split": "unseen", "resolution": "iso", "queries": 3}
-    C.write_csv(path, ("dataset", "split", "resolution", "queries"), [row, {**row, "split": "crossimpl"}],
+    D.write_csv(path, ("dataset", "split", "resolution", "queries"), [row, {**row, "split": "crossimpl"}],
                 key=("dataset", "split", "resolution"))
-    C.write_csv(path, ("dataset", "split", "resolution", "queries"), [{**row, "split": "crossimpl", "queries": 5}],
+    D.write_csv(path, ("dataset", "split", "resolution", "queries"), [{**row, "split": "crossimpl", "queries": 5}],
                 replace=[("real", "crossimpl", "iso")], key=("dataset", "split", "resolution"))
     lines = path.read_text().splitlines()
     assert lines == ["dataset,split,resolution,queries", "real,unseen,iso,3", "real,crossimpl,iso,5"]

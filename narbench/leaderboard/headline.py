@@ -60,7 +60,7 @@ CEILINGS = (("iso", "*ceiling: graph-only oracle, isomorphic graphs tied*"),
 
 def read_ceiling(path: str | Path) -> dict[tuple[str, str, str], float]:
     """(dataset, split, resolution) -> the oracle's METRIC under the `label` rule, from `leaderboard/ceiling.csv`
-    (`narbench.eval.ceiling`); empty when the file is missing."""
+    (`python -m narbench.cli_ceiling`); empty when the file is missing."""
     import csv
 
     path = Path(path)

@@ -1,0 +1,28 @@
+"""argparse types of the command line, shared by `narbench.cli` and `narbench.cli_sweep`:
+a bad value is refused by the parser in one line ("expected ..., got ..."), before any work."""
+
+from __future__ import annotations
+
+import argparse
+
+#: the seeds narbench accepts: numpy's and torch's generators take 0 .. 2**32-1 everywhere
+#: (`narbench.harness.runner.MAX_SEED`, said here without importing the harness)
+MAX_SEED = 2**32 - 1
+
+
+def _checked(convert, ok, expected: str):
+    """An argparse `type`: `convert(text)`, refused with "expected <expected>" unless `ok(value)`."""
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+    return parse
+
+
+_positive_int = _checked(int, lambda v: v >= 1, "a positive integer")
+_seed = _checked(int, lambda v: 0 <= v <= MAX_SEED, f"an integer from 0 to {MAX_SEED}")
+_non_negative_float = _checked(float, lambda v: 0 <= v < float("inf"), "a number >= 0")  # NaN fails too
