@@ -12,6 +12,9 @@ from narbench.harness import degradations, gate
 
 REFERENCE = Path(__file__).resolve().parents[1] / "leaderboard" / "reference.json"
 TRAINED = [name for name in registry.names("encoder") if registry.load("encoder", name).trainable]
+#: trained encoders a degradation cannot touch: graf-lda fits a linear discriminant in closed form
+#: (no epochs, no message-passing layers); label noise and dot-product ranking do reach it
+UNTOUCHED = {"one-epoch-fewer": {"graf-lda"}, "layer-dropped": {"graf-lda"}}
 
 
 def test_every_shipped_trained_encoder_is_covered():
@@ -27,7 +30,8 @@ def test_the_gate_fails_on_an_injected_regression_of_every_trained_encoder(degra
     assert not report.errors and not report.missing and not report.passed()
     # dropped or risen beyond the band: smoke metrics fingerprint behaviour (a layer dropped can raise them)
     caught = {c.key.split("/")[1] for c in report.dropped + report.improved}
-    assert caught == set(TRAINED), f"{degradation}: not caught for {sorted(set(TRAINED) - caught)}"
+    expected = set(TRAINED) - UNTOUCHED.get(degradation, set())
+    assert caught >= expected, f"{degradation}: not caught for {sorted(expected - caught)}"
 
 
 def test_an_unknown_degradation_is_named():
