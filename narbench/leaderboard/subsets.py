@@ -16,8 +16,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from narbench.leaderboard.records import Record
-from narbench.leaderboard.tables import TABLES, LeaderTable, row_labels
+from narbench.leaderboard.records import Record, select_runs
+from narbench.leaderboard.tables import TABLES, row_labels
 
 #: the subsets shown as splits (a package's subset is shown in the per-package table instead)
 SHOWN = ("reimpl", "exact")
@@ -58,14 +58,12 @@ def package_markdown(records: list[Record], metric: str = "ndcg@20") -> str:
 
     Empty when no record has package subsets. Rows are labelled as in the tables; n: seeds.
     """
-    from narbench.leaderboard.records import select_runs
-
     subs = subset_records(records, None)
     packs = [r for r in subs if PACKAGE in r.result.split]
     if not packs:
         return ""
     selected = {k: v for k, v in select_runs(packs).items() if TABLES[0].pick(k)}
-    base = {}  # (row key without split, split) -> {package: [scores]}
+    base = {}  # (dataset, split, profile, device) -> row key -> package -> the seeds' scores
     for key, runs in selected.items():
         split, _, package = key.split.partition(SEP + PACKAGE)
         row = key._replace(split=split)
@@ -79,7 +77,7 @@ def package_markdown(records: list[Record], metric: str = "ndcg@20") -> str:
         split, _, package = r.result.split.partition(SEP + PACKAGE)
         sizes[(r.dataset, split, package)] = r.result.num_queries
     lines = ["## Per package", "",
-             f"{metric.upper().replace('@', '@')} per package of the cross-implementation queries (mean over seeds; "
+             f"{metric.upper()} per package of the cross-implementation queries (mean over seeds; "
              "`exact` queries included: the package columns hold every query of the package). A package's "
              "queries are few, so these are for reading where a method fails, not for ranking.", ""]
     for (dataset, split, profile, device), rows in sorted(base.items()):
@@ -94,9 +92,3 @@ def package_markdown(records: list[Record], metric: str = "ndcg@20") -> str:
         lines.append("")
     return "\n".join(lines)
 
-
-def table_has_split(tables: list[LeaderTable], dataset: str, split: str) -> bool:
-    """Whether Table 1 has a block of `dataset` (name, any version) and `split`."""
-    t1 = next((t for t in tables if t.number == 1), None)
-    return any(b.setting and b.setting[0].split(" ")[0] == dataset and b.setting[1] == split
-               for b in (t1.blocks if t1 else []))

@@ -98,3 +98,18 @@ def test_ceiling_rows_come_from_the_ceiling_table(tmp_path):
                     "| *ceiling: near-duplicates (WL cosine >= 0.999) tied* | *0.960* | – | – |"]
     assert read_ceiling(tmp_path / "missing.csv") == {}
     assert "ceiling" not in headline_markdown(_tables(tmp_path / "res"))
+
+
+def test_per_package_table_averages_each_package_over_seeds(tmp_path):
+    from narbench.leaderboard.subsets import package_markdown
+
+    half = N_QUERIES // 2
+    packages = {"package:a": list(range(half)), "package:b": list(range(half, N_QUERIES))}
+    for s in range(2):
+        q = np.where(np.arange(N_QUERIES) < half, 0.2 + 0.1 * s, 0.8)  # a: 0.2 and 0.3 over the seeds, b: 0.8
+        write_result(tmp_path, "gcn", "none", s, q, dataset="real", split="crossimpl", subsets=packages)
+    text = package_markdown(lb.collect([tmp_path]))
+    assert f"| method | a ({half}) | b ({N_QUERIES - half}) |" in text
+    assert "| gcn | 0.250 | 0.800 |" in text
+    assert package_markdown(lb.collect([tmp_path]), "mrr@20").startswith("## Per package")
+    assert package_markdown([]) == ""
