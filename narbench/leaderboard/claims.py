@@ -25,7 +25,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from narbench.leaderboard.headline import COLUMNS, METRIC, PROTOCOL, _blocks
+from narbench.leaderboard.headline import COLUMNS, METRIC, PROTOCOL, _blocks, replace_between
 from narbench.leaderboard.records import Key, Record, select_runs
 from narbench.leaderboard.significance import ALPHA, Bootstrap, seed_matrix
 from narbench.leaderboard.tables import Block, LeaderTable, Row
@@ -241,16 +241,7 @@ def update_findings(path, records: list[Record], tables: list[LeaderTable]) -> b
     """Rewrite the findings between the findings markers of `path` (None: the file has none; True: changed)."""
     from pathlib import Path
 
-    from narbench.data.store import atomic_write_bytes
-
-    path = Path(path)
-    text = path.read_text()
+    text = Path(path).read_text()
     if text.count(FINDINGS_START) != 1 or text.count(FINDINGS_END) != 1:
         return None
-    before, rest = text.split(FINDINGS_START)
-    _, after = rest.split(FINDINGS_END)
-    new = f"{before}{FINDINGS_START}\n{findings_markdown(records, tables)}\n{FINDINGS_END}{after}"
-    if new == text:
-        return False
-    atomic_write_bytes(path, new.encode())
-    return True
+    return replace_between(path, text, FINDINGS_START, FINDINGS_END, findings_markdown(records, tables))

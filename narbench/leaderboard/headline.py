@@ -129,10 +129,15 @@ def update_readme(path: str | Path, tables: list[LeaderTable], ceiling: dict | N
 
     Raises HeadlineError when the file lacks the markers (nothing is written).
     """
-    text = check_markers(path)
-    before, rest = text.split(START)
-    _, after = rest.split(END)
-    new = f"{before}{START}\n{headline_markdown(tables, ceiling)}\n{END}{after}"
+    return replace_between(path, check_markers(path), START, END, headline_markdown(tables, ceiling))
+
+
+def replace_between(path: str | Path, text: str, start: str, end: str, body: str) -> bool:
+    """Write `text` (the file's) to `path` with `body` between its one `start` and one `end` marker
+    line; True if that changed the file (it is written atomically, and only then)."""
+    before, rest = text.split(start)
+    _, after = rest.split(end)
+    new = f"{before}{start}\n{body}\n{end}{after}"
     if new == text:
         return False
     atomic_write_bytes(path, new.encode())
