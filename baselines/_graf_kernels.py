@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from narbench.baselines._graphstats_kernels import adjacency
+
 
 @njit(cache=True)
 def depth_height(node_off, edge_off, src, dst):
@@ -22,20 +24,7 @@ def depth_height(node_off, edge_off, src, dst):
         base = node_off[g]
         n = node_off[g + 1] - base
         e0, e1 = edge_off[g], edge_off[g + 1]
-        m = e1 - e0
-        indeg = np.zeros(n, dtype=np.int64)
-        outdeg = np.zeros(n, dtype=np.int64)
-        for j in range(e0, e1):
-            outdeg[src[j]] += 1
-            indeg[dst[j]] += 1
-        ptr = np.zeros(n + 1, dtype=np.int64)
-        for u in range(n):
-            ptr[u + 1] = ptr[u] + outdeg[u]
-        succ = np.empty(m, dtype=np.int64)
-        fill = ptr[:-1].copy()
-        for j in range(e0, e1):
-            succ[fill[src[j]]] = dst[j]
-            fill[src[j]] += 1
+        indeg, _, ptr, succ = adjacency(src, dst, e0, e1, n)
         left = indeg.copy()
         order = np.empty(n, dtype=np.int64)
         head, tail = 0, 0

@@ -14,6 +14,26 @@ STRUCTURE_COLUMNS = (
 
 
 @njit(cache=True)
+def adjacency(src, dst, e0, e1, n):
+    """(in-degrees, out-degrees, ptr, succ) of the n-node graph of edges `src[e0:e1]` -> `dst[e0:e1]`
+    (local ids): node u's successors are `succ[ptr[u]:ptr[u+1]]`, in edge order."""
+    indeg = np.zeros(n, dtype=np.int64)
+    outdeg = np.zeros(n, dtype=np.int64)
+    for j in range(e0, e1):
+        outdeg[src[j]] += 1
+        indeg[dst[j]] += 1
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    for u in range(n):
+        ptr[u + 1] = ptr[u] + outdeg[u]
+    succ = np.empty(e1 - e0, dtype=np.int64)
+    fill = ptr[:-1].copy()
+    for j in range(e0, e1):
+        succ[fill[src[j]]] = dst[j]
+        fill[src[j]] += 1
+    return indeg, outdeg, ptr, succ
+
+
+@njit(cache=True)
 def structure_stats(node_off, edge_off, src, dst):
     """Raw (untransformed) statistics per graph, float64 [G, len(STRUCTURE_COLUMNS)].
 
@@ -29,19 +49,7 @@ def structure_stats(node_off, edge_off, src, dst):
         n = node_off[g + 1] - node_off[g]
         e0, e1 = edge_off[g], edge_off[g + 1]
         m = e1 - e0
-        indeg = np.zeros(n, dtype=np.int64)
-        outdeg = np.zeros(n, dtype=np.int64)
-        for j in range(e0, e1):
-            outdeg[src[j]] += 1
-            indeg[dst[j]] += 1
-        ptr = np.zeros(n + 1, dtype=np.int64)
-        for u in range(n):
-            ptr[u + 1] = ptr[u] + outdeg[u]
-        succ = np.empty(m, dtype=np.int64)
-        fill = ptr[:-1].copy()
-        for j in range(e0, e1):
-            succ[fill[src[j]]] = dst[j]
-            fill[src[j]] += 1
+        indeg, outdeg, ptr, succ = adjacency(src, dst, e0, e1, n)
         depth = np.zeros(n, dtype=np.int64)
         dist = np.full(n, -1, dtype=np.int64)  # shortest path from any source
         left = indeg.copy()
