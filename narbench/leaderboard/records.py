@@ -69,10 +69,12 @@ class Record:
 
     @property
     def dataset_content(self) -> tuple[str, str]:
-        """(version, sha256) of the data the run scored; a query-only part (crossimpl) its split used counts too."""
-        version, sha = str(self.result.dataset.get("version", "?")), str(self.result.dataset.get("sha256", "?"))
-        part = (self.result.dataset.get("parts") or {}).get(self.result.split)
-        return (version, sha) if part is None else (version, f"{sha}+{self.result.split}:{part}")
+        return str(self.result.dataset.get("version", "?")), str(self.result.dataset.get("sha256", "?"))
+
+    @property
+    def query_part(self) -> str | None:
+        """sha256 of the query-only part (crossimpl) the run's split scored, None for a split of the corpus file."""
+        return (self.result.dataset.get("parts") or {}).get(self.result.split)
 
     @property
     def device(self) -> str:
@@ -187,28 +189,20 @@ def collect(dirs: Iterable[str | Path], *, datasets: Iterable[KnownDataset] | No
     # Never average over different dataset contents: label such groups by version and sha256, and
     # a split with a query-only part (crossimpl) also by that part when its runs used several.
     contents: dict[str, set[tuple[str, str]]] = {}
-    parts: dict[tuple[str, str], set[str]] = {}
+    parts: dict[tuple[str, str], set[str | None]] = {}
     for r in records:
-        contents.setdefault(r.dataset, set()).add(r.dataset_content[:1] + (r.dataset_content[1].split("+")[0],))
-        parts.setdefault((r.dataset, r.result.split), set()).add(r.dataset_content[1])
+        contents.setdefault(r.dataset, set()).add(r.dataset_content)
+        parts.setdefault((r.dataset, r.result.split), set()).add(r.query_part)
     labelled = []
     for r in records:
-        version, content = r.dataset_content
-        label = (r.dataset if len(contents[r.dataset]) == 1 else f"{r.dataset} {version} ({content.split('+')[0][:8]})")
-        if "+" in content and len(parts[(r.dataset, r.result.split)]) > 1:
-            label += f" [{_short(content)}]"
+        version, sha = r.dataset_content
+        label = r.dataset if len(contents[r.dataset]) == 1 else f"{r.dataset} {version} ({sha[:8]})"
+        if r.query_part and len(parts[(r.dataset, r.result.split)]) > 1:
+            label += f" [{r.result.split} {r.query_part[:8]}]"
         labelled.append(r if label == r.dataset else replace(r, dataset_label=label))
     records = labelled
     records.sort(key=lambda r: (r.result.run_id, str(r.path)))
     return records
-
-
-def _short(content: str) -> str:
-    """`98efc55d` of a sha256, `crossimpl 8c49f7ea` of `<sha256>+crossimpl:<sha256>`."""
-    if "+" not in content:
-        return content[:8]
-    part, _, digest = content.split("+", 1)[1].partition(":")
-    return f"{part} {digest[:8]}"
 
 
 def select_runs(records: Iterable[Record]) -> dict[Key, dict[int, Record]]:
