@@ -100,3 +100,41 @@ def no_training(monkeypatch):
 
     monkeypatch.setattr(runner, "load_dataset", forbidden)
     monkeypatch.setattr(runner, "Trainer", forbidden)
+
+
+# ------------------------------------------------------------------ the entry points the session sees
+# `python -m pytest` puts the checkout first on sys.path, and `pip install -e .` leaves a
+# `narbench.egg-info` there: importlib.metadata reads the project's entry points from the first
+# metadata folder it finds, that one, not the installed dist-info. Stop 44's CI lost every entry
+# point after tests/test_protocol.py and 60 tests failed for it; these report what the session reads
+# and stop the run, naming the module after which the project's entry points went missing.
+
+SHIPPED = {"encoder": "gcn", "splitter": "none", "dataset": "nas"}
+
+
+def _metadata_seen() -> str:
+    from importlib.metadata import distributions
+
+    seen = [f"{getattr(d, '_path', '?')} ({sum(ep.group.startswith('narbench.') for ep in d.entry_points)} entry points)"
+            for d in distributions() if (d.metadata["Name"] or "").lower() == "narbench"]
+    return "; ".join(seen) or "no narbench distribution on sys.path"
+
+
+def _missing_entry_points() -> list[str]:
+    from narbench.core import registry
+
+    return [f"{kind} {name!r}" for kind, name in SHIPPED.items() if name not in registry.names(kind)]
+
+
+def pytest_report_header(config):
+    return f"narbench metadata read from: {_metadata_seen()}"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _entry_points_stay(request):
+    """After each test module: the shipped entry points are still registered, else stop the run."""
+    yield
+    missing = _missing_entry_points()
+    if missing:
+        pytest.exit(f"after {request.module.__name__} the shipped entry points {', '.join(missing)} are gone; "
+                    f"narbench metadata now read from: {_metadata_seen()}", returncode=3)
