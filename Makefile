@@ -25,26 +25,23 @@ endif
 WHY_cpu := $(if $(CPU)$(GPU),asked for,no CUDA device found on this machine; GPU=1 installs the CUDA build)
 WHY_cuda := $(if $(CPU)$(GPU),asked for,a CUDA device was found; CPU=1 installs the CPU build)
 STAMP := $(VENV)/.installed-$(BUILD)
-# TORCH_CPU names the CPU build: the default is the CPU wheel this project's machines keep on
-# local disk (pip's find-links); elsewhere use
-# TORCH_CPU="torch --index-url https://download.pytorch.org/whl/cpu".
+# The CPU build is installed and checked by tools/install_torch.py: TORCH_CPU (the requirement)
+# from PyTorch's CPU wheel index TORCH_CPU_INDEX when it answers, else with plain pip (this
+# project's machines keep the +cpu wheel in pip's find-links); then it fails unless
+# torch.version.cuda is None and no nvidia-*/triton/cuda-* package is left, and says where torch
+# came from. TORCH_CPU_INDEX= skips the index.
 TORCH_CPU ?= torch==2.13.0
-# the packages only the CUDA build needs; removed when switching to the CPU build
-CUDA_ONLY := ^(nvidia-|triton|cuda-)
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 
 .PHONY: setup run test test-fast bench clean
 
-$(VENV)/.installed-cpu: pyproject.toml
+$(VENV)/.installed-cpu: pyproject.toml tools/install_torch.py
 	@echo "make: installing PyTorch's CPU build ($(WHY_cpu))"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	rm -f $(VENV)/.installed-*
-	$(BIN)/python -c "from importlib.metadata import version; assert '+cpu' not in version('torch')" 2>/dev/null \
-		&& $(BIN)/python -m pip uninstall -y torch || true
-	$(BIN)/python -m pip install $(TORCH_CPU)
-	$(BIN)/python -m pip freeze | grep -E '$(CUDA_ONLY)' | cut -d= -f1 | xargs -r $(BIN)/python -m pip uninstall -y
-	$(BIN)/python -m pip install -e ".[test]"
+	$(BIN)/python tools/install_torch.py --torch "$(TORCH_CPU)" --index "$(TORCH_CPU_INDEX)" \
+		--editable ".[test]" --why "$(WHY_cpu)"
 	touch $@
-	@$(BIN)/python -c "from importlib.metadata import version; print(f'make: installed PyTorch {version(\"torch\")}, the CPU build, in $(VENV)')"
 
 $(VENV)/.installed-cuda: pyproject.toml
 	@echo "make: installing PyTorch's CUDA build ($(WHY_cuda))"
