@@ -572,6 +572,7 @@ def cmd_index_info(args) -> int:
 def _input_errors() -> tuple[type[BaseException], ...]:
     """The errors that mean bad input or a refused run (exit 2, one line), as opposed to a bug (a traceback)."""
     from narbench.core import registry
+    from narbench.core.cache import WriteError
     from narbench.eval.retrieval import EmbeddingError
     from narbench.train.checkpoint import CheckpointError
     from narbench.harness.gate import GateError
@@ -585,7 +586,7 @@ def _input_errors() -> tuple[type[BaseException], ...]:
 
     return (registry.UnknownNameError, registry.RegistryError, ConfigError, PreflightError, CheckpointError,
             CorruptFileError, FileNotFoundError, GateError, RejectedResultsError, InvalidResultError, HeadlineError,
-            NothingToShowError, GridError, EmbeddingError)
+            NothingToShowError, GridError, EmbeddingError, WriteError)
 
 
 def main(argv: list[str] | None = None) -> int:

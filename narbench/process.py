@@ -11,6 +11,10 @@ folder of its own that is removed at exit. Three libraries would otherwise write
 - matplotlib keeps its font cache in `~/.config/matplotlib`: `MPLCONFIGDIR` points to
   `<narbench cache>/matplotlib`, so the cache is built once per machine as before.
 
+The temporary folder is named `narbench-<pid>-<host tag>-<random>`: a command killed with
+SIGKILL cannot remove its own, so every command first removes the folders of that pattern, in the
+system temp dir, whose process is gone from this host (`remove_stale`).
+
 A variable the user set (to something not empty) is left alone. `scope()` wraps one command in `narbench.cli.main` and
 restores everything when it ends; nothing is set on `import narbench`: a program that uses the
 Python API keeps its own environment.
@@ -23,12 +27,17 @@ exits with 143.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+import re
 import shutil
 import signal
+import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
+from narbench.core.host import pid_alive
 
 #: exit status of a command ended by SIGTERM (128 + 15, as a shell reports it)
 TERMINATED = 143
@@ -46,7 +55,8 @@ def scope() -> Iterator[Path]:
     from narbench.core.cache import cache_dir
 
     pid = os.getpid()
-    tmp = Path(tempfile.mkdtemp(prefix="narbench-"))
+    remove_stale()
+    tmp = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{pid}-{host_tag()}-"))
     saved_env = {k: os.environ.get(k) for k in _ENV}
     saved_tempdir = tempfile.tempdir
     saved_handler = _handle_sigterm(pid)
@@ -72,6 +82,42 @@ def scope() -> Iterator[Path]:
 
 
 _ENV = ("TMPDIR", "IR_DATASETS_HOME", "MPLCONFIGDIR")
+_PREFIX = "narbench-"
+#: a command's temporary folder: narbench-<pid>-<host tag>-<mkdtemp's random part>
+_OWNED = re.compile(rf"^{_PREFIX}(\d+)-([0-9a-f]{{8}})-[A-Za-z0-9_]+$")
+
+
+def host_tag() -> str:
+    """8 hex digits naming this host (a temp dir shared by hosts keeps each host's folders apart)."""
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
+def remove_stale(root: str | os.PathLike | None = None) -> list[Path]:
+    """Remove the temporary folders of narbench commands of this host that are gone (killed with SIGKILL,
+    say) from `root` (default: the system temp dir); returns them. Other names are never touched."""
+    root = Path(root if root is not None else tempfile.gettempdir())
+    removed = []
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return removed
+    tag = host_tag()
+    for entry in entries:
+        match = _OWNED.match(entry.name)
+        if not match or match.group(2) != tag or pid_alive(int(match.group(1))):
+            continue
+        if entry.is_dir(follow_symlinks=False) and _mine(entry):
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(Path(entry.path))
+    return removed
+
+
+def _mine(entry: os.DirEntry) -> bool:
+    """Whether this user owns the folder (another user's is theirs to remove)."""
+    try:
+        return not hasattr(os, "getuid") or entry.stat(follow_symlinks=False).st_uid == os.getuid()
+    except OSError:
+        return False
 
 
 def _handle_sigterm(pid: int):

@@ -255,3 +255,186 @@ def test_every_field_of_a_result_still_reads(tmp_path):
         data.pop(optional)
     path.write_text(json.dumps(data))
     assert RunResult.read(path).subsets == {}
+
+
+# ============================================================================================
+# Issue 40, second round: nothing left in the temp dir after any exit (SIGKILL included), and a
+# full disk (ENOSPC) refused in one line, exit 2, with nothing half written. ENOSPC is simulated
+# by an `os.fsync` that fails for the files a test names (a full disk shows at write or at fsync).
+# ============================================================================================
+
+import errno  # noqa: E402
+import signal  # noqa: E402
+import tempfile  # noqa: E402
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def _folders(root: Path) -> list[str]:
+    return sorted(p.name for p in root.iterdir())
+
+
+# ------------------------------------------------------------------------- 7. temp folders
+
+
+def test_temp_folders_of_dead_commands_are_removed_at_start(tmp_path, cwd, monkeypatch, capsys):
+    from narbench import process
+
+    root = tmp_path / "tmp"
+    tag, dead = process.host_tag(), _dead_pid()
+    for name in (f"narbench-{dead}-{tag}-a1b2c3d4", f"narbench-{os.getpid()}-{tag}-livelive",
+                 f"narbench-{dead}-00000000-otherhst", f"narbench-{dead}-notmine", "narbench-x1y2z3"):
+        (root / name).mkdir(parents=True)
+        (root / name / "left.py").write_text("")
+    (root / f"narbench-{dead}-{tag}-afile").write_text("a file, not a folder of ours")
+    monkeypatch.setattr(tempfile, "tempdir", str(root))
+    results = tmp_path / "results"
+    results.mkdir()
+    assert main(["runs", str(results)]) == 0  # any command: it cleans up, then works in a folder of its own
+    capsys.readouterr()
+    # gone: the dead command's folder of this host; kept: a live one's, another host's, other names, a file
+    assert _folders(root) == sorted([f"narbench-{os.getpid()}-{tag}-livelive", f"narbench-{dead}-00000000-otherhst",
+                                     f"narbench-{dead}-notmine", "narbench-x1y2z3", f"narbench-{dead}-{tag}-afile"])
+    assert list(cwd.iterdir()) == []
+
+
+def test_the_folder_of_a_sigkilled_command_goes_with_the_next_one(tmp_path):
+    from narbench import process
+
+    root = tmp_path / "tmp"
+    root.mkdir()
+    code = ("import time\nfrom narbench import process\nwith process.scope() as tmp:\n"
+            "    (tmp / 'work.py').write_text('')\n    print(tmp, flush=True)\n    time.sleep(120)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                            env={**os.environ, "TMPDIR": str(root)})
+    folder = Path(proc.stdout.readline().strip())
+    assert folder.parent == root and folder.name.startswith(f"narbench-{proc.pid}-{process.host_tag()}-")
+    assert process.remove_stale(root) == [] and folder.is_dir()  # alive: kept
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    proc.stdout.close()
+    assert folder.is_dir()  # SIGKILL: no chance to clean up
+    assert process.remove_stale(root) == [folder] and list(root.iterdir()) == []
+
+
+# ----------------------------------------------------------------------------- 8. full disk
+
+
+@pytest.fixture
+def full_disk(monkeypatch):
+    """`full_disk(predicate)`: from then on, fsync of a file whose path satisfies it fails with ENOSPC."""
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("needs /proc to name an fd's file")
+    real_fsync = os.fsync
+
+    def arm(predicate):
+        def fsync(fd):
+            path = os.readlink(f"/proc/self/fd/{fd}") if isinstance(fd, int) else ""
+            if predicate(path):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return real_fsync(fd)
+
+        monkeypatch.setattr(os, "fsync", fsync)
+
+    return arm
+
+
+def _every_file(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()} \
+        if folder.exists() else {}
+
+
+def _error_line(err: str, expected: str) -> str:
+    """The one line of stderr besides the leaderboard's progress lines."""
+    return _one_line("\n".join(ln for ln in err.splitlines() if not ln.startswith("leaderboard ")), expected)
+
+
+def _results(folder: Path, encoders=("gcn", "gat")) -> Path:
+    for encoder in encoders:
+        for seed in (0, 1):
+            write_result(folder, encoder, "none", seed, np.linspace(0.2, 0.9, 10) - 0.01 * seed)
+    return folder
+
+
+@pytest.mark.parametrize("failing", ["aggregate.csv", "aggregate.json", "README.md"])
+def test_leaderboard_on_a_full_disk_writes_nothing(failing, tmp_path, cwd, full_disk, capsys):
+    results, out = _results(tmp_path / "results"), tmp_path / "lb"
+    argv = ["leaderboard", "--results", str(results), "--out", str(out), "--no-plots"]
+    full_disk(lambda path: f"/.{failing}." in path)
+    assert _status(argv) == 2
+    err = capsys.readouterr().err
+    line = _error_line(err, f"cannot write {out / failing}: no space left on device (ENOSPC); nothing of the "
+                            "leaderboard was written")
+    assert line.startswith("error: ") and "Traceback" not in err
+    assert not out.exists() and list(cwd.iterdir()) == []
+
+
+def test_a_leaderboard_on_a_full_disk_keeps_the_previous_one_whole(tmp_path, cwd, full_disk, capsys):
+    """The probe of the review: aggregate.csv rewritten, README.md and aggregate.json not (now: none of them)."""
+    results, out = _results(tmp_path / "results"), tmp_path / "lb"
+    argv = ["leaderboard", "--results", str(results), "--out", str(out), "--no-plots"]
+    assert _status(argv) == 0
+    before = _every_file(out)
+    assert {"aggregate.csv", "aggregate.json", "README.md"} <= set(before)
+    _results(results, encoders=("gin",))  # new results: every file would change
+    full_disk(lambda path: "/.README.md." in path)
+    capsys.readouterr()
+    assert _status(argv) == 2
+    _error_line(capsys.readouterr().err, f"cannot write {out / 'README.md'}: no space left on device (ENOSPC)")
+    assert _every_file(out) == before  # no file changed, no temp file left
+    full_disk(lambda path: False)
+    assert _status(argv) == 0 and _every_file(out) != before
+
+
+@pytest.mark.parametrize("argv", [["datasheet", "toy"],
+                                  ["run", "--encoder", "ophist", "--dataset", "toy", "--profile", "smoke",
+                                   "--no-progress", "--out", "{out}"]])
+def test_dataset_cache_on_a_full_disk(argv, plugin, tmp_path, cwd, full_disk, capsys):
+    from narbench.core.cache import cache_dir
+
+    out = tmp_path / "runs"
+    full_disk(lambda path: path.startswith(str(cache_dir())))
+    assert _status([a.format(out=out) for a in argv]) == 2
+    err = capsys.readouterr().err
+    _one_line(err, f"error: cannot write {cache_dir() / 'toy-0.narg'}: no space left on device (ENOSPC); "
+                   "nothing was written")
+    assert not [p for p in cache_dir().rglob("*") if p.is_file()]  # no partial dataset, no temp file
+    assert not out.exists() and list(cwd.iterdir()) == []
+
+
+def test_write_errors_say_the_file_and_the_errno():
+    from narbench.core.cache import DiskFullError, WriteError, writing
+
+    with pytest.raises(DiskFullError) as caught:
+        with writing("/some/file"):
+            raise OSError(errno.EDQUOT, os.strerror(errno.EDQUOT))
+    assert str(caught.value) == "cannot write /some/file: disk quota exceeded (EDQUOT); nothing was written"
+    with pytest.raises(PermissionError):  # not a lack of space: as it was
+        with writing("/some/file"):
+            raise PermissionError(errno.EACCES, "Permission denied")
+    error = WriteError("/x", PermissionError(errno.EACCES, "Permission denied"), "nothing of it was written")
+    assert str(error) == "cannot write /x: permission denied (EACCES); nothing of it was written"
+
+
+def test_parts_cache_on_a_full_disk_warns_and_the_split_goes_on(tmp_path, toy_dataset, monkeypatch):
+    """The parts cache (sqlite) is a cache: a full disk (SQLITE_FULL) is said once, naming the file, and the
+    parts are computed all the same; nothing of the failed transaction is kept."""
+    import sqlite3
+
+    from narbench.splitters.uniform import NodeNumberSplitter
+    from narbench.train.partcache import PartsCache, split_graphs
+
+    def full(self, splitter, rows):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(PartsCache, "_put_many", full)
+    path, graphs = tmp_path / "parts.sqlite", toy_dataset.graphs[:5]
+    with pytest.warns(RuntimeWarning, match=f"parts cache {path}: cannot write \\(database or disk is full\\)"):
+        parts = split_graphs(NodeNumberSplitter(), graphs, jobs=1, cache=PartsCache(path))
+    assert len(parts) == len(graphs)
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT count(*) FROM parts").fetchone() == (0,)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -319,3 +321,109 @@ def test_ray_launcher(toy_env):
     finally:
         ray.shutdown()
     assert report.ok and len(report.finished) == 2 and len(results_in(out)) == 2
+
+
+# ------------------------------------------------------------------------- concurrent sweeps: claims
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def _claim_file(path: Path, pids: list[int], host: str | None = None, age: float = 0.0) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"pids": pids, "host": host or socket.gethostname(), "since": time.time() - age,
+                                "token": "other"}))
+    if age:
+        os.utime(path, (time.time() - age, time.time() - age))
+
+
+def test_a_claim_is_held_by_one_process_and_released(tmp_path):
+    from narbench.harness.launchers import Claim, claim_holder
+
+    path = tmp_path / "claims" / "abc"
+    claim = Claim.take(path)
+    assert isinstance(claim, Claim) and json.loads(path.read_text())["pids"] == [os.getpid()]
+    held = Claim.take(path)  # this process is alive: a second taker is told who holds it
+    assert held == claim_holder(path) and held.startswith(f"pid {os.getpid()} on {socket.gethostname()} since ")
+    result = tmp_path / "run.json"
+    result.write_text("{}")
+    claim.release(str(result))  # with a result: it is left for the sweeps after
+    assert not path.exists() and claim_holder(path) is None
+    again = Claim.take(path)
+    assert isinstance(again, Claim) and again.done_result() == str(result.resolve())
+    again.release()
+    assert not path.exists()
+
+
+@pytest.mark.parametrize("host, age, stale", [
+    (None, 0.0, True),  # this host, its process gone
+    ("another-host", 0.0, False),  # another host's, touched lately: its process may live
+    ("another-host", 3600.0, True),  # another host's, not touched for an hour
+])
+def test_a_stale_claim_is_taken_over(tmp_path, host, age, stale):
+    from narbench.harness.launchers import Claim
+
+    path = tmp_path / "claims" / "abc"
+    _claim_file(path, [_dead_pid()], host, age)
+    taken = Claim.take(path)
+    assert isinstance(taken, Claim) is stale
+    if stale:
+        assert json.loads(path.read_text())["pids"] == [os.getpid()]
+        taken.release()
+    else:
+        assert "another-host" in taken and json.loads(path.read_text())["token"] == "other"
+
+
+def test_execute_leaves_a_claimed_run_and_its_log_alone(tmp_path):
+    claim, log = tmp_path / "claims" / "abc", tmp_path / "run.log"
+    log.write_text("the other sweep's log\n")
+    _claim_file(claim, [os.getpid()])
+    task = Task("r", ("--encoder", "nope", "--dataset", "toy"), str(log), claim=str(claim))
+    out = execute(task)
+    assert out.elsewhere == "running" and not out.ok and f"pid {os.getpid()}" in out.error
+    assert log.read_text() == "the other sweep's log\n" and json.loads(claim.read_text())["token"] == "other"
+    claim.unlink()  # the other sweep finished the run: its result is found, the run not repeated
+    result = tmp_path / "r.json"
+    result.write_text("{}")
+    Path(f"{claim}.done").write_text(json.dumps({"result": str(result)}))
+    out = execute(task)
+    assert out.elsewhere == "done" and out.ok and out.result == str(result) and not claim.exists()
+    assert log.read_text() == "the other sweep's log\n"
+
+
+def test_a_sweep_skips_runs_claimed_elsewhere(toy_env, capsys):
+    from narbench.harness.sweep import WORK_DIR, claim_path, render_report
+
+    out = toy_env / "out"
+    plan = expand(parse_grid(toy_grid(models=["ophist+none"], seeds=[0, 1])), out=out, console=QUIET)
+    for r in plan.runs:  # another sweep (a live process: this one) runs them
+        _claim_file(claim_path(out / WORK_DIR, r), [os.getpid()])
+    assert main(["sweep", "--models", "ophist+none", "--datasets", "toy", "--profile", "smoke", "--seeds", "0", "1",
+                 "--out", str(out), "--dry-run"]) == 0
+    assert capsys.readouterr().out.count("running elsewhere (pid") == 2
+    report = run_sweep(plan, LocalLauncher(jobs=2), console=QUIET, poll=0.05)
+    assert report.ok and len(report.elsewhere) == 2 and not report.finished and not report.failed
+    assert not results_in(out) and not (out / WORK_DIR / "logs").exists()
+    render_report(report, Console(width=200))
+    text = capsys.readouterr().out
+    assert "0 runs finished, 0 skipped (done already), 0 failed, 0 blocked, 2 running elsewhere" in text
+    assert text.count("running elsewhere toy-standard-ophist+none") == 2
+
+
+@pytest.mark.slow
+def test_two_sweeps_started_together_share_the_runs(toy_env):
+    """Two `narbench sweep` on one --out at once: every run is done exactly once, and both exit 0."""
+    out = toy_env / "out"
+    cmd = [sys.executable, "-m", "narbench.cli", "sweep", "--models", "ophist+none", "wl+none", "--datasets", "toy",
+           "--profile", "smoke", "--seeds", "0", "1", "--out", str(out), "--jobs", "1"]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    done = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in done]
+    hashes = [result_hash(RunResult.read(p)) for p in results_in(out)]
+    assert len(hashes) == len(set(hashes)) == 4, results_in(out)
+    ran = [int(re.search(r"sweep: (\d+) runs finished", " ".join(o.split())).group(1)) for o, _ in done]
+    assert sum(ran) == 4, [o for o, _ in done]
+    assert not [p for p in (out / ".sweep" / "claims").iterdir() if not p.name.endswith(".done") and p.name != ".lock"]

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from narbench.core.cache import writing
 from narbench.data.graph import ArchGraph
 
 MAGIC = b"NARBENCH-GRAPHS\x001\x00"
@@ -55,21 +56,23 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
 
     The file gets the mode any new file gets (0666 less the umask, usually 0644): the temp file
     is created with `os.open(..., 0o666)`, not `tempfile.mkstemp`, whose 0600 would make result
-    files unreadable to other users of a shared results folder.
+    files unreadable to other users of a shared results folder. A lack of space raises
+    `narbench.core.cache.DiskFullError` naming `path` (nothing of it stays).
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with writing(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
 
 
 def encode_graphs(graphs: list[ArchGraph], vocab: list[str], header: dict[str, Any]) -> bytes:

@@ -12,20 +12,32 @@ result file, seconds). A launcher only decides where `execute` is called:
 
 To add one, implement `Launcher`: `submit(tasks) -> handles` (each with `done()` and `outcome()`),
 and `shutdown()`; `narbench.harness.sweep.run_sweep` takes any such object.
+
+Sweeps started together on one output folder share its runs instead of each running all of them:
+a task with a `claim` file is run only by the process that creates that file (`Claim`, made with
+O_CREAT|O_EXCL when the run starts, wherever it executes); another finds it held and reports the run
+as running elsewhere, or finds the result it left (`<claim>.done`) and reports it done.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import secrets
+import socket
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
+
+from narbench.core.host import pid_alive
+from narbench.data.store import atomic_write_bytes
 
 RUN_MODULE = "narbench.cli"
 
@@ -38,6 +50,7 @@ class Task:
     argv: tuple[str, ...]
     log: str
     threads: int | None = None  # OMP_NUM_THREADS of the run (None: inherit)
+    claim: str | None = None  # the run's claim file (`Claim`); None: run it unclaimed
 
     def command(self) -> list[str]:
         return [sys.executable, "-m", RUN_MODULE, "run", *self.argv, "--json", "--no-progress"]
@@ -52,7 +65,9 @@ class Outcome:
     result: str | None
     seconds: float
     log: str
-    error: str = ""  # the last lines of the log when it failed
+    error: str = ""  # the last lines of the log when it failed; who holds its claim when running elsewhere
+    #: "" ran here; "running": another process holds its claim; "done": another sweep finished it (`result`)
+    elsewhere: str = ""
 
     @property
     def ok(self) -> bool:
@@ -63,8 +78,27 @@ def execute(task: Task, on_start: Any = None) -> Outcome:
     """Run `task` in a child process; stdout (the result as JSON) and stderr go to its log file.
 
     `on_start(popen)` is called once the process exists (the local launcher keeps it to stop it).
-    Never raises for a failed run: the outcome's `returncode` and `error` say what happened.
+    Never raises for a failed run: the outcome's `returncode` and `error` say what happened. A
+    task with a `claim` runs only if this process takes the claim (its log is not touched otherwise).
     """
+    if task.claim is None:
+        return _execute(task, on_start)
+    claim = Claim.take(Path(task.claim))
+    if isinstance(claim, str):
+        return Outcome(task.name, 0, None, 0.0, task.log, claim, elsewhere="running")
+    try:
+        done = claim.done_result()
+        if done is not None:
+            return Outcome(task.name, 0, done, 0.0, task.log, elsewhere="done")
+        outcome = _execute(task, on_start, claim)
+        claim.release(outcome.result if outcome.ok else None)
+        return outcome
+    finally:
+        claim.release()
+
+
+def _execute(task: Task, on_start: Any = None, claim: "Claim | None" = None) -> Outcome:
+    """`execute` without the claim: the child process, touching `claim` while it lasts."""
     log = Path(task.log)
     log.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
@@ -78,7 +112,7 @@ def execute(task: Task, on_start: Any = None) -> Outcome:
         proc = subprocess.Popen(task.command(), stdout=subprocess.PIPE, stderr=fh, text=True, env=env)
         if on_start is not None:
             on_start(proc)
-        out, _ = proc.communicate()
+        out = _wait(proc, claim)
         fh.write(out)
     seconds = time.perf_counter() - t0
     result = None
@@ -91,6 +125,18 @@ def execute(task: Task, on_start: Any = None) -> Outcome:
     return Outcome(task.name, proc.returncode if result or proc.returncode else 1, result, seconds, str(log), error)
 
 
+def _wait(proc: subprocess.Popen, claim: "Claim | None") -> str:
+    """The child's stdout once it ends; its pid joins the claim, which is touched every CLAIM_HEARTBEAT_S."""
+    if claim is None:
+        return proc.communicate()[0]
+    claim.add_pid(proc.pid)
+    while True:
+        try:
+            return proc.communicate(timeout=CLAIM_HEARTBEAT_S)[0]
+        except subprocess.TimeoutExpired:  # retrying loses no output (subprocess docs)
+            claim.touch()
+
+
 def execute_batch(tasks: list[Task]) -> list[Outcome]:
     """Run tasks one after another (one Slurm job holding a batch of runs)."""
     return [execute(t) for t in tasks]
@@ -101,6 +147,140 @@ def _tail(path: Path, lines: int = 5) -> str:
         return "\n".join(path.read_text(errors="replace").strip().splitlines()[-lines:])
     except OSError:
         return ""
+
+
+# ------------------------------------------------------------------------------------- claims
+
+#: a claim of another host not touched for this long is stale (its holder touches it every CLAIM_HEARTBEAT_S)
+CLAIM_STALE_S = 600.0
+CLAIM_HEARTBEAT_S = 60.0
+#: a claim file not (yet) holding its JSON counts as live this long (its maker writes it at once)
+_UNWRITTEN_S = 60.0
+DONE_SUFFIX = ".done"
+
+
+class Claim:
+    """This process's claim on one run: the file `path` (JSON: pids, host, time, a token), made with
+    O_CREAT|O_EXCL so that one process of all the sweeps on a folder holds it, removed when the run ends.
+
+    A claim is stale, and taken over, when none of its processes is alive on this host, or (another
+    host's, whose processes cannot be seen from here) when it was not touched for CLAIM_STALE_S.
+    """
+
+    def __init__(self, path: Path, record: dict[str, Any]) -> None:
+        self.path, self.record, self.released = path, record, False
+
+    @classmethod
+    def take(cls, path: Path) -> "Claim | str":
+        """The claim, taken (over, when stale); or who holds it (`holder`), when a live process does."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with _claims_locked(path.parent):
+            for _ in range(3):
+                try:
+                    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+                except FileExistsError:
+                    record = _read_claim(path)
+                    if not _stale(path, record):
+                        return holder(record or {})
+                    path.unlink(missing_ok=True)
+                    continue
+                record = {"pids": [os.getpid()], "host": socket.gethostname(), "since": time.time(),
+                          "token": secrets.token_hex(8)}
+                with os.fdopen(fd, "w") as fh:
+                    json.dump(record, fh)
+                return cls(path, record)
+        return holder(_read_claim(path) or {})
+
+    def add_pid(self, pid: int) -> None:
+        """Count `pid` (the run's child process) among the claim's: it is live while either lives."""
+        self.record = {**self.record, "pids": [*self.record["pids"], pid]}
+        if self._mine():
+            with contextlib.suppress(OSError):
+                atomic_write_bytes(self.path, json.dumps(self.record).encode())
+
+    def touch(self) -> None:
+        """Show the claim's holder alive to other hosts."""
+        with contextlib.suppress(OSError):
+            os.utime(self.path)
+
+    def done_result(self) -> str | None:
+        """The result file another sweep left for this run since this one's plan (`release`), if it still exists."""
+        try:
+            result = json.loads(Path(f"{self.path}{DONE_SUFFIX}").read_text())["result"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return result if isinstance(result, str) and Path(result).is_file() else None
+
+    def release(self, result: str | None = None) -> None:
+        """Remove the claim (once); with the run's `result`, first leave it for the sweeps after (`done_result`)."""
+        if self.released:
+            return
+        self.released = True
+        if result is not None:
+            with contextlib.suppress(OSError):
+                atomic_write_bytes(Path(f"{self.path}{DONE_SUFFIX}"), json.dumps({"result": os.path.abspath(result)}).encode())
+        with _claims_locked(self.path.parent):
+            if self._mine():
+                self.path.unlink(missing_ok=True)
+
+    def _mine(self) -> bool:
+        record = _read_claim(self.path)
+        return record is not None and record.get("token") == self.record["token"]
+
+
+def holder(record: dict[str, Any]) -> str:
+    """Who holds a claim, for a person: `pid 4242 on host-a since 10:02:03`."""
+    pids = ", ".join(str(p) for p in record.get("pids", [])) or "?"
+    since = time.strftime("%H:%M:%S", time.localtime(record["since"])) if "since" in record else "?"
+    return f"pid {pids} on {record.get('host', '?')} since {since}"
+
+
+def claim_holder(path: Path) -> str | None:
+    """Who holds the live claim `path`, or None (no claim, or a stale one)."""
+    if not path.exists():
+        return None
+    record = _read_claim(path)
+    return None if _stale(path, record) else holder(record or {})
+
+
+def _read_claim(path: Path) -> dict[str, Any] | None:
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and isinstance(record.get("pids"), list) else None
+
+
+def _stale(path: Path, record: dict[str, Any] | None) -> bool:
+    """Whether a claim's holder is gone (see `Claim`); an unreadable claim is stale once it is old."""
+    try:
+        age = time.time() - path.stat().st_mtime
+    except OSError:
+        return True
+    if record is None:
+        return age > _UNWRITTEN_S
+    if record.get("host") == socket.gethostname():
+        return not any(isinstance(p, int) and pid_alive(p) for p in record["pids"])
+    return age > CLAIM_STALE_S
+
+
+@contextlib.contextmanager
+def _claims_locked(folder: Path) -> Iterator[None]:
+    """One process at a time examines and takes the claims of `folder` (flock on `.lock`, released if it
+    dies); where there is no flock (Windows, a file system without locks) O_EXCL alone guards them."""
+    try:
+        import fcntl
+    except ImportError:
+        fcntl = None
+    fd = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT, 0o666) if fcntl else None
+    try:
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 @runtime_checkable
@@ -190,7 +370,7 @@ class LocalLauncher:
 
 
 def _with_threads(task: Task, threads: int) -> Task:
-    return Task(task.name, task.argv, task.log, threads)
+    return Task(task.name, task.argv, task.log, threads, task.claim)
 
 
 # ------------------------------------------------------------------------------------- submitit

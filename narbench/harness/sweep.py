@@ -6,7 +6,9 @@ configuration hash (`narbench.harness.confighash`); a run whose hash matches a r
 output folder (or another `--results` folder) is skipped, so an interrupted sweep re-run does
 only what is missing. The rest goes to a launcher (`narbench.harness.launchers`); a failed run is
 reported with its log and the others go on. Runs that start from another run's weights (Table 4:
-`init_from`) wait for that run.
+`init_from`) wait for that run. Sweeps started together on one output folder share its runs: each
+run is claimed when it starts (`narbench.harness.launchers.Claim`, under `<out>/.sweep/claims/`), and
+a sweep that finds a run claimed by a live process skips it and reports it as running elsewhere.
 
 Grid file (`leaderboard/grid.toml` is the committed leaderboard's)::
 
@@ -41,7 +43,7 @@ from rich.markup import escape
 from narbench.train import checkpoint
 from narbench.core import registry
 from narbench.harness.confighash import ANY_PROTOCOL, code_version, config_hash, result_hash
-from narbench.harness.launchers import Launcher, Outcome, Task
+from narbench.harness.launchers import Launcher, Outcome, Task, claim_holder
 from narbench.train.profiles import PROFILES, get_profile
 from narbench.train.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 from narbench.eval.result import RunResult
@@ -52,7 +54,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-WORK_DIR = ".sweep"  # under the output folder: run logs and submitit's files
+WORK_DIR = ".sweep"  # under the output folder: run logs, claims and submitit's files
 _BLOCK_KEYS = {"name", "datasets", "splits", "protocols", "models", "objectives", "seeds", "init_from"}
 _MODEL_KEYS = {"model", "params", "encoder_params", "save_weights", "save_embeddings"}
 
@@ -367,7 +369,12 @@ def task_of(run: PlannedRun, work: Path, threads: int | None) -> Task:
         argv += ["--init-from", str(c.init_from)]
     if threads:
         argv += ["--jobs", str(threads)]
-    return Task(run.name, tuple(argv), str(work / "logs" / f"{run.name}.log"), threads)
+    return Task(run.name, tuple(argv), str(work / "logs" / f"{run.name}.log"), threads, str(claim_path(work, run)))
+
+
+def claim_path(work: Path, run: PlannedRun) -> Path:
+    """The file that claims `run` for one of the sweeps sharing the work folder `work`."""
+    return work / "claims" / run.hash
 
 
 # ------------------------------------------------------------------------------------------- run
@@ -375,12 +382,14 @@ def task_of(run: PlannedRun, work: Path, threads: int | None) -> Task:
 
 @dataclass
 class SweepReport:
-    """How a sweep ended: runs skipped (already done), finished, failed (with logs), blocked."""
+    """How a sweep ended: runs skipped (already done), finished, failed (with logs), blocked, and left
+    to another process (a sweep on the same folder) that runs them, with who and why."""
 
     skipped: list[PlannedRun] = field(default_factory=list)
     finished: list[Outcome] = field(default_factory=list)
     failed: list[Outcome] = field(default_factory=list)
     blocked: list[tuple[PlannedRun, str]] = field(default_factory=list)
+    elsewhere: list[tuple[PlannedRun, str]] = field(default_factory=list)
     seconds: float = 0.0
 
     @property
@@ -417,6 +426,8 @@ def run_sweep(plan: Plan, launcher: Launcher, *, threads: int | None = None, par
     work = plan.out / WORK_DIR
     plan.out.mkdir(parents=True, exist_ok=True)
     report = SweepReport(skipped=[r for r in plan.runs if r.done])
+    skipped = len(report.skipped)  # done before the sweep; runs another sweep finishes meanwhile join them
+    away: set[str] = set()  # hashes of the runs another process runs
     results: dict[str, list[Path]] = {h: list(p) for h, p in plan.known.items()}
     waiting = [r for r in plan.runs if not r.done]
     running: dict[str, tuple[PlannedRun, Any]] = {}
@@ -431,7 +442,8 @@ def run_sweep(plan: Plan, launcher: Launcher, *, threads: int | None = None, par
     bar = progress.add_task("sweep", total=total, done=0, running=0, failed=0, left=total, eta="-")
 
     def update() -> None:
-        finished = len(report.finished) + len(report.failed) + len(report.blocked)
+        finished = (len(report.finished) + len(report.failed) + len(report.blocked) + len(report.elsewhere)
+                    + len(report.skipped) - skipped)
         started = sum(_started(handle) for _, handle in running.values())
         left = len(waiting) + len(running) - started
         progress.update(bar, completed=finished, done=len(report.finished), running=started,
@@ -457,6 +469,11 @@ def run_sweep(plan: Plan, launcher: Launcher, *, threads: int | None = None, par
             while waiting or running:
                 launch = []
                 for run in list(waiting):
+                    if run.source in away:  # its source runs in another sweep, which runs it after
+                        waiting.remove(run)
+                        away.add(run.hash)
+                        report.elsewhere.append((run, f"starts from run {run.source}, which runs elsewhere"))
+                        continue
                     r = ready(run, launch)
                     if r is None:
                         continue
@@ -474,11 +491,21 @@ def run_sweep(plan: Plan, launcher: Launcher, *, threads: int | None = None, par
                         continue
                     del running[h]
                     out = handle.outcome()
+                    if out.elsewhere == "running":
+                        away.add(h)
+                        report.elsewhere.append((run, out.error))
+                        progress.console.print(f"[yellow]running elsewhere[/yellow] {run.name}: {escape(out.error)}",
+                                               highlight=False)
+                        continue
                     got = result_hash(RunResult.read(Path(out.result))) if out.ok else None
                     if out.ok and got != h:  # not the planned run: counting it done would hide a missing cell
                         out = replace(out, returncode=1, error=f"its result {out.result} has configuration hash {got}, "
                                       f"not the planned {h}: the run did not get the grid's configuration")
-                    if out.ok:
+                    if out.ok and out.elsewhere == "done":
+                        results.setdefault(h, []).append(Path(out.result))
+                        report.skipped.append(run)
+                        progress.console.print(f"[green]done elsewhere[/green] {run.name}", highlight=False)
+                    elif out.ok:
                         results.setdefault(h, []).append(Path(out.result))
                         seconds.append(out.seconds)
                         report.finished.append(out)
@@ -511,22 +538,30 @@ def render_plan(plan: Plan, console: Console) -> None:
     for col in ("block", "run", "hash", "status", "saves"):
         table.add_column(col)
     for r in plan.runs:
-        status = f"done ({r.existing[-1].name})" if r.done else "to run" + (f", after {r.source}" if r.source else "")
+        held = None if r.done else claim_holder(claim_path(plan.out / WORK_DIR, r))
+        status = (f"done ({r.existing[-1].name})" if r.done else f"running elsewhere ({held})" if held else
+                  "to run" + (f", after {r.source}" if r.source else ""))
         saves = ",".join(s for s, on in (("weights", r.cfg.save_weights), ("embeddings", r.cfg.save_embeddings)) if on)
         table.add_row(r.block, r.name, r.hash, status, saves)
     console.print(table)
 
 
 def render_report(report: SweepReport, console: Console) -> None:
-    """The sweep's summary: counts, wall time, and each failed run with its log."""
+    """The sweep's summary: counts, wall time, each failed run with its log, each run left to another process."""
     console.print(f"sweep: {len(report.finished)} runs finished, {len(report.skipped)} skipped (done already), "
-                  f"{len(report.failed)} failed, {len(report.blocked)} blocked; wall time {report.seconds:.0f} s", soft_wrap=True,
-                  highlight=False)
+                  f"{len(report.failed)} failed, {len(report.blocked)} blocked, {len(report.elsewhere)} running "
+                  f"elsewhere; wall time {report.seconds:.0f} s", soft_wrap=True, highlight=False)
     for out in report.failed:
         console.print(f"  [red]failed[/red] {out.name}: log {out.log}", highlight=False)
     for run, why in report.blocked:
         console.print(f"  [red]blocked[/red] {run.name}: {escape(why)}", highlight=False)
+    for run, who in report.elsewhere:
+        console.print(f"  [yellow]running elsewhere[/yellow] {run.name}: {escape(who)}", highlight=False,
+                      soft_wrap=True)
+    if report.elsewhere:
+        console.print("  (another sweep on this folder runs them: run this one again once it ends to see them done)",
+                      highlight=False, soft_wrap=True)
 
 
-__all__ = ["Grid", "GridError", "Plan", "PlannedRun", "SweepReport", "expand", "load_grid", "parse_grid",
+__all__ = ["Grid", "GridError", "Plan", "PlannedRun", "SweepReport", "claim_path", "expand", "load_grid", "parse_grid",
            "planned_fields", "render_plan", "render_report", "run_sweep", "scan", "task_of", "weights_of"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -53,17 +54,17 @@ def _score(rec: Record, metric: str) -> float | None:
     return None if v is None else float(v)
 
 
-def write_aggregate(df, out_dir: str | Path) -> tuple[Path, Path]:
-    """`aggregate.csv` (6 decimals) and `aggregate.json` (a list of rows; NaN as null)."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+def write_aggregate(df, out_dir: str | Path,
+                    write: Callable[[Path, bytes], None] = atomic_write_bytes) -> tuple[Path, Path]:
+    """`aggregate.csv` (6 decimals) and `aggregate.json` (a list of rows; NaN as null), each by `write`."""
+    out_dir = Path(out_dir)  # `write` makes the folder
     csv = out_dir / "aggregate.csv"
-    atomic_write_bytes(csv, df.to_csv(index=False, float_format="%.6f", lineterminator="\n").encode())
+    write(csv, df.to_csv(index=False, float_format="%.6f", lineterminator="\n").encode())
     rows = []
     for rec in df.to_dict(orient="records"):
         rows.append({k: (None if isinstance(v, float) and math.isnan(v) else
                          round(v, 6) if isinstance(v, float) else
                          int(v) if isinstance(v, (np.integer,)) else v) for k, v in rec.items()})
     js = out_dir / "aggregate.json"
-    atomic_write_bytes(js, (json.dumps(rows, indent=2, sort_keys=True) + "\n").encode())
+    write(js, (json.dumps(rows, indent=2, sort_keys=True) + "\n").encode())
     return csv, js

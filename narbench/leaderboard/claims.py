@@ -23,12 +23,15 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from narbench.leaderboard.headline import COLUMNS, METRIC, PROTOCOL, _blocks, replace_between
 from narbench.leaderboard.records import Key, Record, select_runs
 from narbench.leaderboard.significance import ALPHA, Bootstrap, seed_matrix
 from narbench.leaderboard.tables import Block, LeaderTable, Row
+from narbench.data.store import atomic_write_bytes
 
 _LABEL = r"`([^`]+)`"
 _SETTING = r"`((?:nas|real)[^`]*)`"
@@ -237,11 +240,13 @@ def findings_markdown(records: list[Record], tables: list[LeaderTable]) -> str:
 FINDINGS_START, FINDINGS_END = "<!-- narbench:findings:start -->", "<!-- narbench:findings:end -->"
 
 
-def update_findings(path, records: list[Record], tables: list[LeaderTable]) -> bool | None:
-    """Rewrite the findings between the findings markers of `path` (None: the file has none; True: changed)."""
-    from pathlib import Path
+def update_findings(path, records: list[Record], tables: list[LeaderTable], *, text: str | None = None,
+                    write: Callable[[Path, bytes], None] = atomic_write_bytes) -> bool | None:
+    """Rewrite the findings between the findings markers of `path` (None: the file has none; True: changed).
 
-    text = Path(path).read_text()
+    `text` is the file's text (default: read from it), `write` how it is written (default atomically).
+    """
+    text = Path(path).read_text() if text is None else text
     if text.count(FINDINGS_START) != 1 or text.count(FINDINGS_END) != 1:
         return None
-    return replace_between(path, text, FINDINGS_START, FINDINGS_END, findings_markdown(records, tables))
+    return replace_between(path, text, FINDINGS_START, FINDINGS_END, findings_markdown(records, tables), write)

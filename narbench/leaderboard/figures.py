@@ -27,6 +27,9 @@ from narbench.leaderboard.records import DEFAULT_OBJECTIVE, SCRATCH, Record, sel
 from narbench.leaderboard.tables import LeaderTable, row_labels
 from narbench.data.store import atomic_write_bytes
 
+#: how a file is written: `atomic_write_bytes`, or the leaderboard's staging (`publish`)
+Writer = Callable[[Path, bytes], None]
+
 #: bump when the drawing code changes what a figure looks like: every figure is then redrawn
 PLOT_VERSION = 1
 DIGEST_KEY = "narbench-inputs"
@@ -72,18 +75,18 @@ def drawn_from(path: Path) -> str | None:
         return None
 
 
-def _save(fig, path: Path, digest: str) -> None:
+def _save(fig, path: Path, digest: str, write: Writer = atomic_write_bytes) -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, metadata={"Software": None, DIGEST_KEY: digest}, bbox_inches="tight")
-    atomic_write_bytes(path, buf.getvalue())
+    write(path, buf.getvalue())
 
 
 def plot_tables(tables: list[LeaderTable], out_dir: str | Path, *, redraw: bool = False,
-                progress: Callable[[str], None] | None = None) -> list[Path]:
+                progress: Callable[[str], None] | None = None, write: Writer = atomic_write_bytes) -> list[Path]:
     """One bar chart per table block (`table<N>-<setting>.png`): NDCG@20/50/100 of its rows, best first.
 
     The rows and labels are the table's; error bars are the std over seeds; a single-seed row is
-    hatched (no error bar). `redraw` ignores the digests and draws every chart.
+    hatched (no error bar). `redraw` ignores the digests and draws every chart; `write` writes each file.
     """
     from matplotlib.figure import Figure
 
@@ -122,7 +125,7 @@ def plot_tables(tables: list[LeaderTable], out_dir: str | Path, *, redraw: bool 
                 ax.set_title(title + ("\nhatched: a single seed (no std)" if any(single) else ""), fontsize=9)
                 ax.legend(fontsize=8, loc="upper center", ncol=3, frameon=False)
                 ax.grid(axis="y", alpha=0.3)
-                _save(fig, path, digest)
+                _save(fig, path, digest, write)
     return out
 
 
@@ -150,13 +153,13 @@ def tsne_panels(records: list[Record]) -> dict[tuple[str, ...], list[tuple[str, 
 
 
 def plot_tsne(records: list[Record], out_dir: str | Path, *, max_points: int = TSNE_MAX_POINTS, redraw: bool = False,
-              progress: Callable[[str], None] | None = None) -> list[Path]:
+              progress: Callable[[str], None] | None = None, write: Writer = atomic_write_bytes) -> list[Path]:
     """t-SNE maps of saved query embeddings (`tsne-<setting>.png`), coloured by family.
 
     One figure per setting with a panel for each of gcn, gat and ours+motif that saved
     embeddings (`tsne_panels`). Relevance is the family, so points are coloured by family: the
     `TSNE_FAMILIES` largest among the mapped queries, the rest grey; the figure says which
-    labels and which seed. At most `max_points` queries (a seeded subsample).
+    labels and which seed. At most `max_points` queries (a seeded subsample). `write` writes each file.
     """
     out = []
     panels = tsne_panels(records)
@@ -171,7 +174,7 @@ def plot_tsne(records: list[Record], out_dir: str | Path, *, max_points: int = T
             continue
         if progress:
             progress(f"t-SNE map {i}/{len(panels)} ({path.name}): computing (the slowest step)")
-        _draw_tsne(setting, items, path, digest, max_points)
+        _draw_tsne(setting, items, path, digest, max_points, write)
     return out
 
 
@@ -193,7 +196,7 @@ def _tsne(emb: np.ndarray) -> np.ndarray:
         return TSNE(n_components=2, perplexity=perplexity, init="random", random_state=0, n_jobs=1).fit_transform(emb)
 
 
-def _draw_tsne(setting, items, path: Path, digest: str, max_points: int) -> None:
+def _draw_tsne(setting, items, path: Path, digest: str, max_points: int, write: Writer = atomic_write_bytes) -> None:
     from matplotlib.figure import Figure
 
     loaded = [(label, seed, *_load_panel(npz, max_points)) for label, seed, npz in items]
@@ -220,4 +223,4 @@ def _draw_tsne(setting, items, path: Path, digest: str, max_points: int) -> None
         fig.suptitle(f"t-SNE of query embeddings · {' · '.join(setting)}\ncoloured by family (the relevance label): "
                      f"the {len(top)} largest of the {len(counts)} families of these queries, the rest grey", fontsize=9)
         fig.subplots_adjust(top=0.82)
-        _save(fig, path, digest)
+        _save(fig, path, digest, write)

@@ -15,6 +15,7 @@ profile is `paper` when every column has a `paper` block, else `quick`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 from narbench.leaderboard.tables import Block, LeaderTable, Row
@@ -124,21 +125,25 @@ def check_markers(path: str | Path) -> str:
     return text
 
 
-def update_readme(path: str | Path, tables: list[LeaderTable], ceiling: dict | None = None) -> bool:
-    """Rewrite the headline between the markers of `path`; True if the file changed.
+def update_readme(path: str | Path, tables: list[LeaderTable], ceiling: dict | None = None, *,
+                  text: str | None = None, write: Callable[[Path, bytes], None] = atomic_write_bytes) -> bool:
+    """Rewrite the headline between the markers of `path` (whose text is `text`, default read from it);
+    True if the file changed.
 
     Raises HeadlineError when the file lacks the markers (nothing is written).
     """
-    return replace_between(path, check_markers(path), START, END, headline_markdown(tables, ceiling))
+    text = check_markers(path) if text is None else text
+    return replace_between(path, text, START, END, headline_markdown(tables, ceiling), write)
 
 
-def replace_between(path: str | Path, text: str, start: str, end: str, body: str) -> bool:
+def replace_between(path: str | Path, text: str, start: str, end: str, body: str,
+                    write: Callable[[Path, bytes], None] = atomic_write_bytes) -> bool:
     """Write `text` (the file's) to `path` with `body` between its one `start` and one `end` marker
-    line; True if that changed the file (it is written atomically, and only then)."""
+    line; True if that changed the file (it is written by `write`, atomically, and only then)."""
     before, rest = text.split(start)
     _, after = rest.split(end)
     new = f"{before}{start}\n{body}\n{end}{after}"
     if new == text:
         return False
-    atomic_write_bytes(path, new.encode())
+    write(Path(path), new.encode())
     return True

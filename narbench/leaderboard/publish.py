@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import secrets
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -18,7 +20,7 @@ from narbench.leaderboard.reproduction import build_reproduction, reproduction_m
 from narbench.leaderboard.significance import DEFAULT_TEST
 from narbench.leaderboard.subsets import package_markdown, with_subsets
 from narbench.leaderboard.tables import PAPER_PROFILES, build_tables
-from narbench.data.store import atomic_write_bytes
+from narbench.core.cache import DiskFullError, WriteError, no_space
 from narbench.eval.validation import KnownDataset
 
 #: what the `real` standard split measures (said once above the tables)
@@ -62,7 +64,9 @@ def write_leaderboard(results_dirs: Iterable[str | Path] = (), out_dir: str | Pa
         The README's path. Raises `RejectedResultsError` (a ValueError) naming every result
         file that fails validation, and `NothingToShowError` when no result file is of a shown
         profile (saying why), before anything is written. Files under `out_dir` other than
-        `out_dir/results/` (its own aggregate.json) are never read as results.
+        `out_dir/results/` (its own aggregate.json) are never read as results. Every file is
+        written to a temp name beside it and all are renamed into place at the end: a file that
+        cannot be written (a full disk) raises `WriteError` naming it, and none is changed.
     """
     say = progress or (lambda _text: None)
     out_dir, profiles, t0 = Path(out_dir), tuple(profiles), time.perf_counter()
@@ -78,30 +82,104 @@ def write_leaderboard(results_dirs: Iterable[str | Path] = (), out_dir: str | Pa
         f"{len(records)} shown, {sum(left_out.values())} of other profiles left out")
     shown = with_subsets(records)  # crossimpl's reimpl and exact subsets as splits of their own
     df = aggregate(shown)
-    write_aggregate(df, out_dir)
-    say(f"aggregated {len(df)} configurations; significance tests")
-    tables = build_tables(shown, df, stat_test=stat_test)
-    if readme is not None:
-        check_markers(readme)
-    plot_paths: list[Path] = []
-    if plots and len(df):
-        plot_paths += _keep_only(plot_tables(tables, out_dir / "plots", redraw=redraw, progress=say),
-                                 out_dir / "plots", _OWNED["bars"])
-        if tsne:
-            plot_paths += _keep_only(plot_tsne(records, out_dir / "plots", redraw=redraw, progress=say),
-                                     out_dir / "plots", _OWNED["tsne"])
-    page = out_dir / "README.md"
-    atomic_write_bytes(page, _readme(records, left_out, df, tables, plot_paths, out_dir, profiles).encode())
-    if readme is not None:
-        ceiling = read_ceiling(out_dir / "ceiling.csv")
-        say(f"headline table in {readme}: " + ("updated" if update_readme(readme, tables, ceiling) else "unchanged"))
-        changed = update_findings(readme, shown, tables)
-        if changed is not None:
-            say(f"findings in {readme}: " + ("updated" if changed else "unchanged"))
+    staged = Staged()
+    try:
+        write_aggregate(df, out_dir, staged.write)
+        say(f"aggregated {len(df)} configurations; significance tests")
+        tables = build_tables(shown, df, stat_test=stat_test)
+        if readme is not None:
+            check_markers(readme)
+        figures: dict[str, list[Path]] = {}
+        if plots and len(df):
+            figures["bars"] = plot_tables(tables, out_dir / "plots", redraw=redraw, progress=say, write=staged.write)
+            if tsne:
+                figures["tsne"] = plot_tsne(records, out_dir / "plots", redraw=redraw, progress=say, write=staged.write)
+        plot_paths = [p for paths in figures.values() for p in paths]
+        page = out_dir / "README.md"
+        staged.write(page, _readme(records, left_out, df, tables, plot_paths, out_dir, profiles).encode())
+        if readme is not None:
+            _update_headline(Path(readme), shown, tables, read_ceiling(out_dir / "ceiling.csv"), staged, say)
+        staged.commit()
+    finally:
+        staged.discard()
+    for kind, paths in figures.items():
+        _keep_only(paths, out_dir / "plots", _OWNED[kind])
     say(f"done in {time.perf_counter() - t0:.1f} s")
     if console is not None:
         print_tables(tables, console, full=page)
     return page
+
+
+class Staged:
+    """The files of one leaderboard, each written to a temp name beside it: `commit` renames them all
+    into place, `discard` removes what is left (temps, folders it made): every file changes or none."""
+
+    def __init__(self) -> None:
+        self.temps: dict[Path, Path] = {}  # final path -> its temp file
+        self.data: dict[Path, bytes] = {}
+        self.made: list[Path] = []  # folders created for the files, removed by `discard` while empty
+
+    def write(self, path: Path, data: bytes) -> None:
+        """Write `data` to a temp file beside `path`; an OSError becomes `WriteError` naming `path`."""
+        path = Path(path)
+        try:
+            self._mkdir(path.parent)
+            tmp = self.temps.setdefault(path, path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp")
+            with open(tmp, "wb") as fh:  # mode 0666 less the umask, as atomic_write_bytes
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            raise _write_error(path, exc, "nothing of the leaderboard was written") from exc
+        self.data[path] = data
+
+    def read_text(self, path: Path) -> str:
+        """The text of `path` as it will be after `commit`."""
+        path = Path(path)
+        return self.data[path].decode() if path in self.data else path.read_text()
+
+    def commit(self) -> None:
+        """Rename every temp file onto its path (written by then: only a rename can still fail)."""
+        total = len(self.temps)
+        for done, (path, tmp) in enumerate(list(self.temps.items())):
+            try:
+                os.replace(tmp, path)
+            except OSError as exc:
+                raise _write_error(path, exc, f"{done} of the leaderboard's {total} files were replaced "
+                                              "before it; run it again") from exc
+            del self.temps[path]
+        self.made = []
+
+    def discard(self) -> None:
+        """Remove the temp files not renamed, and the folders made for them (when empty)."""
+        for tmp in self.temps.values():
+            tmp.unlink(missing_ok=True)
+        self.temps = {}
+        for folder in reversed(self.made):
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
+        self.made = []
+
+    def _mkdir(self, folder: Path) -> None:
+        missing = [f for f in (folder, *folder.parents) if not f.exists()]
+        for f in reversed(missing):
+            f.mkdir(exist_ok=True)
+            self.made.append(f)
+
+
+def _write_error(path: Path, exc: OSError, note: str) -> WriteError:
+    return (DiskFullError if no_space(exc) else WriteError)(path, exc, note)
+
+
+def _update_headline(readme: Path, shown, tables, ceiling, staged: Staged, say: Callable[[str], None]) -> None:
+    """The headline table and the findings of the project's README, staged with the leaderboard's files."""
+    changed = update_readme(readme, tables, ceiling, write=staged.write)
+    say(f"headline table in {readme}: " + ("updated" if changed else "unchanged"))
+    changed = update_findings(readme, shown, tables, text=staged.read_text(readme), write=staged.write)
+    if changed is not None:
+        say(f"findings in {readme}: " + ("updated" if changed else "unchanged"))
 
 
 def _nothing_to_show(dirs: list[Path], left_out: Counter, profiles: tuple[str, ...]) -> str:
@@ -115,14 +193,13 @@ def _nothing_to_show(dirs: list[Path], left_out: Counter, profiles: tuple[str, .
             f"asked: add {flags} (nothing was written)")
 
 
-def _keep_only(paths: list[Path], folder: Path, patterns: tuple[str, ...]) -> list[Path]:
+def _keep_only(paths: list[Path], folder: Path, patterns: tuple[str, ...]) -> None:
     """Delete the figures of these kinds in `folder` that this run did not produce (stale ones)."""
     keep = {p.name for p in paths}
     for pattern in patterns:
         for old in folder.glob(pattern):
             if old.name not in keep:
-                old.unlink()
-    return paths
+                old.unlink(missing_ok=True)
 
 
 def _readme(records, left_out: Counter, df, tables, plot_paths, out_dir: Path, profiles: tuple[str, ...]) -> str:
