@@ -465,28 +465,41 @@ def add_search_parser(sub) -> None:
     p.add_argument("--inputs", default=None, metavar="FILE.py:FUNC",
                    help="a function returning the example inputs: a tensor, a tuple of positional inputs, "
                         "a dict of keyword inputs, or (args, kwargs)")
+    p.add_argument("--timeout", type=_non_negative_float, default=120.0, metavar="SECONDS",
+                   help="stop with an error if importing, building and running the model takes longer "
+                        "(default 120; 0: no limit)")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no status line on stderr while the first search loads torch and the index")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_search)
 
 
 def cmd_search(args) -> int:
-    """`narbench search`: one-line errors (exit 2), a table or JSON on stdout."""
+    """`narbench search`: one-line errors (exit 2), a table or JSON on stdout.
+
+    User code (the model, `--inputs`) runs under `--timeout`; one stuck where the alarm cannot reach
+    it ends the process (`narbench.search_engine._target_run.exit_on_hang`)."""
     import contextlib
     import json
     import warnings
 
     from narbench.eval.retrieval import EmbeddingError
+    from narbench.search_engine._target_run import exit_on_hang, time_limit
     from narbench.search_engine.backends import BackendError
     from narbench.search_engine.engine import render, search
     from narbench.search_engine.index import IndexFileError
     from narbench.search_engine.target import TargetError, load_inputs
 
     try:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):  # user code's prints
+        with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr), exit_on_hang():  # user code's prints
             warnings.simplefilter("ignore")
-            inputs = load_inputs(args.inputs) if args.inputs else None
+            inputs = None
+            if args.inputs:
+                with time_limit(args.timeout, f"--inputs {args.inputs}"):
+                    inputs = load_inputs(args.inputs)
             result = search(args.target, args.k, encoder=args.encoder, index=args.index, backend=args.backend,
-                            input_shape=args.input_shape, kwargs=args.kwargs, inputs=inputs)
+                            input_shape=args.input_shape, kwargs=args.kwargs, inputs=inputs,
+                            timeout=args.timeout, progress=not args.quiet)
     except (TargetError, IndexFileError, BackendError, EmbeddingError) as exc:
         sys.stderr.write(f"narbench search: error: {' '.join(str(exc).split())}\n")
         return 2

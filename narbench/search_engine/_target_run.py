@@ -6,19 +6,177 @@ makes its repeated blocks cheap (a 224 x 224 ViT-B in ~12 ms on one core where t
 there; an instance the caller passes keeps its weights where they are and runs on meta with
 empty meta copies swapped in for the pass (`_meta_weights`). If meta fails (a forward that reads
 a value, `.item()`), the model runs on the CPU (an instance: on its own device).
+
+User code may also hang or quit: `time_limit` stops a target that runs longer than its limit
+(SIGALRM in the main thread; under `exit_on_hang`, the CLI's, a thread ends the process when the
+code is stuck where no signal reaches it), and a `sys.exit()` in it is a `TargetError` naming the
+stage. torch's first meta pass imports `torch._dynamo`, which creates an empty
+`torchinductor_<user>` folder in the system temp dir; `_no_temp_litter` keeps it out of there.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import os
+import signal
+import sys
+import threading
+import time
+import warnings
 from typing import Any, Callable
 
 from narbench.search_engine._target_inputs import TargetError, describe, example_inputs, to_device
+
+#: Under `exit_on_hang`: seconds after a target's limit before a hang the alarm cannot break ends the process.
+HARD_GRACE = 5.0
+_HARD = contextvars.ContextVar("narbench_search_exit_on_hang", default=False)
+_STAGE = [""]  # what the target is doing now, for the time-out line (read by the watchdog thread too)
+
+
+class _Timeout(BaseException):
+    """The alarm of `time_limit` (a BaseException: a forward's `except Exception:` does not swallow it)."""
 
 
 def one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+
+
+def exited(what: str, exc: SystemExit) -> TargetError:
+    """The error of user code that called `sys.exit()` (it would otherwise end search silently)."""
+    code = "" if exc.code is None else repr(exc.code)
+    return TargetError(f"{what} called sys.exit({code}); a model must raise an exception instead of exiting")
+
+
+def stage(text: str) -> None:
+    """Record what the target is doing now (named by the time-out line)."""
+    _STAGE[0] = text
+
+
+def _timeout_line(label: str, seconds: float, hard: bool = False) -> str:
+    where = f" ({'still' if hard else 'stopped'} in {_STAGE[0]})" if _STAGE[0] else ""
+    stuck = " and could not be interrupted" if hard else ""
+    return (f"{label} did not finish within {seconds:g} s{stuck}{where}; fix it if it never returns, "
+            "or allow it more time with --timeout SECONDS (Python: timeout=)")
+
+
+@contextlib.contextmanager
+def exit_on_hang():
+    """Inside (the CLI): a target still running `HARD_GRACE` s after its limit (stuck in native code,
+    or swallowing the alarm) ends the process with exit status 2 and the time-out line."""
+    token = _HARD.set(True)
+    try:
+        yield
+    finally:
+        _HARD.reset(token)
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float | None, label: str):
+    """Run the block for at most `seconds` (None or 0: no limit); past it, `TargetError` naming
+    `label`, the limit and the stage it was stopped in.
+
+    An alarm (SIGALRM) interrupts Python code and blocking calls; it needs the main thread of a
+    POSIX process (elsewhere the limit is not enforced, with a warning, except by `exit_on_hang`)."""
+    if not seconds:
+        yield
+        return
+    stage("")
+    done = threading.Event()
+    if _HARD.get():
+        threading.Thread(target=_watchdog, args=(done, seconds, label), daemon=True,
+                         name="narbench-search-watchdog").start()
+    alarm = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if not alarm and not _HARD.get():
+        warnings.warn(f"search: the time limit of {seconds:g} s is not enforced here (it needs the main "
+                      "thread of a POSIX process)", RuntimeWarning, stacklevel=4)
+    try:
+        with _alarm(seconds) if alarm else contextlib.nullcontext():
+            yield
+    except _Timeout:
+        raise TargetError(_timeout_line(label, seconds)) from None
+    finally:
+        done.set()
+        stage("")
+
+
+@contextlib.contextmanager
+def _alarm(seconds: float):
+    """SIGALRM after `seconds` raises `_Timeout` in the main thread. An outer interval timer (e.g.
+    pytest-timeout's) that fires first is left alone; a later one is re-armed with what it had left."""
+    start = time.monotonic()
+    outer, interval = signal.getitimer(signal.ITIMER_REAL)
+    if outer and outer <= seconds:
+        yield
+        return
+    armed = [True]
+
+    def ring(signum, frame):
+        if armed[0]:
+            armed[0] = False
+            raise _Timeout
+
+    previous = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        armed[0] = False  # an alarm already on its way is ignored
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
+        if outer:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - start), 1e-3), interval)
+
+
+def _watchdog(done: threading.Event, seconds: float, label: str) -> None:
+    """`exit_on_hang`'s thread: the time-out line and exit status 2 if `done` is not set in time."""
+    if done.wait(seconds + HARD_GRACE):
+        return
+    line = f"narbench search: error: {' '.join(_timeout_line(label, seconds, hard=True).split())}\n"
+    os.write(2, line.encode(errors="replace"))  # not sys.stderr: the stuck thread may hold its lock
+    os._exit(2)
+
+
+def warm_up() -> None:
+    """Import what every meta pass needs before a target's clock starts: torch, and `torch._dynamo`
+    with sympy, which torch's Python meta kernels import on first use (~2-3 s once per process on
+    a 2-core CPU; even a `Linear` goes through them)."""
+    if "torch._dynamo" in sys.modules:
+        return
+    import importlib
+
+    with _no_temp_litter():
+        importlib.import_module("torch._dynamo")
+
+
+@contextlib.contextmanager
+def _no_temp_litter():
+    """Keep the folder `torch._dynamo` makes on import (`torchinductor_<user>` in the system temp dir,
+    left there empty) inside the narbench cache, and remove it again if it stays empty.
+
+    Only while the dynamo import can still happen and `TORCHINDUCTOR_CACHE_DIR` is unset; the
+    variable (which torch sets on import) is unset again afterwards, so the caller's own
+    `torch.compile` uses torch's default folder as before."""
+    if "torch._dynamo" in sys.modules or os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
+        yield
+        return
+    from narbench.core.cache import cache_dir
+
+    folder = cache_dir() / "torchinductor"
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:  # a cache that cannot be written: torch's default, as before
+        yield
+        return
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(folder)
+    try:
+        yield
+    finally:
+        if os.path.abspath(os.environ.get("TORCHINDUCTOR_CACHE_DIR", "")) == os.path.abspath(folder):
+            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # only if empty
 
 
 def _construct(label: str, build: Callable[[], Any], dev: str):
@@ -55,36 +213,50 @@ def extract(label: str, build: Callable[[], Any] | None, instance=None, shape=No
 
     `inputs`: the (args, kwargs) to call the model with (moved to each device tried), instead of
     the example input `example_inputs` makes (of `shape`, if given)."""
+    with _no_temp_litter():
+        return _extract(label, build, instance, shape, inputs)
+
+
+def _extract(label, build, instance, shape, inputs):
     import torch
 
     errors: list[tuple[str, str, BaseException]] = []
     described = None
+    doing = {"construct": f"constructing {label}", "input": f"making the example input of {label}",
+             "forward": f"{label}.forward"}
     for dev in _devices(instance):
-        stage = "construct"
+        step = "construct"
         threads = torch.get_num_threads()
         try:
-            model = instance if instance is not None else _construct(label, build, dev)
-            stage = "input"
+            if instance is None:
+                stage(f"its constructor, on {dev}")
+                model = _construct(label, build, dev)
+            else:
+                model = instance
+            step = "input"
             if inputs is None:
                 args, kwargs, described = example_inputs(model, dev, shape)
             else:
                 (args, kwargs), described = to_device(inputs, dev), describe(*inputs)
-            stage = "forward"
+            step = "forward"
+            stage(f"its forward pass, on {dev}")
             if dev == "cpu":  # one small forward pass: intra-op threads only add overhead
                 torch.set_num_threads(1)
-            raw = _run(model, instance is not None, dev, args, kwargs)
+            raw = _run(label, model, instance is not None, dev, args, kwargs)
             return raw, {"device": dev, "input": described}
         except TargetError:
             raise
+        except SystemExit as exc:  # would end search with the model's status and no word
+            raise exited(doing[step], exc) from None
         except Exception as exc:  # noqa: BLE001 - user code may raise anything; try the other device, then report
-            errors.append((dev, stage, exc))
+            errors.append((dev, step, exc))
         finally:
             torch.set_num_threads(threads)
-    dev, stage, exc = errors[-1]
-    if stage == "construct":
+    dev, step, exc = errors[-1]
+    if step == "construct":
         raise TargetError(f"building {label} failed ({one_line(exc)}); fix the constructor or pass its "
                           "arguments with --kwargs '{\"name\": value}'") from exc
-    if stage == "input":
+    if step == "input":
         raise TargetError(f"cannot make an example input for {label} ({one_line(exc)}); "
                           "give its shape with --input-shape") from exc
     shown = f" on {described}" if described else ""
@@ -96,17 +268,42 @@ def extract(label: str, build: Callable[[], Any] | None, instance=None, shape=No
                       "or several inputs with --input-shape repeated or --inputs FILE.py:FUNC") from exc
 
 
-def _run(model, is_instance: bool, dev: str, args, kwargs):
+def _run(label: str, model, is_instance: bool, dev: str, args, kwargs):
     from narbench.zoo.extract import extract_graph
 
-    if not is_instance:  # built by `_construct`, already prepared
-        return extract_graph(model, args, kwargs, prepare=False)
-    modules = list(model.modules())
-    if dev == "meta" != _own_device(model):  # the caller's weights stay where they are
-        with _eval(modules), _meta_weights(modules):
+    with _checked_output(label, model):
+        if not is_instance:  # built by `_construct`, already prepared
             return extract_graph(model, args, kwargs, prepare=False)
-    with _eval(modules), _grad_params(model):
-        return extract_graph(model, args, kwargs, prepare=False)
+        modules = list(model.modules())
+        if dev == "meta" != _own_device(model):  # the caller's weights stay where they are
+            with _eval(modules), _meta_weights(modules):
+                return extract_graph(model, args, kwargs, prepare=False)
+        with _eval(modules), _grad_params(model):
+            return extract_graph(model, args, kwargs, prepare=False)
+
+
+@contextlib.contextmanager
+def _checked_output(label: str, model):
+    """A forward that returns no tensor (None: a forgotten `return`) is a `TargetError` saying so,
+    not the autograd error the empty output would give."""
+    from narbench.zoo.extract import iter_tensors
+
+    def check(module, args, output):
+        if output is None:
+            raise TargetError(f"{label}.forward returned None; it must return a tensor (or tensors)")
+        if next(iter_tensors(output), None) is None:
+            raise TargetError(f"{label}.forward returned no tensor (got {type(output).__name__}); "
+                              "it must return a tensor (or tensors)")
+
+    try:
+        handle = model.register_forward_hook(check)
+    except Exception:  # noqa: BLE001 - a module that takes no hooks (TorchScript) is run unchecked
+        handle = None
+    try:
+        yield
+    finally:
+        if handle is not None:
+            handle.remove()
 
 
 @contextlib.contextmanager

@@ -5,10 +5,17 @@ Resolve the target to a graph (`narbench.search_engine.target`), embed it with t
 why the top hit is close (the op types the two share most), whether the query's graph is in
 the index itself (an exact duplicate, ranked first), and which hits are weak (a cosine below the
 index's `weak_below`, `narbench.search_engine.index.weak_threshold`).
+
+The first search in a process pays for importing torch, `torch._dynamo` (torch's meta kernels
+import it) and the index's encoder: 6-7 s on a busy 2-core CPU, where the next search takes tens
+of milliseconds (docs/search.md, Speed). It says so in one line on stderr (`_announce`), so that the pause does not
+look like a hang.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -68,6 +75,22 @@ class SearchResult:
 
     def __getitem__(self, i):
         return self.hits[i]
+
+    def __str__(self) -> str:
+        """The hits as a small table (rank, graph, family, cosine) under a line naming the query."""
+        head = f"{self.query}: top {len(self.hits)} in {self.index or 'the index'}"
+        if not self.hits:
+            return f"{head}: no hits"
+        names = [h.name for h in self.hits]
+        families = [h.family for h in self.hits]
+        w_rank, w_name = len(str(self.hits[-1].rank)), max(5, *map(len, names))
+        w_fam = max(6, *map(len, families))
+        rows = [f"{'#':>{w_rank}}  {'graph':<{w_name}}  {'family':<{w_fam}}  cosine"]
+        rows += [f"{h.rank:>{w_rank}}  {h.name:<{w_name}}  {h.family:<{w_fam}}  {h.similarity:6.3f}"
+                 f"{' weak' if h.weak else ''}" for h in self.hits]
+        return "\n".join([head, *(r.rstrip() for r in rows)])
+
+    __repr__ = __str__  # the table, also in a REPL or notebook; the fields stay attributes (`to_json`)
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "hits": [asdict(h) for h in self.hits]}
@@ -135,6 +158,8 @@ def search(
     input_shape: tuple[int, ...] | list[tuple[int, ...]] | None = None,
     kwargs: dict[str, Any] | None = None,
     inputs: Any = None,
+    timeout: float | None = None,
+    progress: bool = True,
 ) -> SearchResult:
     """The `k` graphs of the index most similar to `target`.
 
@@ -146,6 +171,9 @@ def search(
     `inputs` are the example inputs themselves, for a forward that takes several or keywords:
     a tensor, a tuple of positional inputs, a dict of keyword inputs, or an `(args, kwargs)`
     pair (moved to the device the model runs on); `kwargs` are the constructor's arguments.
+    `timeout`: seconds that importing, building and running the model may take (None: no limit;
+    enforced in the main thread, `narbench.search_engine._target_run.time_limit`). `progress`: the
+    first search in a process says on stderr that it loads torch and the index (`_announce`).
     Raises `TargetError`, `IndexFileError` or `BackendError` with a one-line message and fix, and
     `narbench.eval.retrieval.EmbeddingError` when the index's encoder embeds the target's graph
     as NaN or inf (nothing to rank it by).
@@ -154,7 +182,10 @@ def search(
     if not isinstance(index, SearchIndex):
         index = load_index(encoder, index)
     t_index = time.perf_counter() - t0
-    query: Query = resolve_target(target, index, kwargs=kwargs, input_shape=input_shape, inputs=inputs)
+    if progress:
+        _announce(index)
+    query: Query = resolve_target(target, index, kwargs=kwargs, input_shape=input_shape, inputs=inputs,
+                                  timeout=timeout)
     t1 = time.perf_counter()
     as_other = UNKNOWN_OP in index.vocab  # a canonical vocabulary: unknown raw names are `other` nodes
     if query.row is not None:
@@ -192,6 +223,26 @@ def search(
         backend=backend, warnings=[w for w in [torch_warning(index)] if w and query.row is None],
         info={**query.info, "seconds": {k_: round(v, 4) for k_, v in timings.items()}}, weak_below=weak_below,
     )
+
+
+_announced = False  # `_announce` has run in this process
+
+
+def _announce(index: SearchIndex) -> None:
+    """Once per process, on an interactive stderr (a terminal, a notebook) and unless
+    NARBENCH_NO_PROGRESS=1: a line saying that the first search loads torch, its meta kernels and
+    the index's encoder (seconds; module docstring)."""
+    global _announced
+    if _announced or os.environ.get("NARBENCH_NO_PROGRESS") == "1":
+        return
+    _announced = True
+    if "torch._dynamo" in sys.modules and "encoder" in index._cache:  # nothing slow left to load
+        return
+    interactive = getattr(sys.stderr, "isatty", lambda: False)() or "ipykernel" in sys.modules
+    if interactive:
+        sys.stderr.write(f"narbench search: loading torch and the search index ({index.describe()}); "
+                         "the first search in a process takes a few seconds...\n")
+        sys.stderr.flush()
 
 
 def render(result: SearchResult, console: Console) -> None:

@@ -1,14 +1,14 @@
 """The search index: every corpus graph's embedding plus what a hit shows, in one checksummed file.
 
-`narbench search` must answer without loading the 21,630-graph dataset, so the index carries
+`narbench search` must answer without loading the `real` dataset, so the index carries
 everything a query needs: the encoder's name, parameters and (for a trained encoder) weights and
 op vocabulary; one L2-normalised float16 embedding per graph; and per graph its name, family,
 coarse label, source zoo, node and edge counts, op-type counts (for the "why close" line) and a
 64-bit content-hash prefix (to tell an exact duplicate). Rows are stored in content-hash order,
 so ranking ties break by graph content, as in `narbench.eval.retrieval.tiebreak_keys`.
 
-File layout (`.nari`): the container of `narbench.data.store` (version 2: a checksum of the file,
-then zstd over the payload; version 1, the shipped index: zstd with its frame checksum) around a
+File layout (`.nari`): the container of `narbench.data.store` (version 2, the shipped index's: a
+checksum of the file, then zstd over the payload; version 1, older files: zstd with its frame checksum) around a
 canonical payload of magic bytes, a JSON header and named numpy arrays; the sha256 is taken over
 the payload, like `narbench.data.store`. On read, every per-graph array must have one row per name
 and every label and op id must index its list (`_check_arrays`).

@@ -20,6 +20,7 @@ message names the problem and the fix.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import re
@@ -32,8 +33,12 @@ from typing import Any
 import numpy as np
 
 from narbench.search_engine._target_inputs import SEQ_LEN, TargetError, example_inputs, normalise_inputs  # noqa: F401 - re-exported
+from narbench.search_engine._target_run import exited as _exited
 from narbench.search_engine._target_run import extract as _extract
 from narbench.search_engine._target_run import one_line as _one_line
+from narbench.search_engine._target_run import stage as _stage
+from narbench.search_engine._target_run import time_limit
+from narbench.search_engine._target_run import warm_up as _warm_up
 from narbench.data.graph import ArchGraph
 
 ZOOS = ("timm", "torchvision", "transformers")
@@ -76,11 +81,15 @@ def _import_file(path: Path):
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     sys.path.insert(0, str(path.parent))  # the file's own imports of its neighbours
+    _stage(f"importing {path}")
     try:
         spec.loader.exec_module(module)
     except Exception as exc:  # noqa: BLE001 - report the user's error in one line
         sys.modules.pop(name, None)
         raise TargetError(f"importing {path} failed ({_one_line(exc)}); fix the file") from exc
+    except SystemExit as exc:
+        sys.modules.pop(name, None)
+        raise _exited(f"importing {path}", exc) from None
     finally:
         sys.path.remove(str(path.parent))
     return module
@@ -168,6 +177,8 @@ def load_inputs(spec: str) -> tuple[tuple, dict[str, Any]]:
         value = func()
     except Exception as exc:  # noqa: BLE001 - report the user's error in one line
         raise TargetError(f"calling {spec} failed ({_one_line(exc)}); fix the function") from exc
+    except SystemExit as exc:
+        raise _exited(f"calling {spec}", exc) from None
     return normalise_inputs(value)
 
 
@@ -180,23 +191,33 @@ def _shapes(input_shape) -> list[tuple[int, ...]] | None:
 
 
 def resolve_target(target: Any, index, *, kwargs: dict[str, Any] | None = None, input_shape=None,
-                   inputs: Any = None) -> Query:
+                   inputs: Any = None, timeout: float | None = None) -> Query:
     """Turn `target` into a `Query` over `index`'s vocabulary (see the module docstring).
 
     `input_shape`: one shape (`(1, 3, 32, 32)`) or a list of shapes, one per positional input;
-    `inputs`: the example inputs themselves (`normalise_inputs`); at most one of the two."""
+    `inputs`: the example inputs themselves (`normalise_inputs`); at most one of the two.
+    `timeout`: seconds that importing, building and running a model may take (torch's own first
+    imports not counted; `narbench.search_engine._target_run.time_limit`), None for no limit."""
     t0 = time.perf_counter()
     shapes = _shapes(input_shape)
     if shapes is not None and inputs is not None:
         raise TargetError("give the example input's shape (--input-shape) or the inputs themselves (--inputs), "
                           "not both")
     feed = normalise_inputs(inputs) if inputs is not None else None
-    query = _resolve(target, index, kwargs or {}, shapes, feed)
+    query = _resolve(target, index, kwargs or {}, shapes, feed, timeout)
     query.info["seconds"] = time.perf_counter() - t0
     return query
 
 
-def _resolve(target: Any, index, kwargs: dict[str, Any], shapes, feed) -> Query:
+@contextlib.contextmanager
+def _running(label: str, timeout: float | None):
+    """Where user code runs: torch's first imports done, then under the time limit."""
+    _warm_up()
+    with time_limit(timeout, label):
+        yield
+
+
+def _resolve(target: Any, index, kwargs: dict[str, Any], shapes, feed, timeout: float | None) -> Query:
     shape = shapes[0] if shapes and len(shapes) == 1 else shapes
     given = "--input-shape" if shapes else "--inputs" if feed else None
     try:
@@ -205,7 +226,8 @@ def _resolve(target: Any, index, kwargs: dict[str, Any], shapes, feed) -> Query:
         torch = None
     if torch is not None and isinstance(target, torch.nn.Module):
         label = type(target).__name__
-        raw, info = _extract(label, None, instance=target, shape=shape, inputs=feed)
+        with _running(label, timeout):
+            raw, info = _extract(label, None, instance=target, shape=shape, inputs=feed)
         return _from_raw(Query(label, "module", info=info), raw, index)
     if isinstance(target, ArchGraph):
         raise TargetError("an ArchGraph's op ids need their vocabulary; save it with narbench.data.store.write_graphs "
@@ -219,14 +241,16 @@ def _resolve(target: Any, index, kwargs: dict[str, Any], shapes, feed) -> Query:
         if feed is not None or (shapes and len(shapes) > 1):
             raise TargetError("a zoo model runs on the real build's input; give one --input-shape to change its "
                               "shape, or search the model class with MODULE:CLASS and --inputs")
-        return _zoo(target, *colon, index, shape)
+        with _running(target, timeout):
+            return _zoo(target, *colon, index, shape)
     if colon and colon[0].endswith(".py"):
         path = Path(colon[0])
         if not path.is_file():
             raise TargetError(f"file not found: {path}; check the path (TARGET is FILE.py:CLASS)")
-        module = _import_file(path)
-        obj = _load_attr(target, module, colon[1], str(path))
-        return _build(target, "file", obj, kwargs, index, shape, feed)
+        with _running(target, timeout):
+            module = _import_file(path)
+            obj = _load_attr(target, module, colon[1], str(path))
+            return _build(target, "file", obj, kwargs, index, shape, feed)
     if target.endswith(".py"):
         raise TargetError(f"name the model class too: {target}:ClassName")
     path, name = (Path(colon[0]), colon[1]) if colon and Path(colon[0]).is_file() else (Path(target), None)
@@ -239,13 +263,10 @@ def _resolve(target: Any, index, kwargs: dict[str, Any], shapes, feed) -> Query:
         q = Query(target, "index", row=row, ops=index.op_counts(row), coarse=index.record(row)["coarse"])
         return q
     if colon and re.fullmatch(r"[A-Za-z_][\w.]*", colon[0]) and re.fullmatch(r"[A-Za-z_][\w.]*", colon[1]):
-        try:
-            module = importlib.import_module(colon[0])
-        except Exception as exc:  # noqa: BLE001
-            raise TargetError(f"cannot import module {colon[0]!r} ({_one_line(exc)}); install it, or use "
-                              f"FILE.py:CLASS for a file, or a zoo name: {', '.join(z + ':NAME' for z in ZOOS)}") from exc
-        obj = _load_attr(target, module, colon[1], f"module {colon[0]}")
-        return _build(target, "import", obj, kwargs, index, shape, feed)
+        with _running(target, timeout):
+            module = _import_module(colon[0])
+            obj = _load_attr(target, module, colon[1], f"module {colon[0]}")
+            return _build(target, "import", obj, kwargs, index, shape, feed)
     if "/" in target or target.endswith(".narg"):
         import difflib
 
@@ -254,6 +275,17 @@ def _resolve(target: Any, index, kwargs: dict[str, Any], shapes, feed) -> Query:
         raise TargetError(f"{target!r} is neither a file nor a graph name in the index{hint}; check the path or name")
     raise TargetError(f"cannot read TARGET {target!r}: give FILE.py:CLASS, MODULE:CLASS, timm:NAME, torchvision:NAME, "
                       "transformers:TYPE, a graph file or a graph name from the index")
+
+
+def _import_module(name: str):
+    _stage(f"importing {name}")
+    try:
+        return importlib.import_module(name)
+    except Exception as exc:  # noqa: BLE001
+        raise TargetError(f"cannot import module {name!r} ({_one_line(exc)}); install it, or use "
+                          f"FILE.py:CLASS for a file, or a zoo name: {', '.join(z + ':NAME' for z in ZOOS)}") from exc
+    except SystemExit as exc:
+        raise _exited(f"importing {name}", exc) from None
 
 
 def _from_raw(query: Query, raw, index) -> Query:
