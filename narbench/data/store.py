@@ -54,25 +54,38 @@ class CorruptFileError(IOError):
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write `data` to `path` through a temp file and rename: readers never see half a file.
 
-    The file gets the mode any new file gets (0666 less the umask, usually 0644): the temp file
-    is created with `os.open(..., 0o666)`, not `tempfile.mkstemp`, whose 0600 would make result
-    files unreadable to other users of a shared results folder. A lack of space raises
-    `narbench.core.cache.DiskFullError` naming `path` (nothing of it stays).
+    A lack of space raises `narbench.core.cache.DiskFullError` naming `path` (nothing of it stays).
     """
     path = Path(path)
-    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
     with writing(path):
         path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = write_temp(path, data)
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
             os.replace(tmp, path)
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
+
+
+def write_temp(path: Path, data: bytes) -> Path:
+    """Write `data`, synced to disk, to a new temp file beside `path` (`.<name>.<random>.tmp`) and
+    return it; nothing stays if that fails. The rename onto `path` is the caller's.
+
+    The file gets the mode any new file gets (0666 less the umask, usually 0644): it is created
+    with `os.open(..., 0o666)`, not `tempfile.mkstemp`, whose 0600 would make result files
+    unreadable to other users of a shared results folder.
+    """
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
 
 
 def encode_graphs(graphs: list[ArchGraph], vocab: list[str], header: dict[str, Any]) -> bytes:

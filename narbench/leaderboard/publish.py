@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import secrets
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -21,6 +20,7 @@ from narbench.leaderboard.significance import DEFAULT_TEST
 from narbench.leaderboard.subsets import package_markdown, with_subsets
 from narbench.leaderboard.tables import PAPER_PROFILES, build_tables
 from narbench.core.cache import DiskFullError, WriteError, no_space
+from narbench.data.store import write_temp
 from narbench.eval.validation import KnownDataset
 
 #: what the `real` standard split measures (said once above the tables)
@@ -124,14 +124,13 @@ class Staged:
         path = Path(path)
         try:
             self._mkdir(path.parent)
-            tmp = self.temps.setdefault(path, path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp")
-            with open(tmp, "wb") as fh:  # mode 0666 less the umask, as atomic_write_bytes
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
+            tmp = write_temp(path, data)
         except OSError as exc:
             raise _write_error(path, exc, "nothing of the leaderboard was written") from exc
-        self.data[path] = data
+        old = self.temps.get(path)  # a file written twice (the README: headline, then findings)
+        if old is not None:
+            old.unlink(missing_ok=True)
+        self.temps[path], self.data[path] = tmp, data
 
     def read_text(self, path: Path) -> str:
         """The text of `path` as it will be after `commit`."""
