@@ -313,7 +313,10 @@ class MotifEncoder(Encoder):
             p.requires_grad_(False)
         record["after"] = self.motif_health(trainer, sample)
         self.stats["stage1_health"] = record
-        # Stage 2: macro graphs of frozen motif embeddings.
+        self.stage2(trainer, graphs, motifs, labels)
+
+    def stage2(self, trainer: Trainer, graphs: list[ArchGraph], motifs: list[GraphParts], labels: Labels) -> None:
+        """Stage 2 (eq. 5-7): F_m on macro graphs of frozen motif embeddings."""
         self._embed_motifs(trainer, motifs)
         datas = self._macro_datas(graphs, motifs, labels)
         trainer.fit_graph_level(self.macro, datas, self.profile.train, stage="stage 2: macro graphs")
@@ -324,3 +327,75 @@ class MotifEncoder(Encoder):
         datas = self._macro_datas(graphs, motifs)
         self.stats["mean_parts"] = float(np.mean([p.num_parts for p in motifs])) if motifs else 0.0
         return trainer.embed(self.macro, datas, self.profile.eval_batch_size, desc="embed macro graphs")
+
+
+class FineTunedMacro(nn.Module):
+    """F_s and F_m trained together: a macro graph's nodes are motif ids, embedded by F_s in the
+    forward pass (each distinct motif of a batch once), unit-normalised as in `ours`, then F_m."""
+
+    def __init__(self, f_s: nn.Module, macro: MacroModel, motifs: list) -> None:
+        super().__init__()
+        self.f_s = f_s
+        self.macro = macro
+        self.motifs = motifs  # motif id -> its subgraph (PyG Data); not a module
+
+    @property
+    def classifier(self) -> nn.Module:
+        return self.macro.classifier
+
+    def forward(self, batch) -> torch.Tensor:
+        from types import SimpleNamespace
+
+        from torch_geometric.data import Batch
+
+        ids = batch.x
+        uniq, inverse = torch.unique(ids, return_inverse=True)
+        motif_batch = Batch.from_data_list([self.motifs[i] for i in uniq.tolist()]).to(ids.device)
+        h = torch.nn.functional.normalize(self.f_s(motif_batch), dim=1)
+        macro = SimpleNamespace(x=h[inverse], edge_index=batch.edge_index, batch=batch.batch, num_graphs=batch.num_graphs)
+        return self.macro.f_m(macro)
+
+
+class FineTunedMotifEncoder(MotifEncoder):
+    """`ours-ft`: the paper's method with F_s fine-tuned in stage 2 (not frozen, as eq. 7 has it).
+
+    Stage 1 is the paper's (F_s and F_c, InfoNCE on motif and context). Stage 2 trains F_s and F_m
+    together on eq. 5 + 6: every macro-graph node is its motif's F_s embedding computed in the
+    forward pass, so the graph-level labels reach the motif encoder. The measurements that point
+    at it (issue 39, docs/encoders.md): stage 1 teaches F_s to tell motifs apart by identity, and a
+    frozen F_s cannot unlearn that. Everything else (splitter, stage 1, parameters, inference
+    eq. 8) is `ours`'; stage 2 costs F_s's forward and backward on each batch's distinct motifs.
+    """
+
+    name = "ours-ft"
+
+    def stage2(self, trainer: Trainer, graphs: list[ArchGraph], motifs: list[GraphParts], labels: Labels) -> None:
+        import_torch_geometric()
+        from torch_geometric.data import Data
+
+        index: dict[bytes, int] = {}
+        for parts in motifs:
+            for key in parts.keys:
+                index.setdefault(key, len(index))
+        table = [self._motif_data[key] for key in index]
+        datas = []
+        for i, parts in enumerate(motifs):
+            data = Data(x=torch.tensor([index[k] for k in parts.keys], dtype=torch.long),
+                        edge_index=torch.as_tensor(parts.macro_edges), num_nodes=parts.num_parts)
+            data.y_cl = torch.tensor([int(labels.cl[i])])
+            data.y_ce = torch.tensor([int(labels.ce[i])])
+            datas.append(data)
+        for p in self.pair.f_s.parameters():
+            p.requires_grad_(True)
+        model = FineTunedMacro(self.pair.f_s, self.macro, table)
+        self.stats["stage2_motifs"] = len(table)
+        self._motif_cache.clear()
+        trainer.fit_graph_level(model, datas, self.profile.train, stage="stage 2: macro graphs, F_s fine-tuned")
+        self.weights_changed()
+        self.pair.eval()
+        for p in self.pair.f_s.parameters():
+            p.requires_grad_(False)
+
+    def weights_changed(self) -> None:
+        """F_s changes in stage 2: motif embeddings cached before are stale."""
+        self._motif_cache.clear()

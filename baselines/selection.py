@@ -37,13 +37,10 @@ import numpy as np
 import torch
 
 from narbench.data.graph import ArchGraph
+from narbench.eval.holdout import VALIDATION_FRACTION, VALIDATION_SEED, validation_split  # noqa: F401 (graf, graf-lda)
 from narbench.train.encoder import Encoder, Labels
 from narbench.train.trainer import Trainer
 
-#: share of the training graphs (of families with at least two) held out as validation queries
-VALIDATION_FRACTION = 0.1
-#: seed of the validation split (fixed: the pick does not depend on the run's seed except through its training graphs)
-VALIDATION_SEED = 0
 #: the metric that picks, and the ones recorded beside it
 SELECTION_METRIC = "ndcg@20"
 RECORDED = ("ndcg@20", "mrr@20", "map_capped@20")
@@ -80,35 +77,6 @@ CANDIDATES: tuple[Candidate, ...] = (
     Candidate("graf", "narbench.baselines.graf:GrafEncoder"),
     *(_wl(mode, r) for mode in ("count", "binary", "tfidf") for r in (1, 2, 3, 4)),
 )
-
-
-def validation_split(labels: np.ndarray, fraction: float = VALIDATION_FRACTION,
-                     seed: int = VALIDATION_SEED) -> tuple[np.ndarray, np.ndarray]:
-    """(pool, validation) indices into `labels`: a stratified hold-out of families with >= 2 members.
-
-    Families with one member stay in the pool; a held-out member whose family has nothing left
-    in the pool goes back to it. At least one member per splittable family is held out when the
-    fraction is too small for scikit-learn's stratification. ValueError when no family has two members.
-    """
-    from sklearn.model_selection import train_test_split
-
-    labels = np.asarray(labels)
-    idx = np.arange(len(labels))
-    uniq, counts = np.unique(labels, return_counts=True)
-    splittable = np.isin(labels, uniq[counts >= 2])
-    n_classes, n_split = int((counts >= 2).sum()), int(splittable.sum())
-    if n_classes == 0:
-        raise ValueError("best-floor: no family has two training graphs; nothing to validate on")
-    n_val = min(max(int(round(fraction * n_split)), n_classes), n_split - n_classes)
-    if n_val < n_classes:  # every splittable family has exactly two members and there are too few: one each
-        rng = np.random.default_rng(seed)
-        val = np.array([rng.choice(np.flatnonzero(labels == lab)) for lab in uniq[counts >= 2]], dtype=np.int64)
-    else:
-        _, val = train_test_split(idx[splittable], test_size=n_val, stratify=labels[splittable], random_state=seed)
-    val = np.sort(np.asarray(val, dtype=np.int64))
-    pool = np.setdiff1d(idx, val)
-    keep = np.isin(labels[val], labels[pool])
-    return np.sort(np.concatenate([pool, val[~keep]])), val[keep]
 
 
 def score_candidate(cand: Candidate, trainer: Trainer, graphs: list[ArchGraph], labels: np.ndarray,

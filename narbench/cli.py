@@ -127,6 +127,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--encoder-param", dest="encoder_params", action="append", type=_parse_param, default=[],
                      metavar="KEY=VALUE", help="an encoder parameter (repeatable; e.g. ours: stage1=false, "
                                                "motif_examples=occurrences, stage1_lr=0.01; see docs/encoders.md)")
+    run.add_argument("--epochs", type=_positive_int, default=None, metavar="N",
+                     help="epochs of the graph-level stage instead of the profile's (e.g. 15, Table 5's)")
+    run.add_argument("--curve", action="store_true",
+                     help="learning curve: hold a validation split out of the training graphs and record validation "
+                          "and test NDCG@20, MRR@20 and MAPc@20 after every epoch of the last training stage")
     run.add_argument("--seed", type=_seed, default=0, help="seed of the data subsets, initialisation and training")
     run.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda or cuda:N")
     run.add_argument("--out", default="runs", help="folder for the result file")
@@ -258,7 +263,7 @@ def run_config(args: argparse.Namespace):
         seed=args.seed, device=args.device, objective=args.objective, splitter_params=dict(args.params),
         encoder_params=dict(args.encoder_params), out=args.out, progress=not args.no_progress, save_embeddings=args.save_embeddings,
         save_weights=args.save_weights, init_from=args.init_from, jobs=args.jobs, compile=args.compile,
-        resume=not args.no_resume,
+        resume=not args.no_resume, epochs=args.epochs, curve=args.curve,
     )
 
 

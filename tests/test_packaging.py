@@ -1,5 +1,6 @@
 """The shipped encoders and splitters import under the narbench namespace from a wheel too."""
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,12 +18,26 @@ def test_editable_install_maps_baselines_and_splitters():
     assert Path(narbench.splitters.none.__file__).resolve().parent == ROOT / "splitters"
 
 
+def source_copy(dest: Path) -> Path:
+    """What a wheel is built from, copied: building in the checkout would write a `narbench.egg-info`
+    there, which `python -m pytest` (checkout first on sys.path) then reads the entry points from."""
+    skip = shutil.ignore_patterns("__pycache__", "*.egg-info", "*.pyc")
+    for name in ("narbench", "baselines", "splitters"):
+        shutil.copytree(ROOT / name, dest / name, ignore=skip)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, dest / name)
+    return dest
+
+
 @pytest.mark.slow
 def test_wheel_install_imports_namespaced_packages(tmp_path):
     wheel_dir, site = tmp_path / "wheel", tmp_path / "site"
     pip = [sys.executable, "-m", "pip"]
-    subprocess.run(pip + ["wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheel_dir), str(ROOT)],
+    before = sorted(p.name for p in ROOT.glob("*.egg-info"))
+    src = source_copy(tmp_path / "src")
+    subprocess.run(pip + ["wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheel_dir), str(src)],
                    check=True, capture_output=True)
+    assert sorted(p.name for p in ROOT.glob("*.egg-info")) == before  # the checkout's metadata untouched
     wheel = next(wheel_dir.glob("narbench-*.whl"))
     subprocess.run(pip + ["install", "-q", "--no-deps", "--target", str(site), str(wheel)], check=True,
                    capture_output=True)

@@ -84,7 +84,7 @@ def test_init_from_adds_its_source_run(toy_env):
 @pytest.mark.parametrize("data, message", [
     ({"block": []}, "no [[block]]"),
     ({"block": [{"name": "x", "datasets": ["toy"]}]}, "models is required"),
-    ({"block": [{"name": "x", "datasets": ["toy"], "models": ["gcn"], "epochs": 3}]}, "unknown key(s) epochs"),
+    ({"block": [{"name": "x", "datasets": ["toy"], "models": ["gcn"], "lr": 3}]}, "unknown key(s) lr"),
     ({"block": [{"name": "x", "datasets": ["toy"], "models": [{"model": "gcn", "lr": 1}]}]}, "unknown key(s) lr"),
     ({"seed": [0], "block": []}, "unknown top-level key(s) seed"),
     ({"block": [{"name": "x", "datasets": [], "models": ["gcn"]}]}, "datasets must be a non-empty list"),

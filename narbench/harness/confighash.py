@@ -34,8 +34,10 @@ DEFAULT_OBJECTIVE = "ce+cl"
 DEFAULT_TOP_K = 100
 FIELDS = ("encoder", "encoder_params", "splitter", "splitter_params", "dataset", "dataset_version", "split", "protocol", "profile",
           "objective", "init", "seed", "top_k", "encoder_code", "splitter_code")
-#: hashed only when present: `compile` (true), so that eager runs keep the hash they always had
-OPTIONAL_FIELDS = ("compile",)
+#: hashed only when present: `compile` (true), `epochs` (the graph-level stage's, when a run overrides
+#: the profile's) and `curve` (true: trained on the training graphs less a validation split), so
+#: that the runs without them keep the hash they always had
+OPTIONAL_FIELDS = ("compile", "epochs", "curve")
 
 
 def config_hash(fields: dict[str, Any]) -> str:
@@ -85,6 +87,10 @@ def result_fields(result: RunResult) -> dict[str, Any]:
     }
     if run.get("compile"):
         fields["compile"] = True
+    if run.get("epochs") is not None:
+        fields["epochs"] = int(run["epochs"])
+    if run.get("curve"):
+        fields["curve"] = True
     return fields
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from rich.console import Console
 
 from narbench.train import checkpoint, distributed
-from narbench.harness import preflight
+from narbench.harness import curve as curves, preflight
 from narbench.core import jit, registry
 from narbench.harness.confighash import result_hash
 from narbench.data.dataset import GraphDataset, UnknownSplitError, load_dataset, stratified_subset
@@ -84,6 +84,8 @@ class RunConfig:
     jobs: int | None = None  # CPU processes for data preparation (splitting graphs); None: all cores
     compile: bool = False  # torch.compile the model's forward for training and embedding
     resume: bool = True  # with `out`: snapshot every training epoch, and go on from one a killed run left
+    epochs: int | None = None  # the graph-level stage's epochs instead of the profile's (hashed when set)
+    curve: bool = False  # learning curve: train on the training graphs less a validation split (`narbench.harness.curve`)
 
 
 @dataclass
@@ -116,6 +118,9 @@ def check_config(cfg: RunConfig) -> None:
         raise ConfigError(f"jobs must be a positive integer (or None: all cores), got {cfg.jobs!r}")
     if not isinstance(cfg.top_k, int) or cfg.top_k < 1:
         raise ConfigError(f"top_k must be a positive integer, got {cfg.top_k!r}")
+    if cfg.epochs is not None and (isinstance(cfg.epochs, bool) or not isinstance(cfg.epochs, (int, np.integer))
+                                   or cfg.epochs < 1):
+        raise ConfigError(f"epochs must be a positive integer (or None: the profile's), got {cfg.epochs!r}")
 
 
 def resolve(cfg: RunConfig) -> tuple[type[Encoder], Splitter, str]:
@@ -186,7 +191,11 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     t_start = time.perf_counter()
     check_config(cfg)
     encoder_cls, splitter, splitter_name = resolve(cfg)
+    if cfg.curve and not encoder_cls.trainable:
+        raise ConfigError(f"encoder {cfg.encoder!r} is training-free: it has no epochs to draw a learning curve of")
     overrides = {"objective": cfg.objective} if cfg.objective else {}
+    if cfg.epochs is not None:
+        overrides["epochs"] = int(cfg.epochs)
     try:
         profile = get_profile(cfg.profile, **overrides)
         protocol = get_protocol(cfg.protocol)
@@ -207,6 +216,13 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
 
     graphs = dataset.graphs
     fam_ids = dataset.family_ids()
+    held_out = None
+    if cfg.curve:  # train on the pool; the validation queries are what the curve may choose on
+        try:
+            held_out = curves.hold_out(train_idx, fam_ids)
+        except ValueError as exc:
+            raise ConfigError(f"--curve: {exc}") from exc
+        train_idx = held_out.pool
     labels, label_record = make_labels(dataset, protocol, encoder_cls, train_idx)
 
     seed_everything(cfg.seed)
@@ -224,9 +240,16 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
         except ValueError as exc:
             raise ConfigError(str(exc)) from exc
     init = checkpoint.load_into(encoder, cfg.encoder, dataset.vocab, cfg.init_from) if cfg.init_from else None
+    if held_out is not None:
+        def embed_now(gs):
+            encoder.weights_changed()  # an encoder caching embeddings of a part of itself recomputes them
+            return encoder.embed(trainer, gs)
+
+        trainer.epoch_eval = curves.probe(embed_now, graphs, fam_ids, held_out, corpus_idx, query_idx, cfg.top_k)
 
     t = time.perf_counter()
     encoder.fit(trainer, [graphs[i] for i in train_idx], labels)
+    trainer.epoch_eval = None
     timings["train"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -260,10 +283,13 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
         "labels": label_record,
         "encoder": encoder.config(),
         "splitter": {"name": splitter_name, "params": splitter.params()},
-        "training_history": [asdict(h) for h in trainer.histories],
+        "training_history": [{k: v for k, v in asdict(h).items() if k != "evals"} for h in trainer.histories],
         "encoder_stats": dict(getattr(encoder, "stats", {})),
         "init": init,
     }
+    if held_out is not None:  # the curve: the last stage's per-epoch validation and test metrics
+        config["learning_curve"] = {**held_out.record(), "stage": trainer.histories[-1].stage,
+                                    "epochs": trainer.histories[-1].evals}
     if snapshots is not None and snapshots.resumed:  # stages that went on from a killed run's epoch snapshot
         config["resumed"] = snapshots.resumed
     if cfg.compile:  # why it ran eager after all (torch.compile failed), None when it compiled

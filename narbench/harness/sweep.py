@@ -24,6 +24,8 @@ Grid file (`leaderboard/grid.toml` is the committed leaderboard's)::
     models = ["gcn+none", { model = "ours+motif", save_weights = true, save_embeddings = [0],
                             params = { depth = 2 } }]
     init_from = { dataset = "nas", model = "ours+motif" }   # start from that run (same profile, seed)
+    epochs = 15                             # the graph-level stage's epochs (default: the profile's)
+    curve = true                            # learning curves (`narbench run --curve`; default false)
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 WORK_DIR = ".sweep"  # under the output folder: run logs, claims and submitit's files
-_BLOCK_KEYS = {"name", "datasets", "splits", "protocols", "models", "objectives", "seeds", "init_from"}
+_BLOCK_KEYS = {"name", "datasets", "splits", "protocols", "models", "objectives", "seeds", "init_from", "epochs", "curve"}
 _MODEL_KEYS = {"model", "params", "encoder_params", "save_weights", "save_embeddings"}
 
 
@@ -110,6 +112,8 @@ class Block:
     objectives: tuple[str | None, ...] = (None,)
     seeds: tuple[int, ...] | None = None
     init_from: tuple[str, Model] | None = None
+    epochs: int | None = None  # the graph-level stage's epochs (None: the profile's)
+    curve: bool = False  # learning-curve runs (`narbench run --curve`)
 
 
 @dataclass(frozen=True)
@@ -155,7 +159,13 @@ def parse_grid(data: dict[str, Any], source: str = "grid") -> Grid:
             if not isinstance(init, dict) or set(init) != {"dataset", "model"}:
                 raise GridError(f"{where}: init_from is {{ dataset = NAME, model = 'encoder+splitter' }}, got {init!r}")
             init = (str(init["dataset"]), Model.parse(init["model"], where))
+        epochs = raw.get("epochs")
+        if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
+            raise GridError(f"{where}: epochs must be a positive integer, got {epochs!r}")
+        if not isinstance(raw.get("curve", False), bool):
+            raise GridError(f"{where}: curve must be true or false, got {raw['curve']!r}")
         blocks.append(Block(
+            epochs=epochs, curve=bool(raw.get("curve", False)),
             name=str(raw.get("name", f"block{i + 1}")),
             datasets=_names(raw["datasets"], where, "datasets"),
             models=tuple(Model.parse(m, where) for m in _names(raw["models"], where, "models")),
@@ -245,6 +255,8 @@ def planned_fields(cfg: RunConfig) -> dict[str, Any]:
         "encoder_code": code_version(registry.origin("encoder", cfg.encoder)),
         "splitter_code": code_version(registry.origin("splitter", splitter_name)),
         **({"compile": True} if cfg.compile else {}),
+        **({"epochs": int(cfg.epochs)} if cfg.epochs is not None else {}),
+        **({"curve": True} if cfg.curve else {}),
     }
 
 
@@ -273,8 +285,9 @@ def scan(dirs: Iterable[str | Path], console: Console | None = None) -> dict[str
 def _name(cfg: RunConfig, fields: dict[str, Any]) -> str:
     params = "".join(f"-{k}{v}" for k, v in sorted(cfg.splitter_params.items()))
     variant = "".join(f"+{k}.{v}" for k, v in sorted(cfg.encoder_params.items()))
+    extra = (f"-ep{cfg.epochs}" if cfg.epochs is not None else "") + ("-curve" if cfg.curve else "")
     return (f"{cfg.dataset}-{cfg.split}-{cfg.encoder}{variant}+{fields['splitter']}{params}-{fields['protocol']}-"
-            f"{fields['objective']}-{fields['init']}-s{cfg.seed}")
+            f"{fields['objective']}-{fields['init']}-s{cfg.seed}{extra}")
 
 
 def expand(grid: Grid, *, out: str | Path, profile: str | None = None, seeds: Sequence[int] | None = None,
@@ -313,8 +326,8 @@ def expand(grid: Grid, *, out: str | Path, profile: str | None = None, seeds: Se
                 else:
                     runs[source] = PlannedRun(_name(src_cfg, planned_fields(src_cfg)), block.name,
                                               replace(src_cfg, save_weights=True), source)
-            cfg = _config(model, ds, split, protocol, profile, objective, seed, device, out,
-                          init_from="pending" if source else None)
+            cfg = replace(_config(model, ds, split, protocol, profile, objective, seed, device, out,
+                                  init_from="pending" if source else None), epochs=block.epochs, curve=block.curve)
             fields = planned_fields(cfg)
             h = config_hash(fields)
             if h in runs:  # the same run asked for by two blocks: one run, with every side file asked for
@@ -361,6 +374,10 @@ def task_of(run: PlannedRun, work: Path, threads: int | None) -> Task:
         argv += ["--param", f"{k}={v}"]
     for k, v in sorted(c.encoder_params.items()):
         argv += ["--encoder-param", f"{k}={v}"]
+    if c.epochs is not None:
+        argv += ["--epochs", str(c.epochs)]
+    if c.curve:
+        argv.append("--curve")
     if c.save_weights:
         argv.append("--save-weights")
     if c.save_embeddings:

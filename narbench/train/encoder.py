@@ -73,6 +73,10 @@ class Encoder(torch.nn.Module):
     def params_changed(self) -> None:
         """Hook: rebuild what depends on a parameter (called by `set_params`)."""
 
+    def weights_changed(self) -> None:
+        """Hook: the weights changed since the last `embed` (a learning curve embeds after every
+        epoch); an encoder that caches embeddings computed by a trained part drops them here."""
+
     def params(self) -> dict[str, object]:
         """Every parameter's current value."""
         return {k: getattr(self, k) for k in self.PARAMS}

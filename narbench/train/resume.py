@@ -57,7 +57,7 @@ class Snapshots:
         return self.folder / f"stage{index}-{safe}.pt"
 
     def save(self, index: int, stage: str, epochs_done: int, model: torch.nn.Module, opt: torch.optim.Optimizer,
-             generator: torch.Generator | None, losses: list[float]) -> Path:
+             generator: torch.Generator | None, losses: list[float], evals: list[dict] | None = None) -> Path:
         """Write the state after `epochs_done` epochs of stage `index` (atomically: a kill mid-write
         leaves the previous snapshot)."""
         state = {
@@ -67,7 +67,7 @@ class Snapshots:
             "torch_rng": torch.get_rng_state(),
             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
             "numpy_rng": np.random.get_state(), "python_rng": random.getstate(),
-            "losses": list(losses), "provenance": dict(self.provenance),
+            "losses": list(losses), "evals": list(evals or []), "provenance": dict(self.provenance),
         }
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.path(index, stage)

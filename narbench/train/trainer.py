@@ -49,6 +49,8 @@ class History:
 
     stage: str
     losses: list[float] = field(default_factory=list)
+    #: per-epoch records of the stage's `evaluate` callback (learning curves), [] without one
+    evals: list[dict] = field(default_factory=list)
 
 
 class Trainer:
@@ -86,6 +88,8 @@ class Trainer:
         self.jobs = max(1, int(jobs))
         #: epoch snapshots (`narbench.train.resume`): None trains every stage from its start
         self.snapshots = snapshots
+        #: the learning-curve probe `fit_graph_level` hands to `fit` (`evaluate`); None: no curve
+        self.epoch_eval: Callable[[int], dict] | None = None
 
     # -- plumbing ---------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -155,11 +159,16 @@ class Trainer:
         stage: str = "train",
         params=None,
         on_epoch: Callable[[int, float], None] | None = None,
+        evaluate: Callable[[int], dict] | None = None,
     ) -> History:
         """Generic loop: `step(model, batch)` returns the loss of one batch on `self.device`.
 
         `on_epoch(epoch, mean_loss)`, if given, is called after each epoch (model in train mode
-        again when it returns), e.g. for probes of what the model has learnt so far."""
+        again when it returns), e.g. for probes of what the model has learnt so far.
+        `evaluate(epoch)` (1-based), if given, is called after each epoch with the model in eval
+        mode and returns a record kept in `History.evals` and in the epoch snapshot (so a resumed
+        stage keeps its curve); the global random generators are put back after it, so the
+        training trajectory is the one a run without it follows."""
         model.to(self.device).train()
         opt = torch.optim.Adam(params if params is not None else model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         hist = History(stage)
@@ -171,6 +180,7 @@ class Trainer:
         if snapshots is not None and (state := snapshots.load(index, stage)) is not None:
             snapshots.restore(state, model, opt, loader.generator)
             hist.losses = list(state["losses"])
+            hist.evals = list(state.get("evals") or [])
             start = state["epochs_done"]
         with allocator.tuned(self.malloc_tuning), self.compiling(model), self.progress() as prog:
             task = prog.add_task(stage, total=cfg.epochs * len(loader), info="")
@@ -194,8 +204,10 @@ class Trainer:
                     count += 1
                     prog.update(task, advance=1, info=f"epoch {epoch + 1}/{cfg.epochs} loss {total / count:.4f}")
                 hist.losses.append(total / max(count, 1))
+                if evaluate is not None:
+                    hist.evals.append(self._evaluate(model, evaluate, epoch + 1))
                 if snapshots is not None:
-                    snapshots.save(index, stage, epoch + 1, model, opt, loader.generator, hist.losses)
+                    snapshots.save(index, stage, epoch + 1, model, opt, loader.generator, hist.losses, hist.evals)
                 if on_epoch is not None:
                     on_epoch(epoch, hist.losses[-1])
                     model.train()
@@ -203,11 +215,29 @@ class Trainer:
         self.histories.append(hist)
         return hist
 
+    def _evaluate(self, model: torch.nn.Module, evaluate: Callable[[int], dict], epoch: int) -> dict:
+        """`evaluate(epoch)` in eval mode, the global random state kept (see `fit`)."""
+        states = (torch.get_rng_state(), np.random.get_state(), random.getstate(),
+                  torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None)
+        model.eval()
+        try:
+            record = {"epoch": epoch, **evaluate(epoch)}
+        finally:
+            torch.set_rng_state(states[0])
+            np.random.set_state(states[1])
+            random.setstate(states[2])
+            if states[3] is not None:
+                torch.cuda.set_rng_state_all(states[3])
+            model.train()
+        return record
+
     def fit_graph_level(self, model: torch.nn.Module, datas: Sequence, cfg: TrainConfig, *, stage: str = "graph") -> History:
         """Eq. 5 + cross-entropy (eq. 6), or either alone per `cfg.objective`.
 
         Each Data carries `y_cl` (the contrastive label: the family) and `y_ce` (the class label).
-        `model(batch)` returns embeddings and `model.classifier` maps them to logits.
+        `model(batch)` returns embeddings and `model.classifier` maps them to logits. This is
+        every trained encoder's last stage: the trainer's `epoch_eval` (a learning curve) runs
+        after each of its epochs.
         """
         use_ce = "ce" in cfg.objective.split("+")
         use_cl = "cl" in cfg.objective.split("+")
@@ -221,7 +251,7 @@ class Trainer:
                 loss = loss + torch.nn.functional.cross_entropy(m.classifier(emb).float(), batch.y_ce)
             return loss
 
-        return self.fit(model, datas, cfg, step, stage=stage)
+        return self.fit(model, datas, cfg, step, stage=stage, evaluate=self.epoch_eval)
 
     @torch.no_grad()
     def embed(self, model: torch.nn.Module, datas: Sequence, batch_size: int, *, desc: str = "embed",

@@ -1,0 +1,137 @@
+"""Learning curves (`narbench run --curve`, `narbench.harness.curve`) and the epoch override."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from rich.console import Console
+
+from narbench.harness.confighash import config_hash, result_hash
+from narbench.harness.curve import hold_out
+from narbench.harness.runner import SNAPSHOTS, ConfigError, RunConfig, run
+from narbench.harness.sweep import GridError, expand, parse_grid, planned_fields, task_of
+from narbench.train.profiles import TrainConfig
+from narbench.train.resume import Snapshots
+from narbench.train.trainer import Trainer, seed_everything
+
+QUIET = Console(stderr=True, quiet=True)
+
+
+def _run(ds, out=None, **kw):
+    return run(RunConfig(encoder="gcn", profile="smoke", out=str(out) if out else None, progress=False, **kw),
+               dataset=ds)
+
+
+def _fit(toy_dataset, evaluate=None, epochs=3):
+    from narbench.baselines.gnn import GNNStack, gcn_conv
+    from narbench.train.encoder import graph_to_data
+
+    seed_everything(0)
+    model = GNNStack(gcn_conv, 16, 2, 0.5, num_ops=8)  # dropout: a consumer of the global generator
+    datas = [graph_to_data(g, 8) for g in toy_dataset.graphs]
+    trainer = Trainer("cpu", 0, progress=False, jobs=1)
+    hist = trainer.fit(model, datas, TrainConfig(epochs=epochs, batch_size=8), lambda m, b: m(b).pow(2).mean(),
+                       evaluate=evaluate)
+    return model, hist
+
+
+def test_the_per_epoch_probe_leaves_the_training_trajectory_alone(toy_dataset):
+    plain, plain_hist = _fit(toy_dataset)
+
+    def noisy(epoch):  # draws from every global generator and flips the model's mode
+        torch.rand(5), np.random.rand(3)
+        import random
+
+        random.random()
+        return {"draws": epoch}
+
+    probed, hist = _fit(toy_dataset, evaluate=noisy)
+    assert hist.losses == plain_hist.losses
+    assert all(torch.equal(a, b) for a, b in zip(plain.state_dict().values(), probed.state_dict().values()))
+    assert [e["epoch"] for e in hist.evals] == [1, 2, 3] and plain_hist.evals == []
+
+
+def test_a_curve_run_records_every_epoch_and_ends_on_its_result(toy_dataset, tmp_path):
+    ev = _run(toy_dataset, tmp_path, curve=True, epochs=3)
+    curve = ev.result.config["learning_curve"]
+    assert [e["epoch"] for e in curve["epochs"]] == [1, 2, 3]
+    assert ev.result.config["profile"]["train"]["epochs"] == 3
+    last = curve["epochs"][-1]["test"]
+    for metric, value in last.items():
+        assert value == pytest.approx({**ev.result.metrics, **ev.result.metrics_extra}[metric], abs=1e-6)
+    # the validation queries are training graphs held out: trained on the pool only
+    fam = toy_dataset.family_ids()
+    assert ev.result.num_train == curve["pool"] and curve["validation_queries"] >= 1
+    split = hold_out(np.sort(toy_dataset.get_split("standard").train), fam)
+    assert not set(split.val) & set(split.pool)
+    assert "evals" not in ev.result.config["training_history"][0]
+    stored = json.loads(ev.path.read_text())
+    assert stored["config"]["run"]["curve"] is True and stored["config_hash"] == result_hash(ev.result)
+
+
+def test_curve_and_epochs_are_configurations_of_their_own(toy_dataset):
+    plain = _run(toy_dataset)
+    longer = _run(toy_dataset, epochs=3)
+    curve = _run(toy_dataset, curve=True)
+    hashes = {result_hash(e.result) for e in (plain, longer, curve)}
+    assert len(hashes) == 3
+    assert "curve" not in plain.result.config and longer.result.config["profile"]["train"]["epochs"] == 3
+
+
+def test_bad_curve_and_epoch_options_are_refused_before_anything_runs(toy_dataset):
+    with pytest.raises(ConfigError, match="training-free"):
+        run(RunConfig(encoder="ophist", profile="smoke", out=None, progress=False, curve=True), dataset=toy_dataset)
+    for bad in (0, -2, True, 2.5):
+        with pytest.raises(ConfigError, match="epochs must be a positive integer"):
+            _run(toy_dataset, epochs=bad)
+
+
+def test_a_killed_curve_run_keeps_the_curve_of_the_epochs_before_the_kill(toy_dataset, tmp_path, monkeypatch):
+    whole = _run(toy_dataset, tmp_path / "whole", curve=True, epochs=3)
+    save = Snapshots.save
+
+    def save_then_die(self, index, stage, done, *a, **k):
+        path = save(self, index, stage, done, *a, **k)
+        if done == 2:
+            raise KeyboardInterrupt
+        return path
+
+    out = tmp_path / "killed"
+    with monkeypatch.context() as m:
+        m.setattr(Snapshots, "save", save_then_die)
+        with pytest.raises(KeyboardInterrupt):
+            _run(toy_dataset, out, curve=True, epochs=3)
+    assert list((out / SNAPSHOTS).rglob("*.pt"))
+    again = _run(toy_dataset, out, curve=True, epochs=3)
+    assert again.result.config["resumed"][0]["epochs_done"] == 2
+    assert again.result.config["learning_curve"] == whole.result.config["learning_curve"]
+
+
+def test_a_sweep_block_plans_curve_runs_whose_command_line_has_their_hash(toy_env):
+    from narbench.cli import build_parser, run_config
+
+    grid = parse_grid({"seeds": [0], "profile": "smoke", "block": [
+        {"name": "curves", "datasets": ["toy"], "epochs": 4, "curve": True, "models": ["gcn+none"]},
+        {"name": "plain", "datasets": ["toy"], "models": ["gcn+none"]}]})
+    plan = expand(grid, out=toy_env / "out", console=QUIET)
+    assert len(plan.runs) == 2
+    by_block = {r.block: r for r in plan.runs}
+    assert by_block["curves"].cfg.curve and by_block["curves"].cfg.epochs == 4 and by_block["curves"].name.endswith("-ep4-curve")
+    for planned in plan.runs:
+        parsed = run_config(build_parser().parse_args(["run", *task_of(planned, toy_env, threads=1).argv]))
+        assert (parsed.curve, parsed.epochs) == (planned.cfg.curve, planned.cfg.epochs)
+        assert config_hash(planned_fields(parsed)) == planned.hash
+    for bad in ({"epochs": 0}, {"epochs": "15"}, {"curve": "yes"}):
+        with pytest.raises(GridError, match="epochs|curve"):
+            parse_grid({"block": [{"name": "b", "datasets": ["toy"], "models": ["gcn+none"], **bad}]})
+
+
+@pytest.fixture
+def toy_env(plugin, monkeypatch, tmp_path):
+    import os
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(plugin), os.environ.get("PYTHONPATH", "")]))
+    return tmp_path
