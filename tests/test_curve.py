@@ -135,3 +135,32 @@ def toy_env(plugin, monkeypatch, tmp_path):
 
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(plugin), os.environ.get("PYTHONPATH", "")]))
     return tmp_path
+
+
+def test_the_curves_page_tables_and_plots_each_setting(toy_dataset, tmp_path):
+    from narbench.leaderboard import curves
+    from narbench.leaderboard.records import Record
+
+    runs = tmp_path / "runs"
+    for encoder in ("gcn", "gin"):
+        for seed in (0, 1):
+            run(RunConfig(encoder=encoder, profile="smoke", seed=seed, out=str(runs), progress=False, curve=True,
+                          epochs=3), dataset=toy_dataset)
+    plain = _run(toy_dataset, runs)  # not a curve run: skipped
+    assert curves.main([str(runs), "--out", str(tmp_path / "lb")]) == 0
+    page = (tmp_path / "lb" / "curves.md").read_text()
+    assert "## toy / standard (smoke, epochs 1-3)" in page
+    assert "| gcn | 2 |" in page and "| gin | 2 |" in page and page.count("| gcn |") == 1
+    assert "- validation: the order at epoch 2" in page and "- test: the order at epoch 2" in page
+    png = tmp_path / "lb" / "plots" / "curves-toy-standard-smoke.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    (group,) = curves.settings(curves.load_curves(runs)).values()
+    gcn = next(c for c in group if c.method == "gcn")
+    assert gcn.matrix("test").shape == (2, 3)
+    # in the leaderboard a curve run is a row of its own, never averaged into the plain encoder's
+    assert Record(plain.path, plain.result).variant == ""
+    curve_file = next(p for p in runs.glob("*.json") if p != plain.path and not p.name.endswith(".queries.json"))
+    from narbench.eval.result import RunResult
+
+    assert Record(curve_file, RunResult.read(curve_file)).variant == "epochs=3,curve=True"
+    assert curves.main([str(tmp_path / "empty")]) == 2

@@ -68,3 +68,26 @@ def test_a_learning_curve_of_ours_ft_sees_f_s_change(toy_dataset, tmp_path):
              dataset=toy_dataset)
     last = ev.result.config["learning_curve"]["epochs"][-1]["test"]
     assert last["ndcg@20"] == pytest.approx(ev.result.metrics["ndcg@20"], abs=1e-6)
+
+
+def test_the_capped_motif_splitter_cuts_long_segments_only_and_alike():
+    import numpy as np
+
+    from narbench.splitters.motif_capped import CappedMotifSplitter, cap_bounds
+
+    assert cap_bounds(np.array([0, 10, 80, 90]), 32).tolist() == [0, 10, 33, 56, 80, 90]  # 70 -> 23, 23, 24
+    assert cap_bounds(np.array([0, 32, 64]), 32).tolist() == [0, 32, 64]  # at the cap: kept whole
+    assert registry.load("splitter", "motif-capped") is CappedMotifSplitter
+    with pytest.raises(ValueError, match="max_nodes"):
+        CappedMotifSplitter(max_nodes=0)
+
+
+def test_capped_parts_are_the_motif_parts_when_none_is_long(toy_dataset):
+    from narbench.splitters.motif_capped import CappedMotifSplitter
+
+    for g in toy_dataset.graphs[:6]:
+        plain = MotifSplitter().split(g).parts
+        capped = CappedMotifSplitter(max_nodes=10_000).split(g).parts
+        assert [list(p) for p in plain] == [list(p) for p in capped]
+        small = CappedMotifSplitter(max_nodes=2).split(g)
+        assert len(small.parts) >= len(plain)

@@ -23,6 +23,8 @@ The modules, in the order data flows through them:
 - `reproduction`: the Reproduction section: each paper number beside ours under both metric
   conventions (narbench's and the authors' evaluator's), and the known reasons they differ.
 - `publish`: `write_leaderboard`, the README; only `quick` and `paper` results by default.
+- `curves`: the learning curves of `narbench run --curve` runs (`curves.md`, its own command;
+  a curve run is a row of its own in the tables, `Record.variant`).
 
 May import: narbench.core, narbench.data, narbench.train, narbench.eval.
 """

@@ -90,8 +90,17 @@ class Record:
 
     @property
     def variant(self) -> str:
-        """The run's non-default encoder parameters ('' for none, and for files written before them)."""
-        return str(((self.result.config or {}).get("encoder") or {}).get("variant") or "")
+        """The run's non-default encoder parameters ('' for none, and for files written before them),
+        then `epochs=N` when the run overrode the profile's epochs and `curve=True` for a
+        learning-curve run (trained without its validation split): rows of their own."""
+        cfg = self.result.config or {}
+        run = cfg.get("run") or {}
+        parts = [str((cfg.get("encoder") or {}).get("variant") or "")]
+        if run.get("epochs") is not None:
+            parts.append(f"epochs={int(run['epochs'])}")
+        if run.get("curve"):
+            parts.append("curve=True")
+        return ",".join(p for p in parts if p)
 
     @property
     def init(self) -> str:
