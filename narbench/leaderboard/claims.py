@@ -185,6 +185,30 @@ def _verdict(c: Claim, ev: Evidence) -> str | None:
 # ----------------------------------------------------------------------------- generated findings
 
 
+def _versus(ev: Evidence, a: Row, b: Row, setting: str) -> str:
+    """`a` against `b` in the checkable phrasing: significantly above, below, or not apart."""
+    sa, sb = f"`{a.label}` ({a.mean[METRIC]:.3f})", f"`{b.label}` ({b.mean[METRIC]:.3f})"
+    if ev.p(a, b) >= ALPHA:
+        return f"{sa} and {sb} are not significantly apart on `{setting}`"
+    return f"{sa} is significantly {'above' if a.mean[METRIC] > b.mean[METRIC] else 'below'} {sb} on `{setting}`"
+
+
+def _paper_claim(ev: Evidence, rows: list[Row], setting: str) -> str:
+    """The paper's claim (its method, `ours+motif`, above GCN) on this setting, and what the improved
+    variant `ours-ft` changes: against GCN and against `ours`. '' when the rows are missing."""
+    def pick(encoder: str, splitter: str) -> Row | None:
+        return next((r for r in rows if r.key.encoder == encoder and r.key.splitter == splitter), None)
+
+    ours, ft, gcn = pick("ours", "motif"), pick("ours-ft", "motif"), pick("gcn", "none")
+    text = ""
+    if ours and gcn:
+        text += f" The paper's claim, its method above GCN: {_versus(ev, ours, gcn, setting)}."
+    if ft and (gcn or ours):
+        said = [_versus(ev, ft, other, setting) for other in (gcn, ours) if other]
+        text += " With F_s fine-tuned in stage 2: " + "; ".join(said) + "."
+    return text
+
+
 def _join(rows: list[Row], scores: bool = True) -> str:
     """`a` (0.1), `b` (0.2) and `c` (0.3)."""
     items = [f"`{r.label}`" + (f" ({r.mean[METRIC]:.3f})" if scores else "") for r in rows]
@@ -229,6 +253,7 @@ def findings_markdown(records: list[Record], tables: list[LeaderTable]) -> str:
                             + f" on `{setting}`")
             text += (f" The best training-free row is `{top.label}` ({top.mean[METRIC]:.3f}) on `{setting}`: "
                      + "; ".join(said) + ".")
+        text += _paper_claim(ev, rows, setting)
         lines.append(f"- {text}")
     body = "\n".join(lines)
     problems = check(body, records, tables)

@@ -80,3 +80,20 @@ def test_generated_findings_pass_their_own_check_and_land_between_markers(tmp_pa
 def test_tables_and_code_are_not_read_as_claims():
     text = "```\n`gcn` ranks first on `real unseen`\n```\n| `gcn` ranks first on `real unseen` |\n"
     assert find_claims(text) == []
+
+
+def test_findings_state_the_papers_claim_and_what_ours_ft_changes(tmp_path):
+    """ours below gcn, ours-ft above both: each said once per setting, in the checked phrasing."""
+    for s in range(3):
+        q = base(s)
+        write_result(tmp_path / "res", "gcn", "none", s, q, dataset="real", split="unseen")
+        write_result(tmp_path / "res", "ours", "motif", s, np.clip(q - 0.2, 0, 1), dataset="real", split="unseen")
+        write_result(tmp_path / "res", "ours-ft", "motif", s, np.clip(q + 0.1, 0, 1), dataset="real", split="unseen")
+        write_result(tmp_path / "res", "wl", "none", s, np.clip(q - 0.05, 0, 1), dataset="real", split="unseen")
+    records, tables = _evidence(tmp_path / "res")
+    text = findings_markdown(records, tables)
+    assert "The paper's claim, its method above GCN: `ours+motif` (" in text
+    pairs = [(c.kind, c.labels) for c in find_claims(text) if c.kind != "score" and c.labels[-1] in ("gcn", "ours+motif")]
+    assert pairs == [("below", ("ours+motif", "gcn")), ("above", ("ours-ft+motif", "gcn")),
+                     ("above", ("ours-ft+motif", "ours+motif"))]
+    assert check(text, records, tables) == []
