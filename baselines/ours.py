@@ -237,15 +237,21 @@ class MotifEncoder(Encoder):
             emb = torch.nn.functional.normalize(emb, dim=1)
             self._motif_cache.update(zip(todo.keys(), emb))
 
-    def _macro_datas(self, graphs: list[ArchGraph], motifs: list[GraphParts], labels: Labels | None = None):
+    def _macro_datas(self, graphs: list[ArchGraph], motifs: list[GraphParts], labels: Labels | None = None,
+                     nodes=None):
+        """One macro graph per graph: node features `nodes(parts)` (default: the cached F_s embeddings
+        of its parts), its macro edges, and the training labels when given."""
         import_torch_geometric()
         from torch_geometric.data import Data
 
         datas = []
         cache = self._motif_cache
+        if nodes is None:
+            def nodes(parts: GraphParts) -> torch.Tensor:
+                return torch.stack([cache[key] for key in parts.keys])
+
         for i, parts in enumerate(motifs):
-            x = torch.stack([cache[key] for key in parts.keys])
-            data = Data(x=x, edge_index=torch.as_tensor(parts.macro_edges), num_nodes=parts.num_parts)
+            data = Data(x=nodes(parts), edge_index=torch.as_tensor(parts.macro_edges), num_nodes=parts.num_parts)
             if labels is not None:
                 data.y_cl = torch.tensor([int(labels.cl[i])])
                 data.y_ce = torch.tensor([int(labels.ce[i])])
@@ -370,26 +376,16 @@ class FineTunedMotifEncoder(MotifEncoder):
     name = "ours-ft"
 
     def stage2(self, trainer: Trainer, graphs: list[ArchGraph], motifs: list[GraphParts], labels: Labels) -> None:
-        import_torch_geometric()
-        from torch_geometric.data import Data
-
-        index: dict[bytes, int] = {}
+        index: dict[bytes, int] = {}  # motif key -> motif id (a macro-graph node's feature)
         for parts in motifs:
             for key in parts.keys:
                 index.setdefault(key, len(index))
-        table = [self._motif_data[key] for key in index]
-        datas = []
-        for i, parts in enumerate(motifs):
-            data = Data(x=torch.tensor([index[k] for k in parts.keys], dtype=torch.long),
-                        edge_index=torch.as_tensor(parts.macro_edges), num_nodes=parts.num_parts)
-            data.y_cl = torch.tensor([int(labels.cl[i])])
-            data.y_ce = torch.tensor([int(labels.ce[i])])
-            datas.append(data)
+        datas = self._macro_datas(graphs, motifs, labels,
+                                  nodes=lambda parts: torch.tensor([index[k] for k in parts.keys], dtype=torch.long))
         for p in self.pair.f_s.parameters():
             p.requires_grad_(True)
-        model = FineTunedMacro(self.pair.f_s, self.macro, table)
-        self.stats["stage2_motifs"] = len(table)
-        self._motif_cache.clear()
+        model = FineTunedMacro(self.pair.f_s, self.macro, [self._motif_data[key] for key in index])
+        self.stats["stage2_motifs"] = len(index)
         trainer.fit_graph_level(model, datas, self.profile.train, stage="stage 2: macro graphs, F_s fine-tuned")
         self.weights_changed()
         self.pair.eval()

@@ -110,31 +110,23 @@ def test_a_killed_curve_run_keeps_the_curve_of_the_epochs_before_the_kill(toy_da
     assert again.result.config["learning_curve"] == whole.result.config["learning_curve"]
 
 
-def test_a_sweep_block_plans_curve_runs_whose_command_line_has_their_hash(toy_env):
+def test_a_sweep_block_plans_curve_runs_whose_command_line_has_their_hash(plugin, tmp_path):
     from narbench.cli import build_parser, run_config
 
     grid = parse_grid({"seeds": [0], "profile": "smoke", "block": [
         {"name": "curves", "datasets": ["toy"], "epochs": 4, "curve": True, "models": ["gcn+none"]},
         {"name": "plain", "datasets": ["toy"], "models": ["gcn+none"]}]})
-    plan = expand(grid, out=toy_env / "out", console=QUIET)
+    plan = expand(grid, out=tmp_path / "out", console=QUIET)
     assert len(plan.runs) == 2
     by_block = {r.block: r for r in plan.runs}
     assert by_block["curves"].cfg.curve and by_block["curves"].cfg.epochs == 4 and by_block["curves"].name.endswith("-ep4-curve")
     for planned in plan.runs:
-        parsed = run_config(build_parser().parse_args(["run", *task_of(planned, toy_env, threads=1).argv]))
+        parsed = run_config(build_parser().parse_args(["run", *task_of(planned, tmp_path, threads=1).argv]))
         assert (parsed.curve, parsed.epochs) == (planned.cfg.curve, planned.cfg.epochs)
         assert config_hash(planned_fields(parsed)) == planned.hash
     for bad in ({"epochs": 0}, {"epochs": "15"}, {"curve": "yes"}):
         with pytest.raises(GridError, match="epochs|curve"):
             parse_grid({"block": [{"name": "b", "datasets": ["toy"], "models": ["gcn+none"], **bad}]})
-
-
-@pytest.fixture
-def toy_env(plugin, monkeypatch, tmp_path):
-    import os
-
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(plugin), os.environ.get("PYTHONPATH", "")]))
-    return tmp_path
 
 
 def test_the_curves_page_tables_and_plots_each_setting(toy_dataset, tmp_path):

@@ -45,16 +45,11 @@ def hold_out(train_idx: np.ndarray, family_ids: np.ndarray) -> CurveSplit:
     return CurveSplit(train_idx[pool], train_idx[val])
 
 
-def _scores(query_emb, corpus_emb, query_fam, corpus_fam, corpus_graphs, k: int) -> dict:
-    ranked, _ = top_k_cosine(query_emb, corpus_emb, k, tiebreak=tiebreak_keys(corpus_graphs))
-    means, _ = score_rankings(query_fam, corpus_fam, ranked.numpy())
-    return {m: round(float(means[m]), 6) for m in CURVE_METRICS}
-
-
 def probe(embed: Callable[[list[ArchGraph]], object], graphs: Sequence[ArchGraph], family_ids: np.ndarray,
           split: CurveSplit, corpus_idx: np.ndarray, query_idx: np.ndarray, top_k: int) -> Callable[[int], dict]:
     """The per-epoch probe for `Trainer.epoch_eval`: embeds every graph it needs once per epoch
-    (`embed(graphs)` -> [n, D]) and returns the validation and test metrics."""
+    (`embed(graphs)` -> [n, D]) and returns the validation and test metrics. What does not change
+    between epochs (rows, labels, the corpus tie-break keys) is computed once, here."""
     need = np.unique(np.concatenate([split.pool, split.val, corpus_idx, query_idx]))
     where = {int(g): i for i, g in enumerate(need.tolist())}
     need_graphs = [graphs[i] for i in need]
@@ -62,12 +57,17 @@ def probe(embed: Callable[[list[ArchGraph]], object], graphs: Sequence[ArchGraph
     def rows(idx: np.ndarray) -> np.ndarray:
         return np.array([where[int(i)] for i in idx], dtype=np.int64)
 
+    sides = [(name, rows(queries), rows(corpus), family_ids[queries], family_ids[corpus],
+              tiebreak_keys([graphs[i] for i in corpus]))
+             for name, queries, corpus in (("validation", split.val, split.pool), ("test", query_idx, corpus_idx))]
+
     def evaluate(epoch: int) -> dict:
         emb = embed(need_graphs).float().cpu()
         out = {}
-        for name, queries, corpus in (("validation", split.val, split.pool), ("test", query_idx, corpus_idx)):
-            out[name] = _scores(emb[rows(queries)], emb[rows(corpus)], family_ids[queries], family_ids[corpus],
-                                [graphs[i] for i in corpus], top_k)
+        for name, q_rows, c_rows, q_fam, c_fam, tiebreak in sides:
+            ranked, _ = top_k_cosine(emb[q_rows], emb[c_rows], top_k, tiebreak=tiebreak)
+            means, _ = score_rankings(q_fam, c_fam, ranked.numpy())
+            out[name] = {m: round(float(means[m]), 6) for m in CURVE_METRICS}
         return out
 
     return evaluate

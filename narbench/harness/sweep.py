@@ -162,10 +162,11 @@ def parse_grid(data: dict[str, Any], source: str = "grid") -> Grid:
         epochs = raw.get("epochs")
         if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
             raise GridError(f"{where}: epochs must be a positive integer, got {epochs!r}")
-        if not isinstance(raw.get("curve", False), bool):
-            raise GridError(f"{where}: curve must be true or false, got {raw['curve']!r}")
+        curve = raw.get("curve", False)
+        if not isinstance(curve, bool):
+            raise GridError(f"{where}: curve must be true or false, got {curve!r}")
         blocks.append(Block(
-            epochs=epochs, curve=bool(raw.get("curve", False)),
+            epochs=epochs, curve=curve,
             name=str(raw.get("name", f"block{i + 1}")),
             datasets=_names(raw["datasets"], where, "datasets"),
             models=tuple(Model.parse(m, where) for m in _names(raw["models"], where, "models")),

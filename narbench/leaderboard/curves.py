@@ -24,6 +24,8 @@ import numpy as np
 
 from narbench.data.store import atomic_write_bytes
 from narbench.eval.result import RunResult
+from narbench.leaderboard.records import DEFAULT_OBJECTIVE, SCRATCH, Key
+from narbench.leaderboard.tables import row_label
 from narbench.train.profiles import PROFILES
 
 METRIC = "ndcg@20"
@@ -52,10 +54,11 @@ class Curve:
 
 
 def method_label(result: RunResult) -> str:
-    """`encoder[+variant]+splitter` as the leaderboard names rows (`+none` left out)."""
-    variant = ((result.config or {}).get("encoder") or {}).get("variant") or ""
-    label = result.encoder + (f"+{variant.replace('=', '.').replace(',', '+')}" if variant else "")
-    return label + (f"+{result.splitter}" if result.splitter and result.splitter != "none" else "")
+    """The leaderboard's row label of the run's encoder, splitter and encoder parameters
+    (`tables.row_label`; the curve's own epochs and hold-out are what every curve shares)."""
+    variant = str(((result.config or {}).get("encoder") or {}).get("variant") or "")
+    return row_label(Key("", "", "", "", str(result.protocol), result.encoder, result.splitter or "none",
+                         DEFAULT_OBJECTIVE, SCRATCH, variant))
 
 
 def load_curves(folder: str | Path) -> list[Curve]:

@@ -34,6 +34,22 @@ class SnapshotWarning(UserWarning):
     """A snapshot could not be used (unreadable, another run's); training starts the stage over."""
 
 
+def random_state() -> dict[str, Any]:
+    """The global random generators' state (torch, CUDA, numpy, python): what dropout and shuffling draw from."""
+    return {"torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+            "numpy_rng": np.random.get_state(), "python_rng": random.getstate()}
+
+
+def set_random_state(state: dict[str, Any]) -> None:
+    """Put the global random generators back as `random_state` (or a snapshot) recorded them."""
+    torch.set_rng_state(state["torch_rng"])
+    if state["cuda_rng"] is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda_rng"])
+    np.random.set_state(state["numpy_rng"])
+    random.setstate(state["python_rng"])
+
+
 @dataclass
 class Snapshots:
     """Epoch snapshots of one run in `folder` (one file per training stage).
@@ -63,10 +79,7 @@ class Snapshots:
         state = {
             "format": FORMAT, "key": self.key, "stage": stage, "epochs_done": epochs_done,
             "model": model.state_dict(), "optimizer": opt.state_dict(),
-            "generator": generator.get_state() if generator is not None else None,
-            "torch_rng": torch.get_rng_state(),
-            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-            "numpy_rng": np.random.get_state(), "python_rng": random.getstate(),
+            "generator": generator.get_state() if generator is not None else None, **random_state(),
             "losses": list(losses), "evals": list(evals or []), "provenance": dict(self.provenance),
         }
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -103,11 +116,7 @@ class Snapshots:
         opt.load_state_dict(state["optimizer"])
         if generator is not None and state["generator"] is not None:
             generator.set_state(state["generator"])
-        torch.set_rng_state(state["torch_rng"])
-        if state["cuda_rng"] is not None and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(state["cuda_rng"])
-        np.random.set_state(state["numpy_rng"])
-        random.setstate(state["python_rng"])
+        set_random_state(state)
         self.resumed.append({"stage": state["stage"], "epochs_done": state["epochs_done"],
                              "written_by": state.get("provenance", {})})
 

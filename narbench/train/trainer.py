@@ -20,7 +20,7 @@ from rich.console import Console
 from narbench.train import allocator, compiled, distributed, losses
 from narbench.train.profiles import TrainConfig
 from narbench.train.progress import progress_bars
-from narbench.train.resume import Snapshots
+from narbench.train.resume import Snapshots, random_state, set_random_state
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -217,17 +217,12 @@ class Trainer:
 
     def _evaluate(self, model: torch.nn.Module, evaluate: Callable[[int], dict], epoch: int) -> dict:
         """`evaluate(epoch)` in eval mode, the global random state kept (see `fit`)."""
-        states = (torch.get_rng_state(), np.random.get_state(), random.getstate(),
-                  torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None)
+        state = random_state()
         model.eval()
         try:
             record = {"epoch": epoch, **evaluate(epoch)}
         finally:
-            torch.set_rng_state(states[0])
-            np.random.set_state(states[1])
-            random.setstate(states[2])
-            if states[3] is not None:
-                torch.cuda.set_rng_state_all(states[3])
+            set_random_state(state)
             model.train()
         return record
 
