@@ -19,6 +19,17 @@ records them, or as `real` 1.0 stored them) and returns the canonical graph, in 
      matmul` -> `attention` (hand-written, `nn.MultiheadAttention` and
      `scaled_dot_product_attention` give the same node).
 
+**Versions.** `version="2.1"` (the default) is what `real` 2.1 and the shipped index were built
+with. `version="2.2"` adds design-level equivalences (issue 38), each a row of the table
+`narbench/data/canonical-rules.csv` with its reason: a convolution over non-overlapping windows
+is a `linear` and unfolding into such windows is layout (`window-linear`, `patch-unfold-layout`);
+sibling Linears of one input are one projection and a split (`one-projection`); a causally masked
+attention core is `causal_attention` (`causal-attention`). Those read *design attributes* that
+op names lack, recorded by the extraction (`narbench.zoo.extract.DesignAttributes`) as a suffix
+of the raw name: `ConvolutionBackward0#pointwise`, `#patch`, `AddBackward0#causal`
+(`split_name`). Version 2.1 ignores the suffix, so a graph extracted with attributes gives the
+same 2.1 canonical graph as one without.
+
 Only op names and edges are read, so graphs stored by `real` 1.0 canonicalise exactly as a fresh
 extraction does, except where 1.0 stored an in-place op on a view as `CopySlices`: the extraction
 now records the op itself (`narbench.zoo.extract.InPlaceOnViews`), which 1.0 did not keep. Surviving nodes keep their relative order (a folded group takes its last
@@ -30,11 +41,25 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Sequence
+
+import csv
+from functools import lru_cache
+from importlib import resources
 
 import numpy as np
 
 from narbench.data.ops import ELIDED, UNKNOWN_OP, load_table, vocabulary
+
+#: Rule sets, oldest first; the default is the one `real` 2.1 and the shipped index use.
+VERSIONS = ("2.1", "2.2")
+DEFAULT_VERSION = "2.1"
+#: Separates a raw op name from its design attributes (`ConvolutionBackward0#pointwise`).
+ATTR_SEP = "#"
+#: Design attributes the extraction records (`narbench.zoo.extract.DesignAttributes`).
+POINTWISE, PATCH, CAUSAL = "pointwise", "patch", "causal"
+ATTRIBUTES = frozenset({POINTWISE, PATCH, CAUSAL})
 
 #: f in `x * f(x)` -> the activation that product is.
 SELF_GATES = {"sigmoid": "silu", "erf": "gelu", "relu6": "hardswish", "hardsigmoid": "hardswish"}
@@ -44,6 +69,8 @@ SCORE_OPS = frozenset({"add", "mul", "div", "where", "tanh", "maximum", "clamp"}
 SCORE_HOPS = 4
 #: Ops a fold can produce (each is in the vocabulary).
 FOLDED_OPS = frozenset({"silu", "gelu", "hardswish", "mish", "rmsnorm", "layernorm", "attention", "slice"})
+#: Ops that only version 2.2's rules produce (not in the op table, so appended to its vocabulary).
+OPS_2_2 = ("causal_attention",)
 
 
 class CanonicalError(ValueError):
@@ -63,8 +90,53 @@ class CanonicalGraph:
         return len(self.ops)
 
 
-def canonicalize(ops: Sequence[str], edges: np.ndarray) -> CanonicalGraph:
-    """The canonical graph of a raw graph (op names per node, 2 x E producer -> consumer edges)."""
+def split_name(raw: str) -> tuple[str, frozenset[str]]:
+    """A raw op name and its design attributes: `"ConvolutionBackward0#pointwise"` ->
+    `("ConvolutionBackward0", {"pointwise"})`; a name without `#` has none."""
+    if ATTR_SEP not in raw:
+        return raw, frozenset()
+    base, *attrs = raw.split(ATTR_SEP)
+    return base, frozenset(a for a in attrs if a)
+
+
+def check_version(version: str) -> str:
+    if version not in VERSIONS:
+        raise CanonicalError(f"unknown canonical version {version!r}; known: {', '.join(VERSIONS)}")
+    return version
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A row of `canonical-rules.csv`: a rewrite (or a deliberate non-rewrite) and its reason."""
+
+    rule: str
+    version: str
+    what: str
+    why: str
+
+
+@lru_cache(maxsize=1)
+def rules() -> tuple[Rule, ...]:
+    """The documented canonical rules added after 2.0's op table and folds (`canonical-rules.csv`)."""
+    path = Path(str(resources.files("narbench"))) / "data" / "canonical-rules.csv"
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        if reader.fieldnames != ["rule", "version", "what", "why"]:
+            raise CanonicalError(f"{path}: expected columns rule,version,what,why; got {reader.fieldnames}")
+        out = []
+        for line, row in enumerate(reader, start=2):
+            if None in row or not all((row[k] or "").strip() for k in ("rule", "version", "what", "why")):
+                raise CanonicalError(f"{path}:{line}: malformed row {row}")
+            if row["version"] not in VERSIONS:
+                raise CanonicalError(f"{path}:{line}: unknown version {row['version']!r}")
+            out.append(Rule(**{k: row[k].strip() for k in ("rule", "version", "what", "why")}))
+    return tuple(out)
+
+
+def canonicalize(ops: Sequence[str], edges: np.ndarray, version: str = DEFAULT_VERSION) -> CanonicalGraph:
+    """The canonical graph of a raw graph (op names per node, 2 x E producer -> consumer edges),
+    under the rules of `version` (see the module docstring)."""
+    v22 = check_version(version) >= "2.2"
     n = len(ops)
     edges = np.asarray(edges, dtype=np.int64).reshape(2, -1)
     order = _topological(n, edges)
@@ -81,14 +153,26 @@ def canonicalize(ops: Sequence[str], edges: np.ndarray) -> CanonicalGraph:
     rep: list[tuple[int, ...]] = [()] * n  # a kept node: itself; an elided one: its inputs
     op: dict[int, str] = {}
     preds: dict[int, dict[int, None]] = {}  # ordered sets
+    causal: set[int] = set()  # kept nodes carrying a causal mask (2.2)
+    patches: set[int] = set()  # `linear` nodes that are patch embeddings (2.2: not merged)
     for v in order:
         ins = dict.fromkeys(s for p in preds_raw[v] for s in rep[p])
-        r = table.get(ops[v])
+        base, attrs = split_name(ops[v])
+        r = table.get(base)
         if r is None:
-            unknown[ops[v]] += 1
+            unknown[base] += 1
             name = UNKNOWN_OP
         else:
             name = r.resolve(len(ins))
+        if v22 and attrs:
+            if name == "conv" and attrs & {POINTWISE, PATCH}:  # window-linear
+                name = "linear"
+                if PATCH in attrs:
+                    patches.add(v)
+            elif name == "unfold" and PATCH in attrs:  # patch-unfold-layout
+                name = ELIDED
+            if CAUSAL in attrs:  # causal-attention: the mask's mark passes to what it masks
+                causal.update(ins if name == ELIDED else (v,))
         if name == ELIDED:
             rep[v] = tuple(ins)
         else:
@@ -98,18 +182,23 @@ def canonicalize(ops: Sequence[str], edges: np.ndarray) -> CanonicalGraph:
     if not op:
         raise CanonicalError("no operation is left once layout and scalings are elided")
 
-    g = _Graph(op, preds)
+    g = _Graph(op, preds, causal=causal)
     g.merge_selections()
+    if v22:
+        g.merge_projections(exclude=patches)
     g.fold_patterns()
     return g.result(dict(unknown))
 
 
-def canonical_vocabulary() -> tuple[str, ...]:
-    """The fixed vocabulary of canonical graphs (`narbench.data.ops.vocabulary`)."""
+def canonical_vocabulary(version: str = DEFAULT_VERSION) -> tuple[str, ...]:
+    """The fixed vocabulary of canonical graphs of `version`: the op table's
+    (`narbench.data.ops.vocabulary`), then for 2.2 `causal_attention` before `other`."""
     vocab = vocabulary()
     missing = FOLDED_OPS - set(vocab)
     if missing:  # the table and the folds must agree; a test keeps them so
         raise CanonicalError(f"ops produced by folds are missing from the op table: {sorted(missing)}")
+    if check_version(version) >= "2.2":
+        vocab = vocab[:-1] + OPS_2_2 + vocab[-1:]
     return vocab
 
 
@@ -128,14 +217,17 @@ def _topological(n: int, edges: np.ndarray) -> list[int]:
 class _Graph:
     """Kept nodes with ordered predecessor sets and successor sets, and the merges between them."""
 
-    def __init__(self, op: dict[int, str], preds: dict[int, dict[int, None]]) -> None:
+    def __init__(self, op: dict[int, str], preds: dict[int, dict[int, None]],
+                 causal: set[int] | None = None) -> None:
         self.op = op
         self.preds = preds
+        self.causal = set(causal or ())  # nodes carrying a causal mask (their merges inherit it)
         self.succs: dict[int, set[int]] = {v: set() for v in op}
         for v, ps in preds.items():
             for p in ps:
                 self.succs[p].add(v)
-        self.order = sorted(op)  # original ids of kept nodes: a topological order
+        self.order = sorted(op)  # ids of kept nodes in a topological order (inserted nodes too)
+        self._next_id = max(op, default=-1) + 1
 
     # ------------------------------------------------------------------ primitives
 
@@ -162,6 +254,9 @@ class _Graph:
                     self.preds[c].pop(m, None)
             if m != keep:
                 del self.op[m], self.preds[m], self.succs[m]
+        if members & self.causal:
+            self.causal -= members
+            self.causal.add(keep)
         self.op[keep] = name
         self.preds[keep] = ext_preds
         self.succs[keep] = ext_succs
@@ -169,6 +264,18 @@ class _Graph:
             self.succs[p].add(keep)
         for c in ext_succs:
             self.preds[c][keep] = None
+
+    def insert_after(self, v: int, name: str) -> int:
+        """A new node `name` between `v` and all of v's consumers; it comes right after v."""
+        u = self._next_id
+        self._next_id += 1
+        consumers = self.succs[v]
+        for c in consumers:
+            self.preds[c] = {(u if p == v else p): None for p in self.preds[c]}
+        self.op[u], self.preds[u], self.succs[u] = name, {v: None}, set(consumers)
+        self.succs[v] = {u}
+        self.order.insert(self.order.index(v) + 1, u)
+        return u
 
     # ------------------------------------------------------------------ pass 2: selections
 
@@ -184,6 +291,26 @@ class _Graph:
             parts = sorted(c for c in self.succs[p] if self.op[c] == "slice" and len(self.preds[c]) == 1)
             if len(parts) > 1:
                 self.merge(parts, parts[0], "slice")
+
+    def merge_projections(self, exclude: set[int] = frozenset()) -> None:
+        """2.2 `one-projection`: the Linears whose only data input is one tensor are one Linear
+        followed by one `slice` (how a fused projection reads once its selections are merged)."""
+        for p in list(self.order):
+            if not self.alive(p):
+                continue
+            group = sorted(c for c in self.succs[p]
+                           if self.op[c] == "linear" and c not in exclude and list(self.preds[c]) == [p])
+            if len(group) > 1:
+                self.merge(group, group[0], "linear")
+                self.insert_after(group[0], "slice")
+                self.merge_selections_of(group[0])
+
+    def merge_selections_of(self, v: int) -> None:
+        """After a projection merge: a selection of the new `slice` is the same selection."""
+        (s,) = self.succs[v]
+        for c in sorted(self.succs[s]):
+            if self.alive(c) and self.op[c] == "slice" and list(self.preds[c]) == [s]:
+                self.merge([s, c], s, "slice")
 
     # ------------------------------------------------------------------ pass 3: folds
 
@@ -285,7 +412,9 @@ class _Graph:
                 if not self.only_consumer(cur, nxt):
                     break
                 if self.op[cur] == "matmul":
-                    self.merge([cur, *chain, s, v], v, "attention")
+                    group = [cur, *chain, s, v]
+                    causal = any(m in self.causal for m in group)
+                    self.merge(group, v, "causal_attention" if causal else "attention")
                     return True
                 if self.op[cur] not in SCORE_OPS:
                     break
@@ -300,7 +429,7 @@ class _Graph:
     # ------------------------------------------------------------------ result
 
     def result(self, unknown: dict[str, int]) -> CanonicalGraph:
-        kept = [v for v in self.order if v in self.op]
+        kept = [v for v in self.order if v in self.op]  # self.order: topological, inserted nodes too
         new = {v: i for i, v in enumerate(kept)}
         n = len(kept)
         src = [new[p] for v in kept for p in self.preds[v]]

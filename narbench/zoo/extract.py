@@ -86,14 +86,15 @@ class RawGraph:
     def coarse(self) -> str:
         return coarse_label(self.ops, self.edges)
 
-    def canonical(self) -> "RawGraph":
-        """This graph rewritten onto the canonical op vocabulary (`narbench.data.canonical`).
+    def canonical(self, version: str | None = None) -> "RawGraph":
+        """This graph rewritten onto the canonical op vocabulary (`narbench.data.canonical`) of
+        `version` (default: `DEFAULT_VERSION`, 2.1).
 
         Raw names the op table does not know become `other`; they are listed, with their
         counts, in the result's `meta["unknown_ops"]`."""
-        from narbench.data.canonical import canonicalize
+        from narbench.data.canonical import DEFAULT_VERSION, canonicalize
 
-        c = canonicalize(self.ops, self.edges)
+        c = canonicalize(self.ops, self.edges, version or DEFAULT_VERSION)
         meta = {k: v for k, v in self.meta.items() if k != "unknown_ops"}
         if c.unknown:
             meta["unknown_ops"] = dict(sorted(c.unknown.items()))
@@ -168,11 +169,14 @@ def iter_tensors(obj: Any, _depth: int = 0) -> Iterator[Any]:
             yield from iter_tensors(getattr(obj, f.name, None), _depth + 1)
 
 
-def autograd_graph(outputs: Any, inplace_ops: dict[Any, "InPlaceOp"] | None = None) -> RawGraph:
+def autograd_graph(outputs: Any, inplace_ops: dict[Any, "InPlaceOp"] | None = None,
+                   attributes: dict[Any, set[str]] | None = None) -> RawGraph:
     """The normalised autograd graph behind `outputs` (see the module docstring).
 
     `inplace_ops`: `CopySlices` node -> the in-place op it records (`InPlaceOnViews.ops`): the op
-    node, followed by a `CopySlices` node (inputs: the base and the op) when it wrote a part."""
+    node, followed by a `CopySlices` node (inputs: the base and the op) when it wrote a part.
+    `attributes`: autograd node -> its design attributes (`DesignAttributes.attrs`), written after
+    the node's name: `ConvolutionBackward0#pointwise` (`narbench.data.canonical.split_name`)."""
     roots: list[Any] = []
     seen_roots: set[Any] = set()
     for t in iter_tensors(outputs):
@@ -231,7 +235,8 @@ def autograd_graph(outputs: Any, inplace_ops: dict[Any, "InPlaceOp"] | None = No
                 resolved[node] = tuple(dict.fromkeys(srcs))
             else:
                 i = len(ops)
-                ops.append(name)
+                marks = attributes.get(node) if attributes else None
+                ops.append(name + "".join("#" + a for a in sorted(marks)) if marks else name)
                 src += srcs
                 dst += [i] * len(srcs)
                 resolved[node] = (i,)
@@ -340,7 +345,200 @@ def _own_node_name(func: Any, t: Any, args: Sequence[Any], kwargs: dict[str, Any
     return None if name in (None, COPY_SLICES, "CloneBackward0") else RENAMED_OPS.get(name, name)
 
 
-# ----------------------------------------------------------------------------- running a model
+# ----------------------------------------------------------------------------- design attributes
+
+
+class DesignAttributes:
+    """Design attributes of a forward pass's autograd nodes that their op names do not carry,
+    read by canonical version 2.2 (`narbench/data/canonical-rules.csv`):
+
+    * `pointwise` / `patch` on a convolution whose windows do not overlap (kernel 1 and stride 1
+      in every dimension / kernel equal to stride), with no padding, no dilation and groups 1:
+      a Linear at every position / of every patch; `patch` on `F.unfold` / `Tensor.unfold` into
+      non-overlapping windows.
+    * `causal` on the node an attention's causal mask is applied by (`scores + mask`,
+      `masked_fill`, `where`), and on the output of `scaled_dot_product_attention(is_causal=True)`
+      or of one given a causal mask. A constant tensor is causal when it comes from `tril`/`triu`,
+      from comparing two position indices (`arange(n)[:, None] >= arange(n)`, how transformers
+      builds masks), from a model buffer that is triangular (off the meta device: nanoGPT's
+      `register_buffer("bias", torch.ones(n, n).tril())`), or from any of those by constant ops
+      (slicing, casting, `where`, `& padding`).
+
+    A `TorchFunctionMode` (public API, like `InPlaceOnViews`): it sees the calls the model's own
+    code makes, reads the call's arguments and its output's `grad_fn`, and marks constant tensors
+    by identity (`torch.utils.weak.WeakIdKeyDictionary`). A mask built inside another torch
+    function, or held on the meta device, is not seen: the attention then stays `attention`.
+    """
+
+    def __init__(self, model: Any = None) -> None:
+        from torch.utils.weak import WeakIdKeyDictionary
+
+        self.attrs: dict[Any, set[str]] = {}
+        self.flags: Any = WeakIdKeyDictionary()  # constant tensor -> {"index", "causal"}
+        self.errors: list[str] = []  # calls whose attributes could not be read (the pass went on)
+        for b in _buffers(model):
+            if _triangular(b):
+                self.flags[b] = {"causal"}
+        self._mode = _make_attribute_mode(self)
+
+    def mark(self, t: Any, attr: str) -> None:
+        fn = getattr(t, "grad_fn", None)
+        if fn is not None:
+            self.attrs.setdefault(fn, set()).add(attr)
+
+    def __enter__(self) -> "DesignAttributes":
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._mode.__exit__(*exc)
+
+
+def _buffers(model: Any) -> list[Any]:
+    try:
+        return [b for b in model.buffers() if b.device.type != "meta"]
+    except AttributeError:  # not an nn.Module
+        return []
+
+
+def _triangular(t: Any) -> bool:
+    """A square (in its last two dims, n > 1) tensor with one value on and below the diagonal and
+    another above it: a causal mask, whichever way it is spelled (bool, 0/1, 0/-inf, triu)."""
+    import torch
+
+    if t.dim() < 2 or t.shape[-1] != t.shape[-2] or t.shape[-1] < 2 or t.numel() > 1 << 22:
+        return False
+    n = t.shape[-1]
+    lower = torch.ones(n, n, dtype=torch.bool, device=t.device).tril()
+    with torch.no_grad():
+        low, up = t[..., lower], t[..., ~lower]
+        return bool((low == low.flatten()[0]).all() and (up == up.flatten()[0]).all()
+                    and low.flatten()[0] != up.flatten()[0])
+
+
+def _make_attribute_mode(recorder: DesignAttributes) -> Any:
+    from torch.overrides import TorchFunctionMode
+
+    class _Mode(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            try:
+                _observe(recorder, func, args, kwargs, out)
+            except Exception as e:  # noqa: BLE001 - an attribute missed, never a pass failed
+                recorder.errors.append(f"{getattr(func, '__name__', func)}: {type(e).__name__}: {e}")
+            return out
+
+    return _Mode()
+
+
+def _tensors(args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
+    import torch
+
+    out = []
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, torch.Tensor):
+            out.append(a)
+        elif isinstance(a, (tuple, list)):
+            out.extend(x for x in a if isinstance(x, torch.Tensor))
+    return out
+
+
+def _observe(rec: DesignAttributes, func: Any, args: Sequence[Any], kwargs: dict[str, Any], out: Any) -> None:
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        outs = [out]
+    elif isinstance(out, (tuple, list)):
+        outs = [o for o in out if isinstance(o, torch.Tensor)]
+    else:
+        return
+    if not outs:
+        return
+    name = getattr(func, "__name__", "")
+    ins = _tensors(args, kwargs)
+    flags: set[str] = set()
+    for t in ins:
+        f = rec.flags.get(t)
+        if f:
+            flags |= f
+    if name == "arange":
+        flags = {"index"}
+    elif name in _TRIANGLE:
+        flags = flags | {"causal"}
+    elif name in _COMPARE and len(ins) == 2 and all("index" in rec.flags.get(t, ()) for t in ins):
+        flags = flags | {"causal"}  # position q compared with position k
+    window = _window_attr(func, args, kwargs) if name in _WINDOWED else None
+    causal = "causal" in flags
+    if name == "scaled_dot_product_attention":
+        causal = causal or bool(kwargs.get("is_causal", args[5] if len(args) > 5 else False))
+    for o in outs:
+        if o.grad_fn is not None:
+            if window:
+                rec.mark(o, window)
+            if causal:
+                rec.mark(o, "causal")
+        elif flags:
+            rec.flags[o] = flags
+
+
+#: Functions that make a triangle of a tensor, and comparisons (eq is a diagonal, not causal).
+_TRIANGLE = frozenset({"tril", "triu", "tril_", "triu_"})
+_WINDOWED = frozenset({"conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                       "conv_transpose3d", "unfold"})
+
+#: Convolution functions and where their stride/padding/dilation/groups arguments sit.
+_CONV = {"conv1d": 1, "conv2d": 2, "conv3d": 3}
+_CONV_T = {"conv_transpose1d": 1, "conv_transpose2d": 2, "conv_transpose3d": 3}
+_COMPARE = frozenset({"le", "lt", "ge", "gt", "__le__", "__lt__", "__ge__", "__gt__"})
+
+
+def _tuple(v: Any, d: int) -> tuple:
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * d
+
+
+def _window_attr(func: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> str | None:
+    """`pointwise` / `patch` for a convolution or unfold over non-overlapping windows, else None."""
+    name = getattr(func, "__name__", "")
+    def arg(i: int, key: str, default: Any) -> Any:
+        return args[i] if len(args) > i else kwargs.get(key, default)
+
+    if name in _CONV or name in _CONV_T:
+        d = _CONV.get(name) or _CONV_T[name]
+        weight = arg(1, "weight", None)
+        if weight is None or weight.dim() != d + 2:
+            return None
+        kernel = tuple(weight.shape[2:])
+        stride = _tuple(arg(3, "stride", 1), d)
+        padding = arg(4, "padding", 0)
+        if name in _CONV:
+            dilation, groups, extra = _tuple(arg(5, "dilation", 1), d), arg(6, "groups", 1), (0,)
+        else:
+            extra = _tuple(arg(5, "output_padding", 0), d)
+            groups, dilation = arg(6, "groups", 1), _tuple(arg(7, "dilation", 1), d)
+        if isinstance(padding, str):
+            padding = (0,) * d if padding == "valid" or all(k == 1 for k in kernel) else (1,)
+        if groups != 1 or any(_tuple(padding, d)) or any(extra):
+            return None
+        if any(k > 1 and dl != 1 for k, dl in zip(kernel, dilation)):
+            return None
+        if all(k == 1 and s == 1 for k, s in zip(kernel, stride)):
+            return "pointwise"
+        return "patch" if kernel == stride else None
+    if name == "unfold":
+        import torch
+
+        if func is torch.Tensor.unfold:  # Tensor.unfold(dimension, size, step): sliding windows
+            size, step = arg(2, "size", None), arg(3, "step", None)
+            return "patch" if size is not None and size == step else None
+        kernel = arg(1, "kernel_size", None)  # F.unfold(input, kernel_size, dilation, padding, stride)
+        if kernel is None:
+            return None
+        dilation, padding, stride = arg(2, "dilation", 1), arg(3, "padding", 0), arg(4, "stride", 1)
+        if any(_tuple(padding, 2)) or any(x != 1 for x in _tuple(dilation, 2)):
+            return None
+        return "patch" if _tuple(kernel, 2) == _tuple(stride, 2) else None
+    return None
 
 
 @contextlib.contextmanager
@@ -374,6 +572,7 @@ def extract_graph(
     *,
     prepare: bool = True,
     shape_cache: bool = True,
+    attributes: bool = False,
 ) -> RawGraph:
     """Run `model(*example_inputs, **example_kwargs)` once and return its normalised graph.
 
@@ -383,6 +582,8 @@ def extract_graph(
     `narbench.zoo.sources`) so the graph does not depend on the attention backend.
     `shape_cache`: on the meta device, reuse the output shapes of repeated operator calls
     (`narbench.zoo.metacache`; the same graph, 2-6x faster on models of repeated blocks).
+    `attributes`: record design attributes after the op names (`DesignAttributes`), which
+    canonical version 2.2 reads; off, the graph is the one `real` 2.1 was built from.
     """
     import torch
 
@@ -395,11 +596,15 @@ def extract_graph(
         from narbench.zoo.metacache import MetaShapeCache
 
         cache = MetaShapeCache()
+    design = DesignAttributes(model) if attributes else None
     with _gc_paused():
-        with torch.enable_grad(), deterministic_kernels(), cache, InPlaceOnViews() as inplace:
+        with (torch.enable_grad(), deterministic_kernels(), cache, InPlaceOnViews() as inplace,
+              design if design is not None else contextlib.nullcontext()):
             out = model(*args, **kwargs)
-        graph = autograd_graph(out, inplace.ops)
+        graph = autograd_graph(out, inplace.ops, design.attrs if design is not None else None)
         del out, inplace  # the autograd graph is freed before the collector runs again
+    if design is not None and design.errors:
+        graph.meta["attribute_errors"] = design.errors[:10]
     return graph
 
 
@@ -510,9 +715,11 @@ def coarse_label(ops: Sequence[str], edges: np.ndarray) -> str:
       with a single convolutional stem.
     * ``other``: everything else (MLPs, MLP-Mixers, RNNs, state-space models, ...).
     """
+    if any("#" in o for o in ops):  # design attributes (canonical 2.2) do not change the label
+        ops = [o.split("#", 1)[0] for o in ops]
     counts = Counter(ops)
-    if "conv" in counts or "linear" in counts or "attention" in counts:  # canonical op names
-        if counts["attention"]:
+    if "conv" in counts or "linear" in counts or "attention" in counts or "causal_attention" in counts:
+        if counts["attention"] or counts["causal_attention"]:
             return "attention"
         conv, dense = counts["conv"], counts["linear"]
         return "cnn" if conv >= 2 and 5 * conv >= conv + dense else "other"
