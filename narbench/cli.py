@@ -10,6 +10,7 @@ thin: the work is the Python API's (`narbench.run`, `narbench.leaderboard`, `nar
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -167,8 +168,15 @@ def build_parser() -> argparse.ArgumentParser:
                        help="with --from: re-extracted raw graphs that replace those of the same name "
                             "(narbench/data/real-1.0-reextracted.narg)")
     build.add_argument("--reextract", action="append", default=None, metavar="OP",
-                       help="with --from: first re-extract (needs the zoo extra) every graph holding this raw op, "
-                            "into <out>/real-1.0-reextracted.narg, and derive with it as --patch (repeatable)")
+                       help="with --from: first re-extract (needs the zoo extra) every graph holding this raw op "
+                            "('*': every graph), into <out>/real-1.0-reextracted.narg, and derive with it as --patch "
+                            "(repeatable)")
+    build.add_argument("--attributes", action="store_true",
+                       help="record design attributes in the extracted graphs (narbench.zoo.extract.DesignAttributes; "
+                            "canonical 2.2 reads them)")
+    build.add_argument("--canonical-version", default=None, metavar="V",
+                       help="with --from: canonical rules and dataset version to derive (default 2.1; 2.2 needs a "
+                            "patch extracted with --attributes)")
     build.set_defaults(func=cmd_build_real)
 
     cross = sub.add_parser("build-crossimpl", help="extract the cross-implementation queries of `real` "
@@ -293,6 +301,17 @@ def cmd_build_real(args: argparse.Namespace) -> int:
         raise SystemExit("narbench build-real: --patch and --reextract go with --from FILE")
     if args.patch and args.reextract:
         raise SystemExit("narbench build-real: give --patch or --reextract, not both")
+    from narbench.data.canonical import DEFAULT_VERSION, VERSIONS
+
+    version = args.canonical_version or DEFAULT_VERSION
+    if version not in VERSIONS:
+        raise SystemExit(f"narbench build-real: unknown --canonical-version {version!r}; known: {', '.join(VERSIONS)}")
+    if args.canonical_version and not args.from_graphs:
+        raise SystemExit("narbench build-real: --canonical-version goes with --from FILE")
+    if args.attributes:
+        from narbench.zoo.extract import ATTRIBUTES_ENV
+
+        os.environ[ATTRIBUTES_ENV] = "1"  # the extraction workers inherit it
     if args.from_graphs:
         import json
 
@@ -306,7 +325,7 @@ def cmd_build_real(args: argparse.Namespace) -> int:
                                 mem_limit_gb=args.mem_limit_gb)
             print(json.dumps({"reextracted": summary}, indent=1))
             patch = summary["path"]
-        summary = derive(args.from_graphs, args.out, patch=patch, jobs=args.jobs,
+        summary = derive(args.from_graphs, args.out, patch=patch, jobs=args.jobs, canonical_version=version,
                          progress=lambda i, n: print(f"canonical graphs: {i:,} of {n:,}", file=sys.stderr, flush=True))
         print(json.dumps(summary, indent=1))
         return 0

@@ -133,6 +133,13 @@ def rules() -> tuple[Rule, ...]:
     return tuple(out)
 
 
+def rules_sha256() -> str:
+    """sha256 of `canonical-rules.csv`: recorded with a dataset built under version 2.2 or later."""
+    import hashlib
+
+    return hashlib.sha256((Path(str(resources.files("narbench"))) / "data" / "canonical-rules.csv").read_bytes()).hexdigest()
+
+
 def canonicalize(ops: Sequence[str], edges: np.ndarray, version: str = DEFAULT_VERSION) -> CanonicalGraph:
     """The canonical graph of a raw graph (op names per node, 2 x E producer -> consumer edges),
     under the rules of `version` (see the module docstring)."""

@@ -23,7 +23,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
-from narbench.data.canonical import canonical_vocabulary
+from narbench.data.canonical import DEFAULT_VERSION, canonical_vocabulary, check_version, rules_sha256
 from narbench.data.ops import OPS_VERSION, table_sha256
 from narbench.data.store import read_graphs, write_graphs
 from narbench.zoo.assemble import DATASET_NAME, DATASET_VERSION, dedup_graphs, taxonomy_labels
@@ -32,21 +32,26 @@ from narbench.zoo.assemble import DATASET_NAME, DATASET_VERSION, dedup_graphs, t
 Relabel = Callable[[str, str, str, dict[str, Any]], tuple[str, dict[str, Any]]]
 
 
-def _canonical(args: tuple[list[str], Any]):
+def _canonical(args: tuple[list[str], Any, str]):
     from narbench.zoo.extract import RawGraph
 
-    ops, edges = args
-    return RawGraph(ops=ops, edges=edges).canonical()
+    ops, edges, version = args
+    return RawGraph(ops=ops, edges=edges).canonical(version)
 
 
 def derive(source: str | os.PathLike, out: str | os.PathLike, *, relabel: Relabel | None = None,
            patch: str | os.PathLike | None = None, jobs: int = 1,
-           progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+           progress: Callable[[int, int], None] | None = None,
+           canonical_version: str = DEFAULT_VERSION) -> dict[str, Any]:
     """Write `<out>/real-<version>.narg` from the 1.0 graph file `source`; return a summary.
 
     `patch`: a raw graph file of re-extracted graphs (`narbench.zoo.reextract`) that replace the
-    graphs of `source` with their names (every name must be in `source`)."""
+    graphs of `source` with their names (every name must be in `source`). `canonical_version`:
+    the canonical rules (`narbench.data.canonical.VERSIONS`), which is also the dataset's version
+    (2.1: the shipped dataset; 2.2: design-level rules, read from a patch with attributes)."""
+    check_version(canonical_version)
     graphs, work, header, digest, patched = raw_work(source, patch)
+    work = [(ops, edges, canonical_version) for ops, edges in work]
     canon = []
     with ProcessPoolExecutor(jobs) if jobs > 1 else contextlib.nullcontext() as pool:
         for i, c in enumerate(pool.map(_canonical, work, chunksize=64) if pool else map(_canonical, work)):
@@ -58,13 +63,15 @@ def derive(source: str | os.PathLike, out: str | os.PathLike, *, relabel: Relabe
     for g, c in zip(graphs, canon):
         family, meta = relabel(g.name, g.family, g.source, dict(g.meta))
         items.append((g.name, c, family, g.source, meta))
-    new_vocab = list(canonical_vocabulary())
+    new_vocab = list(canonical_vocabulary(canonical_version))
+    version = DATASET_VERSION if canonical_version == DEFAULT_VERSION else canonical_version
     kept, _, cross = dedup_graphs(items, new_vocab)
     new_header = {
-        "name": DATASET_NAME, "version": DATASET_VERSION, "generator": "narbench.zoo.derive",
+        "name": DATASET_NAME, "version": version, "generator": "narbench.zoo.derive",
         "versions": header.get("versions", {}), "num_specs": header.get("num_specs"),
         "num_extracted": header.get("num_extracted"),
-        "ops": {"version": OPS_VERSION, "table_sha256": table_sha256()},
+        "ops": ({"version": OPS_VERSION, "table_sha256": table_sha256()} if canonical_version == DEFAULT_VERSION else
+                {"version": canonical_version, "table_sha256": table_sha256(), "rules_sha256": rules_sha256()}),
         "taxonomy_sha256": _taxonomy_sha256(),
         "derived_from": {"name": header.get("name"), "version": header.get("version"), "sha256": digest,
                          "graphs": len(graphs)},
@@ -73,7 +80,7 @@ def derive(source: str | os.PathLike, out: str | os.PathLike, *, relabel: Relabe
         new_header["patched_with"] = patched
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{DATASET_NAME}-{DATASET_VERSION}.narg"
+    path = out / f"{DATASET_NAME}-{version}.narg"
     sha = write_graphs(path, kept, new_vocab, new_header)
     unknown: Counter = Counter()
     for g in kept:

@@ -36,6 +36,7 @@ import contextlib
 import dataclasses
 import gc
 import hashlib
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
@@ -50,6 +51,8 @@ DROPPED_OPS = frozenset({"AccumulateGrad", "TBackward0"})
 RENAMED_OPS = {"ReshapeAliasBackward0": "ViewBackward0"}
 
 COARSE_LABELS = ("cnn", "attention", "other")
+#: Set to 1, `extract_graph` records design attributes by default (`DesignAttributes`).
+ATTRIBUTES_ENV = "NARBENCH_DESIGN_ATTRIBUTES"
 
 
 class ExtractionError(RuntimeError):
@@ -572,7 +575,7 @@ def extract_graph(
     *,
     prepare: bool = True,
     shape_cache: bool = True,
-    attributes: bool = False,
+    attributes: bool | None = None,
 ) -> RawGraph:
     """Run `model(*example_inputs, **example_kwargs)` once and return its normalised graph.
 
@@ -583,7 +586,9 @@ def extract_graph(
     `shape_cache`: on the meta device, reuse the output shapes of repeated operator calls
     (`narbench.zoo.metacache`; the same graph, 2-6x faster on models of repeated blocks).
     `attributes`: record design attributes after the op names (`DesignAttributes`), which
-    canonical version 2.2 reads; off, the graph is the one `real` 2.1 was built from.
+    canonical version 2.2 reads; off, the graph is the one `real` 2.1 was built from. None: on
+    when the environment sets `NARBENCH_DESIGN_ATTRIBUTES=1` (how a build's worker processes and
+    the zoo sources, which call this function themselves, are switched).
     """
     import torch
 
@@ -596,6 +601,8 @@ def extract_graph(
         from narbench.zoo.metacache import MetaShapeCache
 
         cache = MetaShapeCache()
+    if attributes is None:
+        attributes = os.environ.get(ATTRIBUTES_ENV, "") == "1"
     design = DesignAttributes(model) if attributes else None
     with _gc_paused():
         with (torch.enable_grad(), deterministic_kernels(), cache, InPlaceOnViews() as inplace,

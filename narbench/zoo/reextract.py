@@ -14,6 +14,12 @@ the others (`meta["duplicates"]`), so a spec whose raw graph equalled a re-extra
 assumed to equal it again (the same code recorded the same nodes).
 
     narbench build-real --from narbench/data/real-1.0.narg --reextract CopySlices --out build/real21 --jobs 2
+
+`real` 2.2 re-extracts every graph (`--reextract '*'`) with design attributes recorded
+(`--attributes`: `narbench.zoo.extract.DesignAttributes`, which canonical 2.2 reads):
+
+    narbench build-real --from narbench/data/real-1.0.narg --reextract '*' --attributes \
+        --canonical-version 2.2 --out build/real22 --jobs 2
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ from narbench.zoo.results import FAILED, OK, read_result
 from narbench.zoo.sources import Spec
 
 PATCH_FILE = "real-1.0-reextracted.narg"
+#: `ops` that selects every graph (2.2: every graph is re-extracted with design attributes).
+ALL = "*"
 
 
 def spec_of(name: str, meta: dict[str, Any]) -> Spec:
@@ -50,6 +58,8 @@ def select(source: str | os.PathLike, ops: Sequence[str]) -> list[tuple[Any, Spe
 
 
 def _select(graphs: list, vocab: list[str], ops: Sequence[str], source: Any) -> list[tuple[Any, Spec]]:
+    if list(ops) == [ALL]:
+        return [(g, spec_of(g.name, g.meta)) for g in graphs]
     missing = [op for op in ops if op not in vocab]
     if missing:
         raise ValueError(f"{source}: no graph holds {', '.join(missing)} (its vocabulary has {len(vocab)} ops)")
@@ -87,8 +97,11 @@ def reextract(source: str | os.PathLike, out: str | os.PathLike, ops: Sequence[s
     index = {op: i for i, op in enumerate(vocab)}
     arch = [ArchGraph(ops=[index[o] for o in raw.ops], edges=raw.edges, name=g.name, family=g.family, coarse=g.coarse,
                       source=g.source, meta=meta) for g, raw, meta in patched]
+    from narbench.zoo.extract import ATTRIBUTES_ENV
+
     header = {"name": "real-reextracted", "version": header_1.get("version"), "generator": "narbench.zoo.reextract",
-              "reextracted_ops": list(ops), "versions": _zoo_versions(), "selected": len(chosen), "patched": len(patched)}
+              "reextracted_ops": list(ops), "versions": _zoo_versions(), "selected": len(chosen), "patched": len(patched),
+              "design_attributes": os.environ.get(ATTRIBUTES_ENV, "") == "1"}
     sha = write_graphs(out / PATCH_FILE, arch, vocab, header)
     return {"path": str(out / PATCH_FILE), "sha256": sha, "selected": len(chosen), "patched": len(patched),
             "raw_changed": int(changed), "failed": dict(failed)}

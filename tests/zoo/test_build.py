@@ -242,3 +242,77 @@ def test_build_real_patch_flags_need_from(tmp_path):
         main(["build-real", "--out", str(tmp_path / "o"), "--from", str(tmp_path / "a.narg"),
               "--patch", str(tmp_path / "p.narg"), "--reextract", "CopySlices"])
     assert not (tmp_path / "o").exists()
+
+
+CAUSAL_ZOO = textwrap.dedent(
+    """
+    import torch
+
+    class Decoder(torch.nn.Module):
+        def __init__(self, causal):
+            super().__init__()
+            self.causal = causal
+            self.embed, self.q, self.k, self.v = (torch.nn.Embedding(10, 8), torch.nn.Linear(8, 8),
+                                                  torch.nn.Linear(8, 8), torch.nn.Linear(8, 8))
+
+        def forward(self, t):
+            x = self.embed(t)
+            s = self.q(x) @ self.k(x).transpose(-2, -1)
+            if self.causal:
+                s = s.masked_fill(torch.ones(t.shape[-1], t.shape[-1], dtype=torch.bool).triu(1), float("-inf"))
+            return s.softmax(-1) @ self.v(x)
+
+    def decoder():
+        return Decoder(True), torch.zeros(1, 5, dtype=torch.long)
+
+    def encoder():
+        return Decoder(False), torch.zeros(1, 5, dtype=torch.long)
+    """
+)
+
+
+def test_reextract_everything_with_attributes_then_derive_22(tmp_path, monkeypatch):
+    """`--reextract '*' --attributes`, derived at 2.2: a decoder and an encoder of the same layers,
+    one canonical graph under 2.1, two under 2.2 (the causal mask and one projection)."""
+    import numpy as np
+
+    from narbench.data.canonical import canonical_vocabulary
+    from narbench.data.store import read_graphs
+    from narbench.zoo.derive import derive
+    from narbench.zoo.extract import ATTRIBUTES_ENV
+    from narbench.zoo.reextract import ALL, reextract, select
+    from narbench.zoo.sources import Spec
+
+    mods = tmp_path / "mods"
+    mods.mkdir()
+    (mods / "narbench_causal_zoo.py").write_text(CAUSAL_ZOO)
+    monkeypatch.syspath_prepend(str(mods))
+    dec, enc = Spec("python", "narbench_causal_zoo:decoder", "test"), Spec("python", "narbench_causal_zoo:encoder", "test")
+    source = _raw_file(tmp_path / "real-1.0.narg", [(dec, ["TanhBackward0"], np.zeros((2, 0)), "gpt"),
+                                                    (enc, ["TanhBackward0"], np.zeros((2, 0)), "bert")])
+    assert [s.key for _, s in select(source, [ALL])] == [dec.key, enc.key]
+    monkeypatch.setenv(ATTRIBUTES_ENV, "1")
+    summary = reextract(source, tmp_path / "b", [ALL], jobs=1, timeout=60, quiet=True)
+    assert summary["patched"] == 2 and summary["failed"] == {}
+    _, pvocab, pheader, _ = read_graphs(summary["path"])
+    assert pheader["design_attributes"] is True and any(op.endswith("#causal") for op in pvocab)
+
+    keep = lambda name, family, source, meta: (family, meta)  # noqa: E731 - no taxonomy for fake specs
+    d21 = derive(source, tmp_path / "d21", relabel=keep, patch=summary["path"])
+    d22 = derive(source, tmp_path / "d22", relabel=keep, patch=summary["path"], canonical_version="2.2")
+    assert d21["path"].endswith("real-2.1.narg") and d22["path"].endswith("real-2.2.narg")
+    assert d21["distinct"] == 1 and d22["distinct"] == 2  # 2.1: the decoder is the encoder
+    g22, v22, h22, _ = read_graphs(d22["path"])
+    assert v22 == list(canonical_vocabulary("2.2")) and h22["version"] == "2.2" and h22["ops"]["version"] == "2.2"
+    ops = {g.family: [v22[i] for i in g.ops.tolist()] for g in g22}
+    assert "causal_attention" in ops["gpt"] and "attention" in ops["bert"] and "causal_attention" not in ops["bert"]
+    assert ops["gpt"].count("linear") == 1 and "slice" in ops["gpt"]  # q, k, v: one projection
+
+
+def test_build_real_canonical_version_is_checked(tmp_path):
+    from narbench.cli import main
+
+    with pytest.raises(SystemExit, match="unknown --canonical-version '2.9'"):
+        main(["build-real", "--out", str(tmp_path / "o"), "--from", "x.narg", "--canonical-version", "2.9"])
+    with pytest.raises(SystemExit, match="--canonical-version goes with --from"):
+        main(["build-real", "--out", str(tmp_path / "o"), "--canonical-version", "2.2"])
