@@ -226,9 +226,26 @@ class Pointwise(nn.Module):
         return self.head(F.relu(x).mean((2, 3)))
 
 
+class StrideBlock(nn.Module):
+    """An inverted-residual-like block that downsamples on its 3x3 or on its closing 1x1 (timm's and
+    pytorchcv's EfficientNet-EdgeTPU differ so): graphs do not record strides, 2.2 must not split them."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__()
+        s3, s1 = (2, 1) if where == "3x3" else (1, 2)
+        self.stem = nn.Conv2d(3, D, 3, padding=1)
+        self.c3, self.c1 = nn.Conv2d(D, 2 * D, 3, stride=s3, padding=1), nn.Conv2d(2 * D, D, 1, stride=s1)
+        self.head = nn.Linear(D, 10)
+
+    def forward(self, img):
+        return self.head(self.c1(F.relu(self.c3(F.relu(self.stem(img))))).mean((2, 3)))
+
+
 TEXT = ("tokens",)
 IMAGE = ("image",)
 MODELS = {
+    "stride-on-3x3": (lambda: StrideBlock("3x3"), IMAGE),
+    "stride-on-1x1": (lambda: StrideBlock("1x1"), IMAGE),
     "text-fused": (lambda: TextModel(), TEXT),
     "text-split": (lambda: TextModel(proj="split"), TEXT),
     "text-glu-fused": (lambda: TextModel(mlp="glu-fused"), TEXT),
@@ -290,7 +307,7 @@ def canonical(name: str, version: str = "2.2"):
 #: rule -> pairs that are one design (identical 2.2 graphs) and pairs that are not.
 SAME = {
     "window-linear": [("mixer-linear", "mixer-conv1d"), ("vit-conv", "vit-reshape"),
-                      ("pointwise-conv", "pointwise-linear")],
+                      ("pointwise-conv", "pointwise-linear"), ("stride-on-3x3", "stride-on-1x1")],
     "patch-unfold-layout": [("merge-unfold", "merge-reshape"), ("merge-tensor-unfold", "merge-reshape"),
                             ("vit-unfold", "vit-conv")],
     "one-projection": [("text-fused", "text-split"), ("text-glu-fused", "text-glu-split"),

@@ -356,9 +356,9 @@ class DesignAttributes:
     read by canonical version 2.2 (`narbench/data/canonical-rules.csv`):
 
     * `pointwise` / `patch` on a convolution whose windows do not overlap (kernel 1 and stride 1
-      in every dimension / kernel equal to stride), with no padding, no dilation and groups 1:
-      a Linear at every position / of every patch; `patch` on `F.unfold` / `Tensor.unfold` into
-      non-overlapping windows.
+      in every dimension / kernel no larger than stride: patches, or a strided 1x1), with no
+      padding, no dilation and groups 1: a Linear at every position / of every patch; `patch` on
+      `F.unfold` / `Tensor.unfold` into non-overlapping windows.
     * `causal` on the node an attention's causal mask is applied by (`scores + mask`,
       `masked_fill`, `where`), and on the output of `scaled_dot_product_attention(is_causal=True)`
       or of one given a causal mask. A constant tensor is causal when it comes from `tril`/`triu`,
@@ -527,20 +527,20 @@ def _window_attr(func: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> str 
             return None
         if all(k == 1 and s == 1 for k, s in zip(kernel, stride)):
             return "pointwise"
-        return "patch" if kernel == stride else None
+        return "patch" if all(k <= s for k, s in zip(kernel, stride)) else None
     if name == "unfold":
         import torch
 
         if func is torch.Tensor.unfold:  # Tensor.unfold(dimension, size, step): sliding windows
             size, step = arg(2, "size", None), arg(3, "step", None)
-            return "patch" if size is not None and size == step else None
+            return "patch" if size is not None and step is not None and size <= step else None
         kernel = arg(1, "kernel_size", None)  # F.unfold(input, kernel_size, dilation, padding, stride)
         if kernel is None:
             return None
         dilation, padding, stride = arg(2, "dilation", 1), arg(3, "padding", 0), arg(4, "stride", 1)
         if any(_tuple(padding, 2)) or any(x != 1 for x in _tuple(dilation, 2)):
             return None
-        return "patch" if _tuple(kernel, 2) == _tuple(stride, 2) else None
+        return "patch" if all(k <= s for k, s in zip(_tuple(kernel, 2), _tuple(stride, 2))) else None
     return None
 
 
