@@ -181,7 +181,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     cross = sub.add_parser("build-crossimpl", help="extract the cross-implementation queries of `real` "
                            "(narbench/data/crossimpl.csv; needs the crossimpl extra)", formatter_class=defaults)
-    cross.add_argument("--out", required=True, help="folder for crossimpl-2.1.1.narg")
+    cross.add_argument("--out", required=True, help="folder for crossimpl-2.1.1.narg (crossimpl-<V>.narg under another V)")
+    cross.add_argument("--canonical-version", default=None, metavar="V",
+                       help="canonical rules (default 2.1); 2.2 extracts with design attributes and needs --corpus")
+    cross.add_argument("--corpus", default=None, metavar="FILE",
+                       help="the real graph file of that version, whose graphs isomorphic to a query are its twins")
     cross.set_defaults(func=cmd_build_crossimpl)
 
     sheet = sub.add_parser("datasheet", help="counts per source/family/coarse label, sizes, vocabulary, split")
@@ -340,9 +344,15 @@ def cmd_build_crossimpl(args: argparse.Namespace) -> int:
     """`narbench build-crossimpl`: extract every row of `narbench/data/crossimpl.csv` (`narbench.zoo.crossimpl`)."""
     from pathlib import Path
 
+    from narbench.data.canonical import DEFAULT_VERSION, VERSIONS
     from narbench.zoo.crossimpl import run_cli
 
-    return run_cli(Path(args.out))
+    version = args.canonical_version or DEFAULT_VERSION
+    if version not in VERSIONS:
+        raise SystemExit(f"narbench build-crossimpl: unknown --canonical-version {version!r}; known: {', '.join(VERSIONS)}")
+    if version != DEFAULT_VERSION and not args.corpus:
+        raise SystemExit(f"narbench build-crossimpl: --canonical-version {version} needs --corpus (the real file of {version})")
+    return run_cli(Path(args.out), version, Path(args.corpus) if args.corpus else None)
 
 
 def cmd_datasheet(args: argparse.Namespace) -> int:

@@ -23,7 +23,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Callable
 
-from narbench.data.canonical import canonical_vocabulary
+from narbench.data.canonical import DEFAULT_VERSION, canonical_vocabulary, check_version, rules_sha256
 from narbench.datasets.crossimpl import (ARTIFACT, MAX_OTHER_SHARE, NAME, VERSION, Row, functions_path, other_share,
                                          read_functions, read_table, table_path)
 from narbench.data.graph import ArchGraph
@@ -91,8 +91,9 @@ def package_version(package: str) -> str:
         return "not installed"
 
 
-def extract_row(row: Row) -> tuple[ArchGraph, dict[str, Any]]:
-    """The labelled canonical graph of one row and how it was extracted (device, parameters)."""
+def extract_row(row: Row, version: str = DEFAULT_VERSION) -> tuple[ArchGraph, dict[str, Any]]:
+    """The labelled canonical graph of one row under the canonical rules of `version`, and how it
+    was extracted (device, parameters); from 2.2 on, extracted with design attributes."""
     import torch
 
     from narbench.zoo.extract import extract_graph
@@ -104,13 +105,14 @@ def extract_row(row: Row) -> tuple[ArchGraph, dict[str, Any]]:
         with torch.device(dev):
             model = build(**{k: _tuples(v) for k, v in row.kwargs.items()})
         x = torch.randn(*row.input_shape, device=dev)
-        return extract_graph(model, x), {"params": int(sum(p.numel() for p in model.parameters()))}
+        return (extract_graph(model, x, attributes=version >= "2.2"),
+                {"params": int(sum(p.numel() for p in model.parameters()))})
 
     raw, info = _try_devices(["meta", "cpu"], run)
     functions = read_functions()
     renamed = {op: n for op, n in raw.op_counts().items() if op in functions}
     raw.ops = [functions.get(op, op) for op in raw.ops]
-    canon = raw.canonical()
+    canon = raw.canonical(version)
     meta = {"package": row.package, "model": row.model, "builder": row.builder, "kwargs": row.kwargs,
             "input": row.input, "package_version": package_version(row.package), "identity": row.identity,
             "zoo_model": row.zoo_model, **info}
@@ -118,7 +120,7 @@ def extract_row(row: Row) -> tuple[ArchGraph, dict[str, Any]]:
         meta["renamed_functions"] = dict(sorted(renamed.items()))
     if "unknown_ops" in canon.meta:
         meta["unknown_ops"] = canon.meta["unknown_ops"]
-    graph = canon.to_arch_graph(list(canonical_vocabulary()), name=row.identity, family=row.family,
+    graph = canon.to_arch_graph(list(canonical_vocabulary(version)), name=row.identity, family=row.family,
                                 source=row.package, meta=meta)
     return graph, info
 
@@ -160,22 +162,28 @@ def mark_corpus_twins(queries: list[ArchGraph], corpus: tuple[str, list[ArchGrap
 
 
 def build(out: str | Path, rows: list[Row] | None = None, *, progress: Callable[[str], None] | None = None,
-          corpus: tuple[str, list[ArchGraph]] | None = None) -> dict[str, Any]:
-    """Extract every row and write `<out>/crossimpl-2.1.1.narg`; return a summary.
+          corpus: tuple[str, list[ArchGraph]] | None = None, version: str = DEFAULT_VERSION) -> dict[str, Any]:
+    """Extract every row and write `<out>/crossimpl-2.1.1.narg` (under canonical 2.1; under a later
+    `version`, `<out>/crossimpl-<version>.narg`); return a summary.
 
     A row that fails, or whose share of `other` nodes exceeds `MAX_OTHER_SHARE`, stops the build.
-    `corpus` is the real graphs the queries' `corpus_twins` are found among (default: the shipped `real`).
+    `corpus` is the real graphs the queries' `corpus_twins` are found among (default: the shipped
+    `real`, which is 2.1: another version needs its own `real` file as the corpus).
     """
     import hashlib
 
     import torch
 
+    check_version(version)
+    if version != DEFAULT_VERSION and corpus is None:
+        raise ValueError(f"crossimpl under canonical {version} needs the real graphs of that version as the corpus "
+                         f"(the shipped real is {DEFAULT_VERSION})")
     rows = read_table() if rows is None else rows
-    vocab = list(canonical_vocabulary())
+    vocab = list(canonical_vocabulary(version))
     graphs = []
     for i, row in enumerate(rows, start=1):
         try:
-            graph, info = extract_row(row)
+            graph, info = extract_row(row, version)
         except Exception as exc:  # noqa: BLE001 - named and re-raised
             raise RuntimeError(f"{row.identity} ({row.builder}): {type(exc).__name__}: {str(exc)[:500]}") from exc
         share = other_share(graph, vocab)
@@ -190,16 +198,18 @@ def build(out: str | Path, rows: list[Row] | None = None, *, progress: Callable[
                      + (f", other {share:.1%} {graph.meta.get('unknown_ops')}" if share else ""))
     corpus_name = mark_corpus_twins(graphs, corpus, progress=progress)
     packages = sorted({r.package for r in rows})
-    header = {"name": NAME, "version": VERSION, "generator": "narbench.zoo.crossimpl",
+    header = {"name": NAME, "version": VERSION if version == DEFAULT_VERSION else version,
+              "generator": "narbench.zoo.crossimpl",
               "versions": {"torch": torch.__version__.split("+")[0], **{p: package_version(p) for p in packages}},
-              "ops": {"version": OPS_VERSION, "table_sha256": table_sha256()},
+              "ops": ({"version": OPS_VERSION, "table_sha256": table_sha256()} if version == DEFAULT_VERSION else
+                      {"version": version, "table_sha256": table_sha256(), "rules_sha256": rules_sha256()}),
               "table_sha256": hashlib.sha256(table_path().read_bytes()).hexdigest(),
               "functions_sha256": hashlib.sha256(functions_path().read_bytes()).hexdigest(),
               "max_other_share": MAX_OTHER_SHARE, "corpus": corpus_name}
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / ARTIFACT
-    digest = write_graphs(path, graphs, list(canonical_vocabulary()), header)
+    path = out / (ARTIFACT if version == DEFAULT_VERSION else f"{NAME}-{version}.narg")
+    digest = write_graphs(path, graphs, vocab, header)
     exact = [g.name for g in graphs if g.meta["corpus_twins"]]
     return {"path": str(path), "sha256": digest, "graphs": len(graphs), "versions": header["versions"],
             "exact": exact, "renamed": {g.name: g.meta["renamed_functions"] for g in graphs if "renamed_functions" in g.meta}}
@@ -210,12 +220,20 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(prog="narbench build-crossimpl", description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, required=True, help=f"folder for {ARTIFACT}")
+    ap.add_argument("--canonical-version", default=DEFAULT_VERSION, help="canonical rules (2.2 needs --corpus)")
+    ap.add_argument("--corpus", type=Path, default=None, help="real graph file of that version (corpus twins)")
     args = ap.parse_args(argv)
-    return run_cli(args.out)
+    return run_cli(args.out, args.canonical_version, args.corpus)
 
 
-def run_cli(out: Path) -> int:
-    summary = build(out, progress=lambda s: print(s, file=sys.stderr, flush=True))
+def run_cli(out: Path, version: str = DEFAULT_VERSION, corpus_file: Path | None = None) -> int:
+    corpus = None
+    if corpus_file is not None:
+        from narbench.data.store import read_graphs
+
+        graphs, _, _, digest = read_graphs(corpus_file)
+        corpus = (f"{corpus_file.name} sha256 {digest}", graphs)
+    summary = build(out, progress=lambda s: print(s, file=sys.stderr, flush=True), corpus=corpus, version=version)
     print(f"wrote {summary['path']}: {summary['graphs']} graphs, sha256 {summary['sha256']}")
     print(f"custom autograd functions renamed in {len(summary['renamed'])} queries; "
           f"{len(summary['exact'])} queries isomorphic to a corpus graph (subset `exact`)")

@@ -198,6 +198,43 @@ def test_builder_extracts_labels_and_writes_a_loadable_file(tmp_path):
     assert read_graphs(again["path"])[0][0].meta["corpus_twins"] == ["crossimpl/torch/tiny"]
 
 
+def pointwise_cnn(width: int = 4):
+    import torch
+
+    return torch.nn.Sequential(torch.nn.Conv2d(3, width, 3), torch.nn.ReLU(), torch.nn.Conv2d(width, width, 1),
+                               torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1),
+                               torch.nn.Flatten(), torch.nn.Linear(width, 2))
+
+
+def test_builder_under_22_reads_design_attributes_and_needs_its_corpus(tmp_path):
+    pytest.importorskip("torch")
+    from narbench.data.canonical import canonical_vocabulary
+    from narbench.datasets.crossimpl import Row
+    from narbench.data.store import read_graphs
+    from narbench.zoo.crossimpl import build
+
+    rows = [Row("torch", "pw", "tests.datasets.test_crossimpl:pointwise_cnn", {}, "image:1x3x9x9", "resnet")]
+    with pytest.raises(ValueError, match="needs the real graphs of that version"):
+        build(tmp_path, rows, version="2.2")
+    s21 = build(tmp_path / "21", rows, corpus=("none", []))
+    s22 = build(tmp_path / "22", rows, corpus=("none", []), version="2.2")
+    assert s22["path"].endswith("crossimpl-2.2.narg") and s21["path"].endswith("crossimpl-2.1.1.narg")
+    (g21,), v21, _, _ = read_graphs(s21["path"])
+    (g22,), v22, h22, _ = read_graphs(s22["path"])
+    assert v22 == list(canonical_vocabulary("2.2")) and h22["ops"]["version"] == "2.2" and h22["version"] == "2.2"
+    ops = lambda g, v: [v[i] for i in g.ops.tolist()]  # noqa: E731
+    assert ops(g21, v21).count("conv") == 2 and ops(g22, v22).count("conv") == 1  # the 1x1 is a Linear in 2.2
+
+
+def test_build_crossimpl_cli_checks_the_version(tmp_path):
+    from narbench.cli import main
+
+    with pytest.raises(SystemExit, match="needs --corpus"):
+        main(["build-crossimpl", "--out", str(tmp_path), "--canonical-version", "2.2"])
+    with pytest.raises(SystemExit, match="unknown --canonical-version"):
+        main(["build-crossimpl", "--out", str(tmp_path), "--canonical-version", "3"])
+
+
 def test_builder_names_the_row_that_fails(tmp_path):
     from narbench.datasets.crossimpl import Row
     from narbench.zoo.crossimpl import build
