@@ -96,6 +96,24 @@ def neighbourhood(graph: ArchGraph, nodes: np.ndarray, hops: int) -> np.ndarray:
     return current
 
 
+def augment(data, rng: np.random.Generator, drop_node: float, drop_edge: float):
+    """A view of a motif (PyG Data, op-id features) with each node dropped with `drop_node` (while at
+    least two stay; a motif of one or two nodes keeps them) and each remaining edge with `drop_edge`."""
+    from torch_geometric.data import Data
+
+    n = int(data.num_nodes)
+    keep = rng.random(n) >= drop_node if n >= 3 else np.ones(n, dtype=bool)
+    if keep.sum() < 2:
+        keep[:] = True
+    remap = np.full(n, -1, dtype=np.int64)
+    idx = np.nonzero(keep)[0]
+    remap[idx] = np.arange(idx.size)
+    e = data.edge_index.numpy()
+    m = keep[e[0]] & keep[e[1]] & (rng.random(e.shape[1]) >= drop_edge) if e.size else np.zeros(0, dtype=bool)
+    return Data(x=data.x[torch.as_tensor(idx)], edge_index=torch.as_tensor(remap[e[:, m]].reshape(2, -1)),
+                num_nodes=int(idx.size))
+
+
 def data_key(data) -> bytes:
     """Exact signature of a subgraph Data: equal keys mean equal ops and local edges.
 
@@ -374,6 +392,59 @@ class FineTunedMotifEncoder(MotifEncoder):
     """
 
     name = "ours-ft"
+    #: `stage1_positive` (issue 39): stage 1's positive for a motif. `context` (the paper's: its own
+    #: context graph G_c), `augmented` (a view of the motif itself with nodes and edges dropped,
+    #: GraphCL-style: what survives small edits is design), or `family` (a motif of another training
+    #: graph of the same family: the positive carries the label's design signal; a family of one
+    #: graph falls back to `augmented`). The positive goes through F_c, as G_c does.
+    PARAMS = {**MotifEncoder.PARAMS, "stage1_positive": "context"}
+    STAGE1_POSITIVES = ("context", "augmented", "family")
+    #: GraphCL's rates for the `augmented` view: each node dropped with 0.1, each edge with 0.2.
+    DROP_NODE, DROP_EDGE = 0.1, 0.2
+
+    def params_changed(self) -> None:
+        if self.stage1_positive not in self.STAGE1_POSITIVES:
+            raise ValueError(f"stage1_positive must be one of {', '.join(self.STAGE1_POSITIVES)}, "
+                             f"got {self.stage1_positive!r}")
+        super().params_changed()
+
+    def fit(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels) -> None:
+        self._stage1_labels, self._stage1_seed = labels, int(getattr(trainer, "seed", 0))
+        super().fit(trainer, graphs, labels)
+        self.stats["stage1_health"]["positive"] = self.stage1_positive
+
+    def stage1_pairs(self, graphs: list[ArchGraph], motifs: list[GraphParts]) -> list[tuple]:
+        """(motif, positive) pairs: the paper's (motif, context) for `context`, else the same
+        examples (per distinct motif or per occurrence) with the positive `stage1_positive` names."""
+        if self.stage1_positive == "context":
+            return super().stage1_pairs(graphs, motifs)
+        if self.motif_examples == "distinct":
+            seen: set[bytes] = set()
+            examples = []
+            for gi, parts in enumerate(motifs):
+                for key in parts.keys:
+                    if key not in seen:
+                        seen.add(key)
+                        examples.append((gi, key))
+        else:
+            examples = [(gi, key) for gi, parts in enumerate(motifs) for key in parts.keys]
+        rng = np.random.default_rng(self._stage1_seed)
+        by_label: dict[int, list[int]] = {}
+        if self.stage1_positive == "family":
+            for gi, y in enumerate(np.asarray(self._stage1_labels.ce).tolist()):
+                if motifs[gi].num_parts:
+                    by_label.setdefault(int(y), []).append(gi)
+        pairs = []
+        for gi, key in examples:
+            motif = self._motif_data[key]
+            others = [g for g in by_label.get(int(self._stage1_labels.ce[gi]), ()) if g != gi] if by_label else []
+            if others:
+                gj = others[int(rng.integers(len(others)))]
+                keys = motifs[gj].keys
+                pairs.append((motif, self._motif_data[keys[int(rng.integers(len(keys)))]]))
+            else:
+                pairs.append((motif, augment(motif, rng, self.DROP_NODE, self.DROP_EDGE)))
+        return pairs
 
     def stage2(self, trainer: Trainer, graphs: list[ArchGraph], motifs: list[GraphParts], labels: Labels) -> None:
         index: dict[bytes, int] = {}  # motif key -> motif id (a macro-graph node's feature)

@@ -26,7 +26,8 @@ def _fitted(cls, toy_dataset, tmp_path, monkeypatch):
 
 def test_ours_ft_is_registered_beside_ours():
     assert registry.load("encoder", "ours-ft") is FineTunedMotifEncoder
-    assert FineTunedMotifEncoder.PARAMS == MotifEncoder.PARAMS  # the same switches, the same defaults
+    # the same switches with the same defaults, and stage 1's positive (the paper's by default)
+    assert FineTunedMotifEncoder.PARAMS == {**MotifEncoder.PARAMS, "stage1_positive": "context"}
 
 
 def test_stage_2_trains_f_s_in_ours_ft_and_leaves_it_frozen_in_ours(toy_dataset, tmp_path, monkeypatch):
@@ -91,3 +92,67 @@ def test_capped_parts_are_the_motif_parts_when_none_is_long(toy_dataset):
         assert [list(p) for p in plain] == [list(p) for p in capped]
         small = CappedMotifSplitter(max_nodes=2).split(g)
         assert len(small.parts) >= len(plain)
+
+
+# ----------------------------------------------------------------------------- stage 1's positive
+
+
+def _pairs(toy_dataset, tmp_path, monkeypatch, positive):
+    monkeypatch.setenv("NARBENCH_CACHE", str(tmp_path))
+    train = [toy_dataset.graphs[i] for i in toy_dataset.split.train]
+    fam = toy_dataset.family_ids()[toy_dataset.split.train]
+    enc = FineTunedMotifEncoder(len(toy_dataset.vocab), len(toy_dataset.families), get_profile("smoke"), MotifSplitter())
+    enc.set_params({"stage1_positive": positive})
+    trainer = Trainer("cpu", 0, progress=False, jobs=1)
+    motifs = enc._motifs(trainer, train, "split")
+    enc._stage1_labels, enc._stage1_seed = Labels(fam, fam, len(toy_dataset.families)), 0
+    return enc, train, motifs, fam, enc.stage1_pairs(train, motifs)
+
+
+def _key(data):
+    return (tuple(data.x.tolist()), tuple(map(tuple, data.edge_index.tolist())))
+
+
+def test_stage1_positive_is_checked(toy_dataset):
+    enc = FineTunedMotifEncoder(len(toy_dataset.vocab), len(toy_dataset.families), get_profile("smoke"), MotifSplitter())
+    with pytest.raises(ValueError, match="stage1_positive must be one of context, augmented, family"):
+        enc.set_params({"stage1_positive": "sibling"})
+
+
+def test_family_positive_is_a_motif_of_another_graph_of_the_family(toy_dataset, tmp_path, monkeypatch):
+    enc, train, motifs, fam, pairs = _pairs(toy_dataset, tmp_path, monkeypatch, "family")
+    assert len(pairs) == enc.stats.get("distinct_train_motifs", len({k for p in motifs for k in p.keys}))
+    motif_family = {}  # each distinct motif's keys by family
+    for gi, parts in enumerate(motifs):
+        for key in parts.keys:
+            motif_family.setdefault(_key(enc._motif_data[key]), set()).add(int(fam[gi]))
+    first = {}
+    for gi, parts in enumerate(motifs):
+        for key in parts.keys:
+            first.setdefault(key, gi)
+    for (motif, positive), (key, gi) in zip(pairs, first.items()):
+        assert motif is enc._motif_data[key]
+        assert int(fam[gi]) in motif_family[_key(positive)]  # drawn from a graph of the same family
+    again = _pairs(toy_dataset, tmp_path / "b", monkeypatch, "family")[-1]
+    assert [_key(p) for _, p in again] == [_key(p) for _, p in pairs]  # seeded
+
+
+def test_augmented_positive_is_a_smaller_view_of_the_motif(toy_dataset, tmp_path, monkeypatch):
+    _, _, _, _, pairs = _pairs(toy_dataset, tmp_path, monkeypatch, "augmented")
+    shrank = 0
+    for motif, view in pairs:
+        assert 1 <= view.num_nodes <= motif.num_nodes and view.num_nodes >= min(2, motif.num_nodes)
+        assert view.edge_index.shape[1] <= motif.edge_index.shape[1]
+        assert view.edge_index.numel() == 0 or int(view.edge_index.max()) < view.num_nodes
+        assert set(view.x.tolist()) <= set(motif.x.tolist())
+        shrank += view.num_nodes < motif.num_nodes or view.edge_index.shape[1] < motif.edge_index.shape[1]
+    assert shrank > 0
+
+
+def test_the_paper_positive_hashes_as_before_it_was_a_parameter():
+    from narbench.harness.confighash import FIELDS, config_hash
+
+    fields = {k: "x" for k in FIELDS}
+    before = config_hash({**fields, "encoder_params": {"stage1": True}})
+    assert config_hash({**fields, "encoder_params": {"stage1": True, "stage1_positive": "context"}}) == before
+    assert config_hash({**fields, "encoder_params": {"stage1": True, "stage1_positive": "family"}}) != before

@@ -38,6 +38,11 @@ FIELDS = ("encoder", "encoder_params", "splitter", "splitter_params", "dataset",
 #: the profile's) and `curve` (true: trained on the training graphs less a validation split), so
 #: that the runs without them keep the hash they always had
 OPTIONAL_FIELDS = ("compile", "epochs", "curve")
+#: Encoder parameters added after runs without them were committed, with the value that is the
+#: behaviour before them: at that value a parameter is hashed as absent, so those runs keep their hash
+#: (`ours-ft`'s `stage1_positive`, issue 39).
+ADDED_PARAMS = {"stage1_positive": "context"}
+_ABSENT = object()
 
 
 def config_hash(fields: dict[str, Any]) -> str:
@@ -45,6 +50,9 @@ def config_hash(fields: dict[str, Any]) -> str:
     if not set(FIELDS) <= set(fields) <= set(FIELDS) | set(OPTIONAL_FIELDS):
         missing, extra = set(FIELDS) - set(fields), set(fields) - set(FIELDS) - set(OPTIONAL_FIELDS)
         raise ValueError(f"config hash fields: missing {sorted(missing)}, unexpected {sorted(extra)}")
+    params = fields.get("encoder_params") or {}
+    if any(params.get(k, _ABSENT) == v for k, v in ADDED_PARAMS.items()):
+        fields = {**fields, "encoder_params": {k: v for k, v in params.items() if ADDED_PARAMS.get(k, _ABSENT) != v}}
     text = json.dumps({"hash_version": HASH_VERSION, **fields}, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
