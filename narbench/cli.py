@@ -133,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--curve", action="store_true",
                      help="learning curve: hold a validation split out of the training graphs and record validation "
                           "and test NDCG@20, MRR@20 and MAPc@20 after every epoch of the last training stage")
+    run.add_argument("--holdout", default="family", choices=("family", "cross-source"),
+                     help="with --curve: the validation split, stratified by family, or the graphs of one source "
+                          "of some families that several sources implement (docs/running.md)")
     run.add_argument("--seed", type=_seed, default=0, help="seed of the data subsets, initialisation and training")
     run.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda or cuda:N")
     run.add_argument("--out", default="runs", help="folder for the result file")
@@ -275,7 +278,7 @@ def run_config(args: argparse.Namespace):
         seed=args.seed, device=args.device, objective=args.objective, splitter_params=dict(args.params),
         encoder_params=dict(args.encoder_params), out=args.out, progress=not args.no_progress, save_embeddings=args.save_embeddings,
         save_weights=args.save_weights, init_from=args.init_from, jobs=args.jobs, compile=args.compile,
-        resume=not args.no_resume, epochs=args.epochs, curve=args.curve,
+        resume=not args.no_resume, epochs=args.epochs, curve=args.curve, holdout=args.holdout,
     )
 
 

@@ -156,3 +156,64 @@ def test_the_curves_page_tables_and_plots_each_setting(toy_dataset, tmp_path):
 
     assert Record(curve_file, RunResult.read(curve_file)).variant == "epochs=3,curve=True"
     assert curves.main([str(tmp_path / "empty")]) == 2
+
+
+# ----------------------------------------------------------------------------- cross-source hold-out
+
+
+def test_cross_source_split_holds_out_one_source_of_families_several_implement():
+    from narbench.eval.holdout import cross_source_split
+
+    labels = np.array(["a", "a", "a", "a", "b", "b", "c", "c", "c", "c", "c"])
+    sources = np.array(["s1", "s1", "s1", "s2", "s1", "s1", "s1", "s2", "s2", "s3", "s3"])
+    pool, val = cross_source_split(labels, sources, fraction=1.0)
+    assert sorted(val.tolist()) == [3, 6]  # a's smallest source (s2), c's (s1: one graph)
+    assert sorted(pool.tolist() + val.tolist()) == list(range(11))
+    for i in val:  # the relevant graphs stay in the pool, from other sources
+        assert any(labels[j] == labels[i] and sources[j] != sources[i] for j in pool)
+    pool1, val1 = cross_source_split(labels, sources, fraction=0.01)
+    assert len(val1) == 1 and set(val1) <= {3, 6}
+    with pytest.raises(ValueError, match="two sources"):
+        cross_source_split(np.array(["a", "a", "b"]), np.array(["s", "s", "s"]))
+
+
+def _two_sources(toy_dataset):
+    from dataclasses import replace as dc_replace
+
+    graphs = [dc_replace(g, source=("zoo-a" if i % 3 else "zoo-b")) for i, g in enumerate(toy_dataset.graphs)]
+    return dc_replace(toy_dataset, graphs=graphs)
+
+
+def test_a_cross_source_curve_is_a_configuration_of_its_own(toy_dataset):
+    ds = _two_sources(toy_dataset)
+    family = _run(ds, curve=True)
+    cross = _run(ds, curve=True, holdout="cross-source")
+    lc = cross.result.config["learning_curve"]
+    assert lc["holdout"] == "cross-source" and "holdout" not in family.result.config["learning_curve"]
+    assert result_hash(family.result) != result_hash(cross.result)
+    assert cross.result.config["run"]["holdout"] == "cross-source"
+    with pytest.raises(ConfigError, match="goes with --curve"):
+        _run(ds, holdout="cross-source")
+    with pytest.raises(ConfigError, match="unknown hold-out"):
+        _run(ds, curve=True, holdout="zoo")
+
+
+def test_a_family_holdout_hashes_as_before_the_option(toy_dataset):
+    from narbench.harness.confighash import result_fields
+
+    ev = _run(toy_dataset, curve=True)
+    assert ev.result.config["run"]["holdout"] == "family" and "holdout" not in result_fields(ev.result)
+
+
+def test_a_sweep_block_plans_cross_source_curves(plugin, tmp_path):
+    from narbench.cli import build_parser, run_config
+
+    grid = parse_grid({"seeds": [0], "profile": "smoke", "block": [
+        {"name": "x", "datasets": ["toy"], "curve": True, "holdout": "cross-source", "models": ["gcn+none"]}]})
+    (planned,) = expand(grid, out=tmp_path / "out", console=QUIET).runs
+    assert planned.cfg.holdout == "cross-source" and planned.name.endswith("-curve-cross-source")
+    parsed = run_config(build_parser().parse_args(["run", *task_of(planned, tmp_path, threads=1).argv]))
+    assert parsed.holdout == "cross-source" and config_hash(planned_fields(parsed)) == planned.hash
+    for bad in ({"holdout": "zoo", "curve": True}, {"holdout": "cross-source"}):
+        with pytest.raises(GridError, match="holdout"):
+            parse_grid({"block": [{"name": "b", "datasets": ["toy"], "models": ["gcn+none"], **bad}]})

@@ -5,6 +5,12 @@ the learning curves of `narbench run --curve`): the held-out graphs query the po
 judged on the family, as a run is. Families with at least two training graphs are split
 stratified by family (scikit-learn `train_test_split`, `VALIDATION_FRACTION` held out,
 `VALIDATION_SEED`), the rule of the datasets' own standard split.
+
+`cross_source_split` carves a validation split of another kind (issue 38): among the families
+that more than one source (zoo, package) implements, a seeded choice of families has the graphs
+of one source held out as queries, the family's graphs from other sources staying in the pool
+as the relevant ones. It asks what `crossimpl` asks (does a design written by one codebase find
+its kind written by another?) without touching `crossimpl`.
 """
 
 from __future__ import annotations
@@ -44,3 +50,33 @@ def validation_split(labels: np.ndarray, fraction: float = VALIDATION_FRACTION,
     pool = np.setdiff1d(idx, val)
     keep = np.isin(labels[val], labels[pool])
     return np.sort(np.concatenate([pool, val[~keep]])), val[keep]
+
+
+#: Held-out rules of a validation split: stratified by family, or one source of some families.
+HOLDOUT_RULES = ("family", "cross-source")
+
+
+def cross_source_split(labels: np.ndarray, sources: np.ndarray, fraction: float = VALIDATION_FRACTION,
+                       seed: int = VALIDATION_SEED) -> tuple[np.ndarray, np.ndarray]:
+    """(pool, validation) indices: for families implemented by at least two sources, chosen in a
+    seeded order until about `fraction` of all graphs are held out (at least one family), the
+    graphs of the family's smallest source (ties: the first name) are validation queries; their
+    family's graphs from the other sources stay in the pool. ValueError when no family has two sources."""
+    labels, sources = np.asarray(labels), np.asarray(sources).astype(str)
+    by_family: dict = {}
+    for i, (lab, src) in enumerate(zip(labels.tolist(), sources.tolist())):
+        by_family.setdefault(lab, {}).setdefault(src, []).append(i)
+    eligible = sorted((lab for lab, srcs in by_family.items() if len(srcs) >= 2), key=str)
+    if not eligible:
+        raise ValueError("no family has training graphs from two sources; nothing to validate across sources on")
+    order = np.random.default_rng(seed).permutation(len(eligible))
+    target = max(1, int(round(fraction * len(labels))))
+    val: list[int] = []
+    for j in order.tolist():
+        srcs = by_family[eligible[j]]
+        held = min(srcs, key=lambda s: (len(srcs[s]), s))
+        val.extend(srcs[held])
+        if len(val) >= target:
+            break
+    val_arr = np.sort(np.asarray(val, dtype=np.int64))
+    return np.setdiff1d(np.arange(len(labels)), val_arr), val_arr

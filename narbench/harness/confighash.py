@@ -37,7 +37,7 @@ FIELDS = ("encoder", "encoder_params", "splitter", "splitter_params", "dataset",
 #: hashed only when present: `compile` (true), `epochs` (the graph-level stage's, when a run overrides
 #: the profile's) and `curve` (true: trained on the training graphs less a validation split), so
 #: that the runs without them keep the hash they always had
-OPTIONAL_FIELDS = ("compile", "epochs", "curve")
+OPTIONAL_FIELDS = ("compile", "epochs", "curve", "holdout")
 #: Encoder parameters added after runs without them were committed, with the value that is the
 #: behaviour before them: at that value a parameter is hashed as absent, so those runs keep their hash
 #: (`ours-ft`'s `stage1_positive`, issue 39).
@@ -99,6 +99,8 @@ def result_fields(result: RunResult) -> dict[str, Any]:
         fields["epochs"] = int(run["epochs"])
     if run.get("curve"):
         fields["curve"] = True
+    if run.get("holdout", "family") != "family":
+        fields["holdout"] = str(run["holdout"])
     return fields
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from narbench.data.graph import ArchGraph
-from narbench.eval.holdout import VALIDATION_FRACTION, VALIDATION_SEED, validation_split
+from narbench.eval.holdout import HOLDOUT_RULES, VALIDATION_FRACTION, VALIDATION_SEED, cross_source_split, validation_split
 from narbench.eval.metrics import score_rankings
 from narbench.eval.retrieval import tiebreak_keys, top_k_cosine
 
@@ -32,17 +32,30 @@ class CurveSplit:
 
     pool: np.ndarray
     val: np.ndarray
+    rule: str = "family"
 
     def record(self) -> dict:
-        return {"validation_queries": int(len(self.val)), "pool": int(len(self.pool)),
-                "fraction": VALIDATION_FRACTION, "seed": VALIDATION_SEED}
+        out = {"validation_queries": int(len(self.val)), "pool": int(len(self.pool)),
+               "fraction": VALIDATION_FRACTION, "seed": VALIDATION_SEED}
+        if self.rule != "family":
+            out["holdout"] = self.rule
+        return out
 
 
-def hold_out(train_idx: np.ndarray, family_ids: np.ndarray) -> CurveSplit:
-    """Split a run's training graphs into the pool it trains on and the validation queries."""
+def hold_out(train_idx: np.ndarray, family_ids: np.ndarray, sources: np.ndarray | None = None,
+             rule: str = "family") -> CurveSplit:
+    """Split a run's training graphs into the pool it trains on and the validation queries, by
+    `rule` (`narbench.eval.holdout.HOLDOUT_RULES`; `cross-source` reads each graph's source)."""
     train_idx = np.asarray(train_idx)
-    pool, val = validation_split(family_ids[train_idx])
-    return CurveSplit(train_idx[pool], train_idx[val])
+    if rule == "family":
+        pool, val = validation_split(family_ids[train_idx])
+    elif rule == "cross-source":
+        if sources is None:
+            raise ValueError("the cross-source hold-out needs each graph's source")
+        pool, val = cross_source_split(family_ids[train_idx], np.asarray(sources)[train_idx])
+    else:
+        raise ValueError(f"unknown hold-out rule {rule!r}; known: {', '.join(HOLDOUT_RULES)}")
+    return CurveSplit(train_idx[pool], train_idx[val], rule)
 
 
 def probe(embed: Callable[[list[ArchGraph]], object], graphs: Sequence[ArchGraph], family_ids: np.ndarray,

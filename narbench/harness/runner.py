@@ -22,6 +22,7 @@ from narbench.core import jit, registry
 from narbench.harness.confighash import result_hash
 from narbench.data.dataset import GraphDataset, UnknownSplitError, load_dataset, stratified_subset
 from narbench.train.encoder import Encoder, Labels
+from narbench.eval.holdout import HOLDOUT_RULES
 from narbench.eval.metrics import METRICS, score_rankings
 from narbench.train.profiles import get_profile
 from narbench.train.protocol import DEFAULT_PROTOCOL, Protocol, get_protocol
@@ -86,6 +87,7 @@ class RunConfig:
     resume: bool = True  # with `out`: snapshot every training epoch, and go on from one a killed run left
     epochs: int | None = None  # the graph-level stage's epochs instead of the profile's (hashed when set)
     curve: bool = False  # learning curve: train on the training graphs less a validation split (`narbench.harness.curve`)
+    holdout: str = "family"  # with `curve`: the validation split's rule (`narbench.eval.holdout.HOLDOUT_RULES`; hashed when not family)
 
 
 @dataclass
@@ -193,6 +195,10 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     encoder_cls, splitter, splitter_name = resolve(cfg)
     if cfg.curve and not encoder_cls.trainable:
         raise ConfigError(f"encoder {cfg.encoder!r} is training-free: it has no epochs to draw a learning curve of")
+    if cfg.holdout not in HOLDOUT_RULES:
+        raise ConfigError(f"unknown hold-out {cfg.holdout!r}; known: {', '.join(HOLDOUT_RULES)}")
+    if cfg.holdout != "family" and not cfg.curve:
+        raise ConfigError(f"--holdout {cfg.holdout} chooses a learning curve's validation split: it goes with --curve")
     overrides = {"objective": cfg.objective} if cfg.objective else {}
     if cfg.epochs is not None:
         overrides["epochs"] = int(cfg.epochs)
@@ -219,7 +225,7 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     held_out = None
     if cfg.curve:  # train on the pool; the validation queries are what the curve may choose on
         try:
-            held_out = curves.hold_out(train_idx, fam_ids)
+            held_out = curves.hold_out(train_idx, fam_ids, np.array([g.source for g in graphs]), cfg.holdout)
         except ValueError as exc:
             raise ConfigError(f"--curve: {exc}") from exc
         train_idx = held_out.pool
@@ -234,6 +240,7 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     trainer = Trainer(cfg.device, cfg.seed, progress=cfg.progress, console=console, jobs=cfg.jobs, compile=cfg.compile,
                       snapshots=snapshots)
     encoder = encoder_cls(len(dataset.vocab), labels.num_ce_classes, profile, splitter)
+    encoder.use_vocabulary(dataset.vocab)
     if cfg.encoder_params:
         try:
             encoder.set_params(cfg.encoder_params)
@@ -335,6 +342,8 @@ def snapshot_key(cfg: RunConfig, dataset: GraphDataset, profile) -> str:
     import torch
 
     options = {k: v for k, v in asdict(cfg).items() if k not in NOT_CONFIGURATION}
+    if options.get("holdout") == "family":  # the default, as before the option existed: snapshots keep their key
+        del options["holdout"]
     text = json.dumps({"run": options, "dataset": dataset.describe(cfg.split), "profile": asdict(profile),
                        "narbench": package_versions().get("narbench"), "torch": torch.__version__},
                       sort_keys=True, default=str)

@@ -48,6 +48,7 @@ from narbench.harness.confighash import ANY_PROTOCOL, code_version, config_hash,
 from narbench.harness.launchers import Launcher, Outcome, Task, claim_holder
 from narbench.train.profiles import PROFILES, get_profile
 from narbench.train.protocol import DEFAULT_PROTOCOL, PROTOCOLS
+from narbench.eval.holdout import HOLDOUT_RULES
 from narbench.eval.result import RunResult
 from narbench.harness.runner import MAX_SEED, ConfigError, RunConfig, resolve
 
@@ -57,7 +58,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 WORK_DIR = ".sweep"  # under the output folder: run logs, claims and submitit's files
-_BLOCK_KEYS = {"name", "datasets", "splits", "protocols", "models", "objectives", "seeds", "init_from", "epochs", "curve"}
+_BLOCK_KEYS = {"name", "datasets", "splits", "protocols", "models", "objectives", "seeds", "init_from", "epochs", "curve",
+               "holdout"}
 _MODEL_KEYS = {"model", "params", "encoder_params", "save_weights", "save_embeddings"}
 
 
@@ -114,6 +116,7 @@ class Block:
     init_from: tuple[str, Model] | None = None
     epochs: int | None = None  # the graph-level stage's epochs (None: the profile's)
     curve: bool = False  # learning-curve runs (`narbench run --curve`)
+    holdout: str = "family"  # the curve's validation split (`narbench run --holdout`)
 
 
 @dataclass(frozen=True)
@@ -165,8 +168,13 @@ def parse_grid(data: dict[str, Any], source: str = "grid") -> Grid:
         curve = raw.get("curve", False)
         if not isinstance(curve, bool):
             raise GridError(f"{where}: curve must be true or false, got {curve!r}")
+        holdout = raw.get("holdout", "family")
+        if holdout not in HOLDOUT_RULES:
+            raise GridError(f"{where}: holdout must be one of {', '.join(HOLDOUT_RULES)}, got {holdout!r}")
+        if holdout != "family" and not curve:
+            raise GridError(f"{where}: holdout goes with curve = true")
         blocks.append(Block(
-            epochs=epochs, curve=curve,
+            epochs=epochs, curve=curve, holdout=holdout,
             name=str(raw.get("name", f"block{i + 1}")),
             datasets=_names(raw["datasets"], where, "datasets"),
             models=tuple(Model.parse(m, where) for m in _names(raw["models"], where, "models")),
@@ -258,6 +266,7 @@ def planned_fields(cfg: RunConfig) -> dict[str, Any]:
         **({"compile": True} if cfg.compile else {}),
         **({"epochs": int(cfg.epochs)} if cfg.epochs is not None else {}),
         **({"curve": True} if cfg.curve else {}),
+        **({"holdout": cfg.holdout} if cfg.holdout != "family" else {}),
     }
 
 
@@ -286,7 +295,8 @@ def scan(dirs: Iterable[str | Path], console: Console | None = None) -> dict[str
 def _name(cfg: RunConfig, fields: dict[str, Any]) -> str:
     params = "".join(f"-{k}{v}" for k, v in sorted(cfg.splitter_params.items()))
     variant = "".join(f"+{k}.{v}" for k, v in sorted(cfg.encoder_params.items()))
-    extra = (f"-ep{cfg.epochs}" if cfg.epochs is not None else "") + ("-curve" if cfg.curve else "")
+    extra = ((f"-ep{cfg.epochs}" if cfg.epochs is not None else "") + ("-curve" if cfg.curve else "")
+             + (f"-{cfg.holdout}" if cfg.holdout != "family" else ""))
     return (f"{cfg.dataset}-{cfg.split}-{cfg.encoder}{variant}+{fields['splitter']}{params}-{fields['protocol']}-"
             f"{fields['objective']}-{fields['init']}-s{cfg.seed}{extra}")
 
@@ -328,7 +338,8 @@ def expand(grid: Grid, *, out: str | Path, profile: str | None = None, seeds: Se
                     runs[source] = PlannedRun(_name(src_cfg, planned_fields(src_cfg)), block.name,
                                               replace(src_cfg, save_weights=True), source)
             cfg = replace(_config(model, ds, split, protocol, profile, objective, seed, device, out,
-                                  init_from="pending" if source else None), epochs=block.epochs, curve=block.curve)
+                                  init_from="pending" if source else None), epochs=block.epochs, curve=block.curve,
+                          holdout=block.holdout)
             fields = planned_fields(cfg)
             h = config_hash(fields)
             if h in runs:  # the same run asked for by two blocks: one run, with every side file asked for
@@ -379,6 +390,8 @@ def task_of(run: PlannedRun, work: Path, threads: int | None) -> Task:
         argv += ["--epochs", str(c.epochs)]
     if c.curve:
         argv.append("--curve")
+    if c.holdout != "family":
+        argv += ["--holdout", c.holdout]
     if c.save_weights:
         argv.append("--save-weights")
     if c.save_embeddings:

@@ -75,7 +75,8 @@ def load_curves(folder: str | Path) -> list[Curve]:
         if not lc:
             continue
         dataset = str((result.dataset or {}).get("name", "?"))
-        key = (dataset, str(result.split), result.profile, method_label(result))
+        method = method_label(result) + (f" (holdout {lc['holdout']})" if lc.get("holdout") else "")
+        key = (dataset, str(result.split), result.profile, method)
         curve = curves.setdefault(key, Curve(*key))
         profile = PROFILES.get(result.profile)
         curve.budget = profile.train.epochs if profile else 0

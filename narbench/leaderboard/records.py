@@ -92,7 +92,8 @@ class Record:
     def variant(self) -> str:
         """The run's non-default encoder parameters ('' for none, and for files written before them),
         then `epochs=N` when the run overrode the profile's epochs and `curve=True` for a
-        learning-curve run (trained without its validation split): rows of their own."""
+        learning-curve run (trained without its validation split; `holdout=...` when that split is not
+        the stratified one): rows of their own."""
         cfg = self.result.config or {}
         run = cfg.get("run") or {}
         parts = [str((cfg.get("encoder") or {}).get("variant") or "")]
@@ -100,6 +101,8 @@ class Record:
             parts.append(f"epochs={int(run['epochs'])}")
         if run.get("curve"):
             parts.append("curve=True")
+        if run.get("holdout", "family") != "family":
+            parts.append(f"holdout={run['holdout']}")
         return ",".join(p for p in parts if p)
 
     @property

@@ -147,7 +147,7 @@ class TableSpec:
 
 
 _FLOORS = {"random": 0, "ophist": 1, "ophist-tfidf": 2, "wl": 3, "graphstats": 4}
-_ENCODERS = {"gcn": 0, "gat": 1, "ours": 2, "ours-ft": 3, "gin": 4, "gps": 5}
+_ENCODERS = {"gcn": 0, "gat": 1, "ours": 2, "ours-ft": 3, "gin": 4, "gps": 5, "invariant": 6}
 _SPLITTERS = {"node-number": 0, "motif-number": 1, "random": 2, "motif": 3}
 _OBJECTIVES = {"ce": 0, "cl": 1, "ce+cl": 2}
 

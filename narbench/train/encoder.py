@@ -53,6 +53,12 @@ class Encoder(torch.nn.Module):
         self.num_classes = num_classes
         self.profile = profile
         self.splitter = splitter
+        self.vocab: tuple[str, ...] | None = None  # the dataset's op names (`use_vocabulary`)
+
+    def use_vocabulary(self, vocab: "list[str] | tuple[str, ...]") -> None:
+        """The dataset's op vocabulary (op id -> name), given by the runner before `fit`. Encoders
+        read op ids only; one whose training treats ops by name (`invariant`'s rewrites) uses it."""
+        self.vocab = tuple(vocab)
 
     def set_params(self, params: dict[str, object]) -> None:
         """Set encoder parameters (names from `PARAMS`); an unknown name or a value of another

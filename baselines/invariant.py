@@ -1,0 +1,101 @@
+"""`invariant`: a whole-graph GNN trained to find a design whoever wrote it (issue 38).
+
+Trained like the other GNN baselines (eq. 5 supervised contrastive on the family + cross-entropy,
+`Trainer.fit_graph_level`'s objective), with every training batch beside a *rewrite* of each of
+its graphs (`narbench.train.augment`: activations and normalisations swapped, dropped or
+inserted, the skeleton of linear/conv/attention/pooling ops and its wiring kept), labelled like
+its graph: in the contrastive term a graph's rewrite is one more positive beside the graphs of
+its family, the other families' graphs are the negatives. Rewrites are drawn afresh for each
+batch, seeded by the run's seed and the batch's graphs (a resumed run draws the same ones). Only
+training graphs are rewritten; embedding is the backbone's, as for `gin`/`gcn`/`gat`.
+
+Parameters: `backbone` (`gin`, `gcn`, `gat`: the convolution), `swap`, `drop`, `insert` (the
+rewrite rates, `augment.Rates`; GraphCL's order of magnitude, not tuned on any query set) and
+`views` (0 trains the backbone exactly as its plain encoder: the ablation "no rewrites"). A
+vocabulary with no activation or normalisation to rewrite (`nas`' DARTS cells) trains without
+rewrites, with a warning, and the result's `encoder_stats.rewrites` says so.
+Validation, not crossimpl, chooses among them (issue 38).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+
+import numpy as np
+import torch
+
+from narbench.baselines.gnn import GNNEncoder, GNNStack, gat_conv, gcn_conv, gin_conv
+from narbench.data.graph import ArchGraph
+from narbench.train import losses
+from narbench.train.augment import OpClasses, Rates, rewrite
+from narbench.train.encoder import Labels
+from narbench.train.trainer import Trainer
+
+BACKBONES = {"gin": gin_conv, "gcn": gcn_conv, "gat": gat_conv}
+
+
+class InvariantEncoder(GNNEncoder):
+    """A GNN whose training sees each graph beside a design-keeping rewrite of it."""
+
+    name = "invariant"
+    conv = staticmethod(gin_conv)
+    PARAMS = {"backbone": "gin", "views": 1, "swap": 0.2, "drop": 0.1, "insert": 0.05}
+
+    def __init__(self, num_ops, num_classes, profile, splitter=None) -> None:
+        super().__init__(num_ops, num_classes, profile, splitter)
+        for key, value in self.PARAMS.items():
+            setattr(self, key, value)
+        self.stats: dict = {}
+
+    def params_changed(self) -> None:
+        if self.backbone not in BACKBONES:
+            raise ValueError(f"backbone must be one of {', '.join(BACKBONES)}, got {self.backbone!r}")
+        if self.views not in (0, 1):
+            raise ValueError(f"views must be 0 (no rewrites) or 1, got {self.views!r}")
+        Rates(self.swap, self.drop, self.insert)  # checks the rates
+        if BACKBONES[self.backbone] is not self.conv:
+            self.conv = BACKBONES[self.backbone]
+            cfg = self.model_config
+            self.stack = GNNStack(self.conv, cfg.hidden, cfg.layers, cfg.dropout, self.num_ops)
+
+    def fit(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels) -> None:
+        datas = self.to_datas(trainer, graphs, labels)
+        classes = OpClasses.of(self.vocab if self.vocab is not None else ())
+        rewritable = int(classes.activations.size + classes.norms.size)
+        self.stats = {"rewrites": {"views": int(self.views), "rewritable_ops": rewritable}}
+        if self.views and not rewritable:  # nas' DARTS cells, or no vocabulary given
+            warnings.warn(f"encoder {self.name}: the vocabulary names no activation or normalisation to rewrite; "
+                          "training without rewrites (encoder_stats.rewrites says so)", stacklevel=2)
+        if not self.views or not rewritable:
+            trainer.fit_graph_level(self, datas, self.profile.train, stage=f"train {self.name}")
+            return
+        from torch_geometric.data import Batch
+
+        for i, d in enumerate(datas):
+            d.idx = torch.tensor([i])  # which training graph: seeds its rewrite
+        rates, seed, cfg = Rates(self.swap, self.drop, self.insert), int(getattr(trainer, "seed", 0)), self.profile.train
+        use_ce = "ce" in cfg.objective.split("+")
+        use_cl = "cl" in cfg.objective.split("+")
+
+        def step(model, batch):
+            views = []
+            idx = batch.idx.tolist()
+            rng = np.random.default_rng(int.from_bytes(hashlib.sha256(repr((seed, idx)).encode()).digest()[:8], "little"))
+            for d in batch.to_data_list():
+                ops, edges = rewrite(d.x.cpu().numpy(), d.edge_index.cpu().numpy(), classes, rates, rng)
+                view = d.clone()
+                view.x = torch.as_tensor(ops, device=d.x.device)
+                view.edge_index = torch.as_tensor(edges, device=d.x.device)
+                view.num_nodes = int(ops.shape[0])
+                views.append(view)
+            both = Batch.from_data_list([*batch.to_data_list(), *views]).to(batch.x.device)
+            emb = model(both)
+            loss = emb.new_zeros(())
+            if use_cl:
+                loss = loss + losses.supervised_contrastive(emb, both.y_cl, cfg.temperature)
+            if use_ce:
+                loss = loss + torch.nn.functional.cross_entropy(model.classifier(emb).float(), both.y_ce)
+            return loss
+
+        trainer.fit(self, datas, cfg, step, stage=f"train {self.name}", evaluate=trainer.epoch_eval)
