@@ -178,7 +178,7 @@ def build(out: str | Path, rows: list[Row] | None = None, *, progress: Callable[
     if version != DEFAULT_VERSION and corpus is None:
         raise ValueError(f"crossimpl under canonical {version} needs the real graphs of that version as the corpus "
                          f"(the shipped real is {DEFAULT_VERSION})")
-    rows = read_table() if rows is None else rows
+    rows = read_table(table_path(version)) if rows is None else rows
     vocab = list(canonical_vocabulary(version))
     graphs = []
     for i, row in enumerate(rows, start=1):
@@ -203,7 +203,7 @@ def build(out: str | Path, rows: list[Row] | None = None, *, progress: Callable[
               "versions": {"torch": torch.__version__.split("+")[0], **{p: package_version(p) for p in packages}},
               "ops": ({"version": OPS_VERSION, "table_sha256": table_sha256()} if version == DEFAULT_VERSION else
                       {"version": version, "table_sha256": table_sha256(), "rules_sha256": rules_sha256()}),
-              "table_sha256": hashlib.sha256(table_path().read_bytes()).hexdigest(),
+              "table_sha256": hashlib.sha256(table_path(version).read_bytes()).hexdigest(),
               "functions_sha256": hashlib.sha256(functions_path().read_bytes()).hexdigest(),
               "max_other_share": MAX_OTHER_SHARE, "corpus": corpus_name}
     out = Path(out)

@@ -53,6 +53,22 @@ def test_table_loads_and_every_family_is_a_taxonomy_family():
     assert {"resnet", "densenet", "vit", "efficientnet"} <= {r.family for r in rows}
 
 
+def test_the_widened_table_keeps_the_101_and_is_wide():
+    """crossimpl 2.2's table (issue 38): >= 300 queries from >= 8 packages outside the zoos, every
+    family a taxonomy family, the 2.1 rows kept for comparison, no package of the zoos' own code."""
+    from narbench.datasets import taxonomy
+    from narbench.datasets.crossimpl import read_table, table_path
+
+    old, wide = read_table(table_path("2.1")), read_table(table_path("2.2"))
+    assert len(wide) >= 300 and len({r.package for r in wide}) >= 8
+    assert [r.identity for r in wide[: len(old)]] == [r.identity for r in old]
+    assert len({r.identity for r in wide}) == len(wide)
+    families = {r.family for r in taxonomy.read_rows(taxonomy.data_path())}
+    assert {r.family for r in wide} <= families, sorted({r.family for r in wide} - families)
+    assert not {r.package for r in wide} & {"timm", "torchvision", "transformers", "geffnet"}
+    assert all(len(r.input_shape) == 4 for r in wide)
+
+
 def test_malformed_table_rows_are_named(tmp_path):
     from narbench.datasets.crossimpl import COLUMNS, read_table
 
