@@ -158,6 +158,18 @@ def test_the_curves_page_tables_and_plots_each_setting(toy_dataset, tmp_path):
     assert curves.main([str(tmp_path / "empty")]) == 2
 
 
+def test_curves_of_the_budget_alone_have_one_column_per_side(toy_dataset, tmp_path):
+    """Curves that stop at the profile's budget: no second column, no order 'holding' at the same epoch."""
+    from narbench.leaderboard import curves
+
+    runs = tmp_path / "runs"
+    for encoder in ("gcn", "gin"):
+        run(RunConfig(encoder=encoder, profile="smoke", out=str(runs), progress=False, curve=True), dataset=toy_dataset)
+    assert curves.main([str(runs), "--out", str(tmp_path / "lb")]) == 0
+    page = (tmp_path / "lb" / "curves.md").read_text()
+    assert "| encoder | n | val @2 | best val epoch | test @2 |" in page and "holds at" not in page
+
+
 # ----------------------------------------------------------------------------- cross-source hold-out
 
 

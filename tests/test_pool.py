@@ -18,6 +18,10 @@ def _sigterm_is_default(_x) -> bool:
     return signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
 
 
+def _sigterm_is_unblocked(_x) -> bool:
+    return signal.SIGTERM not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+
+
 def _fail_on_seven(x: int) -> int:
     if x == 7:
         raise ValueError("seven")
@@ -49,3 +53,29 @@ def test_workers_die_on_sigterm_whatever_handler_the_parent_has():
 def test_an_exception_in_a_worker_is_raised_here():
     with pytest.raises(ValueError, match="seven"):
         ordered_map(_fail_on_seven, list(range(20)), jobs=2, min_per_job=1)
+
+
+def test_workers_start_with_sigterm_blocked_until_they_reset_it(monkeypatch):
+    """A SIGTERM sent to a worker still starting must wait for the default action, not meet the
+    parent's handler (which ignored it and hung `terminate()` once); the parent's mask is put back."""
+    import multiprocessing.context
+
+    from narbench.train.partcache import worker_pool
+
+    seen = {}
+    fork = multiprocessing.context.ForkProcess._Popen
+
+    def during_fork(process):  # what a worker inherits: the mask of the thread that forks it
+        seen["blocked"] = signal.SIGTERM in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+        return fork(process)
+
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, set())
+    monkeypatch.setattr(multiprocessing.context.ForkProcess, "_Popen", staticmethod(during_fork))
+    pool = worker_pool(multiprocessing.get_context("fork"), 1)
+    monkeypatch.undo()
+    try:
+        assert seen["blocked"] and pool.apply(_sigterm_is_unblocked, (0,))
+    finally:
+        pool.terminate()
+        pool.join()
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, set()) == before

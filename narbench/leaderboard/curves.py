@@ -110,8 +110,11 @@ def markdown(curves: list[Curve], plots: dict[tuple[str, str, str], str] | None 
         lines += [f"## {dataset} / {split} ({profile}, epochs 1-{last})", ""]
         if plots and (dataset, split, profile) in plots:
             lines += [f"![learning curves, {dataset} {split}]({plots[(dataset, split, profile)]})", ""]
-        lines += [f"| encoder | n | val @{budget} | val @{last} | best val epoch | test @{budget} | test @{last} |",
-                  "|---|---:|---:|---:|---:|---:|---:|"]
+        if last == budget:  # curves of the budget itself: one column per side, no order to compare
+            lines += [f"| encoder | n | val @{budget} | best val epoch | test @{budget} |", "|---|---:|---:|---:|---:|"]
+        else:
+            lines += [f"| encoder | n | val @{budget} | val @{last} | best val epoch | test @{budget} | test @{last} |",
+                      "|---|---:|---:|---:|---:|---:|---:|"]
         for c in sorted(group, key=lambda c: -c.mean("validation")[last - 1]):
             val, test = c.matrix("validation")[:, :last], c.matrix("test")[:, :last]
 
@@ -119,10 +122,14 @@ def markdown(curves: list[Curve], plots: dict[tuple[str, str, str], str] | None 
                 col = m[:, e - 1]
                 return f"{col.mean():.3f} ± {col.std(ddof=1):.3f}" if len(col) > 1 else f"{col.mean():.3f}"
 
-            lines.append(f"| {c.method} | {len(c.seeds)} | {cell(val, budget)} | {cell(val, last)} | "
-                         f"{int(np.argmax(val.mean(axis=0))) + 1} | {cell(test, budget)} | {cell(test, last)} |")
+            best = int(np.argmax(val.mean(axis=0))) + 1
+            if last == budget:
+                lines.append(f"| {c.method} | {len(c.seeds)} | {cell(val, budget)} | {best} | {cell(test, budget)} |")
+            else:
+                lines.append(f"| {c.method} | {len(c.seeds)} | {cell(val, budget)} | {cell(val, last)} | "
+                             f"{best} | {cell(test, budget)} | {cell(test, last)} |")
         lines.append("")
-        if len(group) > 1:
+        if len(group) > 1 and last != budget:
             for side in SIDES:
                 at_budget, at_last = _order(group, side, budget), _order(group, side, last)
                 verdict = "holds" if at_budget == at_last else "changes"

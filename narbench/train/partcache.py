@@ -30,6 +30,7 @@ import inspect
 import itertools
 import json
 import multiprocessing
+from typing import Any
 import os
 import sqlite3
 import struct
@@ -255,10 +256,32 @@ def _worker_signals() -> None:
     The CLI turns SIGTERM into an exception in its own process (`narbench.process`); a forked
     worker inherits that handler, and a worker blocked on the pool's task-queue lock when
     `terminate()` came was seen to survive it, leaving `pool.join()` waiting forever (the gate in
-    CI, cold parts cache)."""
+    CI, cold parts cache). The worker starts with SIGTERM blocked (`worker_pool`), so one sent
+    before this runs waits, and is delivered, by default, when it is unblocked here."""
     import signal
 
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+
+
+def worker_pool(ctx: Any, jobs: int) -> Any:
+    """`ctx.Pool(jobs)` whose workers die on SIGTERM however early it comes (`_worker_signals`).
+
+    Workers are started with SIGTERM blocked: a pool terminated right after it was made (its work
+    done by the first worker up) sent SIGTERM to a worker still starting, which ran the parent's
+    handler, ignored it, went on to wait for tasks and left `terminate()` joining it forever
+    (seen in a fresh-clone CI run under load: `tests/test_pool.py`, a handler that ignores SIGTERM).
+    The parent's own mask is put back at once."""
+    import signal
+
+    if not hasattr(signal, "pthread_sigmask"):
+        return ctx.Pool(jobs, initializer=_worker_signals)
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        return ctx.Pool(jobs, initializer=_worker_signals)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def split_graphs(
@@ -317,7 +340,7 @@ def split_graphs(
             # the first chunk here: whatever the splitter compiles or loads on first use (numba
             # kernels) is then inherited by the forked workers instead of done once in each
             head = [_work_chunk(tasks[0])]
-            pool = ctx.Pool(jobs, initializer=_worker_signals)
+            pool = worker_pool(ctx, jobs)
             results = itertools.chain(head, pool.imap(_work_chunk, tasks[1:]))
         else:
             results = map(_work_chunk, tasks)

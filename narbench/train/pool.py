@@ -4,8 +4,9 @@ For per-graph data preparation that runs in numpy/scipy (not torch), e.g. `gps`'
 positional encodings. The pool is set up as `narbench.train.partcache.split_graphs` sets up its
 own: fork start method where there is one (the work list is inherited, not pickled; only results
 travel back), spawn elsewhere (each task then carries its items, and `fn` must be importable);
-workers reset SIGTERM to its default (`partcache._worker_signals`: the CLI's handler, inherited by
-a forked worker, once left `pool.join()` waiting forever); the pool is terminated and joined
+workers reset SIGTERM to its default, and start with it blocked until they have
+(`partcache.worker_pool`: the CLI's handler, inherited by a forked worker, once left `pool.join()`
+waiting forever); the pool is terminated and joined
 however the call ends. A result does not depend on `jobs`: each item is computed by the same
 `fn`, in one process, and put back at its index.
 """
@@ -16,7 +17,7 @@ import multiprocessing
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from narbench.train.partcache import _worker_signals, available_cores
+from narbench.train.partcache import available_cores, worker_pool
 
 __all__ = ["ordered_map"]
 
@@ -74,7 +75,7 @@ def ordered_map(fn: Callable[[Any], T], items: Sequence[Any], *, jobs: int | Non
     saved, pool = _WORK, None
     _WORK = (fn, items) if inherit else None
     try:
-        pool = ctx.Pool(jobs, initializer=_worker_signals)
+        pool = worker_pool(ctx, jobs)
         for indices, results in pool.imap_unordered(_run_chunk, tasks):
             for i, r in zip(indices, results):
                 out[i] = r
