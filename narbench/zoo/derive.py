@@ -32,11 +32,12 @@ from narbench.zoo.assemble import DATASET_NAME, DATASET_VERSION, dedup_graphs, t
 Relabel = Callable[[str, str, str, dict[str, Any]], tuple[str, dict[str, Any]]]
 
 
-def _canonical(args: tuple[list[str], Any, str]):
+def _canonical(args: tuple[list[str], Any] | tuple[list[str], Any, str]):
+    """The canonical graph of (raw op names, edges[, canonical version: default 2.1])."""
     from narbench.zoo.extract import RawGraph
 
-    ops, edges, version = args
-    return RawGraph(ops=ops, edges=edges).canonical(version)
+    ops, edges, *version = args
+    return RawGraph(ops=ops, edges=edges).canonical(*version)
 
 
 def derive(source: str | os.PathLike, out: str | os.PathLike, *, relabel: Relabel | None = None,
