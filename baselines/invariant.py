@@ -27,7 +27,6 @@ import torch
 
 from narbench.baselines.gnn import GNNEncoder, GNNStack, gat_conv, gcn_conv, gin_conv
 from narbench.data.graph import ArchGraph
-from narbench.train import losses
 from narbench.train.augment import OpClasses, Rates, rewrite
 from narbench.train.encoder import Labels
 from narbench.train.trainer import Trainer
@@ -74,28 +73,21 @@ class InvariantEncoder(GNNEncoder):
 
         for i, d in enumerate(datas):
             d.idx = torch.tensor([i])  # which training graph: seeds its rewrite
-        rates, seed, cfg = Rates(self.swap, self.drop, self.insert), int(getattr(trainer, "seed", 0)), self.profile.train
-        use_ce = "ce" in cfg.objective.split("+")
-        use_cl = "cl" in cfg.objective.split("+")
+        rates, seed = Rates(self.swap, self.drop, self.insert), int(getattr(trainer, "seed", 0))
 
-        def step(model, batch):
+        def with_views(batch):
+            """The batch and a rewrite of each of its graphs, labelled like it."""
+            graphs = batch.to_data_list()
+            rng = np.random.default_rng(int.from_bytes(
+                hashlib.sha256(repr((seed, batch.idx.tolist())).encode()).digest()[:8], "little"))
             views = []
-            idx = batch.idx.tolist()
-            rng = np.random.default_rng(int.from_bytes(hashlib.sha256(repr((seed, idx)).encode()).digest()[:8], "little"))
-            for d in batch.to_data_list():
+            for d in graphs:
                 ops, edges = rewrite(d.x.cpu().numpy(), d.edge_index.cpu().numpy(), classes, rates, rng)
                 view = d.clone()
                 view.x = torch.as_tensor(ops, device=d.x.device)
                 view.edge_index = torch.as_tensor(edges, device=d.x.device)
                 view.num_nodes = int(ops.shape[0])
                 views.append(view)
-            both = Batch.from_data_list([*batch.to_data_list(), *views]).to(batch.x.device)
-            emb = model(both)
-            loss = emb.new_zeros(())
-            if use_cl:
-                loss = loss + losses.supervised_contrastive(emb, both.y_cl, cfg.temperature)
-            if use_ce:
-                loss = loss + torch.nn.functional.cross_entropy(model.classifier(emb).float(), both.y_ce)
-            return loss
+            return Batch.from_data_list([*graphs, *views]).to(batch.x.device)
 
-        trainer.fit(self, datas, cfg, step, stage=f"train {self.name}", evaluate=trainer.epoch_eval)
+        trainer.fit_graph_level(self, datas, self.profile.train, stage=f"train {self.name}", expand=with_views)

@@ -226,18 +226,22 @@ class Trainer:
             model.train()
         return record
 
-    def fit_graph_level(self, model: torch.nn.Module, datas: Sequence, cfg: TrainConfig, *, stage: str = "graph") -> History:
+    def fit_graph_level(self, model: torch.nn.Module, datas: Sequence, cfg: TrainConfig, *, stage: str = "graph",
+                        expand: Callable[[object], object] | None = None) -> History:
         """Eq. 5 + cross-entropy (eq. 6), or either alone per `cfg.objective`.
 
         Each Data carries `y_cl` (the contrastive label: the family) and `y_ce` (the class label).
         `model(batch)` returns embeddings and `model.classifier` maps them to logits. This is
         every trained encoder's last stage: the trainer's `epoch_eval` (a learning curve) runs
-        after each of its epochs.
+        after each of its epochs. `expand(batch)`, if given, returns the batch the loss is computed
+        on (`invariant` adds a rewrite of each graph, labelled like it).
         """
         use_ce = "ce" in cfg.objective.split("+")
         use_cl = "cl" in cfg.objective.split("+")
 
         def step(m, batch):
+            if expand is not None:
+                batch = expand(batch)
             emb = m(batch)
             loss = emb.new_zeros(())
             if use_cl:
