@@ -183,10 +183,10 @@ def test_search_index_leaves_out_the_queries():
 # ----------------------------------------------------------------------------- the builder
 
 
-def tiny_cnn(width: int = 4):
+def tiny_cnn(width: int = 4, kernel: int = 3):
     import torch
 
-    return torch.nn.Sequential(torch.nn.Conv2d(3, width, 3), torch.nn.ReLU(), torch.nn.Conv2d(width, width, 3),
+    return torch.nn.Sequential(torch.nn.Conv2d(3, width, 3), torch.nn.ReLU(), torch.nn.Conv2d(width, width, kernel),
                                torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1),
                                torch.nn.Flatten(), torch.nn.Linear(width, 2))
 
@@ -214,14 +214,6 @@ def test_builder_extracts_labels_and_writes_a_loadable_file(tmp_path):
     assert read_graphs(again["path"])[0][0].meta["corpus_twins"] == ["crossimpl/torch/tiny"]
 
 
-def pointwise_cnn(width: int = 4):
-    import torch
-
-    return torch.nn.Sequential(torch.nn.Conv2d(3, width, 3), torch.nn.ReLU(), torch.nn.Conv2d(width, width, 1),
-                               torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1),
-                               torch.nn.Flatten(), torch.nn.Linear(width, 2))
-
-
 def test_builder_under_22_reads_design_attributes_and_needs_its_corpus(tmp_path):
     pytest.importorskip("torch")
     from narbench.data.canonical import canonical_vocabulary
@@ -229,7 +221,7 @@ def test_builder_under_22_reads_design_attributes_and_needs_its_corpus(tmp_path)
     from narbench.data.store import read_graphs
     from narbench.zoo.crossimpl import build
 
-    rows = [Row("torch", "pw", "tests.datasets.test_crossimpl:pointwise_cnn", {}, "image:1x3x9x9", "resnet")]
+    rows = [Row("torch", "pw", "tests.datasets.test_crossimpl:tiny_cnn", {"kernel": 1}, "image:1x3x9x9", "resnet")]
     with pytest.raises(ValueError, match="needs the real graphs of that version"):
         build(tmp_path, rows, version="2.2")
     s21 = build(tmp_path / "21", rows, corpus=("none", []))
