@@ -63,3 +63,30 @@ def test_tiebreak_keys_depend_on_the_graph_only():
     a_other_label = ArchGraph(ops=[0, 1], edges=[[0], [1]], name="a2", family="y", coarse="d")
     ka, kb, ka2 = tiebreak_keys([a, b, a_other_label])
     assert ka == ka2 and ka != kb
+
+
+def _binary_corpus(seed: int, rows: int, dims: int, density: float = 0.3) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return (torch.rand(rows, dims, generator=g) < density).float()
+
+
+def test_rankings_of_integer_embeddings_do_not_depend_on_the_summation_order():
+    """Presence bits (the WL floors) make many cosines equal in exact arithmetic. A float32 kernel
+    rounds them apart in an order that depends on how it sums (an Intel AVX512 GEMM and an AMD
+    AVX2 one differ: wl-binary's MRR moved by 0.0025 between such hosts), so the tie-break never
+    saw them. Permuting the feature columns permutes the terms of every dot product (what another
+    kernel does); the ranking must not move, and tied scores must be exactly equal."""
+    q, c = _binary_corpus(1, 60, 96), _binary_corpus(2, 400, 96)
+    perm = torch.randperm(96, generator=torch.Generator().manual_seed(3))
+    idx, val = top_k_cosine(q, c, k=50)
+    idx_p, val_p = top_k_cosine(q[:, perm], c[:, perm], k=50, batch_size=7)
+    assert torch.equal(idx, idx_p)
+    assert torch.equal(val, val_p)
+    # exact arithmetic: cos = |a & b| / sqrt(|a| |b|); equal fractions give bit-equal scores
+    inter, na, nc = q @ c.T, q.sum(1), c.sum(1)
+    exact = {(i, j): (int(inter[i, j]) ** 2, int(na[i]) * int(nc[j])) for i in range(60) for j in idx[i].tolist()}
+    for i in range(60):
+        for a, b in zip(idx[i].tolist(), idx[i, 1:].tolist()):
+            (x1, y1), (x2, y2) = exact[i, a], exact[i, b]
+            if x1 * y2 == x2 * y1:  # tied exactly: equal scores, ordered by corpus index
+                assert val[i, idx[i].tolist().index(a)] == val[i, idx[i].tolist().index(b)] and a < b

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 
 class EmbeddingError(RuntimeError):
@@ -41,6 +40,31 @@ def tiebreak_keys(graphs) -> np.ndarray:
     return np.array([int(g.content_hash()[:15], 16) for g in graphs], dtype=np.int64)
 
 
+#: below this norm a row counts as zero (its cosines are 0), as in `F.normalize`
+EPS = 1e-12
+
+
+def _norm(x: torch.Tensor) -> torch.Tensor:
+    """Row norms as sqrt(sum of squares): exact sums and one correctly rounded root for integer rows."""
+    return torch.sqrt((x * x).sum(dim=1)).clamp_min(EPS)
+
+
+def _cosine(q: torch.Tensor, c: torch.Tensor, c_norm: torch.Tensor) -> torch.Tensor:
+    """Cosine similarities [Q, C] that are the same on every host, as float32.
+
+    The dot products are taken in float64 on the raw rows and divided by the norms afterwards:
+    for integer-valued embeddings (counts, presence bits: the WL and op-histogram floors) every
+    step is exact or correctly rounded, so the scores are bit-identical whatever the BLAS kernel
+    (an Intel AVX512 host's GEMM sums in another order than an AMD AVX2 one's). For other
+    embeddings the host-to-host difference is ~1e-16, far below float32's spacing, so rounding
+    to float32 maps both hosts to the same score except with negligible probability; scores
+    equal in exact arithmetic (the many ties of binary features) stay exactly equal and are
+    ordered by the tie-break, instead of by which way a kernel's rounding went (measured: the
+    float32 kernel moved wl-binary's MRR@20 on nas by 0.0025 between those two hosts)."""
+    q_norm = _norm(q)
+    return ((q @ c.T) / q_norm[:, None] / c_norm[None, :]).to(torch.float32)
+
+
 def top_k_cosine(
     queries: torch.Tensor,
     corpus: torch.Tensor,
@@ -68,11 +92,11 @@ def top_k_cosine(
         idx, val = top_k_cosine(queries, corpus[perm], k, batch_size=batch_size, device=device)
         return perm[idx], val
     k = min(k, corpus.shape[0])
-    c = F.normalize(corpus.to(device, torch.float32), dim=1)
+    c = corpus.to(device, torch.float64)
+    c_norm = _norm(c)
     out_idx, out_val = [], []
     for start in range(0, queries.shape[0], batch_size):
-        q = F.normalize(queries[start : start + batch_size].to(device, torch.float32), dim=1)
-        sim = q @ c.T
+        sim = _cosine(queries[start : start + batch_size].to(device, torch.float64), c, c_norm)
         val, idx = torch.topk(sim, k, dim=1)
         val, idx = val.cpu(), idx.cpu()
         # Exact tie-break by corpus index: rows whose k-th value is tied with items left out are
