@@ -113,3 +113,21 @@ def test_per_package_table_averages_each_package_over_seeds(tmp_path):
     assert "| gcn | 0.250 | 0.800 |" in text
     assert package_markdown(lb.collect([tmp_path]), "mrr@20").startswith("## Per package")
     assert package_markdown([]) == ""
+
+
+def test_headline_takes_the_paper_profile_only_when_it_holds_every_method(tmp_path):
+    """A paper grid run part of the way (its floors on a CPU, some trained encoders still waiting
+    for a GPU) must not head the README with part of the methods; once it holds them all, it does."""
+    _three_settings(tmp_path / "res")
+    for ds, split in SETTINGS:  # the paper profile: floors everywhere, gcn everywhere but unseen, gat there
+        subsets = SUBSETS if split == "crossimpl" else None
+        trained = "gat" if split == "unseen" else "gcn"
+        for s in range(3):
+            for enc, pq in (("wl", base(s)), ("random", np.full(N_QUERIES, 0.05)), (trained, base(s))):
+                write_result(tmp_path / "res", enc, "none", s, pq, dataset=ds, split=split, subsets=subsets,
+                             profile="paper")
+    assert "`quick` profile" in headline_markdown(_tables(tmp_path / "res"))
+    for s in range(3):
+        write_result(tmp_path / "res", "gcn", "none", s, base(s), dataset="real", split="unseen", profile="paper")
+    text = headline_markdown(_tables(tmp_path / "res"))
+    assert "`paper` profile" in text and "| gat |" in text
