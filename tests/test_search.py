@@ -464,6 +464,23 @@ def test_exact_backend_breaks_ties_by_row():
     assert rows[0].tolist() == [0, 2, 3] and scores[0, 0] == pytest.approx(1.0)
 
 
+def test_exact_backend_ranks_the_same_whatever_the_summation_order():
+    """Rows that tie in exact arithmetic (presence-bit embeddings, stored as float16 like an index's)
+    get bit-equal scores ordered by row, and permuting the features (the order another host's BLAS
+    sums in) changes neither rows nor scores."""
+    g = np.random.default_rng(0)
+    bits = (g.random((300, 64)) < 0.3).astype(np.float64)
+    emb = (bits / np.linalg.norm(bits, axis=1, keepdims=True).clip(1e-12)).astype(np.float16)
+    q = emb[:20].astype(np.float32)
+    perm = g.permutation(64)
+    rows, scores = ExactBackend(emb).search(q, 40)
+    rows_p, scores_p = ExactBackend(np.ascontiguousarray(emb[:, perm])).search(np.ascontiguousarray(q[:, perm]), 40)
+    assert np.array_equal(rows, rows_p) and np.array_equal(scores, scores_p)
+    for r, sc in zip(rows, scores):
+        for i in range(len(r) - 1):
+            assert sc[i] > sc[i + 1] or (sc[i] == sc[i + 1] and r[i] < r[i + 1])
+
+
 def test_faiss_and_exact_agree_on_a_small_corpus(index):
     pytest.importorskip("faiss")
     emb = index.embeddings[:3000]

@@ -26,12 +26,20 @@ class BackendError(RuntimeError):
     """A backend that is unknown or not installed (message: problem; fix)."""
 
 
+def exact_scores(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Dot products of `rows` with `query` as float32 that are the same on every host: taken in float64
+    (a float16 row times a float32 query is exact there; only the sum rounds, ~1e-16) and rounded once,
+    so a BLAS kernel's summation order (Intel's and AMD's differ) cannot reorder equal scores
+    (as `narbench.eval.retrieval` does for the benchmark's cosines)."""
+    return (np.asarray(rows, dtype=np.float64) @ np.asarray(query, dtype=np.float64)).astype(np.float32)
+
+
 class ExactBackend:
     """Exact cosine top-k over L2-normalised rows: a float16 screen, then exact float32 rescoring.
 
     Scores are screened with one float16 matrix product in torch (half the memory traffic of
     float32, one thread: a single query is memory-bound); every row within `MARGIN` of the k-th
-    screened score is rescored in float32 and ranked by (-score, row). The screen's error is
+    screened score is rescored exactly (`exact_scores`) and ranked by (-score, row). The screen's error is
     below 1e-3 for unit vectors (measured 3e-4), so the result is the exact top k.
     """
 
@@ -63,7 +71,7 @@ class ExactBackend:
         scores = np.empty((len(queries), k), dtype=np.float32)
         for i, q in enumerate(queries):
             cand = torch.nonzero(screened[i] >= kth[i] - self.MARGIN).flatten().numpy()
-            exact = self.rows[cand].astype(np.float32) @ q
+            exact = exact_scores(self.rows[cand], q)
             best = np.lexsort((cand, -exact))[:k]
             rows[i], scores[i] = cand[best], exact[best]
         return rows, scores

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from narbench.search_engine.backends import exact_scores
 from narbench.search_engine.index import SearchIndex, load_index
 from narbench.search_engine.target import Query, resolve_target
 from narbench.data.ops import UNKNOWN_OP
@@ -204,7 +205,7 @@ def search(
     rows, scores = _backend(index, backend).search(vec[None], k + len(exclude) + len(first))
     ranked = dict(zip(rows[0].tolist(), scores[0].tolist()))
     for r in first:
-        ranked.setdefault(r, float(index.arrays["embeddings"][r].astype("float32") @ vec))
+        ranked.setdefault(r, float(exact_scores(index.arrays["embeddings"][r][None], vec)[0]))
     hits, weak_below = [], index.weak_below
     for row in first + [r for r in ranked if r not in first]:
         if row in exclude or row < 0 or len(hits) == k:
