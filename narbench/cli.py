@@ -22,7 +22,7 @@ from narbench.train.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 # Heavy modules (torch, PyG, numpy, the leaderboard) are imported inside the handlers: `--version`,
 # `--help` and argument errors answer without them (tests/test_cli_first_hour.py checks torch).
 
-from narbench.cli_args import MAX_SEED, _non_negative_float, _positive_int, _seed  # noqa: E402,F401 - argparse types (MAX_SEED re-exported)
+from narbench.cli_args import MAX_SEED, _console, _non_negative_float, _positive_int, _seed  # noqa: E402,F401 - argparse types (MAX_SEED re-exported)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -65,17 +65,6 @@ def versions_line(dataset_versions) -> str:
 
 
 
-
-def _console(stderr: bool = False, **kwargs):
-    """A rich Console; not on a terminal (a log, a pipe) it is 160 columns wide unless COLUMNS says."""
-    import os
-
-    from rich.console import Console
-
-    console = Console(stderr=stderr, **kwargs)
-    if not console.is_terminal and "COLUMNS" not in os.environ and "width" not in kwargs:
-        console = Console(stderr=stderr, width=160, **kwargs)
-    return console
 
 
 def _parse_param(text: str) -> tuple[str, object]:
@@ -221,6 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_runs_parser(sub)
     add_search_parser(sub)
     add_index_parser(sub)
+    from narbench.cli_explore import add_explore_parser
+    add_explore_parser(sub, defaults)
 
     check = sub.add_parser("check", help="regression gate: smoke-run the encoders and compare with a reference")
     check.add_argument("--baseline", "--reference", dest="reference", default=gate.DEFAULT_REFERENCE,
@@ -633,10 +624,11 @@ def _input_errors() -> tuple[type[BaseException], ...]:
     from narbench.data.store import CorruptFileError
     from narbench.harness.sweep import GridError
     from narbench.eval.validation import InvalidResultError
+    from narbench.explorer.app import ExplorerError
 
     return (registry.UnknownNameError, registry.RegistryError, ConfigError, PreflightError, CheckpointError,
             CorruptFileError, FileNotFoundError, GateError, RejectedResultsError, InvalidResultError, HeadlineError,
-            NothingToShowError, GridError, EmbeddingError, WriteError)
+            NothingToShowError, GridError, EmbeddingError, WriteError, ExplorerError)
 
 
 def main(argv: list[str] | None = None) -> int:

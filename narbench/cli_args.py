@@ -26,3 +26,15 @@ def _checked(convert, ok, expected: str):
 _positive_int = _checked(int, lambda v: v >= 1, "a positive integer")
 _seed = _checked(int, lambda v: 0 <= v <= MAX_SEED, f"an integer from 0 to {MAX_SEED}")
 _non_negative_float = _checked(float, lambda v: 0 <= v < float("inf"), "a number >= 0")  # NaN fails too
+
+
+def _console(stderr: bool = False, **kwargs):
+    """A rich Console; not on a terminal (a log, a pipe) it is 160 columns wide unless COLUMNS says."""
+    import os
+
+    from rich.console import Console
+
+    console = Console(stderr=stderr, **kwargs)
+    if not console.is_terminal and "COLUMNS" not in os.environ and "width" not in kwargs:
+        console = Console(stderr=stderr, width=160, **kwargs)
+    return console

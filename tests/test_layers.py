@@ -34,14 +34,16 @@ PARTS = {
     "harness": ("narbench.harness",),
     "leaderboard": ("narbench.leaderboard",),
     "search_engine": ("narbench.search_engine",),
+    "explorer": ("narbench.explorer",),
     "faces": ("narbench.__main__", "narbench.cli", "narbench.cli_sweep", "narbench.cli_ceiling", "narbench.cli_args",
+              "narbench.cli_explore",
               "narbench.process",
               "narbench.pytest_plugin", "narbench.encoder"),
 }
 
 #: the floor of each part: an arrow goes from a higher floor to a lower one, never level or up
 LAYER = {"package": 0, "core": 0, "data": 1, "train": 2, "eval": 3, "splitters": 3, "baselines": 4, "harness": 4,
-         "leaderboard": 4, "datasets": 5, "zoo": 6, "search_engine": 7, "faces": 8}
+         "leaderboard": 4, "datasets": 5, "zoo": 6, "search_engine": 7, "explorer": 8, "faces": 9}
 
 #: which parts each part may import (besides itself); anyone may import `package` (`__version__`)
 MAY_IMPORT = {
@@ -57,8 +59,9 @@ MAY_IMPORT = {
     "datasets": {"core", "data", "train", "splitters", "baselines"},
     "zoo": {"core", "data", "datasets"},
     "search_engine": {"core", "data", "train", "eval", "harness", "zoo"},
+    "explorer": {"data", "leaderboard", "search_engine"},
     "faces": {"core", "data", "train", "eval", "splitters", "baselines", "harness", "leaderboard", "datasets", "zoo",
-              "search_engine"},
+              "search_engine", "explorer"},
 }
 
 #: where each namespace's sources lie (baselines/ and splitters/ install as narbench.baselines/.splitters)

@@ -47,6 +47,17 @@ def _file_part(setting) -> str:
     return "-".join(setting).replace("/", "~")
 
 
+def bar_chart_name(table: int, setting) -> str:
+    """The file name of a table block's bar chart (`plot_tables` draws it under this name)."""
+    return f"table{table}-{_file_part(setting)}.png"
+
+
+def bar_chart_digest(table: int, block) -> str:
+    """The digest a block's bar chart carries (`drawn_from`): equal only when the chart shows these rows."""
+    data = [[r.label, r.n, [[r.mean[f"ndcg@{k}"], r.std[f"ndcg@{k}"]] for k in (20, 50, 100)]] for r in chart_order(block.rows)]
+    return _digest("bars", [f"Table {table} · {block.title}", data])
+
+
 @contextlib.contextmanager
 def _style():
     import matplotlib
@@ -97,10 +108,9 @@ def plot_tables(tables: list[LeaderTable], out_dir: str | Path, *, redraw: bool 
                 continue
             rows = chart_order(b.rows)
             title = f"Table {t.number} · {b.title}"
-            data = [[r.label, r.n, [[r.mean[f"ndcg@{k}"], r.std[f"ndcg@{k}"]] for k in (20, 50, 100)]] for r in rows]
-            path = Path(out_dir) / f"table{t.number}-{_file_part(b.setting)}.png"
+            path = Path(out_dir) / bar_chart_name(t.number, b.setting)
             out.append(path)
-            digest = _digest("bars", [title, data])
+            digest = bar_chart_digest(t.number, b)
             if not redraw and drawn_from(path) == digest:
                 continue
             if progress:

@@ -1,0 +1,73 @@
+"""The explorer's page load, warm: the committed leaderboard served by `narbench explore`'s app.
+
+    python benchmarks/bench_explorer.py [--results DIR ...] [--repeat 5]
+
+Prints the server's start (reading, validating and testing the results: once per start), the
+time for the page's four requests (page, script, style, views.json) over HTTP, and, when a
+Chromium is found, the time from navigation to the first table drawn in a headless browser.
+Target (issue 41): first page load <= 1 s warm on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import threading
+import time
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--results", action="append", default=None, metavar="DIR")
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+
+    import httpx
+
+    from narbench.explorer import app, load_views
+
+    t0 = time.perf_counter()
+    payload = load_views(args.results or ["leaderboard/results"], plot_dir="leaderboard/plots")
+    start = time.perf_counter() - t0
+    sock = app.bind()
+    server = app.make_server(app.create_app(payload, "leaderboard/plots"))
+    threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True).start()
+    while not server.started:
+        time.sleep(0.02)
+    url = app.url_of(sock)
+    print(f"server start (read, validate, test {payload['results']} result files, {len(payload['views'])} views): {start:.1f} s")
+    with httpx.Client() as client:
+        client.get(url + "views.json")  # warm
+        http = []
+        for _ in range(args.repeat):
+            t = time.perf_counter()
+            for path in ("", "static/explorer.js", "static/explorer.css", "views.json"):
+                client.get(url + path).raise_for_status()
+            http.append(time.perf_counter() - t)
+    print(f"page's requests over HTTP: median {statistics.median(http) * 1000:.0f} ms of {args.repeat}")
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        print("browser: no chromium on PATH, not measured")
+    else:
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=exe, args=["--no-sandbox"])
+            page = browser.new_page()
+            page.goto(url)
+            page.wait_for_selector("[data-testid=view-table] tbody tr")  # warm: the browser's first start
+            shown = []
+            for _ in range(args.repeat):
+                t = time.perf_counter()
+                page.goto(url + "?reload")
+                page.wait_for_selector("[data-testid=view-table] tbody tr")
+                shown.append(time.perf_counter() - t)
+            browser.close()
+        print(f"browser, navigation to first table drawn: median {statistics.median(shown) * 1000:.0f} ms of {args.repeat} "
+              f"(target <= 1000 ms)")
+    server.should_exit = True
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,16 @@
+"""narbench explorer: the leaderboard as a web page (`narbench explore`), served locally or exported.
+
+- `views`: the leaderboard's table blocks as data (`load_views`), read from result folders with the
+  same code as `narbench leaderboard`, and one view as CSV.
+- `app`: the web app (Starlette, served by uvicorn) over those views, bound to 127.0.0.1 by default.
+- `export`: a static copy of the page, its data and charts for any web host.
+- `static/`: the page (HTML, script, style), the same for the server and the export.
+
+Needs the `explorer` extra (starlette, uvicorn).
+
+May import: narbench.data, narbench.leaderboard, narbench.search_engine (the search view, to come).
+"""
+
+from narbench.explorer.views import FORMAT, View, load_views, view_csv, views_from_tables
+
+__all__ = ["FORMAT", "View", "load_views", "view_csv", "views_from_tables"]

@@ -1,0 +1,100 @@
+"""The explorer's web application: a small ASGI app (Starlette) over a views payload, served by uvicorn.
+
+Starlette because the app is a handful of routes (a page, its data, CSV, charts, static files)
+with no templates or sessions: a full framework would add nothing, and Gradio would replace the
+page with its own widgets and fetch its front end's assets at start. The page itself is static
+(`static/`): it reads `views.json`, so the same files work as a static export (`export.py`).
+
+Routes: `/` the page, `/views.json` the payload (`views.load_views`), `/views/<id>.csv` one view
+as CSV, `/plots/<name>` a bar chart a view names (no other file under the plots folder is
+reachable), `/static/*` the page's script and style. Anything else: 404 with a JSON message.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+from narbench.explorer.views import view_csv
+
+STATIC = Path(__file__).parent / "static"
+
+
+class ExplorerError(RuntimeError):
+    """The explorer cannot start or export (an address in use, a file where a folder should be): one line."""
+
+#: the address the server binds to unless told otherwise: this machine only
+DEFAULT_HOST = "127.0.0.1"
+
+
+def create_app(payload: dict[str, Any], plot_dir: str | Path | None = None):
+    """The Starlette app serving `payload` (from `load_views`) and the charts it names in `plot_dir`."""
+    from starlette.applications import Starlette
+    from starlette.exceptions import HTTPException
+    from starlette.requests import Request
+    from starlette.responses import FileResponse, JSONResponse, Response
+    from starlette.routing import Mount, Route
+    from starlette.staticfiles import StaticFiles
+
+    views = {v["id"]: v for v in payload["views"]}
+    plots = {v["plot"] for v in payload["views"] if v.get("plot")} if plot_dir is not None else set()
+    body = json.dumps(payload, separators=(",", ":"), allow_nan=False).encode()  # encoded once: every load reuses it
+
+    async def index(request: Request) -> Response:
+        return FileResponse(STATIC / "index.html", media_type="text/html")
+
+    async def views_json(request: Request) -> Response:
+        return Response(body, media_type="application/json")
+
+    async def one_csv(request: Request) -> Response:
+        vid = request.path_params["id"]
+        if vid not in views:
+            raise HTTPException(404, f"no view {vid!r} (views.json lists them)")
+        return Response(view_csv(views[vid]), media_type="text/csv",
+                        headers={"content-disposition": f'attachment; filename="{vid}.csv"'})
+
+    async def plot(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in plots:
+            raise HTTPException(404, f"no chart {name!r}")
+        return FileResponse(Path(plot_dir) / name, media_type="image/png")
+
+    async def error(request: Request, exc: HTTPException) -> Response:
+        return JSONResponse({"error": exc.detail, "status": exc.status_code}, status_code=exc.status_code)
+
+    routes = [Route("/", index), Route("/views.json", views_json), Route("/views/{id}.csv", one_csv),
+              Route("/plots/{name}", plot), Mount("/static", StaticFiles(directory=STATIC), name="static")]
+    return Starlette(routes=routes, exception_handlers={HTTPException: error})
+
+
+def bind(host: str = DEFAULT_HOST, port: int = 0) -> socket.socket:
+    """A listening socket on (host, port); port 0 lets the system choose a free one. ExplorerError names the problem."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ExplorerError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.listen(128)
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://{'[' + host + ']' if ':' in host else host}:{port}/"
+
+
+def make_server(app):
+    """A uvicorn server for `app` (its access log off: the page makes few requests); `.run(sockets=[sock])`."""
+    import uvicorn
+
+    return uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
+
+
+def serve(app, sock: socket.socket) -> None:
+    """Serve `app` on `sock` until interrupted."""
+    make_server(app).run(sockets=[sock])

@@ -1,0 +1,184 @@
+"""narbench explore: the leaderboard's views as data, the web app over them, the static export, the CLI."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from narbench.cli import main
+from narbench.explorer import load_views, view_csv
+from tests.handmade import write_result
+
+pytest.importorskip("starlette", reason="the explorer extra (starlette, uvicorn) is not installed")
+pytest.importorskip("httpx", reason="starlette's test client needs httpx")
+
+N = 40
+
+
+@pytest.fixture
+def results(tmp_path):
+    """nas, 3 seeds: gcn best, gat below it, wl a floor; and one gcn seed on real (a second table block)."""
+    out = tmp_path / "res"
+    for s in range(3):
+        q = np.random.default_rng(s).uniform(0.6, 1.0, N)
+        write_result(out, "gcn", "none", s, q)
+        write_result(out, "gat", "none", s, q - 0.2)
+        write_result(out, "wl", "none", s, q - 0.1)
+    write_result(out, "gcn", "none", 0, np.full(N, 0.5), dataset="real")
+    return out
+
+
+def _file_means(folder, dataset, encoder, metric):
+    values = [json.loads(p.read_text())["metrics"][metric] for p in sorted(folder.glob(f"{dataset}-*-{encoder}-*.json"))]
+    return float(np.mean(values)), len(values)
+
+
+def _client(payload, plot_dir=None):
+    from starlette.testclient import TestClient
+
+    from narbench.explorer.app import create_app
+
+    return TestClient(create_app(payload, plot_dir))
+
+
+def test_views_hold_the_result_files_means_and_the_tables_marks(results):
+    payload = load_views([results])
+    nas = next(v for v in payload["views"] if v["table"] == 1 and v["setting"]["dataset"] == "nas")
+    rows = {r["label"]: r for r in nas["rows"]}
+    assert set(rows) == {"gcn", "gat", "wl (floor)"}
+    for label, enc in (("gcn", "gcn"), ("gat", "gat"), ("wl (floor)", "wl")):
+        mean, n = _file_means(results, "nas", enc, "ndcg@20")
+        assert rows[label]["n"] == n == 3 and rows[label]["mean"]["ndcg@20"] == pytest.approx(mean, abs=1e-12)
+    assert "ndcg@20" in rows["gcn"]["bold"] and rows["gat"]["marks"]["ndcg@20"] == "†"  # gcn best, gat far below
+    assert nas["setting"] == {"dataset": "nas", "split": "standard", "profile": "quick", "device": "cpu", "protocol": "family"}
+    assert any(v["setting"]["dataset"] == "real" for v in payload["views"])
+    assert len({v["id"] for v in payload["views"]}) == len(payload["views"])
+    json.dumps(payload, allow_nan=False)  # no NaN reaches the page (a 1-seed row has no std)
+
+
+def test_a_view_as_csv_has_one_line_per_row_with_the_means(results):
+    payload = load_views([results])
+    nas = next(v for v in payload["views"] if v["table"] == 1 and v["setting"]["dataset"] == "nas")
+    lines = list(csv.DictReader(io.StringIO(view_csv(nas))))
+    assert [ln["method"] for ln in lines] == [r["label"] for r in nas["rows"]]
+    gat = next(ln for ln in lines if ln["method"] == "gat")
+    assert float(gat["mrr@20_mean"]) == pytest.approx(_file_means(results, "nas", "gat", "mrr@20")[0], abs=1e-12)
+    real = next(v for v in payload["views"] if v["setting"]["dataset"] == "real")
+    assert list(csv.DictReader(io.StringIO(view_csv(real))))[0]["ndcg@20_std"] == ""  # one seed: no std
+
+
+def test_the_app_serves_the_page_its_data_and_one_view_as_csv(results):
+    payload = load_views([results])
+    client = _client(payload)
+    page = client.get("/")
+    assert page.status_code == 200 and "static/explorer.js" in page.text and "text/html" in page.headers["content-type"]
+    assert client.get("/views.json").json() == payload
+    assert client.get("/static/explorer.js").status_code == 200
+    vid = payload["views"][0]["id"]
+    got = client.get(f"/views/{vid}.csv")
+    assert got.status_code == 200 and got.text == view_csv(payload["views"][0])
+    assert got.headers["content-disposition"] == f'attachment; filename="{vid}.csv"'
+
+
+def test_unknown_paths_and_files_outside_the_charts_are_404_with_a_message(results, tmp_path):
+    plots = tmp_path / "plots"
+    plots.mkdir()
+    (tmp_path / "secret.txt").write_text("not for the page")
+    payload = load_views([results], plot_dir=plots)  # no chart drawn: no view names one
+    assert all(v["plot"] is None for v in payload["views"])
+    client = _client(payload, plots)
+    for path in ("/views/nope.csv", "/plots/secret.txt", "/plots/..%2Fsecret.txt", "/static/../secret.txt", "/nothing"):
+        got = client.get(path)
+        assert got.status_code == 404, path
+        assert "not for the page" not in got.text
+    assert "no view 'nope'" in client.get("/views/nope.csv").json()["error"]
+
+
+def test_a_chart_is_served_only_when_it_shows_the_views_rows(results, tmp_path):
+    """The leaderboard's bar chart of a block is shown when its stamped digest says it was drawn from
+    these rows; after another result joins the block, the old chart (other rows) is left out."""
+    from narbench import leaderboard as lb
+    from narbench.leaderboard.subsets import with_subsets
+
+    plots = tmp_path / "plots"
+    lb.plot_tables(lb.build_tables(with_subsets(lb.collect([results]))), plots)
+    payload = load_views([results], plot_dir=plots)
+    view = next(v for v in payload["views"] if v["setting"]["dataset"] == "nas")
+    assert view["plot"] and (plots / view["plot"]).is_file()
+    got = _client(payload, plots).get(f"/plots/{view['plot']}")
+    assert got.status_code == 200 and got.content == (plots / view["plot"]).read_bytes()
+    write_result(results, "gin", "none", 0, np.full(N, 0.3))  # a row the chart does not show
+    again = next(v for v in load_views([results], plot_dir=plots)["views"] if v["setting"]["dataset"] == "nas")
+    assert again["id"] == view["id"] and again["plot"] is None
+
+
+def test_static_export_writes_the_page_and_the_same_data(results, tmp_path, capsys):
+    out = tmp_path / "site"
+    assert main(["explore", "--no-committed", "--results", str(results), "--static", str(out),
+                 "--leaderboard", str(tmp_path / "no-leaderboard")]) == 0
+    from narbench.explorer.app import STATIC
+
+    assert (out / "index.html").read_text() == (STATIC / "index.html").read_text()
+    assert (out / "static" / "explorer.js").is_file() and (out / "static" / "explorer.css").is_file()
+    assert json.loads((out / "views.json").read_text()) == load_views([results])
+    assert "static explorer written to" in capsys.readouterr().out
+
+
+def test_bad_input_is_one_line_and_exit_2(results, tmp_path, capsys):
+    assert main(["explore", "--no-committed", "--results", str(tmp_path / "missing"), "--static", str(tmp_path / "o")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "x-quick-s0.json").write_text("{ not json")
+    assert main(["explore", "--no-committed", "--results", str(broken), "--static", str(tmp_path / "o")]) == 2
+    assert "x-quick-s0.json" in capsys.readouterr().err
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    assert main(["explore", "--no-committed", "--results", str(results), "--static", str(a_file)]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
+    assert main(["explore", "--no-committed", "--static", str(tmp_path / "o")]) == 2
+    assert "nothing to show" in capsys.readouterr().err
+
+
+def test_the_server_binds_to_this_machine_by_default_and_a_taken_port_is_one_line(results, monkeypatch, capsys):
+    from narbench.explorer import app
+
+    seen = {}
+    monkeypatch.setattr(app, "serve", lambda _app, sock: seen.update(addr=sock.getsockname()) or sock.close())
+    assert main(["explore", "--no-committed", "--results", str(results)]) == 0
+    assert seen["addr"][0] == "127.0.0.1" and seen["addr"][1] > 0
+    assert f"http://127.0.0.1:{seen['addr'][1]}/" in capsys.readouterr().out
+    taken = app.bind()
+    try:
+        assert main(["explore", "--no-committed", "--results", str(results), "--port", str(taken.getsockname()[1])]) == 2
+        assert "cannot listen on 127.0.0.1" in capsys.readouterr().err
+    finally:
+        taken.close()
+
+
+def test_a_real_server_answers_on_its_socket(results):
+    import httpx
+
+    from narbench.explorer import app
+
+    payload = load_views([results])
+    sock = app.bind()
+    server = app.make_server(app.create_app(payload))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.started
+        got = httpx.get(app.url_of(sock) + "views.json", timeout=10)
+        assert got.status_code == 200 and got.json()["views"] == payload["views"]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)
