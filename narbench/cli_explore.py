@@ -7,7 +7,8 @@ from pathlib import Path
 
 
 def add_explore_parser(sub, formatter) -> None:
-    p = sub.add_parser("explore", help="the leaderboard as a web page: serve it locally, or export it (--static)",
+    p = sub.add_parser("explore", help="the leaderboard and search as a web page: serve it locally, or export the "
+                                       "leaderboard (--static)",
                        formatter_class=formatter)
     p.add_argument("--results", action="append", default=[], metavar="DIR",
                    help="a folder of result files shown beside the committed ones (repeatable)")
@@ -19,6 +20,7 @@ def add_explore_parser(sub, formatter) -> None:
                    help="address to listen on (default 127.0.0.1: this machine only; another address exposes "
                         "the page to the network, deliberately)")
     p.add_argument("--port", type=int, default=0, help="port (default: a free one, printed)")
+    p.add_argument("--no-search", action="store_true", help="serve the leaderboard only (no search tab)")
     p.add_argument("--static", default=None, metavar="DIR",
                    help="write the page, its data and charts into DIR for any web host, and exit")
     p.set_defaults(func=cmd_explore, interrupted="explorer stopped")
@@ -58,6 +60,10 @@ def cmd_explore(args: argparse.Namespace) -> int:
                   f"(serve the folder with any web server, e.g. python -m http.server -d {escape(args.static)})",
                   soft_wrap=True, highlight=False)
         return 0
+    from narbench.explorer.searching import Searcher
+
+    # models given as code run on this machine: only while no other machine can reach the server
+    searcher = None if args.no_search else Searcher(allow_code=app.is_loopback(sock))
     out.print(f"narbench explorer on [bold]{app.url_of(sock)}[/bold] (Ctrl-C stops it)", soft_wrap=True, highlight=False)
-    app.serve(app.create_app(payload, plots), sock)
+    app.serve(app.create_app(payload, plots, searcher), sock)
     return 0

@@ -78,7 +78,7 @@ def test_the_app_serves_the_page_its_data_and_one_view_as_csv(results):
     client = _client(payload)
     page = client.get("/")
     assert page.status_code == 200 and "static/explorer.js" in page.text and "text/html" in page.headers["content-type"]
-    assert client.get("/views.json").json() == payload
+    assert client.get("/views.json").json() == {**payload, "search": False}  # no searcher: the page offers none
     assert client.get("/static/explorer.js").status_code == 200
     vid = payload["views"][0]["id"]
     got = client.get(f"/views/{vid}.csv")
@@ -179,6 +179,131 @@ def test_a_real_server_answers_on_its_socket(results):
         assert server.started
         got = httpx.get(app.url_of(sock) + "views.json", timeout=10)
         assert got.status_code == 200 and got.json()["views"] == payload["views"]
+        assert app.is_loopback(sock)
     finally:
         server.should_exit = True
         thread.join(timeout=20)
+
+
+# ------------------------------------------------------------------ search and side by side
+
+
+@pytest.fixture(scope="module")
+def searcher():
+    from narbench.explorer.searching import Searcher
+
+    return Searcher(allow_code=True)
+
+
+@pytest.fixture(scope="module")
+def resnet(searcher):
+    """A resnet graph of the shipped index (its name) and the graph itself."""
+    graphs, _ = searcher.corpus()
+    name = next(n for n in searcher.index().names if n.startswith("timm/resnet50/classification"))
+    return name, graphs[name]
+
+
+def _search_client(searcher):
+    """A client of an explorer with no result views and `searcher` (None: search off)."""
+    from starlette.testclient import TestClient
+
+    from narbench.explorer.app import create_app
+
+    return TestClient(create_app({"format": 1, "results": 0, "folders": [], "views": [], "notes": {}}, None, searcher))
+
+
+def test_compare_folds_repeated_blocks_and_marks_shared_and_missing_structure():
+    from narbench.data.graph import ArchGraph
+    from narbench.explorer.compare import compare
+
+    def chain(blocks, head):  # input, `blocks` residual blocks (conv, relu, conv, add), then `head` ops
+        ops, edges, prev = [0], [], 0
+        for _ in range(blocks):
+            i = len(ops)
+            ops += [1, 2, 1, 3]
+            edges += [(prev, i), (i, i + 1), (i + 1, i + 2), (i + 2, i + 3), (prev, i + 3)]
+            prev = i + 3
+        for op in head:
+            ops.append(op)
+            edges.append((prev, len(ops) - 1))
+            prev = len(ops) - 1
+        return ops, edges
+
+    ops_a, e_a = chain(6, [4, 5])
+    ops_b, e_b = chain(2, [4, 5])
+    a = ArchGraph(np.array(ops_a), np.array(e_a).T, "a", "fa", "c")
+    b = ArchGraph(np.array(ops_b), np.array(e_b).T, "b", "fb", "c")
+    vocab_a = ["input", "conv", "relu", "add", "linear", "output"]
+    vocab_b = ["input", "conv", "relu", "add", "softmax", "output"]  # another id table: compared by name
+    out = compare(a, vocab_a, b, vocab_b)
+    qa, hb = out["query"], out["hit"]
+    blocks = [n for n in qa["nodes"] if n["block"]]
+    assert qa["blocks"] == len(blocks) >= 1 and max(n["block"] for n in blocks) >= 3  # the six blocks, folded
+    assert sum(n["ops"] for n in qa["nodes"]) == a.num_nodes  # folding hides no op
+    ids = {n["id"] for n in qa["nodes"]}
+    assert all(e["source"] in ids and e["target"] in ids and e["source"] != e["target"] for e in qa["edges"])
+    label = {n["label"]: n for n in qa["nodes"] if not n["block"]}
+    assert label["linear"]["differs"] and not label["input"]["differs"]  # b has no linear
+    assert any(n["label"] == "softmax" and n["differs"] for n in hb["nodes"])
+    assert label["input"]["matched"]  # the stem is wired alike in both
+    assert 0 < qa["matched"] < 1 and "overlap" in out["why"]
+    unfolded = compare(a, vocab_a, b, vocab_b, fold=False)["query"]
+    assert unfolded["blocks"] == 0 and len(unfolded["nodes"]) == a.num_nodes
+
+
+def test_search_by_index_name_then_the_hit_beside_the_query(searcher, resnet):
+    name, graph = resnet
+    client = _search_client(searcher)
+    got = client.get("/api/search", params={"q": name, "k": 5})
+    assert got.status_code == 200, got.text
+    result = got.json()
+    assert result["query"] == name and len(result["hits"]) == 5 and result["query_id"]
+    assert name not in [h["name"] for h in result["hits"]]  # the graph itself is left out
+    hit = result["hits"][0]["name"]
+    pair = client.get("/api/pair", params={"query": result["query_id"], "hit": hit}).json()
+    assert pair["query"]["name"] == name and pair["hit"]["name"] == hit
+    assert pair["query"]["num_nodes"] == graph.num_nodes
+    for side in ("query", "hit"):
+        g = pair[side]
+        assert g["blocks"] >= 1 and len(g["nodes"]) < g["num_nodes"]  # a resnet's repeated blocks are folded
+        assert sum(n["matched"] for n in g["nodes"]) > 0
+    assert "overlap" in pair["why"]
+
+
+def test_search_a_model_file_and_an_uploaded_graph(searcher, resnet, tmp_path):
+    from narbench.data.store import write_graphs
+
+    client = _search_client(searcher)
+    got = client.get("/api/search", params={"q": "examples/out_of_zoo.py:ResidualCNN", "k": 3})
+    assert got.status_code == 200, got.text
+    assert got.json()["kind"] == "file" and got.json()["hits"][0]["family"] == "resnet"
+    name, graph = resnet
+    _, vocab = searcher.corpus()
+    path = tmp_path / "mine.narg"
+    write_graphs(path, [graph], vocab, {"note": "test"})
+    up = client.post("/api/search", params={"k": 3, "filename": "mine.narg"}, content=path.read_bytes())
+    assert up.status_code == 200, up.text
+    assert up.json()["query"] == "mine.narg" and name in up.json()["duplicate_of"]  # the same graph as the index's
+    pair = client.get("/api/pair", params={"query": up.json()["query_id"], "hit": name}).json()
+    assert pair["query"]["matched"] == 1.0 and pair["query"]["differs"] == 0  # identical graphs match everywhere
+
+
+def test_bad_searches_are_one_line_with_their_status(searcher, resnet):
+    from narbench.explorer.searching import Searcher
+
+    client = _search_client(searcher)
+    cases = [(client.get("/api/search", params={"q": "no/such/graph"}), 400, "no/such/graph"),
+             (client.get("/api/search", params={"q": ""}), 400, "give a target"),
+             (client.get("/api/search", params={"q": resnet[0], "k": "many"}), 400, "k must"),
+             (client.get("/api/search", params={"q": resnet[0], "k": 0}), 400, "between 1 and 100"),
+             (client.post("/api/search", content=b"not a graph file"), 400, "graph file"),
+             (client.post("/api/search", content=b""), 400, "empty"),
+             (client.get("/api/pair", params={"query": "q999", "hit": resnet[0]}), 404, "no query"),
+             (_search_client(None).get("/api/search", params={"q": resnet[0]}), 503, "search is off")]
+    for got, status, words in cases:
+        assert got.status_code == status, (got.status_code, got.text)
+        assert words in got.json()["error"] and "Traceback" not in got.text
+    exposed = _search_client(Searcher(searcher.index(), allow_code=False))
+    refused = exposed.get("/api/search", params={"q": "examples/out_of_zoo.py:ResidualCNN"})
+    assert refused.status_code == 403 and "this machine alone" in refused.json()["error"]
+    assert exposed.get("/api/search", params={"q": resnet[0], "k": 2}).status_code == 200  # names stay allowed

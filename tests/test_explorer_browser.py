@@ -63,7 +63,7 @@ def site(tmp_path):
     lb.plot_tables(lb.build_tables(with_subsets(lb.collect([res]))), plots)
     payload = load_views([res], plot_dir=plots)
     sock = app.bind()
-    server = app.make_server(app.create_app(payload, plots))
+    server = app.make_server(app.create_app(payload, plots, _searcher()))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -72,6 +72,18 @@ def site(tmp_path):
     yield app.url_of(sock), payload, res
     server.should_exit = True
     thread.join(timeout=20)
+
+
+_SEARCHER = []
+
+
+def _searcher():
+    """One Searcher over the shipped index for the module (loading the index and corpus takes seconds)."""
+    from narbench.explorer.searching import Searcher
+
+    if not _SEARCHER:
+        _SEARCHER.append(Searcher(allow_code=True))
+    return _SEARCHER[0]
 
 
 def _shots(tmp_path) -> Path:
@@ -138,3 +150,34 @@ def test_a_page_without_its_data_says_so(browser, tmp_path):
     box = page.locator("[data-testid=error]")
     box.wait_for(state="visible")
     assert "views.json" in box.text_content()
+
+
+def test_search_shows_hits_and_a_hit_beside_the_query_with_shared_structure_marked(browser, site, tmp_path):
+    url, _, _ = site
+    name = next(n for n in _searcher().index().names if n.startswith("timm/resnet50/classification"))
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(url + "#search")
+    page.fill("[data-testid=search-target]", name)
+    page.select_option("[data-testid=search-k]", "10")
+    page.click("[data-testid=search-button]")
+    page.wait_for_selector("[data-testid=hits] tbody tr")
+    hits = page.locator("[data-testid=hits] tbody tr").evaluate_all("rows => rows.map(r => r.dataset.name)")
+    assert len(hits) == 10 and name not in hits
+    page.click("[data-testid=hits] tbody tr >> nth=0")
+    page.wait_for_selector("[data-testid=pair-hit][data-nodes]")
+    for panel in ("pair-query", "pair-hit"):
+        el = page.locator(f"[data-testid={panel}]")
+        assert int(el.get_attribute("data-matched")) > 0 and int(el.get_attribute("data-blocks")) >= 1
+        drawn = page.evaluate(f"[window.explorerGraphs['{panel}'].nodes('.matched').length, "
+                              f"window.explorerGraphs['{panel}'].nodes().length]")
+        assert 0 < drawn[0] <= drawn[1] == int(el.get_attribute("data-nodes"))
+    assert "overlap" in page.text_content("[data-testid=pair-why]")
+    page.screenshot(path=str(_shots(tmp_path) / "explorer-search.png"), full_page=True)
+
+    page.fill("[data-testid=search-target]", "no/such/graph")  # a bad target: said on the page, nothing breaks
+    page.click("[data-testid=search-button]")
+    page.wait_for_selector("#search-status.error")
+    assert "no/such/graph" in page.text_content("[data-testid=search-status]")
+    assert errors == []

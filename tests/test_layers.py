@@ -59,7 +59,7 @@ MAY_IMPORT = {
     "datasets": {"core", "data", "train", "splitters", "baselines"},
     "zoo": {"core", "data", "datasets"},
     "search_engine": {"core", "data", "train", "eval", "harness", "zoo"},
-    "explorer": {"data", "leaderboard", "search_engine"},
+    "explorer": {"data", "eval", "splitters", "leaderboard", "search_engine"},
     "faces": {"core", "data", "train", "eval", "splitters", "baselines", "harness", "leaderboard", "datasets", "zoo",
               "search_engine", "explorer"},
 }

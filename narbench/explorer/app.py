@@ -7,7 +7,10 @@ page with its own widgets and fetch its front end's assets at start. The page it
 
 Routes: `/` the page, `/views.json` the payload (`views.load_views`), `/views/<id>.csv` one view
 as CSV, `/plots/<name>` a bar chart a view names (no other file under the plots folder is
-reachable), `/static/*` the page's script and style. Anything else: 404 with a JSON message.
+reachable), `/static/*` the page's script, style and vendored libraries; `/api/search?q=TARGET&k=N`
+(GET) or a graph file as the body (POST, `?filename=`), `/api/pair?query=ID&hit=NAME`
+(`searching.Searcher`). Errors: a JSON message with 400 (a bad target or file), 403 (code targets
+on an exposed server), 404, 413 (an upload over the limit) or 503 (search off).
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ class ExplorerError(RuntimeError):
 DEFAULT_HOST = "127.0.0.1"
 
 
-def create_app(payload: dict[str, Any], plot_dir: str | Path | None = None):
-    """The Starlette app serving `payload` (from `load_views`) and the charts it names in `plot_dir`."""
+def create_app(payload: dict[str, Any], plot_dir: str | Path | None = None, searcher=None):
+    """The Starlette app serving `payload` (from `load_views`), the charts it names in `plot_dir`, and
+    search through `searcher` (`narbench.explorer.searching.Searcher`; None: the search routes say it is off)."""
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
     from starlette.requests import Request
@@ -40,6 +44,7 @@ def create_app(payload: dict[str, Any], plot_dir: str | Path | None = None):
 
     views = {v["id"]: v for v in payload["views"]}
     plots = {v["plot"] for v in payload["views"] if v.get("plot")} if plot_dir is not None else set()
+    payload = {**payload, "search": searcher is not None}  # the page offers search only when it can run
     body = json.dumps(payload, separators=(",", ":"), allow_nan=False).encode()  # encoded once: every load reuses it
 
     async def index(request: Request) -> Response:
@@ -61,11 +66,59 @@ def create_app(payload: dict[str, Any], plot_dir: str | Path | None = None):
             raise HTTPException(404, f"no chart {name!r}")
         return FileResponse(Path(plot_dir) / name, media_type="image/png")
 
+    def _k(request: Request) -> int:
+        try:
+            k = int(request.query_params.get("k", "10"))
+        except ValueError:
+            raise HTTPException(400, "k must be a whole number of hits (1-100)") from None
+        if not 1 <= k <= 100:
+            raise HTTPException(400, "k must be between 1 and 100")
+        return k
+
+    async def _searching(call, *args) -> Response:
+        from starlette.concurrency import run_in_threadpool
+
+        from narbench.data.store import CorruptFileError
+        from narbench.eval.retrieval import EmbeddingError
+        from narbench.explorer.searching import NotFound, SearchRefused
+        from narbench.search_engine.target import TargetError
+
+        if searcher is None:
+            raise HTTPException(503, "search is off in this explorer (started without an index)")
+        try:
+            return JSONResponse(await run_in_threadpool(call, *args))
+        except SearchRefused as exc:
+            raise HTTPException(exc.status, str(exc)) from None
+        except NotFound as exc:
+            raise HTTPException(404, str(exc)) from None
+        except (TargetError, CorruptFileError, EmbeddingError) as exc:
+            raise HTTPException(400, str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+
+    async def search_get(request: Request) -> Response:
+        return await _searching(searcher.search if searcher else None, request.query_params.get("q", ""), _k(request))
+
+    async def search_post(request: Request) -> Response:
+        from narbench.explorer.searching import MAX_UPLOAD
+
+        k = _k(request)
+        size = int(request.headers.get("content-length") or 0)
+        if size > MAX_UPLOAD:
+            raise HTTPException(413, f"the graph file is {size >> 20} MiB; the limit is {MAX_UPLOAD >> 20} MiB")
+        data = await request.body()
+        name = Path(request.query_params.get("filename", "upload.narg")).name or "upload.narg"
+        return await _searching(searcher.search_upload if searcher else None, data, name, k)
+
+    async def pair(request: Request) -> Response:
+        q, hit = request.query_params.get("query", ""), request.query_params.get("hit", "")
+        return await _searching(searcher.pair if searcher else None, q, hit)
+
     async def error(request: Request, exc: HTTPException) -> Response:
         return JSONResponse({"error": exc.detail, "status": exc.status_code}, status_code=exc.status_code)
 
     routes = [Route("/", index), Route("/views.json", views_json), Route("/views/{id}.csv", one_csv),
-              Route("/plots/{name}", plot), Mount("/static", StaticFiles(directory=STATIC), name="static")]
+              Route("/plots/{name}", plot), Route("/api/search", search_get, methods=["GET"]),
+              Route("/api/search", search_post, methods=["POST"]), Route("/api/pair", pair),
+              Mount("/static", StaticFiles(directory=STATIC), name="static")]
     return Starlette(routes=routes, exception_handlers={HTTPException: error})
 
 
@@ -81,6 +134,13 @@ def bind(host: str = DEFAULT_HOST, port: int = 0) -> socket.socket:
         raise ExplorerError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     sock.listen(128)
     return sock
+
+
+def is_loopback(sock: socket.socket) -> bool:
+    """Whether `sock` listens on this machine alone (127.0.0.0/8, ::1)."""
+    import ipaddress
+
+    return ipaddress.ip_address(sock.getsockname()[0]).is_loopback
 
 
 def url_of(sock: socket.socket) -> str:

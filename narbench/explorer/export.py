@@ -2,7 +2,8 @@
 
 The page reads `views.json` and `plots/<name>` by relative paths, so the folder written here works
 from a plain file server (GitHub Pages, `python -m http.server`) with nothing running behind it;
-CSV and JSON downloads are made in the browser from what is shown.
+CSV and JSON downloads are made in the browser from what is shown. Search needs the server
+(`narbench explore`): the exported page says so on its search tab.
 """
 
 from __future__ import annotations
@@ -29,10 +30,7 @@ def export_static(payload: dict[str, Any], out_dir: str | Path, plot_dir: str | 
     if out.exists() and not out.is_dir():
         raise ExplorerError(f"static export: {out} is a file, not a folder")
     out.mkdir(parents=True, exist_ok=True)
-    (out / "static").mkdir(exist_ok=True)
-    for f in sorted(STATIC.iterdir()):
-        if f.is_file() and f.name != "index.html":
-            shutil.copyfile(f, out / "static" / f.name)
+    shutil.copytree(STATIC, out / "static", dirs_exist_ok=True, ignore=shutil.ignore_patterns("index.html", "__pycache__"))
     names = sorted({v["plot"] for v in payload["views"] if v.get("plot")}) if plot_dir is not None else []
     if names:
         (out / "plots").mkdir(exist_ok=True)

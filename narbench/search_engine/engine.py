@@ -166,7 +166,8 @@ def search(
 
     `target`: an `nn.Module`, `"file.py:Class"`, `"package.module:Class"`, `"timm:resnet50"` (zoo
     installed), a graph file written by narbench, or a graph name in the index (that graph itself
-    is left out of its hits). `encoder`: use the index built with that encoder (default: the
+    is left out of its hits); or a `Query` that `narbench.search_engine.target.resolve_target`
+    returned for this index. `encoder`: use the index built with that encoder (default: the
     shipped one); `index`: a loaded `SearchIndex` or an index file instead. `input_shape`
     overrides the example input's shape (a list of shapes: one positional input each);
     `inputs` are the example inputs themselves, for a forward that takes several or keywords:
@@ -185,8 +186,10 @@ def search(
     t_index = time.perf_counter() - t0
     if progress:
         _announce(index)
-    query: Query = resolve_target(target, index, kwargs=kwargs, input_shape=input_shape, inputs=inputs,
-                                  timeout=timeout)
+    if isinstance(target, Query):  # resolved already (the explorer keeps the query's graph to draw it)
+        query = target
+    else:
+        query = resolve_target(target, index, kwargs=kwargs, input_shape=input_shape, inputs=inputs, timeout=timeout)
     t1 = time.perf_counter()
     as_other = UNKNOWN_OP in index.vocab  # a canonical vocabulary: unknown raw names are `other` nodes
     if query.row is not None:

@@ -147,7 +147,126 @@ function download(kind) {
   a.remove();
 }
 
+// ------------------------------------------------------------------ tabs
+
+function showTab(name) {
+  $("leaderboard").hidden = name !== "leaderboard";
+  $("search").hidden = name !== "search";
+  $("tab-leaderboard").classList.toggle("active", name === "leaderboard");
+  $("tab-search").classList.toggle("active", name === "search");
+}
+
+// ------------------------------------------------------------------ search
+
+const graphs = {}; // the two cytoscape instances of the side-by-side view (tests read them)
+window.explorerGraphs = graphs;
+let lastQuery = null;
+
+function searchStatus(text, isError) {
+  const el = $("search-status");
+  el.textContent = text;
+  el.classList.toggle("error", !!isError);
+}
+
+async function askJson(url, options) {
+  let response;
+  try {
+    response = await fetch(url, options);
+  } catch (err) {
+    throw new Error(`the explorer's server did not answer (${err})`);
+  }
+  let body = null;
+  try { body = await response.json(); } catch (err) { /* not JSON: said below */ }
+  if (!response.ok) throw new Error(body && body.error ? body.error : `HTTP ${response.status}`);
+  return body;
+}
+
+async function runSearch(event) {
+  event.preventDefault();
+  const k = $("search-k").value, file = $("search-file").files[0], target = $("search-target").value.trim();
+  if (!file && !target) { searchStatus("give a model or graph name, or choose a saved graph file", true); return; }
+  searchStatus(file ? `searching with ${file.name}…` : `searching for ${target}… (a model given as code is extracted first: seconds)`);
+  $("pair").hidden = true;
+  try {
+    const result = file
+      ? await askJson(`api/search?k=${k}&filename=${encodeURIComponent(file.name)}`, { method: "POST", body: file })
+      : await askJson(`api/search?k=${k}&q=${encodeURIComponent(target)}`);
+    showHits(result);
+  } catch (err) {
+    $("hits").hidden = true;
+    searchStatus(err.message, true);
+  }
+}
+
+function showHits(result) {
+  lastQuery = result;
+  const rows = result.hits.map(h => {
+    const tr = document.createElement("tr");
+    tr.dataset.name = h.name;
+    tr.append(cell("td", String(h.rank)), cell("td", h.name), cell("td", h.family),
+              cell("td", h.similarity.toFixed(4) + (h.weak ? " (weak)" : ""), h.weak ? { class: "weak" } : {}),
+              cell("td", String(h.num_nodes)));
+    tr.addEventListener("click", () => showPair(h.name, tr));
+    return tr;
+  });
+  $("hits").tBodies[0].replaceChildren(...rows);
+  $("hits").hidden = !rows.length;
+  const dup = result.duplicate_of.length ? ` It is identical to ${result.duplicate_of.join(", ")}.` : "";
+  searchStatus(`${result.query}: ${result.num_nodes} nodes, ${result.hits.length} hits in ${result.index}.` +
+               ` ${result.why ? "Top hit: " + result.why + "." : ""}${dup} Click a hit to see it beside the query.`);
+}
+
+const GRAPH_STYLE = [
+  { selector: "node", style: { label: "data(label)", "font-size": 9, "text-valign": "center", "text-halign": "center",
+    shape: "round-rectangle", width: ele => Math.max(24, 5.4 * ele.data("label").length + 8), height: 16, padding: "4px", "background-color": "#e3e6ea",
+    "border-width": 1, "border-color": "#9aa0a6" } },
+  { selector: "node.matched", style: { "background-color": "#9bd69b" } },
+  { selector: "node.differs", style: { "border-width": 3, "border-color": "#d62728" } },
+  { selector: "node.block", style: { "font-weight": "bold", height: 26, "background-opacity": 0.9 } },
+  { selector: "edge", style: { width: 1, "line-color": "#9aa0a6", "target-arrow-color": "#9aa0a6",
+    "target-arrow-shape": "triangle", "arrow-scale": 0.6, "curve-style": "bezier" } },
+];
+
+function drawGraph(container, side) {
+  if (graphs[container]) graphs[container].destroy();
+  const elements = [
+    ...side.nodes.map(n => ({ data: { id: n.id, label: n.label }, classes: [n.matched ? "matched" : "", n.differs ? "differs" : "", n.block ? "block" : ""].filter(Boolean).join(" ") })),
+    ...side.edges.map((e, i) => ({ data: { id: `e${i}`, source: e.source, target: e.target } })),
+  ];
+  const el = $(container);
+  graphs[container] = cytoscape({ container: el, elements, style: GRAPH_STYLE,
+    layout: { name: "dagre", rankDir: "TB", nodeSep: 12, rankSep: 18, animate: false } });
+  el.dataset.nodes = String(side.nodes.length);
+  el.dataset.matched = String(side.nodes.filter(n => n.matched).length);
+  el.dataset.differs = String(side.nodes.filter(n => n.differs).length);
+  el.dataset.blocks = String(side.blocks);
+}
+
+async function showPair(name, row) {
+  if (!lastQuery || !lastQuery.query_id) { searchStatus("this search kept no graph to compare: search again", true); return; }
+  for (const tr of $("hits").tBodies[0].rows) tr.classList.toggle("chosen", tr === row);
+  searchStatus(`drawing ${lastQuery.query} beside ${name}…`);
+  try {
+    const pair = await askJson(`api/pair?query=${encodeURIComponent(lastQuery.query_id)}&hit=${encodeURIComponent(name)}`);
+    $("pair").hidden = false;
+    $("pair-title").textContent = `${pair.query.name} beside ${pair.hit.name}`;
+    $("pair-why").textContent = pair.why;
+    for (const [side, key] of [["query", "pair-query"], ["hit", "pair-hit"]]) {
+      const g = pair[side];
+      $(`${key}-title`).textContent = `${g.name}${g.family ? ` (${g.family})` : ""}: ${g.num_nodes} ops, ${Math.round(100 * g.matched)}% matched` +
+        (g.blocks ? `, ${g.blocks} repeated block${g.blocks > 1 ? "s" : ""} folded` : "");
+      drawGraph(key, g);
+    }
+    searchStatus(`${pair.query.name} beside ${pair.hit.name}`);
+  } catch (err) {
+    searchStatus(err.message, true);
+  }
+}
+
+// ------------------------------------------------------------------ start
+
 async function main() {
+  const initial = location.hash;
   let response;
   try {
     response = await fetch("views.json");
@@ -160,8 +279,15 @@ async function main() {
     return;
   }
   state.payload = await response.json();
+  $("tab-leaderboard").addEventListener("click", e => { e.preventDefault(); showTab("leaderboard"); if (state.view) render(); });
+  $("tab-search").addEventListener("click", e => { e.preventDefault(); showTab("search"); history.replaceState(null, "", "#search"); });
+  $("search-form").addEventListener("submit", runSearch);
+  const canSearch = !!state.payload.search;
+  $("search-off").hidden = canSearch;
+  $("search-form").hidden = !canSearch;
   if (!state.payload.views.length) {
     showError("no table to show: the result folders hold no result of a shown profile");
+    showTab(initial === "#search" ? "search" : "leaderboard");
     return;
   }
   $("summary").textContent = `${state.payload.results} result files, ${state.payload.views.length} tables`;
@@ -173,8 +299,9 @@ async function main() {
   $("metric-set").addEventListener("change", e => { state.metrics = e.target.value; render(); });
   $("download-csv").addEventListener("click", () => download("csv"));
   $("download-json").addEventListener("click", () => download("json"));
-  const wanted = decodeURIComponent(location.hash.replace(/^#view=/, ""));
+  const wanted = decodeURIComponent(initial.replace(/^#view=/, ""));
   if (!selectView(wanted)) selectView(state.payload.views[0].id);
+  if (initial === "#search") { showTab("search"); history.replaceState(null, "", "#search"); } else showTab("leaderboard");
 }
 
 main();
