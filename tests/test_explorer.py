@@ -307,3 +307,25 @@ def test_bad_searches_are_one_line_with_their_status(searcher, resnet):
     refused = exposed.get("/api/search", params={"q": "examples/out_of_zoo.py:ResidualCNN"})
     assert refused.status_code == 403 and "this machine alone" in refused.json()["error"]
     assert exposed.get("/api/search", params={"q": resnet[0], "k": 2}).status_code == 200  # names stay allowed
+
+
+def test_a_model_that_never_returns_costs_one_search_not_the_server(searcher, resnet, tmp_path):
+    """A model given as code becomes a graph in a forked child, killed at the time limit: the search
+    answers 400 saying so, and the next search is answered as usual."""
+    from narbench.explorer.searching import Searcher
+
+    model = tmp_path / "hang.py"
+    model.write_text("import time\nimport torch\n\n\nclass Hang(torch.nn.Module):\n"
+                     "    def __init__(self):\n        super().__init__()\n        self.fc = torch.nn.Linear(8, 8)\n\n"
+                     "    def forward(self, x):\n        while True:\n            time.sleep(0.05)\n")
+    client = _search_client(Searcher(searcher.index(), allow_code=True, timeout=3))
+    t0 = time.monotonic()
+    got = client.get("/api/search", params={"q": f"{model}:Hang"})
+    assert got.status_code == 400 and "no graph after 3 s" in got.json()["error"]
+    assert time.monotonic() - t0 < 60
+    again = client.get("/api/search", params={"q": resnet[0], "k": 2})
+    assert again.status_code == 200 and len(again.json()["hits"]) == 2
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise RuntimeError('this module does not import')\n")
+    got = client.get("/api/search", params={"q": f"{broken}:Net"})
+    assert got.status_code == 400 and "does not import" in got.json()["error"]

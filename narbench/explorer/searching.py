@@ -8,9 +8,9 @@ What a target may be depends on who can reach the server. Index graph names and 
 files (bytes a client sends; written to a temp file and read as data, never run) always.
 `FILE.py:CLASS`, `MODULE:CLASS` and zoo names import and run code on the server's machine, as the
 CLI does: only while the server listens on this machine alone (`allow_code`), never when
-`--host` exposes it. Searches run one at a time in a worker thread, where the CLI's time limit
-(SIGALRM, main thread only) cannot act: a model whose forward never returns holds the search
-until the server is stopped (`timeout` is passed on for callers in a main thread).
+`--host` exposes it. Such a model becomes a graph in a forked child process (`_resolve_apart`),
+killed after `timeout` seconds: a forward that never returns costs one search its answer (a 400
+saying so), not the server. Searches run one at a time.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from typing import Any
 MAX_UPLOAD = 64 << 20
 #: queries kept for side-by-side views
 KEEP = 64
+#: seconds a model given as code may take to become a graph (import, build, forward), as the CLI's default
+TIMEOUT = 120.0
 
 
 class SearchRefused(ValueError):
@@ -44,7 +46,7 @@ class NotFound(KeyError):
 
 
 class Searcher:
-    def __init__(self, index=None, *, allow_code: bool = True, timeout: float | None = None) -> None:
+    def __init__(self, index=None, *, allow_code: bool = True, timeout: float = TIMEOUT) -> None:
         self._index = index
         self.allow_code = allow_code
         self.timeout = timeout
@@ -82,8 +84,11 @@ class Searcher:
             raise SearchRefused(f"{target!r} is not a graph of the index; models given as code (FILE.py:CLASS, "
                                 "MODULE:CLASS, timm:NAME) run on the server, which it allows only while it listens "
                                 "on this machine alone (without --host); upload a saved graph file instead", 403)
+        head = target.rsplit(":", 1)[0]  # FILE.py:CLASS, or a graph file's FILE:NAME
+        graph_file = (os.path.isfile(target) or os.path.isfile(head)) and not head.endswith(".py")
+        code = index.row_of(target) is None and not graph_file  # imports and runs a model
         with self._lock:
-            query = resolve_target(target, index, timeout=self.timeout)
+            query = _resolve_apart(target, index, self.timeout) if code else resolve_target(target, index)
             result = search(query, k, index=index, progress=False)
         return self._keep(query, result)
 
@@ -102,7 +107,7 @@ class Searcher:
             with open(path, "wb") as fh:
                 fh.write(data)
             with self._lock:
-                query = resolve_target(path, index, timeout=self.timeout)
+                query = resolve_target(path, index)
                 result = search(query, k, index=index, progress=False)
         result.query = filename
         return self._keep(query, result)
@@ -135,3 +140,46 @@ class Searcher:
         out = compare(graph, qvocab, graphs[hit], vocab)
         out["query"]["name"] = label
         return out
+
+
+def _resolve_apart(target: str, index, timeout: float):
+    """`resolve_target` for a model given as code, in a forked child that is killed after `timeout` s.
+
+    The parent imports what extraction needs first (`warm_up`), so the child, a copy-on-write fork,
+    starts warm; the child sends back the resolved `Query` or its error's type and message."""
+    import multiprocessing
+
+    from narbench.search_engine._target_run import warm_up
+    from narbench.search_engine.target import TargetError, resolve_target
+
+    warm_up()
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+
+    def child() -> None:
+        try:
+            send.send(("ok", resolve_target(target, index)))
+        except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent as one line
+            send.send(("error", type(exc).__name__, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
+        finally:
+            os._exit(0)
+
+    proc = ctx.Process(target=child, daemon=True)
+    proc.start()
+    send.close()  # the child's copy stays open: its death reads as end of file here
+    try:
+        if not receive.poll(timeout):
+            raise TargetError(f"{target}: no graph after {timeout:.0f} s (importing, building or running the model "
+                              "did not finish; a forward that never returns?); stopped")
+        try:
+            reply = receive.recv()
+        except EOFError:
+            raise TargetError(f"{target}: the extraction ended without an answer (exit code {proc.exitcode})") from None
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join()
+        receive.close()
+    if reply[0] == "ok":
+        return reply[1]
+    raise TargetError(f"{reply[2]}" if reply[1] == "TargetError" else f"{target}: {reply[1]}: {reply[2]}")
