@@ -151,9 +151,16 @@ def test_the_server_binds_to_this_machine_by_default_and_a_taken_port_is_one_lin
 
     seen = {}
     monkeypatch.setattr(app, "serve", lambda _app, sock: seen.update(addr=sock.getsockname()) or sock.close())
+    make = app.create_app
+    monkeypatch.setattr(app, "create_app", lambda *a: seen.update(searcher=a[2]) or make(*a))
     assert main(["explore", "--no-committed", "--results", str(results)]) == 0
     assert seen["addr"][0] == "127.0.0.1" and seen["addr"][1] > 0
     assert f"http://127.0.0.1:{seen['addr'][1]}/" in capsys.readouterr().out
+    assert seen["searcher"].allow_code  # this machine only: models given as code may run
+    assert main(["explore", "--no-committed", "--results", str(results), "--host", "0.0.0.0"]) == 0
+    assert seen["addr"][0] == "0.0.0.0" and not seen["searcher"].allow_code  # exposed: never
+    assert main(["explore", "--no-committed", "--results", str(results), "--no-search"]) == 0
+    assert seen["searcher"] is None
     taken = app.bind()
     try:
         assert main(["explore", "--no-committed", "--results", str(results), "--port", str(taken.getsockname()[1])]) == 2
