@@ -17,7 +17,7 @@ The modules, in the order data flows through them:
 - `tables`: which rows each of Tables 1-4 holds, one label per configuration, and the one rule
   of bold and † (per column: best mean among rows with two or more seeds; † significantly worse
   than it). A block is one *setting* (dataset, split, profile, device kind, protocol); a
-  training-free encoder's rows (protocol `any`) join every protocol's block.
+  training-free encoder's rows (protocol `any`) join every protocol's and device kind's block.
 - `render`: Markdown (every column) and a compact terminal table.
 - `figures`: one bar chart per table block, t-SNE maps coloured by family.
 - `reproduction`: the Reproduction section: each paper number beside ours under both metric

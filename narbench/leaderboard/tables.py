@@ -245,7 +245,10 @@ def build_tables(records: list[Record], df=None, *, stat_test: str = DEFAULT_TES
 
 
 def _by_setting(stats: dict[Key, dict], pick, labels: dict[Key, str]) -> dict[tuple, list[Row]]:
-    """The rows `pick` selects, per setting; training-free rows join every protocol's setting.
+    """The rows `pick` selects, per setting; training-free rows join every protocol's and every device
+    kind's setting of their dataset, split and profile (they train nothing, and retrieval gives the same
+    cosines on every device and host: `narbench.eval.retrieval`), so the floors run on a CPU sit in the
+    block of the encoders trained on a GPU.
 
     A setting with only training-free rows is a block of its own (protocol `any`).
     """
@@ -259,7 +262,7 @@ def _by_setting(stats: dict[Key, dict], pick, labels: dict[Key, str]) -> dict[tu
         (free if key.protocol == ANY_PROTOCOL else trained).setdefault(key.setting, []).append(row)
     out = {s: list(rows) for s, rows in trained.items()}
     for setting, rows in free.items():
-        homes = [s for s in trained if s[:4] == setting[:4]]
+        homes = [s for s in trained if s[:3] == setting[:3]]  # dataset, split, profile: any device, protocol
         for home in homes or [setting]:  # a fresh copy per block: each block marks its own rows
             out.setdefault(home, []).extend(replace(r, bold=set(), marks={}, ci={}, p={}) for r in rows)
     return out

@@ -167,3 +167,19 @@ def test_a_floor_in_two_protocol_blocks_is_marked_in_each_on_its_own(tmp_path):
     assert "ndcg@20" in pap["wl (floor)"].bold and "ndcg@20" not in pap["wl (floor)"].marks
     for rows in blocks.values():  # the one rule: never bold and † at once
         assert all(not (r.bold & set(r.marks)) for r in rows.values())
+
+
+def test_floors_run_on_a_cpu_join_the_block_of_encoders_trained_on_a_gpu(tmp_path):
+    """The paper profile's trained runs come from a GPU, its floors from a CPU: one block, where the
+    floor is compared with them; a floor with no trained block of its profile stays a block of its own."""
+    out = tmp_path / "res"
+    for s in range(2):
+        q = base(s)
+        write_result(out, "gcn", "none", s, q - 0.2, profile="paper", device="cuda")
+        write_result(out, "wl", "none", s, q, profile="paper", device="cpu")
+        write_result(out, "wl", "none", s, q, profile="paper", device="cpu", dataset="real")
+    blocks = {b.setting: {r.label for r in b.rows} for b in _table(lb.build_tables(lb.collect([out])), 1).blocks
+              if b.setting}
+    assert blocks[("nas", "standard", "paper", "cuda", "family")] == {"gcn", "wl (floor)"}
+    assert not any(s[:4] == ("nas", "standard", "paper", "cpu") for s in blocks)  # no block of its own
+    assert blocks[("real", "standard", "paper", "cpu", "any")] == {"wl (floor)"}
