@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
-import threading
 import time
 
 
@@ -26,31 +25,31 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
 
-    import httpx
-
     from narbench.explorer import app, load_views
+    from narbench.explorer.searching import Searcher
 
     t0 = time.perf_counter()
     payload = load_views(args.results or ["leaderboard/results"], plot_dir="leaderboard/plots")
     start = time.perf_counter() - t0
     sock = app.bind()
-    from narbench.explorer.searching import Searcher
+    with app.running(app.create_app(payload, "leaderboard/plots", Searcher()), sock):
+        measure(app.url_of(sock), payload, start, args.repeat)
 
-    server = app.make_server(app.create_app(payload, "leaderboard/plots", Searcher()))
-    threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True).start()
-    while not server.started:
-        time.sleep(0.02)
-    url = app.url_of(sock)
+
+def measure(url: str, payload: dict, start: float, repeat: int) -> None:
+    """Print the figures of the module docstring for the explorer served at `url`."""
+    import httpx
+
     print(f"server start (read, validate, test {payload['results']} result files, {len(payload['views'])} views): {start:.1f} s")
     with httpx.Client() as client:
         client.get(url + "views.json")  # warm
         http = []
-        for _ in range(args.repeat):
+        for _ in range(repeat):
             t = time.perf_counter()
             for path in ("", "static/explorer.js", "static/explorer.css", "views.json"):
                 client.get(url + path).raise_for_status()
             http.append(time.perf_counter() - t)
-    print(f"page's requests over HTTP: median {statistics.median(http) * 1000:.0f} ms of {args.repeat}")
+    print(f"page's requests over HTTP: median {statistics.median(http) * 1000:.0f} ms of {repeat}")
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if exe is None:
         print("browser: no chromium on PATH, not measured")
@@ -63,32 +62,31 @@ def main() -> None:
             page.goto(url)
             page.wait_for_selector("[data-testid=view-table] tbody tr")  # warm: the browser's first start
             shown = []
-            for _ in range(args.repeat):
+            for _ in range(repeat):
                 t = time.perf_counter()
                 page.goto(url + "?reload")
                 page.wait_for_selector("[data-testid=view-table] tbody tr")
                 shown.append(time.perf_counter() - t)
             browser.close()
-        print(f"browser, navigation to first table drawn: median {statistics.median(shown) * 1000:.0f} ms of {args.repeat} "
+        print(f"browser, navigation to first table drawn: median {statistics.median(shown) * 1000:.0f} ms of {repeat} "
               f"(target <= 1000 ms)")
     with httpx.Client(timeout=300) as client:
         for target in ("timm/resnet50/classification/global_pool=max", "examples/out_of_zoo.py:ResidualCNN"):
             client.get(url + "api/search", params={"q": target}).raise_for_status()  # cold: index, torch, encoder
             times = []
-            for _ in range(args.repeat):
+            for _ in range(repeat):
                 t = time.perf_counter()
                 got = client.get(url + "api/search", params={"q": target})
                 got.raise_for_status()
                 times.append(time.perf_counter() - t)
             result = got.json()
-            print(f"search {target}: median {statistics.median(times) * 1000:.0f} ms of {args.repeat} (target <= 2000 ms)")
+            print(f"search {target}: median {statistics.median(times) * 1000:.0f} ms of {repeat} (target <= 2000 ms)")
             hit = result["hits"][0]["name"]
             client.get(url + "api/pair", params={"query": result["query_id"], "hit": hit}).raise_for_status()  # corpus
             t = time.perf_counter()
             pair = client.get(url + "api/pair", params={"query": result["query_id"], "hit": hit}).json()
             print(f"  beside {hit}: {(time.perf_counter() - t) * 1000:.0f} ms "
                   f"({len(pair['query']['nodes'])} + {len(pair['hit']['nodes'])} nodes drawn)")
-    server.should_exit = True
 
 
 if __name__ == "__main__":

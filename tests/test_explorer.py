@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import threading
 import time
 
 import numpy as np
@@ -21,15 +20,20 @@ pytest.importorskip("httpx", reason="starlette's test client needs httpx")
 N = 40
 
 
-@pytest.fixture
-def results(tmp_path):
-    """nas, 3 seeds: gcn best, gat below it, wl a floor; and one gcn seed on real (a second table block)."""
-    out = tmp_path / "res"
+def write_nas_results(out):
+    """nas, 3 seeds: gcn best, gat below it, wl a floor (the browser tests use them too)."""
     for s in range(3):
         q = np.random.default_rng(s).uniform(0.6, 1.0, N)
         write_result(out, "gcn", "none", s, q)
         write_result(out, "gat", "none", s, q - 0.2)
         write_result(out, "wl", "none", s, q - 0.1)
+    return out
+
+
+@pytest.fixture
+def results(tmp_path):
+    """`write_nas_results`, and one gcn seed on real (a second table block)."""
+    out = write_nas_results(tmp_path / "res")
     write_result(out, "gcn", "none", 0, np.full(N, 0.5), dataset="real")
     return out
 
@@ -176,20 +180,11 @@ def test_a_real_server_answers_on_its_socket(results):
 
     payload = load_views([results])
     sock = app.bind()
-    server = app.make_server(app.create_app(payload))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 20
-        while not server.started and time.monotonic() < deadline:
-            time.sleep(0.05)
+    with app.running(app.create_app(payload), sock) as server:
         assert server.started
         got = httpx.get(app.url_of(sock) + "views.json", timeout=10)
         assert got.status_code == 200 and got.json()["views"] == payload["views"]
         assert app.is_loopback(sock)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=20)
 
 
 # ------------------------------------------------------------------ search and side by side

@@ -11,14 +11,13 @@ import csv
 import json
 import os
 import shutil
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.handmade import write_result
+from tests.test_explorer import write_nas_results
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 pytest.importorskip("starlette", reason="the explorer extra (starlette, uvicorn) is not installed")
@@ -53,25 +52,13 @@ def site(tmp_path):
     from narbench.explorer import app, load_views
     from narbench.leaderboard.subsets import with_subsets
 
-    res = tmp_path / "res"
-    for s in range(3):
-        q = np.random.default_rng(s).uniform(0.6, 1.0, N)
-        write_result(res, "gcn", "none", s, q)
-        write_result(res, "gat", "none", s, q - 0.2)
-        write_result(res, "wl", "none", s, q - 0.1)
+    res = write_nas_results(tmp_path / "res")
     plots = tmp_path / "plots"
     lb.plot_tables(lb.build_tables(with_subsets(lb.collect([res]))), plots)
     payload = load_views([res], plot_dir=plots)
     sock = app.bind()
-    server = app.make_server(app.create_app(payload, plots, _searcher()))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield app.url_of(sock), payload, res
-    server.should_exit = True
-    thread.join(timeout=20)
+    with app.running(app.create_app(payload, plots, _searcher()), sock):
+        yield app.url_of(sock), payload, res
 
 
 _SEARCHER = []

@@ -15,8 +15,11 @@ on an exposed server), 404, 413 (an upload over the limit) or 503 (search off).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +78,7 @@ def create_app(payload: dict[str, Any], plot_dir: str | Path | None = None, sear
             raise HTTPException(400, "k must be between 1 and 100")
         return k
 
-    async def _searching(call, *args) -> Response:
+    async def _searching(method: str, *args) -> Response:
         from starlette.concurrency import run_in_threadpool
 
         from narbench.data.store import CorruptFileError
@@ -86,7 +89,7 @@ def create_app(payload: dict[str, Any], plot_dir: str | Path | None = None, sear
         if searcher is None:
             raise HTTPException(503, "search is off in this explorer (started without an index)")
         try:
-            return JSONResponse(await run_in_threadpool(call, *args))
+            return JSONResponse(await run_in_threadpool(getattr(searcher, method), *args))
         except SearchRefused as exc:
             raise HTTPException(exc.status, str(exc)) from None
         except NotFound as exc:
@@ -95,7 +98,7 @@ def create_app(payload: dict[str, Any], plot_dir: str | Path | None = None, sear
             raise HTTPException(400, str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
 
     async def search_get(request: Request) -> Response:
-        return await _searching(searcher.search if searcher else None, request.query_params.get("q", ""), _k(request))
+        return await _searching("search", request.query_params.get("q", ""), _k(request))
 
     async def search_post(request: Request) -> Response:
         from narbench.explorer.searching import MAX_UPLOAD
@@ -106,11 +109,11 @@ def create_app(payload: dict[str, Any], plot_dir: str | Path | None = None, sear
             raise HTTPException(413, f"the graph file is {size >> 20} MiB; the limit is {MAX_UPLOAD >> 20} MiB")
         data = await request.body()
         name = Path(request.query_params.get("filename", "upload.narg")).name or "upload.narg"
-        return await _searching(searcher.search_upload if searcher else None, data, name, k)
+        return await _searching("search_upload", data, name, k)
 
     async def pair(request: Request) -> Response:
         q, hit = request.query_params.get("query", ""), request.query_params.get("hit", "")
-        return await _searching(searcher.pair if searcher else None, q, hit)
+        return await _searching("pair", q, hit)
 
     async def error(request: Request, exc: HTTPException) -> Response:
         return JSONResponse({"error": exc.detail, "status": exc.status_code}, status_code=exc.status_code)
@@ -158,3 +161,22 @@ def make_server(app):
 def serve(app, sock: socket.socket) -> None:
     """Serve `app` on `sock` until interrupted."""
     make_server(app).run(sockets=[sock])
+
+
+@contextlib.contextmanager
+def running(app, sock: socket.socket, *, timeout: float = 20.0):
+    """Serve `app` on `sock` in a daemon thread for the `with` block (tests, benchmarks): entered once
+    uvicorn has started, stopped and joined on exit. ExplorerError when it has not started in `timeout` s."""
+    server = make_server(app)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + timeout
+        while not server.started:
+            if time.monotonic() > deadline or not thread.is_alive():
+                raise ExplorerError(f"the explorer did not start on {url_of(sock)} within {timeout:.0f} s")
+            time.sleep(0.02)
+        yield server
+    finally:
+        server.should_exit = True
+        thread.join(timeout=timeout)

@@ -104,9 +104,7 @@ def compare(a: ArchGraph, a_vocab: list[str], b: ArchGraph, b_vocab: list[str], 
 
     common: dict[str, int] = {}
     ga, gb = _named(a, a_vocab, common), _named(b, b_vocab, common)
-    names = [None] * len(common)
-    for name, i in common.items():
-        names[i] = name
+    names = list(common)  # ids were given in insertion order
     la, lb = encode_levels(ga, STEPS, children=True)[-1], encode_levels(gb, STEPS, children=True)[-1]
     ops_a, ops_b = set(ga.ops.tolist()), set(gb.ops.tolist())
     out = {}
