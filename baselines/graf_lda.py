@@ -94,6 +94,7 @@ class GrafLdaEncoder(Encoder):
 
     name = "graf-lda"
     trainable = True  # the discriminant is fitted on the training labels: the protocol applies
+    device_bound = False  # NumPy on the host's CPU whatever the run's device: the same result beside a GPU's
 
     _STATE: ClassVar[tuple[str, ...]] = ("pairs", "mean", "projection")
 

@@ -37,13 +37,14 @@ class HeadlineError(ValueError):
 def _blocks(tables: list[LeaderTable], profile: str) -> dict[tuple[str, str], Block]:
     """(dataset, split) -> its Table 1 block of `profile` under the protocol. Where results of two
     versions of a dataset exist (labelled `real 1.0 (sha)`, `real 2.0 (sha)`), the newest version
-    with such a block is shown, under its label."""
+    with such a block is shown, under its label; of one version's blocks from several device kinds,
+    the one with the most rows."""
     t1 = next((t for t in tables if t.number == 1), None)
     out: dict[tuple[str, str], Block] = {}
     for b in (t1.blocks if t1 else []):
         if b.setting and b.rows and b.setting[2] == profile and b.setting[4] == PROTOCOL:
             key = (b.setting[0].split(" ")[0], b.setting[1])
-            if key not in out or b.setting[0] > out[key].setting[0]:
+            if key not in out or (b.setting[0], len(b.rows)) > (out[key].setting[0], len(out[key].rows)):
                 out[key] = b
     return out
 

@@ -16,6 +16,7 @@ its seeds scored alike. Every cell also gets the 95% confidence interval of its 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from dataclasses import dataclass, field, replace
 
 from narbench.leaderboard.aggregate import EXTRA, aggregate
@@ -248,24 +249,50 @@ def _by_setting(stats: dict[Key, dict], pick, labels: dict[Key, str]) -> dict[tu
     """The rows `pick` selects, per setting; training-free rows join every protocol's and every device
     kind's setting of their dataset, split and profile (they train nothing, and retrieval gives the same
     cosines on every device and host: `narbench.eval.retrieval`), so the floors run on a CPU sit in the
-    block of the encoders trained on a GPU.
+    block of the encoders trained on a GPU. Rows of a trained encoder that is not device-bound
+    (`Encoder.device_bound`, e.g. `graf-lda`: NumPy on the CPU whatever the device) likewise join every
+    device kind's setting of their dataset, split, profile and protocol.
 
-    A setting with only training-free rows is a block of its own (protocol `any`).
+    A setting with only training-free rows is a block of its own (protocol `any`); so is one with only
+    rows that are not device-bound where no device-bound encoder shares their dataset, split, profile
+    and protocol.
     """
-    trained: dict[tuple, list[Row]] = {}
+    bound: dict[tuple, list[Row]] = {}
+    unbound: dict[tuple, list[Row]] = {}
     free: dict[tuple, list[Row]] = {}
     for key, st in sorted(stats.items()):
         if not pick(key):
             continue
         row = Row(labels[key], key, int(st["n"]), {m: st[f"{m} mean"] for m in COLUMNS},
                   {m: st[f"{m} std"] for m in COLUMNS})
-        (free if key.protocol == ANY_PROTOCOL else trained).setdefault(key.setting, []).append(row)
-    out = {s: list(rows) for s, rows in trained.items()}
+        home = free if key.protocol == ANY_PROTOCOL else bound if device_bound(key.encoder) else unbound
+        home.setdefault(key.setting, []).append(row)
+
+    def fresh(rows: list[Row]) -> list[Row]:  # a copy per block: each block marks its own rows
+        return [replace(r, bold=set(), marks={}, ci={}, p={}) for r in rows]
+
+    out = {s: list(rows) for s, rows in bound.items()}
+    for setting, rows in unbound.items():
+        homes = [s for s in bound if s[:3] == setting[:3] and s[4] == setting[4]] or [setting]
+        for home in homes:
+            out.setdefault(home, []).extend(fresh(rows))
     for setting, rows in free.items():
-        homes = [s for s in trained if s[:3] == setting[:3]]  # dataset, split, profile: any device, protocol
-        for home in homes or [setting]:  # a fresh copy per block: each block marks its own rows
-            out.setdefault(home, []).extend(replace(r, bold=set(), marks={}, ci={}, p={}) for r in rows)
+        homes = [s for s in out if s[:3] == setting[:3]]  # dataset, split, profile: any device, protocol
+        for home in homes or [setting]:
+            out.setdefault(home, []).extend(fresh(rows))
     return out
+
+
+@lru_cache(maxsize=None)
+def device_bound(encoder: str) -> bool:
+    """`Encoder.device_bound` of the registered encoder `encoder`; True for a name no installed
+    package registers (a submitted result read without its package) or one that fails to load."""
+    from narbench.core import registry
+
+    try:
+        return bool(getattr(registry.load("encoder", encoder), "device_bound", True))
+    except (registry.UnknownNameError, registry.RegistryError):
+        return True
 
 
 def mark_block(rows: list[Row], selected: dict[Key, dict[int, Record]], stat_test: str = DEFAULT_TEST,

@@ -34,7 +34,9 @@ class Encoder(torch.nn.Module):
     Class attributes: `name`; `uses_splitter` (False: the encoder reads whole graphs and only
     accepts the `none` splitter); `default_splitter`; `trainable` (False for training-free
     encoders such as the floors: they see no labels, so their results hold under every
-    protocol); `paper_labels` ((contrastive label, classifier label) under the `paper`
+    protocol); `device_bound` (False for an encoder that computes on the host's CPU with NumPy
+    whatever `--device` says, such as `graf-lda`: the leaderboard shows its rows beside the encoders
+    trained on any device); `paper_labels` ((contrastive label, classifier label) under the `paper`
     protocol, see `narbench.train.protocol`; the default is the paper's baselines' coarse labels).
     """
 
@@ -42,6 +44,7 @@ class Encoder(torch.nn.Module):
     uses_splitter: ClassVar[bool] = False
     default_splitter: ClassVar[str] = "none"
     trainable: ClassVar[bool] = True
+    device_bound: ClassVar[bool] = True
     paper_labels: ClassVar[tuple[str, str]] = ("coarse", "coarse")
     #: the encoder's parameters and their defaults (`set_params`, `narbench run --encoder-param`):
     #: ablations and recipe switches that are not part of the profile

@@ -183,3 +183,26 @@ def test_floors_run_on_a_cpu_join_the_block_of_encoders_trained_on_a_gpu(tmp_pat
     assert blocks[("nas", "standard", "paper", "cuda", "family")] == {"gcn", "wl (floor)"}
     assert not any(s[:4] == ("nas", "standard", "paper", "cpu") for s in blocks)  # no block of its own
     assert blocks[("real", "standard", "paper", "cpu", "any")] == {"wl (floor)"}
+
+
+def test_rows_of_an_encoder_that_is_not_device_bound_join_every_device_kinds_block(tmp_path):
+    """graf-lda fits with NumPy on the CPU whatever the device: its CPU rows sit beside the GPU-trained
+    encoders of their protocol, with no block of their own; a device-bound encoder run on the CPU keeps
+    its own block, and where no device-bound encoder shares the setting graf-lda's block stays."""
+    from narbench.leaderboard.tables import device_bound
+
+    assert device_bound("gcn") and not device_bound("graf-lda") and device_bound("no-such-encoder")
+    out = tmp_path / "res"
+    for s in range(2):
+        q = base(s)
+        write_result(out, "gcn", "none", s, q - 0.2, profile="paper", device="cuda")
+        write_result(out, "graf-lda", "none", s, q - 0.1, profile="paper", device="cpu")
+        write_result(out, "wl", "none", s, q, profile="paper", device="cpu")
+        write_result(out, "gat", "none", s, q - 0.3, profile="paper", device="cpu", split="unseen")
+        write_result(out, "graf-lda", "none", s, q, profile="paper", device="cpu", dataset="real")
+    tables = lb.build_tables(lb.collect([out]))
+    blocks = {b.setting: {r.label for r in b.rows} for b in _table(tables, 1).blocks if b.setting}
+    assert blocks[("nas", "standard", "paper", "cuda", "family")] == {"gcn", "graf-lda", "wl (floor)"}
+    assert not any(s[:4] == ("nas", "standard", "paper", "cpu") for s in blocks)
+    assert blocks[("nas", "unseen", "paper", "cpu", "family")] == {"gat"}  # gat trained on the CPU: apart
+    assert blocks[("real", "standard", "paper", "cpu", "family")] == {"graf-lda"}
