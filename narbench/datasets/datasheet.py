@@ -191,7 +191,14 @@ def _taxonomy_section(ds: GraphDataset) -> str:
     Invariant (c) is measured here on the loaded data: identities with graphs on both sides of `unseen`."""
     if ds.name != "real":
         return ""
+    import hashlib
+
     from narbench.datasets import taxonomy
+
+    built_with = (ds.meta or {}).get("taxonomy_sha256")
+    if built_with and built_with != hashlib.sha256(taxonomy.data_path().read_bytes()).hexdigest():
+        return (f"### Taxonomy\n\n`real` {ds.version} was labelled by an earlier taxonomy table (sha256 "
+                f"`{built_with[:12]}…`, in git history); the committed tables describe the newest `real`.\n")
 
     straddling = None
     graphs = ds.core_graphs
@@ -244,7 +251,8 @@ def summarize(name: str) -> DatasetSummary:
 
 
 def datasets_table() -> Table:
-    """Every registered dataset as a table: version, size, families, splits, pin, provider, status."""
+    """Every registered dataset as a table: version, size, families, splits, pin, provider, status. The name
+    is the registered one, what `--dataset` takes (`real-2.2` is `real` version 2.2)."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -263,5 +271,5 @@ def datasets_table() -> Table:
             continue
         count = [f"{v:,}" if v is not None else "–" for v in (s.graphs, s.families, s.coarse)]
         content = f"pinned {s.pinned_sha256[:12]}…" if s.pinned_sha256 else "not pinned"
-        table.add_row(s.name, s.version, *count, ", ".join(s.splits), content, origin, escape(s.status))
+        table.add_row(name, s.version, *count, ", ".join(s.splits), content, origin, escape(s.status))
     return table

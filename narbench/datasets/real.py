@@ -38,9 +38,9 @@ class ArtifactMissingError(FileNotFoundError):
     """The shipped `real` dataset file is not in this installation."""
 
 
-def shipped_path() -> Path:
-    """Where the packaged artifact lives (`narbench/data/real-2.1.narg`)."""
-    return Path(str(resources.files("narbench"))) / "data" / ARTIFACT
+def shipped_path(artifact: str = ARTIFACT) -> Path:
+    """Where a packaged artifact lives (default `narbench/data/real-2.1.narg`)."""
+    return Path(str(resources.files("narbench"))) / "data" / artifact
 
 
 class RealDataset(DatasetProvider):
@@ -48,6 +48,11 @@ class RealDataset(DatasetProvider):
 
     name = "real"
     version = "2.1"
+    #: the packaged file (`narbench/data/`) and the canonical rules its graphs follow
+    artifact: ClassVar[str] = ARTIFACT
+    canonical_version: ClassVar[str] = "2.1"
+    #: the re-extracted raw graphs that replace 1.0's when the artifact is derived (`narbench.zoo.derive`)
+    patch_artifact: ClassVar[str] = "real-1.0-reextracted.narg"
     #: sha256 of the payload of the shipped artifact: canonical graphs (op table 2.1) of the 1.0
     #: extraction (72,246 specs, torch 2.14.1, timm 1.0.31, torchvision 0.29.1, transformers 5.23.0)
     #: with its in-place ops on views re-extracted (same torch and zoos).
@@ -67,7 +72,7 @@ class RealDataset(DatasetProvider):
         override = os.environ.get(ENV_FILE)
         if override:
             return Path(override), False
-        return shipped_path(), True
+        return shipped_path(self.artifact), True
 
     def data_path(self) -> Path:
         return self.artifact_path()[0]
@@ -80,7 +85,8 @@ class RealDataset(DatasetProvider):
             raise ArtifactMissingError(
                 f"dataset {self.name} {self.version}: {where}. Build it with "
                 f"`pip install 'narbench[zoo]' && narbench build-real --out DIR` (hours of CPU time; "
-                f"resumable), then copy DIR/{ARTIFACT} to {shipped_path()} or set {ENV_FILE}=DIR/{ARTIFACT}."
+                f"resumable), then copy DIR/{self.artifact} to {shipped_path(self.artifact)} or set "
+                f"{ENV_FILE}=DIR/{self.artifact}."
             )
 
     def _read(self) -> tuple[list[ArchGraph], list[str], dict[str, Any], str]:
@@ -141,6 +147,33 @@ class RealDataset(DatasetProvider):
     def load(self, root: Path | None = None, *, refresh: bool = False) -> GraphDataset:
         """Read the artifact directly (it is already a checksummed file; nothing is cached)."""
         return self.dataset(*self._read())
+
+
+class Real22Dataset(RealDataset):
+    """`real` 2.2, registered as `real-2.2` beside 2.1 until its leaderboard is complete (then `real` moves to it).
+
+    The same 21,630 specs under canonical rules 2.2 (design-level equivalences: a Linear written as a
+    non-overlapping convolution, patch embeddings, split and fused projections are one pattern; a
+    causal mask is kept; docs/canonical-graphs.md), derived from the raw graphs of the 1.0 extraction
+    re-extracted with design attributes (`narbench/data/real-1.0-reextracted-2.2.narg`) by `narbench
+    build-real --from narbench/data/real-1.0.narg --patch narbench/data/real-1.0-reextracted-2.2.narg
+    --canonical-version 2.2 --out DIR`, and labelled by the taxonomy table as of 2.2 (memberships
+    fixed: docs/datasets.md). Its `crossimpl` split waits for the queries built under 2.2, so its
+    splits are `standard` and `unseen`; results record `real` version 2.2.
+    """
+
+    version = "2.2"
+    artifact = "real-2.2.narg"
+    canonical_version = "2.2"
+    #: sha256 of the payload of `narbench/data/real-2.2.narg`
+    expected_sha256 = "115ecfa4e50ea97b7e82376d213b207859725e56ab67b2e718540eeca8c0bbee"
+    patch_artifact = "real-1.0-reextracted-2.2.narg"
+    split_names = ("standard", "unseen")
+    previous_versions = {}
+
+
+#: the `real` version the taxonomy tables (`narbench.datasets.taxonomy`) describe: the newest shipped
+NEWEST = Real22Dataset
 
 
 def model_group(graph: ArchGraph) -> str:

@@ -345,7 +345,8 @@ def merged_cross_family(raw: list[ArchGraph], work: list[tuple[list[str], Any]],
     from narbench.data.canonical import canonical_vocabulary
     from narbench.zoo.derive import _canonical
 
-    index = {op: i for i, op in enumerate(canonical_vocabulary())}
+    versions = {w[2] for w in work if len(w) > 2}
+    index = {op: i for i, op in enumerate(canonical_vocabulary(*versions))}
     family_of = {g.content_hash(): g.family for g in shipped}
     out: Counter = Counter()
     for k, (g, labelled, w) in enumerate(zip(raw, taxonomy.relabel(raw), work)):
@@ -360,10 +361,11 @@ def merged_cross_family(raw: list[ArchGraph], work: list[tuple[list[str], Any]],
 
 
 def shipped_dataset():
-    """The shipped `real` dataset (the pinned 2.0 file; `core_graphs` are its real graphs)."""
-    from narbench.datasets.real import RealDataset
+    """The newest shipped `real` dataset, the one the tables describe (`narbench.datasets.real.NEWEST`;
+    `core_graphs` are its real graphs)."""
+    from narbench.datasets.real import NEWEST
 
-    return RealDataset().load()
+    return NEWEST().load()
 
 
 def label_differences(graphs: list[ArchGraph], taxonomy: tx.Taxonomy) -> list[str]:
@@ -373,12 +375,14 @@ def label_differences(graphs: list[ArchGraph], taxonomy: tx.Taxonomy) -> list[st
             if (g.family, g.coarse, g.meta.get("identity")) != (n.family, n.coarse, n.meta["identity"])]
 
 
-def derivation_work(raw: list[ArchGraph], raw_vocab: list[str]) -> list[tuple[list[str], Any]]:
-    """Per graph of `raw_graphs()` (passed in, already read), the (raw op names, edges) the shipped
-    `real` was derived from: 1.0's, with its re-extracted graphs (`real-1.0-reextracted.narg`, 2.1)."""
+def derivation_work(raw: list[ArchGraph], raw_vocab: list[str]) -> list[tuple[list[str], Any, str]]:
+    """Per graph of `raw_graphs()` (passed in, already read), the (raw op names, edges, canonical version)
+    the newest shipped `real` was derived from: 1.0's, with its re-extracted graphs (`NEWEST.patch_artifact`)."""
+    from narbench.datasets.real import NEWEST
     from narbench.zoo.derive import apply_patch
 
-    return apply_patch(raw, raw_vocab, tx.data_path("real-1.0-reextracted.narg"))[0]
+    work = apply_patch(raw, raw_vocab, tx.data_path(NEWEST.patch_artifact))[0]
+    return [(ops, edges, NEWEST.canonical_version) for ops, edges in work]
 
 
 def raw_graphs() -> tuple[list, list[str]]:

@@ -39,7 +39,7 @@ def shipped(tmp_path, monkeypatch):
     path = tmp_path / "data" / real.ARTIFACT
     digest = write_graphs(path, _graphs(), VOCAB, {"name": "real", "version": "1.0"})
     monkeypatch.delenv(real.ENV_FILE, raising=False)
-    monkeypatch.setattr(real, "shipped_path", lambda: path)
+    monkeypatch.setattr(real, "shipped_path", lambda artifact=real.ARTIFACT: path)
     monkeypatch.setattr(real.RealDataset, "expected_sha256", digest)
     return path, digest
 
