@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from narbench.leaderboard.headline import COLUMNS, METRIC, PROTOCOL, _blocks, replace_between
+from narbench.leaderboard.headline import COLUMNS, METRIC, PROTOCOL, _blocks, headline_blocks, replace_between
 from narbench.leaderboard.records import Key, Record, select_runs
 from narbench.leaderboard.significance import ALPHA, Bootstrap, seed_matrix
 from narbench.leaderboard.tables import Block, LeaderTable, Row
@@ -136,12 +136,9 @@ class Evidence:
 
 
 def _headline_blocks(tables: list[LeaderTable]) -> tuple[str, dict[str, Block]]:
-    for profile in ("paper", "quick"):
-        blocks = _blocks(tables, profile)
-        if all(c in blocks for c in COLUMNS):
-            break
-    else:
-        profile, blocks = "quick", _blocks(tables, "quick")
+    """The headline's profile and blocks (`headline.headline_blocks`, one rule), named `<dataset> <split>`."""
+    chosen = headline_blocks(tables)
+    profile, blocks = chosen if chosen is not None else ("quick", _blocks(tables, "quick"))
     every = {f"{ds} {split}": b for (ds, split), b in blocks.items()}
     return profile, every
 

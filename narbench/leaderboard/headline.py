@@ -35,18 +35,36 @@ class HeadlineError(ValueError):
 
 
 def _blocks(tables: list[LeaderTable], profile: str) -> dict[tuple[str, str], Block]:
-    """(dataset, split) -> its Table 1 block of `profile` under the protocol. Where results of two
-    versions of a dataset exist (labelled `real 1.0 (sha)`, `real 2.0 (sha)`), the newest version
-    with such a block is shown, under its label; of one version's blocks from several device kinds,
-    the one with the most rows."""
+    """(dataset, split) -> its Table 1 block of `profile` under the protocol; of one version's blocks from
+    several device kinds, the one with the most rows. Where results of several versions of a dataset exist
+    (labelled `real 2.1 (sha)`, `real 2.2 (sha)`), all of that dataset's columns come from one version:
+    from the oldest up, a newer version takes over when its blocks cover every column of the current one,
+    each with every method of the current one's block (a version whose leaderboard is still filling does
+    not head the README)."""
     t1 = next((t for t in tables if t.number == 1), None)
-    out: dict[tuple[str, str], Block] = {}
+    found: dict[tuple[str, str], dict[str, Block]] = {}
     for b in (t1.blocks if t1 else []):
         if b.setting and b.rows and b.setting[2] == profile and b.setting[4] == PROTOCOL:
-            key = (b.setting[0].split(" ")[0], b.setting[1])
-            if key not in out or (b.setting[0], len(b.rows)) > (out[key].setting[0], len(out[key].rows)):
-                out[key] = b
+            key, label = (b.setting[0].split(" ")[0], b.setting[1]), b.setting[0]
+            if label not in found.setdefault(key, {}) or len(b.rows) > len(found[key][label].rows):
+                found[key][label] = b
+    out: dict[tuple[str, str], Block] = {}
+    for dataset in {ds for ds, _ in found}:
+        cols = {k: v for k, v in found.items() if k[0] == dataset}
+        label, *newer = sorted({v for by in cols.values() for v in by}, key=_version_key)
+        for candidate in newer:  # oldest first; a newer version takes over when it covers the current one
+            if all(candidate in by and _labels(by[label]) <= _labels(by[candidate])
+                   for by in cols.values() if label in by):
+                label = candidate
+        out.update({k: by[label] for k, by in cols.items() if label in by})
     return out
+
+
+def _version_key(label: str) -> tuple:
+    """Sort key of a dataset label `name`, `name V (sha)`: the version's numbers (2.10 after 2.9)."""
+    parts = label.split(" ")
+    version = parts[1] if len(parts) > 1 else ""
+    return tuple(int(x) if x.isdigit() else -1 for x in version.split(".")) if version else ()
 
 
 def _labels(block: Block | None) -> set[str]:
@@ -79,17 +97,25 @@ def read_ceiling(path: str | Path) -> dict[tuple[str, str, str], float]:
                 for r in csv.DictReader(fh) if r.get("rule") == "label" and r.get(METRIC)}
 
 
-def headline_markdown(tables: list[LeaderTable], ceiling: dict[tuple[str, str, str], float] | None = None) -> str:
-    """The headline table as Markdown (with a line saying what it is), or a note that it is missing.
-
-    `ceiling` (`read_ceiling`) adds the oracle's rows under the methods, where it has a value."""
+def headline_blocks(tables: list[LeaderTable]) -> tuple[str, dict[tuple[str, str], Block]] | None:
+    """(profile, column -> block) of the headline: `paper` where each column's paper block holds every
+    method of its quick block, else `quick`; None when quick lacks a column."""
     quick = _blocks(tables, "quick")
     for profile in ("paper", "quick"):
         blocks = _blocks(tables, profile)
         if all(c in blocks and _labels(quick.get(c)) <= _labels(blocks[c]) for c in COLUMNS):
-            break
-    else:
+            return profile, blocks
+    return None
+
+
+def headline_markdown(tables: list[LeaderTable], ceiling: dict[tuple[str, str, str], float] | None = None) -> str:
+    """The headline table as Markdown (with a line saying what it is), or a note that it is missing.
+
+    `ceiling` (`read_ceiling`) adds the oracle's rows under the methods, where it has a value."""
+    chosen = headline_blocks(tables)
+    if chosen is None:
         return "*No `quick` or `paper` results of Table 1 under the `family` protocol on every split yet.*"
+    profile, blocks = chosen
     rows: dict[str, dict[tuple[str, str], Row]] = {}
     for col in COLUMNS:
         for r in blocks[col].rows:

@@ -131,3 +131,35 @@ def test_headline_takes_the_paper_profile_only_when_it_holds_every_method(tmp_pa
         write_result(tmp_path / "res", "gcn", "none", s, base(s), dataset="real", split="unseen", profile="paper")
     text = headline_markdown(_tables(tmp_path / "res"))
     assert "`paper` profile" in text and "| gat |" in text
+
+
+def test_a_new_dataset_version_heads_the_readme_only_once_it_holds_every_method_of_every_column(tmp_path, monkeypatch):
+    """real 2.2's results arrive over several sessions: its floors alone, or some of its splits, must not
+    replace real 2.1's columns; once every real split of 2.2 holds 2.1's methods, all real columns come
+    from 2.2 (the headline's and the claims checker's), and nas is untouched."""
+    from narbench.datasets.real import Real22Dataset
+    from narbench.leaderboard.claims import _headline_blocks
+
+    monkeypatch.setattr(Real22Dataset, "split_names", ("standard", "unseen", "crossimpl"))  # as once its queries ship
+    _three_settings(tmp_path / "res")  # real "1.0" (hand-made content) and nas
+    new = dict(version="2.2", sha=Real22Dataset.expected_sha256, dataset="real", tag="-v2.2")
+
+    def write(encoders, splits):
+        for split in splits:
+            for s in range(3):
+                for enc in encoders:
+                    pq = np.full(N_QUERIES, 0.05) if enc == "random" else base(s)
+                    write_result(tmp_path / "res", enc, "none", s, pq, split=split,
+                                 subsets=SUBSETS if split == "crossimpl" else None, **new)
+
+    write(("wl", "random"), ("standard", "unseen", "crossimpl"))  # the floors first
+    text = headline_markdown(_tables(tmp_path / "res"))
+    assert "real 1.0 (" in text and "real 2.2 (" not in text
+    write(("gcn",), ("standard", "unseen"))
+    assert "real 2.2 (" not in headline_markdown(_tables(tmp_path / "res"))  # gcn on 2.2's crossimpl missing
+    write(("gcn",), ("crossimpl",))
+    text = headline_markdown(_tables(tmp_path / "res"))
+    assert "| real 2.2 (115ecfa4) · unseen | real 2.2 (115ecfa4) · crossimpl/reimpl | nas · standard |" in text
+    profile, blocks = _headline_blocks(_tables(tmp_path / "res"))
+    assert profile == "quick" and blocks["real unseen"].setting[0] == blocks["real standard"].setting[0] == \
+        "real 2.2 (115ecfa4)"
