@@ -63,6 +63,21 @@ ARTIFACT = f"{NAME}-{VERSION}.narg"
 ENV_FILE = "NARBENCH_CROSSIMPL_FILE"
 #: sha256 of the payload of the shipped `crossimpl-2.1.1.narg`
 EXPECTED_SHA256: str | None = "8c49f7ea6e0159cb4f9cf1321fdcd1cb07e45ef79b3d99601c71bedb85b72ed9"
+
+
+@dataclass(frozen=True)
+class QueryFile:
+    """A shipped file of cross-implementation queries: its version, file name and pinned payload sha256."""
+
+    version: str
+    artifact: str
+    sha256: str | None
+
+
+#: canonical rules -> the query file built under them (the `crossimpl` split of the `real` of those rules)
+SHIPPED: dict[str, QueryFile] = {"2.1": QueryFile(VERSION, ARTIFACT, EXPECTED_SHA256)}
+#: subset of a widened crossimpl: its queries that are 2.1.1's 101 rows (the comparison with 2.1.1)
+FIRST_TABLE_SUBSET = "v2.1.1"
 COLUMNS = ("package", "model", "builder", "kwargs", "input", "family", "zoo_model", "reason")
 
 
@@ -159,46 +174,53 @@ def other_share(graph: ArchGraph, vocab: list[str]) -> float:
     return float((np.asarray(graph.ops) == vocab.index("other")).sum()) / graph.num_nodes
 
 
-def query_subsets(queries: list[ArchGraph]) -> dict[str, np.ndarray]:
+def query_subsets(queries: list[ArchGraph], first: set[str] | None = None) -> dict[str, np.ndarray]:
     """Positions (in query order) of each subset: `exact` (isomorphic to a corpus graph, from the
-    build's `meta["corpus_twins"]`), `reimpl` (the others) and `package:<name>` per package."""
+    build's `meta["corpus_twins"]`), `reimpl` (the others), `package:<name>` per package and, given
+    `first` (the identities of 2.1.1's rows) for a widened file, `FIRST_TABLE_SUBSET`."""
     exact = np.array([bool((g.meta or {}).get("corpus_twins")) for g in queries], dtype=bool)
     subsets = {"exact": np.flatnonzero(exact), "reimpl": np.flatnonzero(~exact)}
+    if first is not None:
+        subsets[FIRST_TABLE_SUBSET] = np.array([i for i, g in enumerate(queries) if g.name in first], dtype=np.int64)
     for package in sorted({g.source for g in queries}):
         subsets[f"package:{package}"] = np.array([i for i, g in enumerate(queries) if g.source == package], dtype=np.int64)
     return subsets
 
 
-def shipped_path() -> Path:
-    return Path(str(resources.files("narbench"))) / "data" / ARTIFACT
+def shipped_path(canonical: str = "2.1") -> Path:
+    return Path(str(resources.files("narbench"))) / "data" / SHIPPED[canonical].artifact
 
 
-def artifact_path() -> tuple[Path, bool]:
-    """(path, pinned): `$NARBENCH_CROSSIMPL_FILE` if set (not pinned), else the shipped file."""
+def artifact_path(canonical: str = "2.1") -> tuple[Path, bool]:
+    """(path, pinned): `$NARBENCH_CROSSIMPL_FILE` if set (not pinned), else the file shipped for `canonical`."""
     override = os.environ.get(ENV_FILE)
-    return (Path(override), False) if override else (shipped_path(), True)
+    return (Path(override), False) if override else (shipped_path(canonical), True)
 
 
-def read() -> tuple[list[ArchGraph], list[str], dict[str, Any], str]:
-    """The cross-implementation graphs, vocabulary, header and payload sha256 (checked against the pin)."""
-    path, pinned = artifact_path()
+def read(canonical: str = "2.1") -> tuple[list[ArchGraph], list[str], dict[str, Any], str]:
+    """The cross-implementation graphs built under canonical rules `canonical`, their vocabulary, header and
+    payload sha256 (checked against the pin)."""
+    path, pinned = artifact_path(canonical)
+    version = SHIPPED[canonical].version
     if not path.is_file():
-        raise FileNotFoundError(f"{NAME} {VERSION}: {path} does not exist; build it with "
+        raise FileNotFoundError(f"{NAME} {version}: {path} does not exist; build it with "
                                 f"`pip install 'narbench[crossimpl]' && narbench build-crossimpl --out DIR`"
                                 + ("" if pinned else f" or unset {ENV_FILE}"))
     try:
-        return read_graphs(path, EXPECTED_SHA256 if pinned else None)
+        return read_graphs(path, SHIPPED[canonical].sha256 if pinned else None)
     except CorruptFileError as exc:
-        raise CorruptFileError(f"{NAME} {VERSION}: {exc}; " + (
+        raise CorruptFileError(f"{NAME} {version}: {exc}; " + (
             "reinstall narbench to restore the shipped file" if pinned else f"rebuild it or unset {ENV_FILE}")) from exc
 
 
-def crossimpl_split(num_real: int, num_queries: int, subsets: dict[str, np.ndarray] | None = None) -> Split:
+def crossimpl_split(num_real: int, num_queries: int, subsets: dict[str, np.ndarray] | None = None,
+                    canonical: str = "2.1") -> Split:
     """Queries: the `num_queries` graphs after the first `num_real`; corpus: every real graph."""
+    source = ("pytorchcv, vit-pytorch, MONAI, efficientnet-pytorch; `narbench/data/crossimpl.csv`" if canonical == "2.1"
+              else f"17 packages outside the zoos; `narbench/data/{WIDE_TABLE}`")
     return Split(subsets=dict(subsets or {}), train=np.arange(num_real, dtype=np.int64),
                  test=np.arange(num_real, num_real + num_queries, dtype=np.int64), seed=0, test_size=0.0,
-                 name=NAME, rule="queries are independent reimplementations of zoo architectures "
-                                 "(pytorchcv, vit-pytorch, MONAI, efficientnet-pytorch; `narbench/data/crossimpl.csv`), "
+                 name=NAME, rule=f"queries are independent reimplementations of zoo architectures ({source}), "
                                  "labelled by the taxonomy family of the architecture they implement; the corpus is "
                                  "every real graph; never tuned against")
 
@@ -218,10 +240,11 @@ def attach(provider: DatasetProvider, graphs: list[ArchGraph], vocab: list[str],
     if "standard" not in splits or undeclared:
         raise ValueError(f"dataset {provider.name}: splits() returns {', '.join(splits)} but split_names declares "
                          f"{', '.join(provider.split_names)}; declare every split in split_names")
-    if extra is None and list(vocab) != list(_canonical_vocabulary()):
+    canonical = str(getattr(provider, "canonical_version", "2.1"))
+    if extra is None and (canonical not in SHIPPED or list(vocab) != list(_canonical_vocabulary(canonical))):
         return GraphDataset(provider.name, provider.version, list(vocab), graphs, digest, splits["standard"],
                             meta=header, splits=splits)
-    queries, q_vocab, q_header, q_digest = extra if extra is not None else read()
+    queries, q_vocab, q_header, q_digest = extra if extra is not None else read(canonical)
     if list(q_vocab) != list(vocab):
         raise ValueError(f"{NAME}: its graphs use another op vocabulary than dataset {provider.name} "
                          f"{provider.version}; rebuild it with `narbench build-crossimpl`")
@@ -233,7 +256,9 @@ def attach(provider: DatasetProvider, graphs: list[ArchGraph], vocab: list[str],
         return GraphDataset(provider.name, provider.version, list(vocab), graphs, digest, splits["standard"],
                             meta=header, splits=splits)
     recorded = any("corpus_twins" in (g.meta or {}) for g in queries)  # 2.1.1 on: the build recorded them
-    splits[NAME] = crossimpl_split(len(graphs), len(queries), query_subsets(queries) if recorded else None)
+    first = {row.identity for row in read_table(table_path("2.1"))} if canonical != "2.1" else None  # widened only
+    splits[NAME] = crossimpl_split(len(graphs), len(queries), query_subsets(queries, first) if recorded else None,
+                                   canonical)
     meta = {**header, "parts": {"real": digest, NAME: q_digest},
             NAME: {"num_graphs": len(queries), "version": q_header.get("version"),
                    "versions": q_header.get("versions", {})}}
@@ -242,7 +267,7 @@ def attach(provider: DatasetProvider, graphs: list[ArchGraph], vocab: list[str],
                         query_only=len(queries))
 
 
-def _canonical_vocabulary() -> tuple[str, ...]:
+def _canonical_vocabulary(version: str = "2.1") -> tuple[str, ...]:
     from narbench.data.canonical import canonical_vocabulary
 
-    return canonical_vocabulary()
+    return canonical_vocabulary(version)

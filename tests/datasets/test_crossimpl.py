@@ -346,6 +346,9 @@ def test_query_subsets_partition_the_queries_and_runs_report_them(tmp_path):
     assert out["package:b"]["queries"] == 0
     # 2.0's file (no corpus_twins recorded) gives no subsets
     assert _attached().get_split("crossimpl").subsets == {}
+    # a widened file (crossimpl 2.2) keeps 2.1.1's queries as a subset of their own, for the comparison
+    wide = query_subsets(qs, first={"crossimpl/a/x", "crossimpl/b/y"})
+    assert wide["v2.1.1"].tolist() == [0, 1] and wide["reimpl"].tolist() == [1, 2]
 
 
 # ----------------------------------------------------------------------------- the shipped dataset
