@@ -147,10 +147,12 @@ def test_a_planned_runs_command_line_reproduces_its_configuration(toy_env):
         assert config_hash(planned_fields(parsed)) == planned.hash
 
 
-def _registered_version(name: str) -> str:
+def _registered(name: str) -> tuple[str, str]:
+    """(the name result files record, the version) of the dataset registered as `name` (`real-2.2`: real 2.2)."""
     from narbench.core import registry
 
-    return str(registry.load("dataset", name).version)
+    cls = registry.load("dataset", name)
+    return cls.name or name, str(cls.version)
 
 
 def test_committed_results_are_recognised():
@@ -163,7 +165,7 @@ def test_committed_results_are_recognised():
     from narbench.harness.confighash import result_fields
     from narbench.harness.sweep import planned_fields
 
-    current = {(name, _registered_version(name)) for name in registry.names("dataset")}
+    current = {_registered(name) for name in registry.names("dataset")}
     plans = [expand(load_grid(ROOT / "leaderboard" / "grid.toml"), out=ROOT / "leaderboard" / "results", profile=p,
                     console=QUIET) for p in ("quick", "paper")]
     plan = plans[0]
