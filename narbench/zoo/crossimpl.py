@@ -96,7 +96,7 @@ def extract_row(row: Row, version: str = DEFAULT_VERSION) -> tuple[ArchGraph, di
     was extracted (device, parameters); from 2.2 on, extracted with design attributes."""
     import torch
 
-    from narbench.zoo.extract import extract_graph
+    from narbench.zoo.extract import coarse_label, extract_graph
     from narbench.zoo.sources import _try_devices
 
     build = resolve(row.builder)
@@ -113,6 +113,10 @@ def extract_row(row: Row, version: str = DEFAULT_VERSION) -> tuple[ArchGraph, di
     renamed = {op: n for op, n in raw.op_counts().items() if op in functions}
     raw.ops = [functions.get(op, op) for op in raw.ops]
     canon = raw.canonical(version)
+    # from 2.2 on the coarse label is read off the raw graph, as the taxonomy labels `real` (per model, on
+    # the raw record): 2.2's canonical graph writes 1x1 convolutions as `linear`, which would move RegNets
+    # and PoolFormers out of `cnn` beside their `real` twins; 2.1.1 keeps the canonical graph's label
+    coarse = coarse_label(raw.ops, raw.edges) if version >= "2.2" else None
     meta = {"package": row.package, "model": row.model, "builder": row.builder, "kwargs": row.kwargs,
             "input": row.input, "package_version": package_version(row.package), "identity": row.identity,
             "zoo_model": row.zoo_model, **info}
@@ -121,7 +125,7 @@ def extract_row(row: Row, version: str = DEFAULT_VERSION) -> tuple[ArchGraph, di
     if "unknown_ops" in canon.meta:
         meta["unknown_ops"] = canon.meta["unknown_ops"]
     graph = canon.to_arch_graph(list(canonical_vocabulary(version)), name=row.identity, family=row.family,
-                                source=row.package, meta=meta)
+                                coarse=coarse, source=row.package, meta=meta)
     return graph, info
 
 

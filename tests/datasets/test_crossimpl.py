@@ -232,6 +232,8 @@ def test_builder_under_22_reads_design_attributes_and_needs_its_corpus(tmp_path)
     assert v22 == list(canonical_vocabulary("2.2")) and h22["ops"]["version"] == "2.2" and h22["version"] == "2.2"
     ops = lambda g, v: [v[i] for i in g.ops.tolist()]  # noqa: E731
     assert ops(g21, v21).count("conv") == 2 and ops(g22, v22).count("conv") == 1  # the 1x1 is a Linear in 2.2
+    # the coarse label stays the raw graph's, as the taxonomy labels `real` (2.2's graph alone would say `other`)
+    assert g21.coarse == g22.coarse == "cnn"
 
 
 def test_build_crossimpl_cli_checks_the_version(tmp_path):

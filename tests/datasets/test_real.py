@@ -122,6 +122,31 @@ def test_shipped_artifact_is_pinned_large_and_distinct():
     assert {g.source for g in ds.core_graphs} == {"timm", "torchvision", "transformers"}
 
 
+def test_real_22_ships_pinned_beside_21_with_its_memberships_fixed():
+    """`real-2.2`: the same specs under canonical rules 2.2, pinned, registered apart from `real` (2.1), results
+    recording `real` 2.2; MC3 and R(2+1)D two families, the LiteText text tower MobileCLIP's, not SAM 3's."""
+    from narbench.data.canonical import canonical_vocabulary
+    from narbench.data.dataset import load_dataset
+    from narbench.datasets.real import NEWEST, Real22Dataset, RealDataset, model_group
+
+    assert NEWEST is Real22Dataset and Real22Dataset.expected_sha256 != RealDataset.expected_sha256
+    ds = load_dataset("real-2.2")  # raises if the content does not match the pin
+    assert (ds.name, ds.version) == ("real", "2.2") and ds.vocab == list(canonical_vocabulary("2.2"))
+    assert "causal_attention" in ds.vocab and len(ds.core_graphs) > 16_000
+    fam = {}
+    for g in ds.core_graphs:
+        fam.setdefault(g.meta["model"], set()).add(g.family)
+    assert fam["mc3_18"] == {"mc3"} and fam["r2plus1d_18"] == {"r2plus1d"}
+    assert fam["sam3_lite_text_text_model"] == {"mobileclip_text"} and fam["sam3_vit_model"] == {"sam3"}
+    unseen = ds.splits["unseen"]
+    group = np.array([model_group(g) for g in ds.core_graphs])
+    assert not set(group[unseen.train]) & set(group[unseen.test]) and len(unseen.test) > 1000
+    # a decoder's attention is causal, an encoder's is not: what keeps GPT-2 apart from ViT in 2.2
+    causal = ds.vocab.index("causal_attention")
+    share = {f: np.mean([causal in g.ops for g in ds.core_graphs if g.family == f]) for f in ("gpt2", "vit")}
+    assert share["gpt2"] > 0.9 and share["vit"] == 0
+
+
 def test_shipped_unseen_split_holds_out_whole_zoo_models():
     """No zoo model (any variant, task head, or the same name in another zoo) on both sides."""
     from narbench.data.dataset import load_dataset
