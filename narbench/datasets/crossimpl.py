@@ -75,7 +75,11 @@ class QueryFile:
 
 
 #: canonical rules -> the query file built under them (the `crossimpl` split of the `real` of those rules)
-SHIPPED: dict[str, QueryFile] = {"2.1": QueryFile(VERSION, ARTIFACT, EXPECTED_SHA256)}
+SHIPPED: dict[str, QueryFile] = {
+    "2.1": QueryFile(VERSION, ARTIFACT, EXPECTED_SHA256),
+    # the widened table (600 queries, 17 packages) under canonical 2.2, against real 2.2 (torch 2.14.1)
+    "2.2": QueryFile("2.2", f"{NAME}-2.2.narg", "73667b9ba39a87fdca01e0373473c08bcf02c94e0670538989afd8133cd031a6"),
+}
 #: subset of a widened crossimpl: its queries that are 2.1.1's 101 rows (the comparison with 2.1.1)
 FIRST_TABLE_SUBSET = "v2.1.1"
 COLUMNS = ("package", "model", "builder", "kwargs", "input", "family", "zoo_model", "reason")

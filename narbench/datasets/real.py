@@ -158,8 +158,9 @@ class Real22Dataset(RealDataset):
     re-extracted with design attributes (`narbench/data/real-1.0-reextracted-2.2.narg`) by `narbench
     build-real --from narbench/data/real-1.0.narg --patch narbench/data/real-1.0-reextracted-2.2.narg
     --canonical-version 2.2 --out DIR`, and labelled by the taxonomy table as of 2.2 (memberships
-    fixed: docs/datasets.md). Its `crossimpl` split waits for the queries built under 2.2, so its
-    splits are `standard` and `unseen`; results record `real` version 2.2.
+    fixed: docs/datasets.md). Its `crossimpl` split queries crossimpl 2.2 (`narbench/data/crossimpl-2.2.narg`:
+    the widened table, 600 queries from 17 packages, built under 2.2, with 2.1.1's 101 as the subset
+    `v2.1.1`); results record `real` version 2.2.
     """
 
     version = "2.2"
@@ -168,7 +169,6 @@ class Real22Dataset(RealDataset):
     #: sha256 of the payload of `narbench/data/real-2.2.narg`
     expected_sha256 = "115ecfa4e50ea97b7e82376d213b207859725e56ab67b2e718540eeca8c0bbee"
     patch_artifact = "real-1.0-reextracted-2.2.narg"
-    split_names = ("standard", "unseen")
     previous_versions = {}
 
 

@@ -382,3 +382,26 @@ def test_shipped_real_has_the_crossimpl_split(tmp_path, monkeypatch):
         assert twins and all(canonical_hash(by_name[t]) == canonical_hash(queries[i]) for t in twins)
     assert main(["run", "--encoder", "wl", "--dataset", "real", "--split", "crossimpl", "--profile", "smoke",
                  "--no-progress", "--out", str(tmp_path)]) == 0
+
+
+def test_real_22_queries_the_widened_crossimpl_built_under_its_rules():
+    """real-2.2's crossimpl: the widened file (600 queries, 17 packages), pinned, on 2.2's vocabulary, with
+    2.1.1's 101 queries as the subset `v2.1.1` and the exact/reimpl partition; 2.1 keeps 2.1.1's 101."""
+    from narbench.data.dataset import load_dataset
+    from narbench.datasets import crossimpl
+    from narbench.datasets.crossimpl import read_table, table_path
+
+    queries, vocab, header, digest = crossimpl.read("2.2")  # raises if the content does not match the pin
+    assert digest == crossimpl.SHIPPED["2.2"].sha256 and header["version"] == "2.2" and len(queries) == 600
+    assert "real-2.2.narg" in header["corpus"] and {g.name for g in queries} == \
+        {r.identity for r in read_table(table_path("2.2"))}
+    ds = load_dataset("real-2.2")
+    assert ds.vocab == vocab and ds.query_only == 600 and ds.meta["crossimpl"]["version"] == "2.2"
+    sp = ds.splits["crossimpl"]
+    first = {r.identity for r in read_table(table_path("2.1"))}
+    names = [ds.graphs[i].name for i in sp.test]
+    assert sorted(names[i] for i in sp.subsets["v2.1.1"]) == sorted(first)
+    assert sorted([*sp.subsets["exact"], *sp.subsets["reimpl"]]) == list(range(600))
+    assert len([k for k in sp.subsets if k.startswith("package:")]) == 17
+    assert "v2.1.1" not in load_dataset("real").splits["crossimpl"].subsets
+

@@ -133,14 +133,13 @@ def test_headline_takes_the_paper_profile_only_when_it_holds_every_method(tmp_pa
     assert "`paper` profile" in text and "| gat |" in text
 
 
-def test_a_new_dataset_version_heads_the_readme_only_once_it_holds_every_method_of_every_column(tmp_path, monkeypatch):
+def test_a_new_dataset_version_heads_the_readme_only_once_it_holds_every_method_of_every_column(tmp_path):
     """real 2.2's results arrive over several sessions: its floors alone, or some of its splits, must not
     replace real 2.1's columns; once every real split of 2.2 holds 2.1's methods, all real columns come
     from 2.2 (the headline's and the claims checker's), and nas is untouched."""
     from narbench.datasets.real import Real22Dataset
     from narbench.leaderboard.claims import _headline_blocks
 
-    monkeypatch.setattr(Real22Dataset, "split_names", ("standard", "unseen", "crossimpl"))  # as once its queries ship
     _three_settings(tmp_path / "res")  # real "1.0" (hand-made content) and nas
     new = dict(version="2.2", sha=Real22Dataset.expected_sha256, dataset="real", tag="-v2.2")
 
