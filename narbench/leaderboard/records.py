@@ -199,17 +199,18 @@ def collect(dirs: Iterable[str | Path], *, datasets: Iterable[KnownDataset] | No
     if errors:
         raise RejectedResultsError(errors)
     # Never average over different dataset contents: label such groups by version and sha256, and
-    # a split with a query-only part (crossimpl) also by that part when its runs used several.
+    # a split with a query-only part (crossimpl) also by that part when runs on one content used several
+    # (real 2.2's crossimpl 2.2 and real 2.1's crossimpl 2.1.1 are told apart by the corpus already).
     contents: dict[str, set[tuple[str, str]]] = {}
-    parts: dict[tuple[str, str], set[str | None]] = {}
+    parts: dict[tuple, set[str | None]] = {}
     for r in records:
         contents.setdefault(r.dataset, set()).add(r.dataset_content)
-        parts.setdefault((r.dataset, r.result.split), set()).add(r.query_part)
+        parts.setdefault((r.dataset, r.dataset_content, r.result.split), set()).add(r.query_part)
     labelled = []
     for r in records:
         version, sha = r.dataset_content
         label = r.dataset if len(contents[r.dataset]) == 1 else f"{r.dataset} {version} ({sha[:8]})"
-        if r.query_part and len(parts[(r.dataset, r.result.split)]) > 1:
+        if r.query_part and len(parts[(r.dataset, r.dataset_content, r.result.split)]) > 1:
             label += f" [{r.result.split} {r.query_part[:8]}]"
         labelled.append(r if label == r.dataset else replace(r, dataset_label=label))
     records = labelled
