@@ -332,3 +332,10 @@ def test_gate_of_ours_on_a_cold_parts_cache_does_not_hang(tmp_path):
                           "--baseline", str(root / "leaderboard" / "reference.json"), "--quiet"],
                          capture_output=True, text=True, env=env, cwd=root, timeout=300)
     assert out.returncode == 0, out.stdout[-1500:] + out.stderr[-1500:]
+
+
+def test_a_dataset_version_registered_beside_the_current_one_is_gated_only_when_named():
+    """real-2.2 records `real`: run by default it would share the reference's `real/...` keys with 2.1."""
+    from narbench.harness.gate import _current
+
+    assert _current("real") and _current("nas") and not _current("real-2.2")

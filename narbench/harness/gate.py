@@ -247,7 +247,7 @@ def check(
 
     known_enc, known_ds = registry.names("encoder"), registry.names("dataset")
     enc_names = _split_names(encoders) or known_enc
-    ds_names = _split_names(datasets) or known_ds
+    ds_names = _split_names(datasets) or [n for n in known_ds if _current(n)]
     for kind, names, known in (("encoder", enc_names, known_enc), ("dataset", ds_names, known_ds)):
         for name in names:
             if name not in known:
@@ -316,6 +316,19 @@ def check(
         report.entries = entries
         report.updated = True
     return report
+
+
+def _current(name: str) -> bool:
+    """False for a dataset version registered beside the current one (`real-2.2`, whose results record
+    `real`): the gate checks it only when named, and its reference comes when it becomes the current version
+    (two versions under one name would share the reference's `real/...` keys)."""
+    from narbench.core import registry
+
+    try:
+        cls = registry.load("dataset", name)
+    except registry.RegistryError:
+        return True  # reported as not available by the run
+    return not getattr(cls, "name", "") or cls.name == name
 
 
 def _gate_config(encoder: str, dataset: str, profile: str, seed: int):
