@@ -191,12 +191,10 @@ def _taxonomy_section(ds: GraphDataset) -> str:
     Invariant (c) is measured here on the loaded data: identities with graphs on both sides of `unseen`."""
     if ds.name != "real":
         return ""
-    import hashlib
-
     from narbench.datasets import taxonomy
 
     built_with = (ds.meta or {}).get("taxonomy_sha256")
-    if built_with and built_with != hashlib.sha256(taxonomy.data_path().read_bytes()).hexdigest():
+    if built_with and built_with != taxonomy.table_sha256():
         return (f"### Taxonomy\n\n`real` {ds.version} was labelled by an earlier taxonomy table (sha256 "
                 f"`{built_with[:12]}…`, in git history); the committed tables describe the newest `real`.\n")
 

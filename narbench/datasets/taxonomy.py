@@ -67,6 +67,12 @@ def data_path(name: str = TABLE) -> Path:
     return Path(str(resources.files("narbench"))) / "data" / name
 
 
+def table_sha256() -> str:
+    """sha256 of the committed taxonomy table: what a `real` file records as `taxonomy_sha256` when it is
+    labelled by it."""
+    return hashlib.sha256(data_path().read_bytes()).hexdigest()
+
+
 def read_rows(path: Path) -> list[TaxonomyRow]:
     """Read and check a taxonomy table: its columns, one row per (source, model), known coarse labels."""
     with open(path, newline="") as f:

@@ -119,11 +119,9 @@ def apply_patch(graphs: list, vocab: list[str], patch: str | os.PathLike | None)
 
 
 def _taxonomy_sha256() -> str:
-    import hashlib
-
     from narbench.datasets import taxonomy
 
-    return hashlib.sha256(taxonomy.data_path().read_bytes()).hexdigest()
+    return taxonomy.table_sha256()
 
 
 def _by_taxonomy(name: str, family: str, source: str, meta: dict[str, Any]) -> tuple[str, dict[str, Any]]:
