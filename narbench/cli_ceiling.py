@@ -80,16 +80,31 @@ def load(name: str, split: str):
     try:
         return load_dataset(name)
     except (FileNotFoundError, CorruptFileError, ValueError) as exc:
-        if name != "real" or split == "crossimpl":
-            raise
+        from narbench.core import registry
         from narbench.datasets.real import RealDataset
 
-        print(f"real: loading without the crossimpl queries ({exc})", file=sys.stderr)
-        provider = RealDataset()
+        provider_cls = registry.load("dataset", name)
+        if not issubclass(provider_cls, RealDataset) or split == "crossimpl":
+            raise
+        print(f"{name}: loading without the crossimpl queries ({exc})", file=sys.stderr)
+        provider = provider_cls()
         graphs, vocab, header, digest = provider._read()
         splits = provider.splits(graphs)
         return GraphDataset(provider.name, provider.version, list(vocab), graphs, digest, splits["standard"],
                             meta=header, splits=splits)
+
+
+def known_splits() -> list[tuple[str, str]]:
+    """The (dataset, split) pairs the tool computes, in order: `SPLITS`, then each of `SPLITS`' real
+    splits under every version registered beside the current one (`real-2.2`), as registered."""
+    from narbench.core import registry
+
+    out = list(SPLITS)
+    for name in sorted(registry.names("dataset")):
+        base = name.split("-", 1)[0]
+        if name != base:
+            out += [(name, s) for d, s in SPLITS if d == base]
+    return out
 
 
 def select(dataset, split: str) -> tuple[np.ndarray, np.ndarray]:
@@ -241,6 +256,9 @@ def run_split(dataset, split: str, classes: dict[str, np.ndarray], *, draws: int
     return SplitReport(dataset.name, split, want, corpus, queries, ceilings, classes, configs, subsets)
 
 
+#: a row of `ceiling.csv` is replaced by a re-run of the same content version, split and oracle
+CEILING_KEY = ("dataset", "version", "split", "resolution", "rule")
+
 CEILING_COLUMNS = ("dataset", "version", "content", "split", "resolution", "rule", "queries", "corpus", "query_groups",
                    "cross_family_classes", *TABLE_METRICS, "exact_gap", "draws", "configurations",
                    *(c for m in BEST_METRICS for c in (f"best {m}", f"best {m} method")))
@@ -270,7 +288,7 @@ def ceiling_rows(rep: SplitReport, families: np.ndarray) -> list[dict[str, Any]]
     return rows
 
 
-FAMILY_COLUMNS = ("family", "queries", *(f"iso-label {m}" for m in BEST_METRICS),
+FAMILY_COLUMNS = ("version", "family", "queries", *(f"iso-label {m}" for m in BEST_METRICS),
                   *(f"{r}-{u} ndcg@20" for r, u in VARIANTS[1:]),
                   "best ndcg@20", "best ndcg@20 method", "max run ndcg@20", "max run ndcg@100", "configurations at 0", "hopeless",
                   "queries with iso twin elsewhere", "queries with nd twins only elsewhere", "nd other families")
@@ -369,15 +387,22 @@ def write_csv(path: Path, columns: Sequence[str], rows: list[dict[str, Any]], *,
     order.update({(d, f"{s}/{sub}"): i + (j + 1) / 10 for i, (d, s) in enumerate(SPLITS) for j, sub in enumerate(SUBSETS)})
     every = kept + [{c: str(r.get(c, "")) for c in columns} for r in rows]
     variants = {f"{res}-{rule}": i for i, (res, rule) in enumerate(VARIANTS)}
-    if key:
-        every.sort(key=lambda r: (order.get((r["dataset"], r["split"]), len(order)),
+    if key and "dataset" in columns:
+        every.sort(key=lambda r: (order.get((r["dataset"], r["split"]), len(order)), _version_key(r.get("version", "")),
                                   variants.get(f"{r.get('resolution')}-{r.get('rule', 'label')}", len(variants))))
+    elif key:
+        every.sort(key=lambda r: tuple(_version_key(r[k]) if k == "version" else r[k] for k in key))
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(columns), lineterminator="\n")
         w.writeheader()
         for r in every:
             w.writerow({c: r.get(c, "") for c in columns})
+
+
+def _version_key(version: str) -> tuple:
+    """Sort key of a version string: its numbers (2.10 after 2.9)."""
+    return tuple(int(x) if x.isdigit() else -1 for x in str(version).split(".")) if version else ()
 
 
 def _iso_cache(dataset) -> list[str]:
@@ -399,7 +424,8 @@ def _iso_cache(dataset) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m narbench.cli_ceiling", description=__doc__.split("\n")[0])
     parser.add_argument("--splits", nargs="+", default=[f"{d}:{s}" for d, s in SPLITS],
-                        help="dataset:split pairs (default: all four; crossimpl last)")
+                        help="dataset:split pairs (default: all four; crossimpl last); a version registered "
+                             "beside the current one by its name, e.g. real-2.2:unseen")
     parser.add_argument("--draws", type=int, default=DRAWS, help="random tie orders averaged")
     parser.add_argument("--results", type=Path, default=RESULTS_DIR, help="folder of committed result files")
     parser.add_argument("--uncommitted", action="store_true",
@@ -420,10 +446,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f"({row['nearest other family']}); near-duplicates in {row['nd other families'] or 'no other family'}")
         return 0
     wanted = [tuple(s.split(":", 1)) for s in args.splits]
-    unknown = [f"{d}:{s}" for d, s in wanted if (d, s) not in SPLITS]
+    known = known_splits()
+    unknown = [":".join(w) for w in wanted if w not in known]
     if unknown:
-        parser.error(f"unknown splits {', '.join(unknown)}; known: {', '.join(f'{d}:{s}' for d, s in SPLITS)}")
-    wanted.sort(key=SPLITS.index)
+        parser.error(f"unknown splits {', '.join(unknown)}; known: {', '.join(f'{d}:{s}' for d, s in known)}")
+    wanted.sort(key=known.index)
     loaded: dict[str, tuple[Any, dict[str, np.ndarray]]] = {}
     rows, done = [], []
     for name, split in wanted:
@@ -432,7 +459,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             dataset = load(name, split)
             iso = _iso_cache(dataset)
             classes = {"iso": structure_classes(dataset.graphs, "iso", iso=iso)}
-            if name == "real":
+            if dataset.name == "real":
                 classes["nd"] = structure_classes(dataset.graphs, "nd", iso=iso)
             loaded = {key: (dataset, classes)}  # one dataset in memory at a time
         dataset, classes = loaded[key]
@@ -440,14 +467,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         families = np.array([g.family for g in dataset.graphs], dtype=object)
         new = ceiling_rows(rep, families)
         rows += new
-        done += [(r["dataset"], r["split"], r["resolution"], r["rule"]) for r in new]
+        done += [tuple(r[k] for k in CEILING_KEY) for r in new]
         for r in new:
             print(f"{name} {r['split']} {r['resolution']}-{r['rule']}: ndcg@20 {r['ndcg@20']} mrr@20 {r['mrr@20']} "
                   f"mapc@20 {r['map_capped@20']} (exact gap {r['exact_gap']}); best committed ndcg@20 "
                   f"{r['best ndcg@20']} {r['best ndcg@20 method']}", flush=True)
-        if (name, split) == ("real", "unseen"):
-            write_csv(args.families_out, FAMILY_COLUMNS, family_rows(rep, dataset))
-        write_csv(args.out, CEILING_COLUMNS, rows, replace=done, key=("dataset", "split", "resolution", "rule"))
+        if (dataset.name, split) == ("real", "unseen"):
+            fam_rows = [{"version": rep.content["version"], **r} for r in family_rows(rep, dataset)]
+            write_csv(args.families_out, FAMILY_COLUMNS, fam_rows, replace=[(rep.content["version"],)], key=("version",))
+        write_csv(args.out, CEILING_COLUMNS, rows, replace=done, key=CEILING_KEY)
     return 0
 
 

@@ -153,6 +153,25 @@ def test_write_csv_keeps_rows_of_splits_not_rerun(tmp_path):
     assert lines == ["dataset,split,resolution,queries", "real,unseen,iso,3", "real,crossimpl,iso,5"]
 
 
+def test_write_csv_keeps_the_rows_of_another_version(tmp_path):
+    """Computing real 2.2's ceiling keeps 2.1's rows (its committed leaderboard still cites them)."""
+    path, cols, key = tmp_path / "c.csv", ("dataset", "version", "split", "resolution", "rule", "queries"), D.CEILING_KEY
+    old = {"dataset": "real", "version": "2.1", "split": "unseen", "resolution": "iso", "rule": "label", "queries": 3}
+    D.write_csv(path, cols, [old], key=key)
+    D.write_csv(path, cols, [{**old, "version": "2.2", "queries": 4}], replace=[("real", "2.2", "unseen", "iso", "label")],
+                key=key)
+    D.write_csv(path, cols, [{**old, "version": "2.2", "queries": 5}], replace=[("real", "2.2", "unseen", "iso", "label")],
+                key=key)
+    assert path.read_text().splitlines()[1:] == ["real,2.1,unseen,iso,label,3", "real,2.2,unseen,iso,label,5"]
+
+
+def test_registered_versions_add_their_splits():
+    known = D.known_splits()
+    assert known[:len(D.SPLITS)] == list(D.SPLITS)
+    assert ("real-2.2", "unseen") in known and ("real-2.2", "crossimpl") in known
+    assert not any(d.startswith("nas-") for d, _ in known)
+
+
 def test_vote_rule_ranks_a_query_by_its_structure_in_the_corpus():
     """qa (family A) has the structure of class 0, which the corpus holds as two B graphs and one A graph:
     `label` ranks A's graphs first (class 1: share 1, then class 0: share 1/3); `vote` weighs the classes by

@@ -84,17 +84,31 @@ CEILINGS = (("iso", "*ceiling: graph-only oracle, isomorphic graphs tied*"),
             ("nd", "*ceiling: near-duplicates (WL cosine >= 0.999) tied*"))
 
 
-def read_ceiling(path: str | Path) -> dict[tuple[str, str, str], float]:
-    """(dataset, split, resolution) -> the oracle's METRIC under the `label` rule, from `leaderboard/ceiling.csv`
-    (`python -m narbench.cli_ceiling`); empty when the file is missing."""
+def read_ceiling(path: str | Path) -> dict[tuple[str, str, str, str], float]:
+    """(dataset, version, split, resolution) -> the oracle's METRIC under the `label` rule, from
+    `leaderboard/ceiling.csv` (`python -m narbench.cli_ceiling`); empty when the file is missing."""
     import csv
 
     path = Path(path)
     if not path.is_file():
         return {}
     with open(path, newline="") as fh:
-        return {(r["dataset"], r["split"], r["resolution"]): float(r[METRIC])
+        return {(r["dataset"], r.get("version", ""), r["split"], r["resolution"]): float(r[METRIC])
                 for r in csv.DictReader(fh) if r.get("rule") == "label" and r.get(METRIC)}
+
+
+def ceiling_of(ceiling: dict[tuple[str, str, str, str], float], label: str, split: str, resolution: str) -> float | None:
+    """The oracle's value for a column whose block is labelled `label` (`real`, or `real 2.2 (sha)` where
+    results of several versions exist): that version's row; a label without a version takes the dataset's
+    only version in the table (None when the table holds several, or none)."""
+    parts = label.split(" ")
+    dataset, version = parts[0], parts[1] if len(parts) > 1 else None
+    if version is None:
+        versions = {v for d, v, _, _ in ceiling if d == dataset}
+        if len(versions) != 1:
+            return None
+        version = versions.pop()
+    return ceiling.get((dataset, version, split, resolution))
 
 
 def headline_blocks(tables: list[LeaderTable]) -> tuple[str, dict[tuple[str, str], Block]] | None:
@@ -108,7 +122,7 @@ def headline_blocks(tables: list[LeaderTable]) -> tuple[str, dict[tuple[str, str
     return None
 
 
-def headline_markdown(tables: list[LeaderTable], ceiling: dict[tuple[str, str, str], float] | None = None) -> str:
+def headline_markdown(tables: list[LeaderTable], ceiling: dict[tuple[str, str, str, str], float] | None = None) -> str:
     """The headline table as Markdown (with a line saying what it is), or a note that it is missing.
 
     `ceiling` (`read_ceiling`) adds the oracle's rows under the methods, where it has a value."""
@@ -136,7 +150,7 @@ def headline_markdown(tables: list[LeaderTable], ceiling: dict[tuple[str, str, s
     for label in sorted(rows, key=order):
         lines.append(f"| {label} | " + " | ".join(_cell(rows[label].get(c)) for c in COLUMNS) + " |")
     for resolution, label in CEILINGS:
-        values = [(ceiling or {}).get((ds, split, resolution)) for ds, split in COLUMNS]
+        values = [ceiling_of(ceiling or {}, blocks[c].setting[0], c[1], resolution) for c in COLUMNS]
         if any(v is not None for v in values):
             lines.append(f"| {label} | " + " | ".join("–" if v is None else f"*{v:.3f}*" for v in values) + " |")
     if ceiling:

@@ -163,6 +163,17 @@ class SearchIndex:
     def names(self) -> list[str]:
         return self.header["names"]
 
+    @property
+    def canonical_version(self) -> str | None:
+        """The canonical rules the index's graphs follow, which a query's graph is rewritten by
+        (`narbench.data.canonical`); None when its graphs are not canonical graphs. An index written
+        before the header said so: the default rules where its vocabulary is theirs."""
+        from narbench.data.canonical import DEFAULT_VERSION, canonical_vocabulary
+
+        if self.header.get("canonical_version"):
+            return self.header["canonical_version"]
+        return DEFAULT_VERSION if list(self.vocab) == list(canonical_vocabulary()) else None
+
     def row_of(self, name: str) -> int | None:
         rows = self._cache.get("rows")
         if rows is None:
@@ -317,6 +328,7 @@ def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
         "profile": cfg.profile, "protocol": cfg.protocol if encoder_cls.trainable else None, "seed": cfg.seed,
         "trained_on": int(len(train)) if encoder_cls.trainable else 0,
         "dataset": {"name": ds.name, "version": ds.version, "sha256": ds.sha256, "num_graphs": len(graphs)},
+        "canonical_version": (ds.meta.get("ops") or {}).get("version"),
         "vocab": list(ds.vocab), "families": families, "coarse_labels": coarse, "sources": sources,
         "names": [g.name for g in gs],
         "torch_checked": list(TORCH_CHECKED) if ds.meta.get("ops") else None,

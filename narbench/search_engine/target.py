@@ -40,6 +40,7 @@ from narbench.search_engine._target_run import stage as _stage
 from narbench.search_engine._target_run import time_limit
 from narbench.search_engine._target_run import warm_up as _warm_up
 from narbench.data.graph import ArchGraph
+from narbench.zoo.extract import recording_attributes
 
 ZOOS = ("timm", "torchvision", "transformers")
 
@@ -101,13 +102,14 @@ def _parse_colon(target: str) -> tuple[str, str] | None:
 
 
 def _map_graph(query: Query, raw_ops: list[str], edges: np.ndarray, vocab: list[str], name: str,
-               coarse: str | None = None) -> None:
+               coarse: str | None = None, version: str | None = None) -> None:
     """Fill `query.graph` with the graph over `vocab`.
 
-    Over the canonical vocabulary (`real` 2.0 and its index) a raw graph is canonicalised first
-    (`narbench.data.canonical`): raw names the op table does not know become `other` and are listed in
-    `query.unknown_ops`. Over any other vocabulary, ops it lacks are spliced out (and listed).
-    `coarse`: the graph's coarse label if known (else derived from its ops, `coarse_label`)."""
+    Over a canonical vocabulary (`version`: the rules of the index's graphs, `SearchIndex.canonical_version`)
+    a raw graph is canonicalised first by those rules (`narbench.data.canonical`): raw names the op table
+    does not know become `other` and are listed in `query.unknown_ops`. Over any other vocabulary, ops it
+    lacks are spliced out (and listed). `coarse`: the graph's coarse label if known (else derived from its
+    ops, `coarse_label`)."""
     from collections import Counter
 
     from narbench.data.canonical import canonical_vocabulary, canonicalize
@@ -115,8 +117,8 @@ def _map_graph(query: Query, raw_ops: list[str], edges: np.ndarray, vocab: list[
 
     index = {op: i for i, op in enumerate(vocab)}
     unknown: dict[str, int] = {}
-    if list(vocab) == list(canonical_vocabulary()) and not set(raw_ops) <= set(index):
-        c = canonicalize(raw_ops, edges)
+    if version is not None and list(vocab) == list(canonical_vocabulary(version)) and not set(raw_ops) <= set(index):
+        c = canonicalize(raw_ops, edges, version)
         raw_ops, edges, unknown = c.ops, c.edges, c.unknown
     counts = Counter(raw_ops)
     query.ops = dict(counts)
@@ -204,9 +206,16 @@ def resolve_target(target: Any, index, *, kwargs: dict[str, Any] | None = None, 
         raise TargetError("give the example input's shape (--input-shape) or the inputs themselves (--inputs), "
                           "not both")
     feed = normalise_inputs(inputs) if inputs is not None else None
-    query = _resolve(target, index, kwargs or {}, shapes, feed, timeout)
+    with recording_attributes(_reads_attributes(index)):  # canonical 2.2 reads a model's design attributes
+        query = _resolve(target, index, kwargs or {}, shapes, feed, timeout)
     query.info["seconds"] = time.perf_counter() - t0
     return query
+
+
+def _reads_attributes(index) -> bool:
+    """Whether the index's canonical rules read design attributes (2.2 on): a model is then extracted with them."""
+    version = getattr(index, "canonical_version", None)
+    return version is not None and version >= "2.2"
 
 
 @contextlib.contextmanager
@@ -289,7 +298,7 @@ def _import_module(name: str):
 
 
 def _from_raw(query: Query, raw, index) -> Query:
-    _map_graph(query, raw.ops, raw.edges, index.vocab, query.label)
+    _map_graph(query, raw.ops, raw.edges, index.vocab, query.label, version=index.canonical_version)
     return query
 
 
@@ -345,5 +354,6 @@ def _graph_file(label: str, path: Path, name: str | None, index) -> Query:
                           f"(e.g. {path}:{graphs[0].name})" if graphs else f"{path} holds no graph")
     g = graphs[0]
     q = Query(g.name, "graph-file", info={"file": str(path)})
-    _map_graph(q, [vocab[i] for i in g.ops.tolist()], g.edges, index.vocab, g.name, coarse=g.coarse or None)
+    _map_graph(q, [vocab[i] for i in g.ops.tolist()], g.edges, index.vocab, g.name, coarse=g.coarse or None,
+               version=index.canonical_version)
     return q

@@ -33,6 +33,7 @@ here at all.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import gc
 import hashlib
@@ -53,6 +54,20 @@ RENAMED_OPS = {"ReshapeAliasBackward0": "ViewBackward0"}
 COARSE_LABELS = ("cnn", "attention", "other")
 #: Set to 1, `extract_graph` records design attributes by default (`DesignAttributes`).
 ATTRIBUTES_ENV = "NARBENCH_DESIGN_ATTRIBUTES"
+#: Set by `recording_attributes`: the default of `extract_graph(attributes=None)` in this context.
+_ATTRIBUTES: contextvars.ContextVar[bool | None] = contextvars.ContextVar("narbench_design_attributes", default=None)
+
+
+@contextlib.contextmanager
+def recording_attributes(on: bool = True) -> Iterator[None]:
+    """Within it, `extract_graph` (and the zoo sources that call it) records design attributes or
+    not, whatever the environment says: how search extracts a query for an index of canonical 2.2
+    graphs without changing the process's environment."""
+    token = _ATTRIBUTES.set(bool(on))
+    try:
+        yield
+    finally:
+        _ATTRIBUTES.reset(token)
 
 
 class ExtractionError(RuntimeError):
@@ -587,8 +602,9 @@ def extract_graph(
     (`narbench.zoo.metacache`; the same graph, 2-6x faster on models of repeated blocks).
     `attributes`: record design attributes after the op names (`DesignAttributes`), which
     canonical version 2.2 reads; off, the graph is the one `real` 2.1 was built from. None: on
-    when the environment sets `NARBENCH_DESIGN_ATTRIBUTES=1` (how a build's worker processes and
-    the zoo sources, which call this function themselves, are switched).
+    within `recording_attributes(on)`, `on`; else on when the environment sets
+    `NARBENCH_DESIGN_ATTRIBUTES=1` (how a build's worker processes and the zoo sources, which call
+    this function themselves, are switched).
     """
     import torch
 
@@ -601,6 +617,8 @@ def extract_graph(
         from narbench.zoo.metacache import MetaShapeCache
 
         cache = MetaShapeCache()
+    if attributes is None:
+        attributes = _ATTRIBUTES.get()
     if attributes is None:
         attributes = os.environ.get(ATTRIBUTES_ENV, "") == "1"
     design = DesignAttributes(model) if attributes else None

@@ -86,18 +86,33 @@ def test_ceiling_rows_come_from_the_ceiling_table(tmp_path):
 
     _three_settings(tmp_path / "res")
     path = tmp_path / "ceiling.csv"
-    path.write_text("dataset,split,resolution,rule,ndcg@20\n"
-                    "real,unseen,iso,label,1.0\nreal,unseen,iso,vote,0.5\nreal,crossimpl/reimpl,iso,label,0.9745\n"
-                    "real,unseen,nd,label,0.95982\n")
+    path.write_text("dataset,version,split,resolution,rule,ndcg@20\n"
+                    "real,2.1,unseen,iso,label,1.0\nreal,2.1,unseen,iso,vote,0.5\nreal,2.1,crossimpl/reimpl,iso,label,0.9745\n"
+                    "real,2.1,unseen,nd,label,0.95982\n")
     ceiling = read_ceiling(path)
-    assert ceiling == {("real", "unseen", "iso"): 1.0, ("real", "crossimpl/reimpl", "iso"): 0.9745,
-                       ("real", "unseen", "nd"): 0.95982}
+    assert ceiling == {("real", "2.1", "unseen", "iso"): 1.0, ("real", "2.1", "crossimpl/reimpl", "iso"): 0.9745,
+                       ("real", "2.1", "unseen", "nd"): 0.95982}
     text = headline_markdown(_tables(tmp_path / "res"), ceiling)
     rows = [ln for ln in text.splitlines() if ln.startswith("| *ceiling")]
     assert rows == ["| *ceiling: graph-only oracle, isomorphic graphs tied* | *1.000* | *0.975* | – |",
                     "| *ceiling: near-duplicates (WL cosine >= 0.999) tied* | *0.960* | – | – |"]
     assert read_ceiling(tmp_path / "missing.csv") == {}
     assert "ceiling" not in headline_markdown(_tables(tmp_path / "res"))
+
+
+def test_a_column_takes_the_ceiling_of_its_own_dataset_version():
+    """real 2.1's and 2.2's oracles differ; a column labelled with a version reads that version's row,
+    an unversioned label reads the only version there is, and none when several are there."""
+    from narbench.leaderboard.headline import ceiling_of
+
+    ceiling = {("real", "2.1", "unseen", "iso"): 0.9, ("real", "2.2", "unseen", "iso"): 0.95,
+               ("nas", "1.0", "standard", "iso"): 1.0}
+    assert ceiling_of(ceiling, "real 2.2 (115ecfa4)", "unseen", "iso") == 0.95
+    assert ceiling_of(ceiling, "real 2.1 (98efc55d)", "unseen", "iso") == 0.9
+    assert ceiling_of(ceiling, "real 2.3 (00000000)", "unseen", "iso") is None
+    assert ceiling_of(ceiling, "real", "unseen", "iso") is None
+    assert ceiling_of(ceiling, "nas", "standard", "iso") == 1.0
+    assert ceiling_of(ceiling, "nas", "standard", "nd") is None
 
 
 def test_per_package_table_averages_each_package_over_seeds(tmp_path):
