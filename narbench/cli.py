@@ -360,6 +360,8 @@ def cmd_datasheet(args: argparse.Namespace) -> int:
     from narbench.data.store import atomic_write_bytes
 
     sheet = datasheet(load_dataset(args.dataset))
+    if args.dataset != sheet.name:
+        sheet.registered = args.dataset  # a version registered beside the current one: say how to regenerate it
     text = sheet.to_markdown()
     _console().print(Markdown(text))
     if args.markdown:

@@ -96,7 +96,7 @@ def load(name: str, split: str):
 
 def known_splits() -> list[tuple[str, str]]:
     """The (dataset, split) pairs the tool computes, in order: `SPLITS`, then each of `SPLITS`' real
-    splits under every version registered beside the current one (`real-2.2`), as registered."""
+    splits under every version registered beside the current one (`real-2.1`), as registered."""
     from narbench.core import registry
 
     out = list(SPLITS)
@@ -425,7 +425,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m narbench.cli_ceiling", description=__doc__.split("\n")[0])
     parser.add_argument("--splits", nargs="+", default=[f"{d}:{s}" for d, s in SPLITS],
                         help="dataset:split pairs (default: all four; crossimpl last); a version registered "
-                             "beside the current one by its name, e.g. real-2.2:unseen")
+                             "beside the current one by its name, e.g. real-2.1:unseen")
     parser.add_argument("--draws", type=int, default=DRAWS, help="random tie orders averaged")
     parser.add_argument("--results", type=Path, default=RESULTS_DIR, help="folder of committed result files")
     parser.add_argument("--uncommitted", action="store_true",

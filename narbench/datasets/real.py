@@ -2,8 +2,11 @@
 
 The graphs are extracted from the timm, torchvision and transformers model zoos by
 `narbench.zoo.build.build_real` (`narbench build-real --out DIR`), which needs the optional
-`zoo` extra, and rewritten onto the canonical op vocabulary (`narbench.data.canonical`). Version 2.1
-ships as package data, `narbench/data/real-2.1.narg`, derived from the raw graphs of the 1.0
+`zoo` extra, and rewritten onto the canonical op vocabulary (`narbench.data.canonical`).
+
+Registered versions: `real` is 2.2 (`Real22Dataset`, canonical rules 2.2), also registered as `real-2.2`;
+2.1 (`RealDataset`) stays registered as `real-2.1`, so its committed results stay readable and
+re-runnable, ranked apart by version. Version 2.1 ships as package data, `narbench/data/real-2.1.narg`, derived from the raw graphs of the 1.0
 extraction (`narbench/data/real-1.0.narg`, kept as the raw record) with its 1,227 graphs that hold
 an in-place op on a view re-extracted (`narbench/data/real-1.0-reextracted.narg`,
 `narbench.zoo.reextract`) by `narbench build-real --from narbench/data/real-1.0.narg --patch
@@ -44,7 +47,9 @@ def shipped_path(artifact: str = ARTIFACT) -> Path:
 
 
 class RealDataset(DatasetProvider):
-    """Real-world architectures from the model zoos; family = defining module / model type."""
+    """Real-world architectures from the model zoos; family = defining module / model type.
+
+    This class is version 2.1, registered as `real-2.1` since `real` moved to 2.2 (`Real22Dataset`)."""
 
     name = "real"
     version = "2.1"
@@ -150,7 +155,7 @@ class RealDataset(DatasetProvider):
 
 
 class Real22Dataset(RealDataset):
-    """`real` 2.2, registered as `real-2.2` beside 2.1 until its leaderboard is complete (then `real` moves to it).
+    """`real` 2.2, the current version: registered as `real` (and as `real-2.2`, to pin it by name).
 
     The same 21,630 specs under canonical rules 2.2 (design-level equivalences: a Linear written as a
     non-overlapping convolution, patch embeddings, split and fused projections are one pattern; a
@@ -169,6 +174,7 @@ class Real22Dataset(RealDataset):
     #: sha256 of the payload of `narbench/data/real-2.2.narg`
     expected_sha256 = "115ecfa4e50ea97b7e82376d213b207859725e56ab67b2e718540eeca8c0bbee"
     patch_artifact = "real-1.0-reextracted-2.2.narg"
+    #: 2.1 and the versions before it are registered with `real-2.1` (`RealDataset.previous_versions`)
     previous_versions = {}
 
 

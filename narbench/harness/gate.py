@@ -319,9 +319,9 @@ def check(
 
 
 def _current(name: str) -> bool:
-    """False for a dataset version registered beside the current one (`real-2.2`, whose results record
-    `real`): the gate checks it only when named, and its reference comes when it becomes the current version
-    (two versions under one name would share the reference's `real/...` keys)."""
+    """False for a name registered beside the current one (`real-2.1`, `real-2.2`, whose results record
+    `real`): the gate checks it only when named; its reference entries are the current version's (two
+    versions under one name would share the reference's `real/...` keys)."""
     from narbench.core import registry
 
     try:
