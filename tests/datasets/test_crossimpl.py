@@ -362,8 +362,10 @@ def test_shipped_real_has_the_crossimpl_split(tmp_path, monkeypatch):
     from narbench.data.dataset import load_dataset
     from narbench.datasets import crossimpl
 
+    from narbench.core import registry
+
     ds = load_dataset("real")
-    queries, _, _, digest = crossimpl.read()
+    queries, _, _, digest = crossimpl.read(registry.load("dataset", "real").canonical_version)
     sp = ds.get_split("crossimpl")
     assert [ds.graphs[i].name for i in sp.test] == [g.name for g in queries]
     assert len(sp.train) == len(ds.core_graphs) == len(ds) - len(queries)
@@ -385,7 +387,7 @@ def test_shipped_real_has_the_crossimpl_split(tmp_path, monkeypatch):
 
 
 def test_real_22_queries_the_widened_crossimpl_built_under_its_rules():
-    """real-2.2's crossimpl: the widened file (600 queries, 17 packages), pinned, on 2.2's vocabulary, with
+    """real 2.2's crossimpl: the widened file (600 queries, 17 packages), pinned, on 2.2's vocabulary, with
     2.1.1's 101 queries as the subset `v2.1.1` and the exact/reimpl partition; 2.1 keeps 2.1.1's 101."""
     from narbench.data.dataset import load_dataset
     from narbench.datasets import crossimpl
@@ -395,7 +397,7 @@ def test_real_22_queries_the_widened_crossimpl_built_under_its_rules():
     assert digest == crossimpl.SHIPPED["2.2"].sha256 and header["version"] == "2.2" and len(queries) == 600
     assert "real-2.2.narg" in header["corpus"] and {g.name for g in queries} == \
         {r.identity for r in read_table(table_path("2.2"))}
-    ds = load_dataset("real-2.2")
+    ds = load_dataset("real")
     assert ds.vocab == vocab and ds.query_only == 600 and ds.meta["crossimpl"]["version"] == "2.2"
     sp = ds.splits["crossimpl"]
     first = {r.identity for r in read_table(table_path("2.1"))}
@@ -403,5 +405,5 @@ def test_real_22_queries_the_widened_crossimpl_built_under_its_rules():
     assert sorted(names[i] for i in sp.subsets["v2.1.1"]) == sorted(first)
     assert sorted([*sp.subsets["exact"], *sp.subsets["reimpl"]]) == list(range(600))
     assert len([k for k in sp.subsets if k.startswith("package:")]) == 17
-    assert "v2.1.1" not in load_dataset("real").splits["crossimpl"].subsets
+    assert "v2.1.1" not in load_dataset("real-2.1").splits["crossimpl"].subsets
 
