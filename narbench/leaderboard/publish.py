@@ -17,6 +17,7 @@ from narbench.leaderboard.records import NothingToShowError, collect
 from narbench.leaderboard.render import print_tables, tables_markdown
 from narbench.leaderboard.reproduction import build_reproduction, reproduction_markdown
 from narbench.leaderboard.significance import DEFAULT_TEST
+from narbench.leaderboard.invariance import invariance_markdown
 from narbench.leaderboard.subsets import package_markdown, with_subsets
 from narbench.leaderboard.tables import PAPER_PROFILES, build_tables
 from narbench.core.cache import DiskFullError, WriteError, no_space
@@ -230,6 +231,9 @@ def _readme(records, left_out: Counter, df, tables, plot_paths, out_dir: Path, p
     packages = package_markdown(records)
     if packages:
         lines.append(packages)
+    invariance = invariance_markdown(records)
+    if invariance:
+        lines.append(invariance)
     lines.append(reproduction_markdown(build_reproduction(tables, df)))
     if plot_paths:
         lines += ["## Plots", "",

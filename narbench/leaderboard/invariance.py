@@ -1,0 +1,115 @@
+"""The leaderboard's implementation-invariance section (issue 38): what canonical rules 2.2 and
+training beside design-keeping rewrites (`invariant`) buy and cost, from the committed results.
+
+One table, NDCG@20 mean ± std over seeds (`quick`, CPU, protocol `family` or a floor's `any`, each
+encoder as shipped): a row per (encoder, `real` version), a column per query set. The query set
+that both versions share is crossimpl 2.1.1's 101 queries: all of 2.1's `crossimpl`, and 2.2's
+subset `v2.1.1` (the same models, built under each version's rules). Under it, the ablation the
+issue asks for, in sentences generated from the same cells: the rules alone (`wl`, and `gin`, on 2.1
+against 2.2), the training alone (`gin` against `invariant` on 2.1, where that run exists), both
+(`gin` on 2.1 against `invariant` on 2.2), and what the rewrites cost where the corpus is the
+zoos' own code (`real` standard and unseen, `invariant` against `gin` and `gps`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+
+from narbench.leaderboard.records import DEFAULT_OBJECTIVE, SCRATCH, Record, select_runs
+from narbench.leaderboard.subsets import subset_records
+
+METRIC = "ndcg@20"
+#: the rows: encoder (as shipped, no splitter), in this order
+ENCODERS = ("wl", "best-floor", "gin", "gps", "invariant")
+#: the columns: (label, split as the records name it, versions it exists under)
+COLUMNS = (("crossimpl 2.1.1 queries (101)", {"2.1": "crossimpl", "2.2": "crossimpl/v2.1.1"}),
+           ("crossimpl 2.2 reimpl", {"2.2": "crossimpl/reimpl"}),
+           ("crossimpl 2.2, all", {"2.2": "crossimpl"}),
+           ("unseen", {"2.1": "unseen", "2.2": "unseen"}),
+           ("standard", {"2.1": "standard", "2.2": "standard"}))
+VERSIONS = ("2.1", "2.2")
+
+
+def _eligible(rec: Record) -> bool:
+    r = rec.result
+    return (str(r.dataset.get("name")) == "real" and r.profile == "quick" and rec.device == "cpu"
+            and rec.protocol in ("family", "any") and rec.variant == "" and rec.init == SCRATCH
+            and rec.objective == DEFAULT_OBJECTIVE and r.splitter == "none" and r.encoder in ENCODERS)
+
+
+def cells(records: Iterable[Record]) -> dict[tuple[str, str, str], list[float]]:
+    """(encoder, version, split) -> the metric of each seed (one run per seed, the latest)."""
+    base = [r for r in records if _eligible(r)]
+    subs = subset_records([r for r in base if r.result.split == "crossimpl"], ("reimpl", "v2.1.1"))
+    out: dict[tuple[str, str, str], list[float]] = {}
+    for key, runs in select_runs([*base, *subs]).items():
+        for rec in runs.values():
+            version = str(rec.result.dataset.get("version"))
+            v = rec.result.metrics.get(METRIC, rec.result.metrics_extra.get(METRIC))
+            if v is not None and not math.isnan(v):
+                out.setdefault((key.encoder, version, key.split), []).append(float(v))
+    return out
+
+
+def _mean(vals: list[float] | None) -> float | None:
+    return float(np.mean(vals)) if vals else None
+
+
+def _cell(vals: list[float] | None) -> str:
+    if not vals:
+        return "–"
+    std = f"±{np.std(vals, ddof=1):.3f}" if len(vals) > 1 else ""
+    return f"{np.mean(vals):.3f}{std} ({len(vals)})"
+
+
+def _delta(name: str, a: tuple[str, float | None], b: tuple[str, float | None]) -> str | None:
+    (la, va), (lb, vb) = a, b
+    if va is None or vb is None:
+        return None
+    return f"- **{name}**: {la} {va:.3f} -> {lb} {vb:.3f} ({vb - va:+.3f})."
+
+
+def invariance_markdown(records: Iterable[Record]) -> str:
+    """The section as Markdown; empty when no `real` result of these encoders is there."""
+    c = cells(records)
+    if not c:
+        return ""
+    lines = ["## Implementation invariance", "",
+             f"{METRIC.upper()}, mean ± std over seeds (n), `quick`, CPU, protocol `family` (floors: any); per `real` "
+             "version. *crossimpl 2.1.1 queries*: the 101 reimplementations of crossimpl 2.1.1, all of 2.1's "
+             "`crossimpl` and 2.2's subset `v2.1.1` (the same models under each version's canonical rules). "
+             "`invariant` is `gin` trained beside design-keeping rewrites of its training graphs "
+             "(docs/encoders.md); `wl` and `best-floor` are training-free.", "",
+             "| encoder | real | " + " | ".join(label for label, _ in COLUMNS) + " |",
+             "|---|---|" + "---:|" * len(COLUMNS)]
+    for enc in ENCODERS:
+        for version in VERSIONS:
+            row = [c.get((enc, version, splits[version])) if version in splits else None for _, splits in COLUMNS]
+            if any(row):
+                lines.append(f"| {enc} | {version} | " + " | ".join(_cell(v) for v in row) + " |")
+    m = lambda enc, version, split: _mean(c.get((enc, version, split)))  # noqa: E731
+    first = {"2.1": "crossimpl", "2.2": "crossimpl/v2.1.1"}
+    said = [
+        _delta("Rules alone (the 101 queries)", ("wl on 2.1", m("wl", "2.1", first["2.1"])),
+               ("wl on 2.2", m("wl", "2.2", first["2.2"]))),
+        _delta("Rules alone, trained (the 101 queries)", ("gin on 2.1", m("gin", "2.1", first["2.1"])),
+               ("gin on 2.2", m("gin", "2.2", first["2.2"]))),
+        _delta("Training alone (the 101 queries, real 2.1)", ("gin", m("gin", "2.1", first["2.1"])),
+               ("invariant", m("invariant", "2.1", first["2.1"]))),
+        _delta("Both (the 101 queries)", ("gin on 2.1", m("gin", "2.1", first["2.1"])),
+               ("invariant on 2.2", m("invariant", "2.2", first["2.2"]))),
+        _delta("Training against the rules' floor (crossimpl 2.2 reimpl)",
+               ("wl", m("wl", "2.2", "crossimpl/reimpl")), ("invariant", m("invariant", "2.2", "crossimpl/reimpl"))),
+    ]
+    for split in ("unseen", "standard"):
+        for other in ("gin", "gps"):
+            said.append(_delta(f"What the rewrites cost on real 2.2 {split}", (other, m(other, "2.2", split)),
+                               ("invariant", m("invariant", "2.2", split))))
+    said = [s for s in said if s]
+    if said:
+        lines += ["", "Generated from the cells above (means over seeds; the tables above test significance):", "",
+                  *said]
+    return "\n".join(lines) + "\n"

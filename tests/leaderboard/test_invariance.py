@@ -1,0 +1,52 @@
+"""The implementation-invariance section: its cells are the seeds' metrics of the right runs, and its
+sentences the differences of those cells."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from narbench.leaderboard.invariance import cells, invariance_markdown
+from narbench.leaderboard.records import collect
+from tests.handmade import write_result
+
+N = 6
+#: crossimpl 2.2's subsets in a run: 2.1.1's queries (`v2.1.1`), and those isomorphic to no corpus graph
+SUBSETS = {"v2.1.1": [0, 1, 2], "reimpl": [2, 3, 4, 5], "exact": [0, 1]}
+
+
+def _write(tmp_path, encoder, version, split, seed, value, **kw):
+    pq = np.full(N, value)
+    pq[:3] = value / 2  # the 101-queries subset scores half: a cell that mixed subsets would show it
+    from narbench.datasets.real import Real22Dataset, RealDataset
+
+    sha = {"2.1": RealDataset.expected_sha256, "2.2": Real22Dataset.expected_sha256}[version]  # validation wants the pins
+    cx = split == "crossimpl" and version == "2.2"
+    write_result(tmp_path, encoder, "none", seed, pq, dataset="real", version=version, sha=sha, split=split,
+                 subsets=SUBSETS if cx else None, parts={"real": sha, "crossimpl": "c" * 64} if cx else None,
+                 tag=f"-v{version}", **kw)
+
+
+def test_cells_and_sentences(tmp_path):
+    for seed in range(3):
+        _write(tmp_path, "wl", "2.1", "crossimpl", seed, 0.8)
+        _write(tmp_path, "wl", "2.2", "crossimpl", seed, 0.9)
+        _write(tmp_path, "gin", "2.2", "unseen", seed, 0.8 + 0.01 * seed)
+        _write(tmp_path, "invariant", "2.2", "unseen", seed, 0.7 + 0.01 * seed)
+        _write(tmp_path, "invariant", "2.2", "unseen", seed, 0.7, profile="smoke")  # another profile: left out
+    _write(tmp_path, "gin", "2.2", "standard", 0, 0.5, protocol="paper")  # another protocol: left out
+    c = cells(collect([tmp_path]))
+    assert sorted(c) == sorted([("wl", "2.1", "crossimpl"), ("wl", "2.2", "crossimpl"), ("wl", "2.2", "crossimpl/v2.1.1"),
+                                ("wl", "2.2", "crossimpl/reimpl"), ("gin", "2.2", "unseen"),
+                                ("invariant", "2.2", "unseen")])
+    assert np.allclose(c["wl", "2.2", "crossimpl/v2.1.1"], [0.45] * 3)  # the subset's own queries
+    assert np.allclose(c["wl", "2.1", "crossimpl"], [0.6] * 3)  # 2.1's crossimpl is the 101 itself
+    text = invariance_markdown(collect([tmp_path]))
+    assert "| wl | 2.1 | 0.600±0.000 (3) | – | – | – | – |" in text
+    assert "**Rules alone (the 101 queries)**: wl on 2.1 0.600 -> wl on 2.2 0.450 (-0.150)." in text
+    assert "**What the rewrites cost on real 2.2 unseen**: gin 0.607 -> invariant 0.532 (-0.075)." in text
+    assert "Training alone" not in text  # no invariant run on 2.1: no sentence rather than a guess
+
+
+def test_no_real_results_no_section(tmp_path):
+    write_result(tmp_path, "wl", "none", 0, np.full(N, 0.5))  # nas
+    assert invariance_markdown(collect([tmp_path])) == ""
