@@ -172,7 +172,7 @@ def build(out: str | Path, rows: list[Row] | None = None, *, progress: Callable[
 
     A row that fails, or whose share of `other` nodes exceeds `MAX_OTHER_SHARE`, stops the build.
     `corpus` is the real graphs the queries' `corpus_twins` are found among (default: the shipped
-    `real`, which is 2.1: another version needs its own `real` file as the corpus).
+    `real` 2.1 file, `real-2.1`: another version needs its own `real` file as the corpus).
     """
     import hashlib
 
@@ -181,7 +181,7 @@ def build(out: str | Path, rows: list[Row] | None = None, *, progress: Callable[
     check_version(version)
     if version != DEFAULT_VERSION and corpus is None:
         raise ValueError(f"crossimpl under canonical {version} needs the real graphs of that version as the corpus "
-                         f"(the shipped real is {DEFAULT_VERSION})")
+                         f"(the default corpus is the shipped real {DEFAULT_VERSION} file)")
     rows = read_table(table_path(version)) if rows is None else rows
     vocab = list(canonical_vocabulary(version))
     graphs = []
