@@ -158,6 +158,26 @@ def test_the_curves_page_tables_and_plots_each_setting(toy_dataset, tmp_path):
     assert curves.main([str(tmp_path / "empty")]) == 2
 
 
+def test_curves_of_two_versions_of_a_dataset_are_never_grouped(toy_dataset, tmp_path):
+    """real 2.1's curve runs stay committed while 2.2's arrive: a seed of one version must not replace
+    the same seed of the other in one curve; each version is its own setting, labelled by its version."""
+    import dataclasses
+
+    from narbench.leaderboard import curves
+
+    runs = tmp_path / "runs"
+    run(RunConfig(encoder="gcn", profile="smoke", seed=0, out=str(runs), progress=False, curve=True, epochs=2),
+        dataset=toy_dataset)
+    newer = dataclasses.replace(toy_dataset, version="9.9")
+    run(RunConfig(encoder="gcn", profile="smoke", seed=0, out=str(runs), progress=False, curve=True, epochs=2),
+        dataset=newer)
+    loaded = curves.load_curves(runs)
+    assert sorted(c.dataset for c in loaded) == [f"toy {toy_dataset.version}", "toy 9.9"]
+    assert all(len(c.seeds) == 1 for c in loaded)
+    assert curves.main([str(runs), "--out", str(tmp_path / "lb")]) == 0
+    assert (tmp_path / "lb" / "plots" / "curves-toy-9.9-standard-smoke.png").is_file()
+
+
 def test_curves_of_the_budget_alone_have_one_column_per_side(toy_dataset, tmp_path):
     """Curves that stop at the profile's budget: no second column, no order 'holding' at the same epoch."""
     from narbench.leaderboard import curves

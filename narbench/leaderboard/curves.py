@@ -62,8 +62,12 @@ def method_label(result: RunResult) -> str:
 
 
 def load_curves(folder: str | Path) -> list[Curve]:
-    """Every curve run under `folder` (recursively), grouped by setting and method; others are skipped."""
+    """Every curve run under `folder` (recursively), grouped by setting and method; others are skipped.
+
+    Runs on several versions of one dataset (`real` 2.1 and 2.2) are never grouped together: the
+    dataset is then labelled with its version (`real 2.2`)."""
     curves: dict[tuple, Curve] = {}
+    runs = []
     for path in sorted(Path(folder).rglob("*.json")):
         if path.name.endswith(".queries.json") or ".sweep" in path.parts:
             continue
@@ -72,9 +76,15 @@ def load_curves(folder: str | Path) -> list[Curve]:
         except (ValueError, OSError):
             continue
         lc = (result.config or {}).get("learning_curve")
-        if not lc:
-            continue
+        if lc:
+            runs.append((result, lc))
+    versions: dict[str, set[str]] = defaultdict(set)
+    for result, _ in runs:
+        versions[str((result.dataset or {}).get("name", "?"))].add(str((result.dataset or {}).get("version", "?")))
+    for result, lc in runs:
         dataset = str((result.dataset or {}).get("name", "?"))
+        if len(versions[dataset]) > 1:
+            dataset += f" {(result.dataset or {}).get('version', '?')}"
         method = method_label(result) + (f" (holdout {lc['holdout']})" if lc.get("holdout") else "")
         key = (dataset, str(result.split), result.profile, method)
         curve = curves.setdefault(key, Curve(*key))
@@ -174,7 +184,7 @@ def write_curves(folder: str | Path, out: str | Path) -> Path:
     out = Path(out)
     plots = {}
     for (dataset, split, profile), group in settings(curves).items():
-        name = f"plots/curves-{dataset}-{split}-{profile}.png"
+        name = f"plots/curves-{dataset.replace(' ', '-')}-{split}-{profile}.png"
         atomic_write_bytes(out / name, plot(group, f"{dataset} {split}"))
         plots[(dataset, split, profile)] = name
     page = out / "curves.md"
