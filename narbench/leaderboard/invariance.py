@@ -7,8 +7,8 @@ that both versions share is crossimpl 2.1.1's 101 queries: all of 2.1's `crossim
 subset `v2.1.1` (the same models, built under each version's rules). Under it, the ablation the
 issue asks for, in sentences generated from the same cells: the rules alone (`wl`, and `gin`, on 2.1
 against 2.2), the training alone (`gin` against `invariant` on 2.1, where that run exists), both
-(`gin` on 2.1 against `invariant` on 2.2), and what the rewrites cost where the corpus is the
-zoos' own code (`real` standard and unseen, `invariant` against `gin` and `gps`).
+(`gin` on 2.1 against `invariant` on 2.2), the rewrites alone on 2.2 (`gin` against `invariant` on
+each split) and `invariant` against `gps` where the corpus is the zoos' own code (standard, unseen).
 """
 
 from __future__ import annotations
@@ -104,10 +104,12 @@ def invariance_markdown(records: Iterable[Record]) -> str:
         _delta("Training against the rules' floor (crossimpl 2.2 reimpl)",
                ("wl", m("wl", "2.2", "crossimpl/reimpl")), ("invariant", m("invariant", "2.2", "crossimpl/reimpl"))),
     ]
-    for split in ("unseen", "standard"):
-        for other in ("gin", "gps"):
-            said.append(_delta(f"What the rewrites cost on real 2.2 {split}", (other, m(other, "2.2", split)),
-                               ("invariant", m("invariant", "2.2", split))))
+    for split in ("crossimpl/reimpl", "crossimpl", "unseen", "standard"):
+        said.append(_delta(f"The rewrites alone, real 2.2 {split}", ("gin", m("gin", "2.2", split)),
+                           ("invariant", m("invariant", "2.2", split))))
+    for split in ("unseen", "standard"):  # the issue's bar: no worse than gps where the corpus is the zoos' code
+        said.append(_delta(f"Against gps, real 2.2 {split}", ("gps", m("gps", "2.2", split)),
+                           ("invariant", m("invariant", "2.2", split))))
     said = [s for s in said if s]
     if said:
         lines += ["", "Generated from the cells above (means over seeds; the tables above test significance):", "",

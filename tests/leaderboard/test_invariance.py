@@ -43,7 +43,8 @@ def test_cells_and_sentences(tmp_path):
     text = invariance_markdown(collect([tmp_path]))
     assert "| wl | 2.1 | 0.600±0.000 (3) | – | – | – | – |" in text
     assert "**Rules alone (the 101 queries)**: wl on 2.1 0.600 -> wl on 2.2 0.450 (-0.150)." in text
-    assert "**What the rewrites cost on real 2.2 unseen**: gin 0.607 -> invariant 0.532 (-0.075)." in text
+    assert "**The rewrites alone, real 2.2 unseen**: gin 0.607 -> invariant 0.532 (-0.075)." in text
+    assert "Against gps" not in text  # no gps run: no sentence
     assert "Training alone" not in text  # no invariant run on 2.1: no sentence rather than a guess
 
 
