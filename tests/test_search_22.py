@@ -74,3 +74,19 @@ def test_recording_attributes_overrides_the_environment_within_it_only(monkeypat
         assert not marked(extract_graph(model, (_tokens(),)))
     assert marked(extract_graph(model, (_tokens(),)))
     assert os.environ[ATTRIBUTES_ENV] == "1"
+
+
+def test_a_causal_mask_buffer_is_read_off_the_meta_device():
+    """A model built on meta for search holds its `tril` mask buffer there, with no values to read: on a
+    2.2 index search runs it where the buffer has them (the CPU), so the causal mask is kept; a model
+    without such a buffer stays on meta."""
+    from narbench.search_engine.index import load_index
+
+    shipped = load_index()
+    assert shipped.canonical_version == "2.2"
+    q = resolve_target("examples/out_of_zoo.py:GPT2Decoder", shipped)
+    assert q.info["device"] == "cpu" and q.ops.get("causal_attention", 0) == 12 and "attention" not in q.ops
+    bert = resolve_target("examples/out_of_zoo.py:BertEncoder", shipped)
+    assert bert.info["device"] == "meta" and "causal_attention" not in bert.ops
+    inst = resolve_target(TextModel(mask="buffer"), shipped, inputs=_tokens())  # an instance: its own device
+    assert inst.ops.get("causal_attention", 0) > 0

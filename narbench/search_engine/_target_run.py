@@ -221,7 +221,7 @@ def _extract(label, build, instance, shape, inputs):
     import torch
 
     errors: list[tuple[str, str, BaseException]] = []
-    described = None
+    described, fallback = None, None
     doing = {"construct": f"constructing {label}", "input": f"making the example input of {label}",
              "forward": f"{label}.forward"}
     for dev in _devices(instance):
@@ -243,6 +243,11 @@ def _extract(label, build, instance, shape, inputs):
             if dev == "cpu":  # one small forward pass: intra-op threads only add overhead
                 torch.set_num_threads(1)
             raw = _run(label, model, instance is not None, dev, args, kwargs)
+            if dev == "meta" and raw.meta.get("unread_masks") and dev != _devices(instance)[-1]:
+                # design attributes asked for (a 2.2 index) and a square buffer, perhaps a causal mask, has no
+                # values on meta: run where it has them, keeping this graph if that fails
+                fallback = (raw, {"device": dev, "input": described})
+                continue
             return raw, {"device": dev, "input": described}
         except TargetError:
             raise
@@ -252,6 +257,8 @@ def _extract(label, build, instance, shape, inputs):
             errors.append((dev, step, exc))
         finally:
             torch.set_num_threads(threads)
+    if fallback is not None:
+        return fallback
     dev, step, exc = errors[-1]
     if step == "construct":
         raise TargetError(f"building {label} failed ({one_line(exc)}); fix the constructor or pass its "

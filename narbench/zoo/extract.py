@@ -394,6 +394,8 @@ class DesignAttributes:
         self.attrs: dict[Any, set[str]] = {}
         self.flags: Any = WeakIdKeyDictionary()  # constant tensor -> {"index", "causal"}
         self.errors: list[str] = []  # calls whose attributes could not be read (the pass went on)
+        #: square buffers on the meta device: a causal mask there has no values to read (`unread_masks`)
+        self.unread = sum(1 for b in _buffers(model, meta=True) if _square(b))
         for b in _buffers(model):
             if _triangular(b):
                 self.flags[b] = {"causal"}
@@ -412,11 +414,17 @@ class DesignAttributes:
         self._mode.__exit__(*exc)
 
 
-def _buffers(model: Any) -> list[Any]:
+def _buffers(model: Any, *, meta: bool = False) -> list[Any]:
+    """The model's buffers off the meta device (`meta`: those on it)."""
     try:
-        return [b for b in model.buffers() if b.device.type != "meta"]
+        return [b for b in model.buffers() if (b.device.type == "meta") == meta]
     except AttributeError:  # not an nn.Module
         return []
+
+
+def _square(t: Any) -> bool:
+    """Square in its last two dims (n > 1): what a causal mask buffer is shaped like."""
+    return t.dim() >= 2 and t.shape[-1] == t.shape[-2] >= 2
 
 
 def _triangular(t: Any) -> bool:
@@ -630,6 +638,8 @@ def extract_graph(
         del out, inplace  # the autograd graph is freed before the collector runs again
     if design is not None and design.errors:
         graph.meta["attribute_errors"] = design.errors[:10]
+    if design is not None and design.unread:
+        graph.meta["unread_masks"] = design.unread  # off the meta device the pass could read them
     return graph
 
 
