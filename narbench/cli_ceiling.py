@@ -24,6 +24,7 @@ import numpy as np
 
 from narbench.eval.ceiling import (BEST_METRICS, CEILING_CSV, DRAWS, FAMILIES_CSV, HOPELESS, RESOLUTIONS, RESULTS_DIR,
                                    SEED, SPLITS, SUBSETS, TABLE_METRICS, VARIANTS, Ceiling, _renumber, ceiling)
+from narbench.leaderboard.headline import version_key
 
 # ----------------------------------------------------------------------------- structure classes
 
@@ -388,21 +389,16 @@ def write_csv(path: Path, columns: Sequence[str], rows: list[dict[str, Any]], *,
     every = kept + [{c: str(r.get(c, "")) for c in columns} for r in rows]
     variants = {f"{res}-{rule}": i for i, (res, rule) in enumerate(VARIANTS)}
     if key and "dataset" in columns:
-        every.sort(key=lambda r: (order.get((r["dataset"], r["split"]), len(order)), _version_key(r.get("version", "")),
+        every.sort(key=lambda r: (order.get((r["dataset"], r["split"]), len(order)), version_key(r.get("version", "")),
                                   variants.get(f"{r.get('resolution')}-{r.get('rule', 'label')}", len(variants))))
     elif key:
-        every.sort(key=lambda r: tuple(_version_key(r[k]) if k == "version" else r[k] for k in key))
+        every.sort(key=lambda r: tuple(version_key(r[k]) if k == "version" else r[k] for k in key))
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(columns), lineterminator="\n")
         w.writeheader()
         for r in every:
             w.writerow({c: r.get(c, "") for c in columns})
-
-
-def _version_key(version: str) -> tuple:
-    """Sort key of a version string: its numbers (2.10 after 2.9)."""
-    return tuple(int(x) if x.isdigit() else -1 for x in str(version).split(".")) if version else ()
 
 
 def _iso_cache(dataset) -> list[str]:

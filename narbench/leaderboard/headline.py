@@ -60,11 +60,15 @@ def _blocks(tables: list[LeaderTable], profile: str) -> dict[tuple[str, str], Bl
     return out
 
 
+def version_key(version: str) -> tuple:
+    """Sort key of a version string: its numbers (2.10 after 2.9); () for none."""
+    return tuple(int(x) if x.isdigit() else -1 for x in str(version).split(".")) if version else ()
+
+
 def _version_key(label: str) -> tuple:
-    """Sort key of a dataset label `name`, `name V (sha)`: the version's numbers (2.10 after 2.9)."""
+    """Sort key of a dataset label `name`, `name V (sha)`: its version's `version_key`."""
     parts = label.split(" ")
-    version = parts[1] if len(parts) > 1 else ""
-    return tuple(int(x) if x.isdigit() else -1 for x in version.split(".")) if version else ()
+    return version_key(parts[1] if len(parts) > 1 else "")
 
 
 def _labels(block: Block | None) -> set[str]:

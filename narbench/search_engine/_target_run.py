@@ -224,7 +224,8 @@ def _extract(label, build, instance, shape, inputs):
     described, fallback = None, None
     doing = {"construct": f"constructing {label}", "input": f"making the example input of {label}",
              "forward": f"{label}.forward"}
-    for dev in _devices(instance):
+    devices = _devices(instance)
+    for dev in devices:
         step = "construct"
         threads = torch.get_num_threads()
         try:
@@ -243,7 +244,7 @@ def _extract(label, build, instance, shape, inputs):
             if dev == "cpu":  # one small forward pass: intra-op threads only add overhead
                 torch.set_num_threads(1)
             raw = _run(label, model, instance is not None, dev, args, kwargs)
-            if dev == "meta" and raw.meta.get("unread_masks") and dev != _devices(instance)[-1]:
+            if dev == "meta" and raw.meta.get("unread_masks") and dev != devices[-1]:
                 # design attributes asked for (a 2.2 index) and a square buffer, perhaps a causal mask, has no
                 # values on meta: run where it has them, keeping this graph if that fails
                 fallback = (raw, {"device": dev, "input": described})
