@@ -15,6 +15,9 @@
 #
 #   INSTALL=1 NARBENCH_GIT_COMMIT=<commit> bash benchmarks/paper_sweep.sh "$OUT" 540   # on the device
 #   PROFILE=smoke DEVICE=cpu JOBS=2 bash benchmarks/paper_sweep.sh /tmp/ps 120         # a dry run here
+#   GRID=leaderboard/grid.toml PROFILE=quick DEVICE=cpu JOBS=14 THREADS=1 NO_GATE=1 \
+#     SWEEP_ARGS="--block table2 --seeds 0 1 2" ... bash benchmarks/paper_sweep.sh "$OUT" 540  # quick CPU runs
+#                    on the lent machine's 16 cores (they join the quick cpu blocks; environment.cpu says which host)
 #
 # INSTALL=1 installs the carried wheels (.whl: ranx and its needs) and narbench itself with
 # `pip --no-deps --target /tmp/site`, and runs from /tmp (the repo root has no narbench.baselines).
@@ -70,7 +73,7 @@ sweep() {  # JOBS runs side by side, then (while budget is left) one at a time: 
     local left=$((budget - ($(date +%s) - start) - 25))
     [ "$left" -gt 30 ] || return 0
     timeout -k 20 "$left" $py -m narbench sweep "$grid" --profile "$profile" --device "$device" --jobs "$1" \
-        --threads "$2" --out "$work" --results "$root/leaderboard/results" 2>&1 | tee -a "$out/sweep.log"
+        --threads "$2" --out "$work" --results "$root/leaderboard/results" ${SWEEP_ARGS:-} 2>&1 | tee -a "$out/sweep.log"
     echo "sweep (jobs $1) rc ${PIPESTATUS[0]} after $(( $(date +%s) - start )) s" | tee -a "$out/sweep.log"
 }
 sweep "$jobs" "$threads"
