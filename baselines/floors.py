@@ -113,16 +113,21 @@ class OpHistogramTfidfEncoder(OpHistogramEncoder):
     """Training-free floor: op-type counts weighted by tf-idf (idf from the training graphs)."""
 
     name = "ophist-tfidf"
+    FITTED = ("idf",)  # scikit-learn's idf_ of the training graphs (saved weights and search indexes carry it)
 
     def fit(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels) -> None:
         from sklearn.feature_extraction.text import TfidfTransformer
 
-        self.tfidf = TfidfTransformer().fit(op_counts(graphs, self.num_ops))
+        self.idf = torch.from_numpy(TfidfTransformer().fit(op_counts(graphs, self.num_ops)).idf_)
 
     def embed(self, trainer: Trainer, graphs: list[ArchGraph]) -> torch.Tensor:
-        if getattr(self, "tfidf", None) is None:
+        from sklearn.feature_extraction.text import TfidfTransformer
+
+        if self.idf is None:
             raise RuntimeError("ophist-tfidf: call fit() first (the idf comes from the training graphs)")
-        weighted = self.tfidf.transform(op_counts(graphs, self.num_ops)).toarray().astype(np.float32)
+        tfidf = TfidfTransformer()
+        tfidf.idf_ = self.fitted("idf")  # the fitted transformer, rebuilt from its one fitted array
+        weighted = tfidf.transform(op_counts(graphs, self.num_ops)).toarray().astype(np.float32)
         return torch.from_numpy(weighted)
 
 
@@ -270,14 +275,25 @@ class WLTfidfEncoder(WLCountEncoder):
 
     name = "wl-tfidf"
     mode = "tfidf"
+    #: the idf (`WLIdf`) as buffers: the labels (uint64 bits held as int64), their idf, and
+    #: (number of training graphs, rounds it was fitted for); saved weights and search indexes carry them
+    FITTED = ("idf_labels", "idf_values", "idf_meta")
 
     def fit(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels) -> None:
-        self.idf = WLIdf.fit(graphs, self.rounds)
-        self.idf_rounds = self.rounds
+        idf = WLIdf.fit(graphs, self.rounds)
+        self.idf_labels = torch.from_numpy(idf.labels.astype(np.uint64).view(np.int64))
+        self.idf_values = torch.from_numpy(idf.idf.astype(np.float64))
+        self.idf_meta = torch.tensor([idf.num_graphs, self.rounds], dtype=torch.int64)
+
+    @property
+    def idf(self) -> WLIdf | None:
+        """The fitted idf (None before `fit`)."""
+        if self.idf_meta is None:
+            return None
+        return WLIdf(self.fitted("idf_labels").view(np.uint64), self.fitted("idf_values"), int(self.idf_meta[0]))
 
     def embed(self, trainer: Trainer, graphs: list[ArchGraph]) -> torch.Tensor:
-        idf = getattr(self, "idf", None)
-        if idf is None or getattr(self, "idf_rounds", None) != self.rounds:
+        if self.idf_meta is None or int(self.idf_meta[1]) != self.rounds:
             raise RuntimeError("wl-tfidf: call fit() first, after set_params (the idf of the training graphs' labels "
                                "of rounds 0..rounds)")
-        return torch.from_numpy(wl_weighted_features(graphs, self.rounds, self.dim, "tfidf", idf))
+        return torch.from_numpy(wl_weighted_features(graphs, self.rounds, self.dim, "tfidf", self.idf))

@@ -73,6 +73,7 @@ def pair_ids(graphs: list[ArchGraph], num_ops: int) -> tuple[np.ndarray, np.ndar
 
 def pair_counts(graphs: list[ArchGraph], num_ops: int, vocab: np.ndarray) -> np.ndarray:
     """Edge counts per op pair of `vocab` (sorted pair ids), float64 [len(graphs), len(vocab)]."""
+    vocab = np.asarray(vocab)  # a fitted buffer (a CPU tensor) reads as its array
     gid, pair = pair_ids(graphs, num_ops)
     if not len(vocab) or not len(pair):
         return np.zeros((len(graphs), len(vocab)))
@@ -138,15 +139,17 @@ class GrafEncoder(Encoder):
     def config(self) -> dict:
         return {**super().config(), "weights": dict(self.weights)}
 
+    FITTED = ("pairs",)  # the op pairs of the training graphs (saved weights and search indexes carry them)
+
     def fit(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels) -> None:
-        self.pairs = np.unique(pair_ids(graphs, self.num_ops)[1])
+        self.pairs = torch.from_numpy(np.unique(pair_ids(graphs, self.num_ops)[1]).astype(np.int64))
         self.stats = {"op_pairs": int(len(self.pairs))}
 
     def features(self, graphs: list[ArchGraph]) -> np.ndarray:
         """The weighted, unit-length blocks, float64 [len(graphs), number of pairs + 10 + 2 * num_ops]."""
-        if getattr(self, "pairs", None) is None:
+        if self.pairs is None:
             raise RuntimeError("graf: call fit() first (the op pairs are those of the training graphs)")
-        blocks = {"op_pairs": np.log1p(pair_counts(graphs, self.num_ops, self.pairs)),
+        blocks = {"op_pairs": np.log1p(pair_counts(graphs, self.num_ops, self.fitted("pairs"))),
                   "degrees": degree_shares(graphs), "op_degrees": op_degrees(graphs, self.num_ops)}
         return np.concatenate([np.sqrt(w) * unit(blocks[k]) for k, w in self.weights.items()], axis=1)
 

@@ -96,14 +96,7 @@ class GrafLdaEncoder(Encoder):
     trainable = True  # the discriminant is fitted on the training labels: the protocol applies
     device_bound = False  # NumPy on the host's CPU whatever the run's device: the same result beside a GPU's
 
-    _STATE: ClassVar[tuple[str, ...]] = ("pairs", "mean", "projection")
-
-    def __init__(self, num_ops, num_classes, profile, splitter=None) -> None:
-        super().__init__(num_ops, num_classes, profile, splitter)
-        # the fitted state as buffers (saved weights and search indexes carry it); sized by `fit`
-        self.register_buffer("pairs", torch.zeros(0, dtype=torch.int64))
-        self.register_buffer("mean", torch.zeros(0, dtype=torch.float64))
-        self.register_buffer("projection", torch.zeros(0, 0, dtype=torch.float64))
+    FITTED = ("pairs", "mean", "projection")  # saved weights and search indexes carry them
 
     def config(self) -> dict:
         return {**super().config(), "uses_labels": "the protocol's classifier label (labels.ce) of the training graphs",
@@ -112,7 +105,7 @@ class GrafLdaEncoder(Encoder):
 
     def _features(self, graphs: list[ArchGraph], pairs: np.ndarray) -> np.ndarray:
         graf = GrafEncoder(self.num_ops, self.num_classes, self.profile)
-        graf.pairs = pairs
+        graf.pairs = torch.from_numpy(np.asarray(pairs, dtype=np.int64))
         return graf.features(graphs)
 
     def select(self, graphs: list[ArchGraph], labels: np.ndarray) -> tuple[tuple[float, int], dict]:
@@ -166,14 +159,8 @@ class GrafLdaEncoder(Encoder):
                       "eigenvalues": [round(float(v), 6) for v in values[: proj.shape[1]]]}
 
     def embed(self, trainer: Trainer, graphs: list[ArchGraph]) -> torch.Tensor:
-        if self.projection.numel() == 0:
+        if self.projection is None:
             raise RuntimeError("graf-lda: call fit() first (the discriminant is fitted on the training graphs)")
-        x = self._features(graphs, self.pairs.numpy())
+        x = self._features(graphs, self.fitted("pairs"))
         with one_thread():
-            return torch.from_numpy(((x - self.mean.numpy()) @ self.projection.numpy()).astype(np.float32))
-
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        for name in self._STATE:  # the buffers take the saved shapes (they depend on the training graphs)
-            if prefix + name in state_dict:
-                setattr(self, name, torch.empty_like(state_dict[prefix + name]))
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+            return torch.from_numpy(((x - self.fitted("mean")) @ self.fitted("projection")).astype(np.float32))

@@ -71,19 +71,20 @@ class GraphStatsEncoder(Encoder):
 
     name = "graphstats"
     trainable = False
+    FITTED = ("mean", "std")  # the standardisation of the training graphs
 
     def fit(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels) -> None:
         feats = np.log1p(graph_stats(graphs, self.num_ops))
         if not len(feats):
             raise ValueError("graphstats: fit() needs at least one training graph (the standardisation comes from them)")
-        self.mean = feats.mean(axis=0)
+        self.mean = torch.from_numpy(feats.mean(axis=0))
         std = feats.std(axis=0)
-        self.std = np.where(std > 0, std, 1.0)  # a column constant on the training graphs only shifts
+        self.std = torch.from_numpy(np.where(std > 0, std, 1.0))  # a column constant on the training graphs only shifts
 
     def embed(self, trainer: Trainer, graphs: list[ArchGraph]) -> torch.Tensor:
-        if getattr(self, "mean", None) is None:
+        if self.mean is None:
             raise RuntimeError("graphstats: call fit() first (the standardisation comes from the training graphs)")
-        z = (np.log1p(graph_stats(graphs, self.num_ops)) - self.mean) / self.std
+        z = (np.log1p(graph_stats(graphs, self.num_ops)) - self.fitted("mean")) / self.fitted("std")
         blocks = (self.num_ops, self.num_ops, len(structure_columns()))
         scale = np.concatenate([np.full(w, 1.0 / np.sqrt(w)) for w in blocks])
         return torch.from_numpy((z * scale).astype(np.float32))

@@ -131,12 +131,21 @@ class BestFloorEncoder(Encoder):
                 "candidates": [c.label for c in self.candidates],
                 "validation": {"fraction": VALIDATION_FRACTION, "seed": VALIDATION_SEED, "metric": SELECTION_METRIC}}
 
+    FITTED = ("choice",)  # the chosen candidate's index; the candidate's own fitted state is `chosen.*`
+
     def fit(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels) -> None:
         families = np.unique([g.family for g in graphs], return_inverse=True)[1].reshape(-1)
         best, record = select_floor(trainer, graphs, families, self.num_ops, self.profile, self.candidates)
+        self.choice = torch.tensor(self.candidates.index(best), dtype=torch.int64)
         self.chosen = best.build(self.num_ops, self.num_classes, self.profile)
         self.chosen.fit(trainer, graphs, labels)
         self.stats = {"selection": record, "chosen_config": self.chosen.config()}
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        if prefix + "choice" in state_dict:  # build the chosen floor, which then loads its own fitted state
+            self.chosen = self.candidates[int(state_dict[prefix + "choice"])].build(self.num_ops, self.num_classes,
+                                                                                   self.profile)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def embed(self, trainer: Trainer, graphs: list[ArchGraph]) -> torch.Tensor:
         if getattr(self, "chosen", None) is None:

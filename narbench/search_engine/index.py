@@ -317,10 +317,9 @@ def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
     }
     if projection is not None:
         arrays["projection"] = projection
-    weights = {}
-    if encoder_cls.trainable:
-        for key, value in encoder.state_dict().items():
-            weights[key] = value.detach().cpu().numpy()
+    # trained weights, and what a training-free encoder fitted on the corpus (`Encoder.FITTED`: an idf,
+    # a standardisation, a choice): without them the index could not embed a query
+    weights = {key: value.detach().cpu().numpy() for key, value in encoder.state_dict().items()}
     arrays.update({f"weight:{k}": v for k, v in weights.items()})
     header = {
         "format": FORMAT,

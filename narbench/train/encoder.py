@@ -49,6 +49,11 @@ class Encoder(torch.nn.Module):
     #: the encoder's parameters and their defaults (`set_params`, `narbench run --encoder-param`):
     #: ablations and recipe switches that are not part of the profile
     PARAMS: ClassVar[dict[str, object]] = {}
+    #: buffers holding what `fit` computed from the training graphs other than trained weights (an idf,
+    #: a standardisation, a feature vocabulary, a choice): registered as None by `__init__` (not fitted),
+    #: set by `fit`, and resized to the saved shapes when a state dict loads, so that saved weights and
+    #: search indexes carry them like weights (an index of an encoder without them could not embed a query)
+    FITTED: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, num_ops: int, num_classes: int, profile: Profile, splitter: Splitter | None = None) -> None:
         super().__init__()
@@ -57,6 +62,19 @@ class Encoder(torch.nn.Module):
         self.profile = profile
         self.splitter = splitter
         self.vocab: tuple[str, ...] | None = None  # the dataset's op names (`use_vocabulary`)
+        for name in self.FITTED:
+            self.register_buffer(name, None)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        for name in self.FITTED:  # a fitted buffer takes the saved shape and dtype (they depend on the training graphs)
+            if prefix + name in state_dict:
+                setattr(self, name, torch.empty_like(state_dict[prefix + name]))
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    def fitted(self, name: str) -> np.ndarray | None:
+        """The fitted buffer `name` as a NumPy array on the host (None before `fit`)."""
+        value = getattr(self, name)
+        return None if value is None else value.detach().cpu().numpy()
 
     def use_vocabulary(self, vocab: "list[str] | tuple[str, ...]") -> None:
         """The dataset's op vocabulary (op id -> name), given by the runner before `fit`. Encoders

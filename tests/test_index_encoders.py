@@ -1,0 +1,52 @@
+"""An index of any registered encoder answers queries: what the encoder fitted on the corpus travels in
+the index file (trained weights, and a training-free floor's `Encoder.FITTED` state: an idf, a
+standardisation, a feature vocabulary, a choice), so a corpus graph searched as a query embeds to the
+row the index stored for it. Before, five floors built an index that failed on its first query."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from narbench.core import registry
+
+
+@pytest.fixture(scope="module")
+def toy():
+    from narbench.data.dataset import GraphDataset, stratified_split
+    from tests.conftest import toy_graphs
+
+    graphs = toy_graphs()
+    split = stratified_split([g.family for g in graphs], test_size=0.25, seed=0)
+    return GraphDataset("toy", "0", [f"op{i}" for i in range(8)], graphs, "0" * 64, split)
+
+
+@pytest.mark.slow  # every registered encoder trained at smoke (about half a minute on 2 cores)
+@pytest.mark.parametrize("name", registry.names("encoder"))
+def test_an_index_embeds_a_query_as_it_embedded_the_corpus(name, toy, tmp_path):
+    from narbench.search_engine.index import IndexConfig, build_index, read_index, write_index
+
+    built = build_index(IndexConfig(encoder=name, profile="smoke", progress=False), dataset=toy)
+    write_index(built, tmp_path / "toy.nari")
+    index = read_index(tmp_path / "toy.nari")  # a fresh encoder, rebuilt from the file alone
+    graphs = toy.core_graphs
+    rows = [index.row_of(g.name) for g in graphs]
+    assert np.abs(index.embed(graphs) - index.embeddings[rows]).max() < 2e-3  # float16 rows
+
+
+def test_fitted_state_round_trips_through_a_state_dict(toy):
+    from narbench.harness.runner import RunConfig, resolve
+    from narbench.train.profiles import get_profile
+    from narbench.train.trainer import Trainer
+
+    for name in ("wl-tfidf", "ophist-tfidf", "graphstats", "graf", "best-floor"):
+        cls, splitter, _ = resolve(RunConfig(encoder=name, dataset="toy"))
+        fitted, fresh = (cls(8, 4, get_profile("smoke"), splitter) for _ in range(2))
+        assert not fresh.state_dict()  # nothing fitted, nothing to save
+        trainer = Trainer("cpu", 0, progress=False)
+        fitted.fit(trainer, toy.core_graphs, None)
+        with pytest.raises(RuntimeError, match="call fit"):
+            fresh.embed(trainer, toy.core_graphs[:2])
+        fresh.load_state_dict(fitted.state_dict())
+        assert torch.equal(fresh.embed(trainer, toy.core_graphs), fitted.embed(trainer, toy.core_graphs)), name
