@@ -96,10 +96,18 @@ def score_candidate(cand: Candidate, trainer: Trainer, graphs: list[ArchGraph], 
 
 
 def select_floor(trainer: Trainer, graphs: list[ArchGraph], labels: np.ndarray, num_ops: int, profile,
-                 candidates: tuple[Candidate, ...] = CANDIDATES) -> tuple[Candidate, dict]:
-    """The best candidate on the validation split of `graphs` (by `SELECTION_METRIC`), and the record of the choice."""
+                 candidates: tuple[Candidate, ...] = CANDIDATES, holdout: str = "family") -> tuple[Candidate, dict]:
+    """The best candidate on the validation split of `graphs` (by `SELECTION_METRIC`), and the record of the choice.
+
+    `holdout`: `family` (`validation_split`, stratified by family) or `cross-source` (`cross_source_split`:
+    for some families implemented by several sources, one source's graphs query the others')."""
+    from narbench.eval.holdout import cross_source_split
+
     labels = np.asarray(labels)
-    pool, val = validation_split(labels)
+    if holdout == "cross-source":
+        pool, val = cross_source_split(labels, np.array([g.source for g in graphs]))
+    else:
+        pool, val = validation_split(labels)
     scores, seconds = {}, {}
     for cand in candidates:
         t = time.perf_counter()
@@ -110,7 +118,7 @@ def select_floor(trainer: Trainer, graphs: list[ArchGraph], labels: np.ndarray, 
         if scores[cand.label][SELECTION_METRIC] > scores[best.label][SELECTION_METRIC]:
             best = cand
     record = {"picked": best.label, "picked_encoder": best.encoder, "picked_params": dict(best.params),
-              "metric": SELECTION_METRIC, "validation_queries": int(len(val)), "pool": int(len(pool)),
+              "holdout": holdout, "metric": SELECTION_METRIC, "validation_queries": int(len(val)), "pool": int(len(pool)),
               "fraction": VALIDATION_FRACTION, "seed": VALIDATION_SEED, "scores": scores, "seconds": seconds}
     return best, record
 
@@ -125,17 +133,33 @@ class BestFloorEncoder(Encoder):
     name = "best-floor"
     trainable = False  # no weight is trained and no candidate sees a label; the choice uses the families
     candidates: ClassVar[tuple[Candidate, ...]] = CANDIDATES
+    #: `holdout`: the validation split that chooses, `family` (stratified) or `cross-source` (one zoo's
+    #: graphs of families several zoos implement query the others': what cross-implementation search asks)
+    PARAMS: ClassVar[dict[str, object]] = {"holdout": "family"}
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.holdout = str(self.PARAMS["holdout"])
+
+    def params_changed(self) -> None:
+        from narbench.eval.holdout import HOLDOUT_RULES
+
+        if self.holdout not in HOLDOUT_RULES:
+            raise ValueError(f"encoder {self.name!r}: holdout must be one of {', '.join(HOLDOUT_RULES)}, "
+                             f"got {self.holdout!r}")
 
     def config(self) -> dict:
         return {**super().config(), "uses_labels": "the family of the training graphs, to choose the floor only",
                 "candidates": [c.label for c in self.candidates],
-                "validation": {"fraction": VALIDATION_FRACTION, "seed": VALIDATION_SEED, "metric": SELECTION_METRIC}}
+                "validation": {"fraction": VALIDATION_FRACTION, "seed": VALIDATION_SEED, "metric": SELECTION_METRIC,
+                               "holdout": self.holdout}}
 
     FITTED = ("choice",)  # the chosen candidate's index; the candidate's own fitted state is `chosen.*`
 
     def fit(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels) -> None:
         families = np.unique([g.family for g in graphs], return_inverse=True)[1].reshape(-1)
-        best, record = select_floor(trainer, graphs, families, self.num_ops, self.profile, self.candidates)
+        best, record = select_floor(trainer, graphs, families, self.num_ops, self.profile, self.candidates,
+                                    holdout=self.holdout)
         self.choice = torch.tensor(self.candidates.index(best), dtype=torch.int64)
         self.chosen = best.build(self.num_ops, self.num_classes, self.profile)
         self.chosen.fit(trainer, graphs, labels)

@@ -255,3 +255,29 @@ def test_best_floor_follows_the_validation_scores(monkeypatch):
     enc = registry.load("encoder", "best-floor")(NUM_OPS, 4, get_profile("smoke"))
     with pytest.raises(RuntimeError, match="fit"):
         enc.embed(Trainer("cpu", 0, progress=False), graphs)
+
+
+def test_best_floor_can_choose_on_the_cross_source_split(monkeypatch):
+    """`holdout=cross-source`: the candidates are scored with one source's graphs of some families as the
+    queries against the other sources' (what search across implementations asks); the default is unchanged."""
+    graphs = toy_graphs(per_family=6)
+    for i, g in enumerate(graphs):
+        g.source = "zoo-a" if i % 3 else "zoo-b"
+    labels = np.unique([g.family for g in graphs], return_inverse=True)[1]
+    seen = {}
+
+    def fake(cand, trainer, gs, labs, pool, val, *a, **k):
+        seen["val"], seen["pool"] = val, pool
+        return {m: 0.5 for m in selection.RECORDED}
+
+    monkeypatch.setattr(selection, "score_candidate", fake)
+    _, record = selection.select_floor(Trainer("cpu", 0, progress=False), graphs, labels, NUM_OPS,
+                                       get_profile("smoke"), selection.CANDIDATES[:2], holdout="cross-source")
+    assert record["holdout"] == "cross-source"
+    for v in seen["val"]:  # a query's family has graphs of another source in the pool, none of its own source
+        others = [p for p in seen["pool"] if labels[p] == labels[v]]
+        assert others and all(graphs[p].source != graphs[v].source for p in others)
+    enc = registry.load("encoder", "best-floor")(NUM_OPS, 4, get_profile("smoke"))
+    assert enc.holdout == "family" and enc.variant() == ""  # the default: rows and hashes as before
+    with pytest.raises(ValueError, match="holdout must be one of family, cross-source"):
+        enc.set_params({"holdout": "by-zoo"})
