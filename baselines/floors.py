@@ -242,11 +242,6 @@ class WLCountEncoder(Encoder):
     mode: ClassVar[str] = "count"
     PARAMS: ClassVar[dict[str, object]] = {"rounds": 3, "dim": 2048}
 
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.rounds = int(self.PARAMS["rounds"])
-        self.dim = int(self.PARAMS["dim"])
-
     def params_changed(self) -> None:
         if self.rounds < 0:
             raise ValueError(f"encoder {self.name!r}: rounds must be >= 0, got {self.rounds}")

@@ -43,8 +43,6 @@ class InvariantEncoder(GNNEncoder):
 
     def __init__(self, num_ops, num_classes, profile, splitter=None) -> None:
         super().__init__(num_ops, num_classes, profile, splitter)
-        for key, value in self.PARAMS.items():
-            setattr(self, key, value)
         self.stats: dict = {}
 
     def params_changed(self) -> None:

@@ -146,8 +146,6 @@ class MotifEncoder(Encoder):
 
     def __init__(self, num_ops, num_classes, profile, splitter=None) -> None:
         super().__init__(num_ops, num_classes, profile, splitter)
-        for key, value in self.PARAMS.items():
-            setattr(self, key, value)
         self._build_pair()
         cfg = self.model_config
         self.macro = MacroModel(cfg.hidden, cfg.layers, cfg.dropout, num_classes)

@@ -137,10 +137,6 @@ class BestFloorEncoder(Encoder):
     #: graphs of families several zoos implement query the others': what cross-implementation search asks)
     PARAMS: ClassVar[dict[str, object]] = {"holdout": "family"}
 
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.holdout = str(self.PARAMS["holdout"])
-
     def params_changed(self) -> None:
         from narbench.eval.holdout import HOLDOUT_RULES
 

@@ -46,8 +46,8 @@ class Encoder(torch.nn.Module):
     trainable: ClassVar[bool] = True
     device_bound: ClassVar[bool] = True
     paper_labels: ClassVar[tuple[str, str]] = ("coarse", "coarse")
-    #: the encoder's parameters and their defaults (`set_params`, `narbench run --encoder-param`):
-    #: ablations and recipe switches that are not part of the profile
+    #: the encoder's parameters and their defaults (attributes from `__init__` on; `set_params`, `narbench
+    #: run --encoder-param` change them): ablations and recipe switches that are not part of the profile
     PARAMS: ClassVar[dict[str, object]] = {}
     #: buffers holding what `fit` computed from the training graphs other than trained weights (an idf,
     #: a standardisation, a feature vocabulary, a choice): registered as None by `__init__` (not fitted),
@@ -62,6 +62,8 @@ class Encoder(torch.nn.Module):
         self.profile = profile
         self.splitter = splitter
         self.vocab: tuple[str, ...] | None = None  # the dataset's op names (`use_vocabulary`)
+        for key, value in self.PARAMS.items():  # each parameter at its default until `set_params`
+            setattr(self, key, value)
         for name in self.FITTED:
             self.register_buffer(name, None)
 
