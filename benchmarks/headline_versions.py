@@ -22,20 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from narbench import leaderboard as lb  # noqa: E402
-from narbench.leaderboard.headline import COLUMNS, METRIC, PROTOCOL, _version_key  # noqa: E402
+from narbench.leaderboard.headline import COLUMNS, METRIC, PROTOCOL, blocks_by_version  # noqa: E402
 from narbench.leaderboard.subsets import with_subsets  # noqa: E402
-
-
-def column_blocks(tables, dataset: str, split: str, profile: str = "quick") -> dict[str, object]:
-    """version label -> the Table 1 block of that split (the one with the most rows among device kinds)."""
-    t1 = next(t for t in tables if t.number == 1)
-    out = {}
-    for b in t1.blocks:
-        if (b.setting and b.rows and b.setting[0].split(" ")[0] == dataset and b.setting[1] == split
-                and b.setting[2] == profile and b.setting[4] == PROTOCOL):
-            if b.setting[0] not in out or len(b.rows) > len(out[b.setting[0]].rows):
-                out[b.setting[0]] = b
-    return dict(sorted(out.items(), key=lambda kv: _version_key(kv[0])))
 
 
 def main(argv=None) -> int:
@@ -43,11 +31,11 @@ def main(argv=None) -> int:
     parser.add_argument("--results", type=Path, default=ROOT / "leaderboard" / "results")
     parser.add_argument("--dataset", default="real")
     args = parser.parse_args(argv)
-    tables = lb.build_tables(with_subsets(lb.collect([args.results])))
+    by_version = blocks_by_version(lb.build_tables(with_subsets(lb.collect([args.results]))), "quick")
     for dataset, split in COLUMNS:
         if dataset != args.dataset:
             continue
-        blocks = column_blocks(tables, dataset, split)
+        blocks = by_version.get((dataset, split), {})
         print(f"\n## {dataset} · {split} ({METRIC}, quick, protocol {PROTOCOL})")
         scores = {v: {r.label: (r.mean[METRIC], r.marks.get(METRIC, ""), METRIC in r.bold) for r in b.rows}
                   for v, b in blocks.items()}

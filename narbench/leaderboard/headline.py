@@ -34,13 +34,10 @@ class HeadlineError(ValueError):
     """The README has no (or broken) headline markers."""
 
 
-def _blocks(tables: list[LeaderTable], profile: str) -> dict[tuple[str, str], Block]:
-    """(dataset, split) -> its Table 1 block of `profile` under the protocol; of one version's blocks from
-    several device kinds, the one with the most rows. Where results of several versions of a dataset exist
-    (labelled `real 2.1 (sha)`, `real 2.2 (sha)`), all of that dataset's columns come from one version:
-    from the oldest up, a newer version takes over when its blocks cover every column of the current one,
-    each with every method of the current one's block (a version whose leaderboard is still filling does
-    not head the README)."""
+def blocks_by_version(tables: list[LeaderTable], profile: str) -> dict[tuple[str, str], dict[str, Block]]:
+    """(dataset, split) -> {dataset label -> its Table 1 block of `profile` under the protocol}, one label per
+    version (`real 2.1 (sha)`, `real 2.2 (sha)`; just `nas` where one version has results), oldest first;
+    of one version's blocks from several device kinds, the one with the most rows."""
     t1 = next((t for t in tables if t.number == 1), None)
     found: dict[tuple[str, str], dict[str, Block]] = {}
     for b in (t1.blocks if t1 else []):
@@ -48,6 +45,16 @@ def _blocks(tables: list[LeaderTable], profile: str) -> dict[tuple[str, str], Bl
             key, label = (b.setting[0].split(" ")[0], b.setting[1]), b.setting[0]
             if label not in found.setdefault(key, {}) or len(b.rows) > len(found[key][label].rows):
                 found[key][label] = b
+    return {k: dict(sorted(by.items(), key=lambda kv: _version_key(kv[0]))) for k, by in found.items()}
+
+
+def _blocks(tables: list[LeaderTable], profile: str) -> dict[tuple[str, str], Block]:
+    """(dataset, split) -> its Table 1 block of `profile` under the protocol (`blocks_by_version`). Where
+    results of several versions of a dataset exist, all of that dataset's columns come from one version:
+    from the oldest up, a newer version takes over when its blocks cover every column of the current one,
+    each with every method of the current one's block (a version whose leaderboard is still filling does
+    not head the README)."""
+    found = blocks_by_version(tables, profile)
     out: dict[tuple[str, str], Block] = {}
     for dataset in {ds for ds, _ in found}:
         cols = {k: v for k, v in found.items() if k[0] == dataset}
