@@ -129,29 +129,35 @@ def unit(x: np.ndarray) -> np.ndarray:
     return x / np.where(norm > 0, norm, 1.0)
 
 
+def features(graphs: list[ArchGraph], num_ops: int, pairs: np.ndarray,
+             weights: dict[str, float] = WEIGHTS) -> np.ndarray:
+    """GRAF's weighted, unit-length blocks over `pairs` (the op pairs of some training graphs),
+    float64 [len(graphs), len(pairs) + 10 + 2 * num_ops]. `graf` embeds these; `graf-lda` projects them."""
+    blocks = {"op_pairs": np.log1p(pair_counts(graphs, num_ops, pairs)),
+              "degrees": degree_shares(graphs), "op_degrees": op_degrees(graphs, num_ops)}
+    return np.concatenate([np.sqrt(w) * unit(blocks[k]) for k, w in weights.items()], axis=1)
+
+
 class GrafEncoder(Encoder):
     """Training-free floor: GRAF-style features (log op-pair counts, degree histograms, degrees per op type), cosine."""
 
     name = "graf"
     trainable = False
     weights: ClassVar[dict[str, float]] = WEIGHTS
+    FITTED = ("pairs",)  # the op pairs of the training graphs (saved weights and search indexes carry them)
 
     def config(self) -> dict:
         return {**super().config(), "weights": dict(self.weights)}
-
-    FITTED = ("pairs",)  # the op pairs of the training graphs (saved weights and search indexes carry them)
 
     def fit(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels) -> None:
         self.pairs = torch.from_numpy(np.unique(pair_ids(graphs, self.num_ops)[1]).astype(np.int64))
         self.stats = {"op_pairs": int(len(self.pairs))}
 
     def features(self, graphs: list[ArchGraph]) -> np.ndarray:
-        """The weighted, unit-length blocks, float64 [len(graphs), number of pairs + 10 + 2 * num_ops]."""
+        """The weighted, unit-length blocks (module-level `features`) over the training graphs' op pairs."""
         if self.pairs is None:
             raise RuntimeError("graf: call fit() first (the op pairs are those of the training graphs)")
-        blocks = {"op_pairs": np.log1p(pair_counts(graphs, self.num_ops, self.fitted("pairs"))),
-                  "degrees": degree_shares(graphs), "op_degrees": op_degrees(graphs, self.num_ops)}
-        return np.concatenate([np.sqrt(w) * unit(blocks[k]) for k, w in self.weights.items()], axis=1)
+        return features(graphs, self.num_ops, self.fitted("pairs"), self.weights)
 
     def embed(self, trainer: Trainer, graphs: list[ArchGraph]) -> torch.Tensor:
         return torch.from_numpy(self.features(graphs).astype(np.float32))

@@ -33,6 +33,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 
+from narbench.baselines import graf
 from narbench.baselines.graf import GrafEncoder
 from narbench.data.graph import ArchGraph
 from narbench.train.encoder import Encoder, Labels
@@ -104,9 +105,7 @@ class GrafLdaEncoder(Encoder):
                 "grid": {"shrinkage": list(SHRINKAGES), "dims": list(DIMS)}}
 
     def _features(self, graphs: list[ArchGraph], pairs: np.ndarray) -> np.ndarray:
-        graf = GrafEncoder(self.num_ops, self.num_classes, self.profile)
-        graf.pairs = torch.from_numpy(np.asarray(pairs, dtype=np.int64))
-        return graf.features(graphs)
+        return graf.features(graphs, self.num_ops, np.asarray(pairs, dtype=np.int64), GrafEncoder.weights)
 
     def select(self, graphs: list[ArchGraph], labels: np.ndarray) -> tuple[tuple[float, int], dict]:
         """The (shrinkage, dims) with the best validation NDCG@20 on a split of the training graphs, and its record."""

@@ -136,6 +136,7 @@ class BestFloorEncoder(Encoder):
     #: `holdout`: the validation split that chooses, `family` (stratified) or `cross-source` (one zoo's
     #: graphs of families several zoos implement query the others': what cross-implementation search asks)
     PARAMS: ClassVar[dict[str, object]] = {"holdout": "family"}
+    FITTED = ("choice",)  # the chosen candidate's index; the candidate's own fitted state is `chosen.*`
 
     def params_changed(self) -> None:
         from narbench.eval.holdout import HOLDOUT_RULES
@@ -149,8 +150,6 @@ class BestFloorEncoder(Encoder):
                 "candidates": [c.label for c in self.candidates],
                 "validation": {"fraction": VALIDATION_FRACTION, "seed": VALIDATION_SEED, "metric": SELECTION_METRIC,
                                "holdout": self.holdout}}
-
-    FITTED = ("choice",)  # the chosen candidate's index; the candidate's own fitted state is `chosen.*`
 
     def fit(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels) -> None:
         families = np.unique([g.family for g in graphs], return_inverse=True)[1].reshape(-1)
