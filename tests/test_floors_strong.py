@@ -281,3 +281,70 @@ def test_best_floor_can_choose_on_the_cross_source_split(monkeypatch):
     assert enc.holdout == "family" and enc.variant() == ""  # the default: rows and hashes as before
     with pytest.raises(ValueError, match="holdout must be one of family, cross-source"):
         enc.set_params({"holdout": "by-zoo"})
+
+
+# ------------------------------------------------------------------------- best-floor, fused
+
+
+def test_fused_cosine_is_the_weighted_mean_of_the_members_cosines():
+    rng = np.random.default_rng(0)
+    a, b = torch.from_numpy(rng.normal(size=(6, 5))), torch.from_numpy(rng.normal(size=(6, 9)) * 7)
+    fused = selection.fuse([a, b], [3, 1]).double()
+    cos = torch.nn.functional.normalize
+    want = (3 * cos(a) @ cos(a).T + 1 * cos(b) @ cos(b).T) / 4
+    assert torch.allclose(cos(fused) @ cos(fused).T, want, atol=1e-6)
+    assert torch.allclose(fused.norm(dim=1).double(), torch.full((6,), 2.0, dtype=torch.float64), atol=1e-6)
+
+
+def _split_signal_embeddings(labels, pool, val):
+    """Three candidates' validation embeddings: `a` tells families 0-1 apart and confuses 2 with 3, `b`
+    the reverse, `c` is noise; only a fusion of `a` and `b` tells all four apart."""
+    rng = np.random.default_rng(1)
+    rows = np.concatenate([pool, val])
+    onehot = np.eye(4)[labels[rows]]
+    noise = lambda: rng.normal(scale=0.05, size=(len(rows), 4))  # noqa: E731
+    a = onehot[:, [0, 1, 2, 2]].copy(); a[:, 2] += onehot[:, 3]
+    b = onehot[:, [0, 0, 2, 3]].copy(); b[:, 0] += onehot[:, 1]
+    a, b = a[:, :3], b[:, [0, 2, 3]]
+    return {"a": torch.from_numpy(a + noise()[:, :3]).float(), "b": torch.from_numpy(b + noise()[:, :3]).float(),
+            "c": torch.from_numpy(rng.normal(size=(len(rows), 4))).float()}
+
+
+def test_ensemble_selection_fuses_complementary_floors_and_keeps_the_best_prefix():
+    graphs = toy_graphs(per_family=10)
+    labels = np.unique([g.family for g in graphs], return_inverse=True)[1]
+    pool, val = selection.holdout_split(graphs, labels, "family")
+    embs = _split_signal_embeddings(labels, pool, val)
+    cands = tuple(selection.Candidate(k, "unused:Unused") for k in ("c", "a", "b"))
+    alone = {k: selection.score_embeddings(embs[k], graphs, labels, pool, val)["ndcg@20"] for k in embs}
+    members, weights, record = selection.select_fusion(graphs, labels, cands, embs, steps=5)
+    assert [m.label for m in members] == ["a", "b"] and weights == (1, 1)  # both halves, noise left out
+    path = [p["ndcg@20"] for p in record["path"]]
+    assert len(path) == 5 and record["kept"] == 2
+    assert path[1] > max(alone.values())  # the fusion beats every candidate alone on validation
+    assert path[0] == pytest.approx(max(alone["a"], alone["b"]), abs=1e-6) and max(path) == path[1]
+    assert record["picked"] == {"a": 1, "b": 1}
+
+
+def test_fused_best_floor_runs_saves_and_loads(toy_dataset):
+    enc = registry.load("encoder", "best-floor")(NUM_OPS, 4, get_profile("smoke"))
+    assert enc.fuse == 1 and enc.variant() == ""  # the default: rows and hashes as before
+    for bad in (0, 9):
+        with pytest.raises(ValueError, match="fuse must be an integer from 1 to 8"):
+            enc.set_params({"fuse": bad})
+    with pytest.raises(ValueError, match="'fuse' takes a int"):
+        enc.set_params({"fuse": 2.0})
+    enc.set_params({"fuse": 3})
+    trainer = Trainer("cpu", 0, progress=False)
+    graphs = toy_dataset.core_graphs
+    enc.fit(trainer, graphs, None)
+    fusion = enc.stats["selection"]["fusion"]
+    assert 1 <= fusion["kept"] <= 3 and sum(fusion["picked"].values()) == fusion["kept"]
+    assert isinstance(enc.chosen, torch.nn.ModuleList) and len(enc.chosen) == len(fusion["picked"])
+    emb = enc.embed(trainer, graphs)
+    fresh = registry.load("encoder", "best-floor")(NUM_OPS, 4, get_profile("smoke"))
+    fresh.set_params({"fuse": 3})
+    fresh.load_state_dict(enc.state_dict())
+    assert torch.equal(fresh.embed(trainer, graphs), emb)
+    assert "fusion" in enc.config() and "fusion" not in registry.load("encoder", "best-floor")(
+        NUM_OPS, 4, get_profile("smoke")).config()

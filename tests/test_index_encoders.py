@@ -50,3 +50,17 @@ def test_fitted_state_round_trips_through_a_state_dict(toy):
             fresh.embed(trainer, toy.core_graphs[:2])
         fresh.load_state_dict(fitted.state_dict())
         assert torch.equal(fresh.embed(trainer, toy.core_graphs), fitted.embed(trainer, toy.core_graphs)), name
+
+
+def test_an_index_of_a_fused_best_floor_embeds_a_query_as_it_embedded_the_corpus(toy, tmp_path):
+    """`best-floor` with `fuse` > 1 saves its members (`chosen.<i>.*`) and their weights; the index
+    rebuilds the fusion from the file alone."""
+    from narbench.search_engine.index import IndexConfig, build_index, read_index, write_index
+
+    built = build_index(IndexConfig(encoder="best-floor", profile="smoke", params={"fuse": 3}, progress=False),
+                        dataset=toy)
+    write_index(built, tmp_path / "toy.nari")
+    index = read_index(tmp_path / "toy.nari")
+    graphs = toy.core_graphs
+    rows = [index.row_of(g.name) for g in graphs]
+    assert np.abs(index.embed(graphs) - index.embeddings[rows]).max() < 2e-3  # float16 rows
