@@ -51,3 +51,19 @@ def test_cells_and_sentences(tmp_path):
 def test_no_real_results_no_section(tmp_path):
     write_result(tmp_path, "wl", "none", 0, np.full(N, 0.5))  # nas
     assert invariance_markdown(collect([tmp_path])) == ""
+
+
+def test_the_fused_floor_has_rows_of_its_own_and_other_variants_are_left_out(tmp_path):
+    for seed in range(2):
+        _write(tmp_path, "wl", "2.2", "crossimpl", seed, 0.8)
+        _write(tmp_path, "best-floor", "2.2", "crossimpl", seed, 0.9, variant="fuse=8")
+        _write(tmp_path, "best-floor", "2.2", "crossimpl", seed, 0.7, variant="holdout=cross-source,fuse=8")
+        _write(tmp_path, "best-floor", "2.2", "crossimpl", seed, 0.5, variant="fuse=2")  # not a row: left out
+    c = cells(collect([tmp_path]))
+    assert {k[0] for k in c} == {"wl", "best-floor (fuse=8)", "best-floor (holdout=cross-source,fuse=8)"}
+    text = invariance_markdown(collect([tmp_path]))
+    # per query 0.9, the first three halved: the 101 (0-2) 0.45, reimpl (2-5) 0.7875, all 0.675
+    assert "| best-floor (fuse=8) | 2.2 | 0.450±0.000 (2) | 0.787±0.000 (2) | 0.675±0.000 (2) | – | – |" in text
+    assert "**Floors fused (fuse=8), real 2.2 crossimpl**: wl 0.600 -> best-floor (fuse=8) 0.675 (+0.075)." in text
+    assert "| best-floor (holdout=cross-source,fuse=8) | 2.2 | 0.350±0.000 (2) |" in text
+    assert "fuse=2" not in text
