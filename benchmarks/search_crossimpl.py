@@ -2,6 +2,7 @@
 
     python benchmarks/search_crossimpl.py                                  # the shipped index, real's crossimpl
     python benchmarks/search_crossimpl.py --dataset real-2.2 --index FILE  # an index built on real 2.2
+    python benchmarks/search_crossimpl.py --index FILE --against OTHER     # and the paired difference
 
 Each `crossimpl` query (a zoo architecture as another package implements it; never in the index)
 is searched as `narbench search` searches a graph: embedded by the index's encoder, ranked by
@@ -9,6 +10,9 @@ cosine over every graph of the index with the exact backend. Per package, then o
 and the `reimpl` and `exact` subsets: top-1 family (the first hit's family is the query's) and
 family precision@10 (the share of the ten hits in the query's family). Targets: top-1 >= 0.9,
 precision@10 >= 0.85. The index must be over the dataset's vocabulary (the same canonical rules).
+`--against OTHER` also searches every query in another index and prints, over all queries and each
+subset, the paired difference (index minus OTHER) and its two-sided p: the leaderboard's paired
+bootstrap over queries (`narbench.leaderboard.significance.bootstrap_test`; one index is one seed).
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", default="real", help="registered dataset whose crossimpl split queries")
     parser.add_argument("--index", type=Path, help="index file (default: the shipped index)")
+    parser.add_argument("--against", type=Path, metavar="OTHER",
+                        help="another index file ('shipped' for the shipped index): paired differences and p")
     args = parser.parse_args(argv)
 
     from narbench.data.dataset import load_dataset
@@ -65,7 +71,31 @@ def main(argv=None) -> int:
         print(f"| {name:<26} | {len(pos):>4} | {top1[pos].mean():>12.3f} | {p10[pos].mean():>11.3f} |")
     met = top1.mean() >= TOP1 and p10.mean() >= P10
     print(f"targets (all queries): top-1 >= {TOP1}, P@10 >= {P10}: {'met' if met else 'not met'}")
+    if args.against is not None:
+        other = load_index(None, None if str(args.against) == "shipped" else args.against)
+        if list(other.vocab) != list(ds.vocab):
+            print(f"the index {other.describe()} is not over {args.dataset}'s vocabulary", file=sys.stderr)
+            return 2
+        tested = [("all", np.arange(len(queries)))] + [(n, pos) for n, pos in sorted(split.subsets.items())
+                                                       if not n.startswith("package:")]  # packages: too few each
+        compare(other, (top1, p10), measure(other, queries), tested)
     return 0
+
+
+def compare(other, mine: tuple[np.ndarray, np.ndarray], theirs: tuple[np.ndarray, np.ndarray], groups) -> None:
+    """Paired differences (this index minus `other`) and bootstrap p over all queries and each subset."""
+    from narbench.leaderboard.significance import bootstrap_test
+
+    print(f"\nagainst: {other.describe()} (sha256 {other.sha256[:12]}); difference (this - that), two-sided p")
+    print(f"| {'queries':<26} | {'n':>4} | top-1 family | p      | family P@10 | p      |")
+    print(f"|{'-' * 28}|{'-' * 6}|{'-' * 14}|{'-' * 8}|{'-' * 13}|{'-' * 8}|")
+    for name, pos in groups:
+        pos = np.asarray(pos, dtype=np.int64)
+        cells = []
+        for a, b in zip(mine, theirs):
+            a, b = a[pos].astype(np.float64), b[pos].astype(np.float64)
+            cells += [f"{a.mean() - b.mean():>+12.3f}", f"{bootstrap_test(b[None], a[None]):>6.3f}"]
+        print(f"| {name:<26} | {len(pos):>4} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
