@@ -249,3 +249,25 @@ def test_a_sweep_block_plans_cross_source_curves(plugin, tmp_path):
     for bad in ({"holdout": "zoo", "curve": True}, {"holdout": "cross-source"}):
         with pytest.raises(GridError, match="holdout"):
             parse_grid({"block": [{"name": "b", "datasets": ["toy"], "models": ["gcn+none"], **bad}]})
+
+
+def test_a_reversal_between_budgets_is_judged_against_seed_noise():
+    """Swapped pairs are listed with their paired differences; a swap counts as beyond seed noise only
+    when the reversed difference at the last epoch is significant over the seeds."""
+    from narbench.leaderboard.curves import Curve, swaps
+
+    def curve(method, vals):  # vals: per seed, validation at epochs 1..3
+        c = Curve("nas", "standard", "quick", method, budget=1)
+        c.seeds = {s: {"validation": v, "test": v} for s, v in enumerate(vals)}
+        return c
+
+    a = curve("a", [[0.90, 0.0, 0.80], [0.91, 0.0, 0.81], [0.92, 0.0, 0.79]])
+    b = curve("b", [[0.80, 0.0, 0.90], [0.81, 0.0, 0.92], [0.79, 0.0, 0.91]])  # reverses, every seed by ~0.1
+    c = curve("c", [[0.70, 0.0, 0.95], [0.71, 0.0, 0.70], [0.72, 0.0, 0.78]])  # above a at 3 by luck of a seed
+    out = swaps([a, b, c], "validation", 1, 3)
+    assert len(out) == 2 and all(" over " in s for s in out)
+    ab = next(s for s in out if s.startswith("a over b"))
+    assert ab.endswith("beyond seed noise") and "at 1 (+0.110, p 0.01)" in ab and "at 3 (-0.110," in ab
+    ac = next(s for s in out if s.startswith("a over c"))
+    assert ac.endswith("within seed noise")
+    assert not any(s.startswith("b over c") for s in out)  # b stays above c: no swap

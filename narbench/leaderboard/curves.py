@@ -15,6 +15,7 @@ Only validation may choose (an epoch budget, a variant); the test columns are re
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -99,6 +100,38 @@ def _order(curves: list[Curve], side: str, epoch: int) -> list[str]:
     return [c.method for c in sorted(curves, key=lambda c: (-c.mean(side)[epoch - 1], c.method))]
 
 
+def _paired(a: Curve, b: Curve, side: str, epoch: int) -> tuple[float, float | None]:
+    """(mean of a - b over their common seeds, two-sided p of a paired t-test over those seeds, None
+    below 2 seeds or with no spread) at `epoch` (1-based): a seed's curves share its validation split."""
+    from scipy.stats import ttest_rel
+
+    common = sorted(set(a.seeds) & set(b.seeds))
+    x = np.array([a.seeds[s][side][epoch - 1] for s in common])
+    y = np.array([b.seeds[s][side][epoch - 1] for s in common])
+    diff = float((x - y).mean()) if common else float("nan")
+    if len(common) < 2 or not np.ptp(x - y) > 0:
+        return diff, None
+    return diff, float(ttest_rel(x, y).pvalue)
+
+
+def swaps(group: list[Curve], side: str, budget: int, last: int, alpha: float = 0.05) -> list[str]:
+    """One phrase per pair whose order of means at `budget` is reversed at `last`: the differences
+    and paired p at both epochs, and whether the reversal is beyond seed noise (p < alpha at `last`)."""
+    rank = {m: i for i, m in enumerate(_order(group, side, budget))}
+    by = {c.method: c for c in group}
+    out = []
+    for a, b in itertools.combinations(sorted(by, key=rank.get), 2):  # a above b at the budget
+        d_last, p_last = _paired(by[a], by[b], side, last)
+        if not d_last < 0:
+            continue
+        d_budget, p_budget = _paired(by[a], by[b], side, budget)
+        fmt = lambda p: "p n/a" if p is None else f"p {p:.2f}"  # noqa: E731
+        real = p_last is not None and p_last < alpha
+        out.append(f"{a} over {b} at {budget} ({d_budget:+.3f}, {fmt(p_budget)}) reverses at {last} "
+                   f"({d_last:+.3f}, {fmt(p_last)}): {'beyond' if real else 'within'} seed noise")
+    return out
+
+
 def settings(curves: list[Curve]) -> dict[tuple[str, str, str], list[Curve]]:
     out: dict[tuple[str, str, str], list[Curve]] = defaultdict(list)
     for c in curves:
@@ -145,6 +178,8 @@ def markdown(curves: list[Curve], plots: dict[tuple[str, str, str], str] | None 
                 verdict = "holds" if at_budget == at_last else "changes"
                 lines.append(f"- {side}: the order at epoch {budget} ({' > '.join(at_budget)}) {verdict} at epoch "
                              f"{last}" + ("" if at_budget == at_last else f" ({' > '.join(at_last)})") + ".")
+                if at_budget != at_last:
+                    lines += [f"  - {phrase}." for phrase in swaps(group, side, budget, last)]
             lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
