@@ -63,10 +63,10 @@ def row_label(key: Key, *, objective: bool = False) -> str:
     `, pretrained` when it was initialised from other weights; `<encoder> (floor)` when training-free.
 
     E.g. `gcn`, `ours+motif (ce+cl)`, `ours+motif (cl)`, `ours+motif (ce+cl, pretrained)`, `wl (floor)`;
-    an ablation names its parameters: `ours+motif (stage1=False)`.
+    an ablation names its parameters: `ours+motif (stage1=False)`, a floor's too: `best-floor (floor, fuse=8)`.
     """
-    if key.protocol == ANY_PROTOCOL:
-        return f"{key.encoder} (floor)"
+    if key.protocol == ANY_PROTOCOL:  # a floor's parameters, when not as shipped, name a floor of its own
+        return f"{key.encoder} (floor{', ' + key.variant if key.variant else ''})"
     method = key.encoder if key.splitter == "none" else f"{key.encoder}+{key.splitter}"
     details = ([key.objective] if objective else []) + (["pretrained"] if key.init != SCRATCH else []) \
         + ([key.variant] if key.variant else [])
@@ -154,17 +154,18 @@ _OBJECTIVES = {"ce": 0, "cl": 1, "ce+cl": 2}
 
 
 def _t1(k: Key) -> bool:
-    if k.init != SCRATCH or k.variant:
+    if k.protocol == ANY_PROTOCOL:  # training-free floors, with any parameters: each is a floor of its own
+        return k.init == SCRATCH
+    if k.init != SCRATCH or k.variant:  # a trained encoder's ablations are Table 3 rows
         return False
-    if k.protocol == ANY_PROTOCOL:  # training-free floors
-        return True
     # any encoder but ours' other splitters (Table 2): gcn, gat, ours+motif, gin, gps, a submitted one
     return k.objective == DEFAULT_OBJECTIVE and not (k.encoder == "ours" and k.splitter != "motif")
 
 
 TABLES = (
     TableSpec(1, "Encoders (paper Table 1)", _t1,
-              lambda k: (k.protocol != ANY_PROTOCOL, _FLOORS.get(k.encoder, 9), _ENCODERS.get(k.encoder, 9), k.encoder)),
+              lambda k: (k.protocol != ANY_PROTOCOL, _FLOORS.get(k.encoder, 9), _ENCODERS.get(k.encoder, 9), k.encoder,
+                         k.variant)),
     TableSpec(2, "Graph splitters with `ours` (paper Table 2)",
               lambda k: k.encoder == "ours" and k.objective == DEFAULT_OBJECTIVE and k.init == SCRATCH and not k.variant,
               lambda k: (_SPLITTERS.get(k.splitter, 9), k.splitter)),

@@ -101,6 +101,16 @@ def test_ablations_are_table3_rows_only(results):
     assert "variant" in lb.aggregate(records).columns
 
 
+def test_a_floor_with_parameters_is_a_table1_floor_of_its_own(results):
+    """Training-free rows have no ablations to hide: a floor run with other parameters (`best-floor` with
+    `fuse=8`) is a Table 1 floor named with them, after the floor as shipped."""
+    for s in range(3):
+        write_result(results, "wl", "none", s, base(s) * 0.9, variant="rounds=2")
+        write_result(results, "wl", "none", s, base(s) * 0.8)
+    rows = [r.label for r in _block(lb.build_tables(lb.collect([results])), 1).rows]
+    assert rows == ["random (floor)", "wl (floor)", "wl (floor, rounds=2)", "gcn", "gat", "ours+motif"]
+
+
 def test_table4_only_with_init_from(results):
     t4 = _table(lb.build_tables(lb.collect([results])), 4)
     assert not any(b.rows for b in t4.blocks) and t4.empty_note and t4.blocks[0].paper
