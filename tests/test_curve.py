@@ -271,3 +271,5 @@ def test_a_reversal_between_budgets_is_judged_against_seed_noise():
     ac = next(s for s in out if s.startswith("a over c"))
     assert ac.endswith("within seed noise")
     assert not any(s.startswith("b over c") for s in out)  # b stays above c: no swap
+    one = [curve(m.method, [m.seeds[0]["validation"]]) for m in (a, b)]
+    assert swaps(one, "validation", 1, 3)[0].endswith("untested (fewer than 2 seeds with a spread)")

@@ -116,7 +116,8 @@ def _paired(a: Curve, b: Curve, side: str, epoch: int) -> tuple[float, float | N
 
 def swaps(group: list[Curve], side: str, budget: int, last: int, alpha: float = 0.05) -> list[str]:
     """One phrase per pair whose order of means at `budget` is reversed at `last`: the differences
-    and paired p at both epochs, and whether the reversal is beyond seed noise (p < alpha at `last`)."""
+    and paired p at both epochs, and whether the reversal is beyond seed noise (p < alpha at `last`;
+    untested below 2 seeds)."""
     rank = {m: i for i, m in enumerate(_order(group, side, budget))}
     by = {c.method: c for c in group}
     out = []
@@ -126,9 +127,10 @@ def swaps(group: list[Curve], side: str, budget: int, last: int, alpha: float = 
             continue
         d_budget, p_budget = _paired(by[a], by[b], side, budget)
         fmt = lambda p: "p n/a" if p is None else f"p {p:.2f}"  # noqa: E731
-        real = p_last is not None and p_last < alpha
+        verdict = ("untested (fewer than 2 seeds with a spread)" if p_last is None
+                   else "beyond seed noise" if p_last < alpha else "within seed noise")
         out.append(f"{a} over {b} at {budget} ({d_budget:+.3f}, {fmt(p_budget)}) reverses at {last} "
-                   f"({d_last:+.3f}, {fmt(p_last)}): {'beyond' if real else 'within'} seed noise")
+                   f"({d_last:+.3f}, {fmt(p_last)}): {verdict}")
     return out
 
 
