@@ -173,7 +173,7 @@ def select_fusion(graphs: list[ArchGraph], labels: np.ndarray, candidates: tuple
     pool, val = holdout_split(graphs, labels, holdout)
     t = time.perf_counter()
     counts = [0] * len(candidates)
-    path = []
+    added, path = [], []
     for _ in range(steps):
         best, best_score = None, -1.0
         for i, cand in enumerate(candidates):
@@ -184,12 +184,11 @@ def select_fusion(graphs: list[ArchGraph], labels: np.ndarray, candidates: tuple
             if score > best_score:  # strictly better only: ties keep the earlier (simpler) candidate
                 best, best_score = i, score
         counts[best] += 1
+        added.append(best)
         path.append({"added": candidates[best].label, SELECTION_METRIC: round(best_score, 6)})
     scores = [p[SELECTION_METRIC] for p in path]
     size = scores.index(max(scores)) + 1  # the prefix of the path best on validation (the shortest of equals)
-    counts = [0] * len(candidates)
-    for p in path[:size]:
-        counts[[c.label for c in candidates].index(p["added"])] += 1
+    counts = [added[:size].count(i) for i in range(len(candidates))]
     chosen = [i for i, c in enumerate(counts) if c]
     record = {"rule": "ensemble selection with replacement (Caruana et al., 2004)", "steps": steps, "kept": size,
               "picked": {candidates[i].label: counts[i] for i in chosen}, "path": path,

@@ -61,9 +61,10 @@ def main(argv=None) -> int:
     queries = [ds.graphs[i] for i in split.test]
     top1, p10 = measure(index, queries)
     print(f"index: {index.describe()} (sha256 {index.sha256[:12]}); queries: {args.dataset} crossimpl, {len(queries)}")
-    groups = [(name.split(":", 1)[1], pos) for name, pos in sorted(split.subsets.items()) if name.startswith("package:")]
-    groups += [("all", np.arange(len(queries)))] + [(name, pos) for name, pos in sorted(split.subsets.items())
-                                                    if not name.startswith("package:")]
+    packages = [(name.split(":", 1)[1], pos) for name, pos in sorted(split.subsets.items()) if name.startswith("package:")]
+    summary = [("all", np.arange(len(queries)))] + [(name, pos) for name, pos in sorted(split.subsets.items())
+                                                     if not name.startswith("package:")]
+    groups = packages + summary
     print(f"| {'queries':<26} | {'n':>4} | top-1 family | family P@10 |")
     print(f"|{'-' * 28}|{'-' * 6}|{'-' * 14}|{'-' * 13}|")
     for name, pos in groups:
@@ -76,9 +77,7 @@ def main(argv=None) -> int:
         if list(other.vocab) != list(ds.vocab):
             print(f"the index {other.describe()} is not over {args.dataset}'s vocabulary", file=sys.stderr)
             return 2
-        tested = [("all", np.arange(len(queries)))] + [(n, pos) for n, pos in sorted(split.subsets.items())
-                                                       if not n.startswith("package:")]  # packages: too few each
-        compare(other, (top1, p10), measure(other, queries), tested)
+        compare(other, (top1, p10), measure(other, queries), summary)  # packages: too few queries each to test
     return 0
 
 

@@ -25,7 +25,6 @@ METRIC = "ndcg@20"
 #: the rows: encoder (no splitter), as shipped or with these parameters (`Record.variant`), in this order
 ROWS = (("wl", ""), ("best-floor", ""), ("best-floor", "fuse=8"), ("best-floor", "holdout=cross-source,fuse=8"),
         ("gin", ""), ("gps", ""), ("invariant", ""))
-ENCODERS = tuple(dict.fromkeys(enc for enc, _ in ROWS))
 #: the columns: (label, split as the records name it, versions it exists under)
 COLUMNS = (("crossimpl 2.1.1 queries (101)", {"2.1": "crossimpl", "2.2": "crossimpl/v2.1.1"}),
            ("crossimpl 2.2 reimpl", {"2.2": "crossimpl/reimpl"}),
