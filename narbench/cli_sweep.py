@@ -37,9 +37,12 @@ def add_sweep_parser(sub, formatter=argparse.HelpFormatter) -> None:
     p.add_argument("--datasets", "--dataset", dest="datasets", nargs="+", default=None,
                    help="only these datasets (with a grid file), or the datasets of the command-line grid")
     p.add_argument("--models", nargs="+", default=None, metavar="ENCODER+SPLITTER",
-                   help="command-line grid: the models, e.g. ours+motif gcn+none")
-    p.add_argument("--splits", nargs="+", default=["standard"], help="command-line grid: the splits")
-    p.add_argument("--protocols", nargs="+", default=["family"], help="command-line grid: the protocols")
+                   help="only these models of the grid file (any parameters), or the models of the command-line "
+                        "grid, e.g. ours+motif gcn+none")
+    p.add_argument("--splits", nargs="+", default=None, help="only these splits (with a grid file), or the splits of "
+                                                            "the command-line grid (default: standard)")
+    p.add_argument("--protocols", nargs="+", default=None, help="only these protocols (with a grid file), or the "
+                                                               "protocols of the command-line grid (default: family)")
     p.add_argument("--objectives", nargs="+", default=None, help="command-line grid: the objectives (default: the "
                                                                  "profile's)")
     p.add_argument("--out", default="runs/sweep", help="result folder; results in it with the same configuration "
@@ -96,16 +99,19 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     err = Console(stderr=True)
     if args.grid:
+        if args.objectives:
+            raise GridError("--objectives makes a command-line grid; a grid file names its objectives per block")
         grid = load_grid(args.grid)
-        datasets = args.datasets
+        filters = dict(datasets=args.datasets, splits=args.splits, protocols=args.protocols, models=args.models)
     else:
         if not args.models or not args.datasets:
             raise GridError("give a grid file, or --models and --datasets for a grid on the command line")
-        block = {"name": "cli", "datasets": args.datasets, "models": args.models, "splits": args.splits,
-                 "protocols": args.protocols, **({"objectives": args.objectives} if args.objectives else {})}
-        grid, datasets = parse_grid({"block": [block]}, "command line"), None
+        block = {"name": "cli", "datasets": args.datasets, "models": args.models,
+                 "splits": args.splits or ["standard"], "protocols": args.protocols or ["family"],
+                 **({"objectives": args.objectives} if args.objectives else {})}
+        grid, filters = parse_grid({"block": [block]}, "command line"), {}
     plan = expand(grid, out=args.out, profile=args.profile, seeds=args.seeds, device=args.device, blocks=args.blocks,
-                  datasets=datasets, results=args.results, console=err)
+                  results=args.results, console=err, **filters)
     if args.dry_run:
         render_plan(plan, Console() if sys.stdout.isatty() else Console(width=250))
         return 0

@@ -103,6 +103,32 @@ def test_unknown_names_fail_before_anything_runs(toy_env):
         expand(parse_grid(toy_grid()), out=toy_env, blocks=["zzz"], console=QUIET)
 
 
+def test_grid_file_filters_keep_only_what_they_name(toy_env, tmp_path, capsys):
+    """--models / --splits / --protocols narrow a grid file like --datasets; a name no block has is an error
+    (they were once ignored with a grid file, so two sweeps meant to split a block both ran all of it)."""
+    grid = parse_grid(toy_grid(models=["nodefreq+none", "invariant+none",
+                                       {"model": "invariant+none", "encoder_params": {"swap": 0.1}}],
+                               protocols=["family", "paper"]))
+    full = expand(grid, out=toy_env, console=QUIET)
+    only = expand(grid, out=toy_env, models=["invariant+none"], console=QUIET)
+    # both parameter variants x 2 protocols x 2 seeds
+    assert {r.cfg.encoder for r in only.runs} == {"invariant"} and len(only.runs) == 8
+    paper = expand(grid, out=toy_env, models=["invariant+none"], protocols=["paper"], console=QUIET)
+    assert {(r.cfg.protocol, r.cfg.seed) for r in paper.runs} == {("paper", 0), ("paper", 1)} and len(paper.runs) == 4
+    assert {r.hash for r in paper.runs} < {r.hash for r in only.runs} < {r.hash for r in full.runs}
+    for kwargs, message in ((dict(models=["invariant"]), "--models: invariant not in"), (dict(splits=["unseen"]), "--splits"),
+                            (dict(protocols=["x"]), "--protocols: x"), (dict(datasets=["nas"]), "--datasets: nas")):
+        with pytest.raises(GridError, match=message):
+            expand(grid, out=toy_env, console=QUIET, **kwargs)
+    g = tmp_path / "g.toml"
+    g.write_text('seeds = [0]\nprofile = "smoke"\n[[block]]\nname = "b"\ndatasets = ["toy"]\n'
+                 'models = ["nodefreq+none", "random+none"]\n')
+    out = tmp_path / "o"
+    assert main(["sweep", str(g), "--models", "random+none", "--out", str(out), "--dry-run"]) == 0
+    assert main(["sweep", str(g), "--objectives", "ce", "--out", str(out), "--dry-run"]) == 2
+    assert "--objectives makes a command-line grid" in capsys.readouterr().err
+
+
 def test_grid_file_errors_name_the_file(tmp_path):
     bad = tmp_path / "g.toml"
     bad.write_text("seeds = [0\n")

@@ -81,6 +81,11 @@ class Model:
     save_weights: bool = False
     save_embeddings: tuple[int, ...] = ()  # seeds whose query embeddings are saved
 
+    @property
+    def label(self) -> str:
+        """'encoder+splitter' as a grid names it ('gcn+none'), without parameters: what --models matches."""
+        return f"{self.encoder}+{self.splitter or 'none'}"
+
     @classmethod
     def parse(cls, entry: Any, where: str) -> "Model":
         if isinstance(entry, str):
@@ -303,12 +308,16 @@ def _name(cfg: RunConfig, fields: dict[str, Any]) -> str:
 
 def expand(grid: Grid, *, out: str | Path, profile: str | None = None, seeds: Sequence[int] | None = None,
            device: str = "auto", blocks: Sequence[str] | None = None, datasets: Sequence[str] | None = None,
-           results: Sequence[str | Path] = (), console: Console | None = None) -> Plan:
+           splits: Sequence[str] | None = None, models: Sequence[str] | None = None,
+           protocols: Sequence[str] | None = None, results: Sequence[str | Path] = (),
+           console: Console | None = None) -> Plan:
     """The runs of `grid` (deduplicated by hash), each marked done when a result with its hash exists.
 
-    `profile` / `seeds` override the grid's; `blocks` / `datasets` keep only those; `results` are
-    more folders whose results count as done (besides `out`). Raises GridError / ConfigError /
-    UnknownNameError for a grid naming something that does not exist, before anything runs.
+    `profile` / `seeds` override the grid's; `blocks` / `datasets` / `splits` / `protocols` keep only
+    those; `models` keeps the models whose 'encoder+splitter' is listed (whatever their parameters).
+    `results` are more folders whose results count as done (besides `out`). Raises GridError /
+    ConfigError / UnknownNameError for a grid naming something that does not exist, or for a filter
+    naming something no selected block has, before anything runs.
     """
     profile = profile or grid.profile
     if seeds:
@@ -318,14 +327,23 @@ def expand(grid: Grid, *, out: str | Path, profile: str | None = None, seeds: Se
         if unknown:
             raise GridError(f"unknown block(s) {', '.join(sorted(unknown))}; the grid has "
                             f"{', '.join(b.name for b in grid.blocks)}")
+    selected = [b for b in grid.blocks if not blocks or b.name in blocks]
+    for option, wanted, have in (
+            ("--datasets", datasets, {d for b in selected for d in b.datasets}),
+            ("--splits", splits, {s for b in selected for s in b.splits}),
+            ("--protocols", protocols, {p for b in selected for p in b.protocols}),
+            ("--models", models, {m.label for b in selected for m in b.models})):
+        unknown = set(wanted or ()) - have
+        if unknown:  # a typo would otherwise select nothing, or (before) be ignored and run everything
+            raise GridError(f"{option}: {', '.join(sorted(unknown))} not in the selected block(s); they have "
+                            f"{', '.join(sorted(have))}")
     runs: dict[str, PlannedRun] = {}
-    for block in grid.blocks:
-        if blocks and block.name not in blocks:
-            continue
+    for block in selected:
         for ds, split, protocol, model, objective, seed in itertools.product(
                 block.datasets, block.splits, block.protocols, block.models, block.objectives,
                 seeds or block.seeds or grid.seeds):
-            if datasets and ds not in datasets:
+            if ((datasets and ds not in datasets) or (splits and split not in splits)
+                    or (protocols and protocol not in protocols) or (models and model.label not in models)):
                 continue
             source = None
             if block.init_from:
@@ -349,7 +367,7 @@ def expand(grid: Grid, *, out: str | Path, profile: str | None = None, seeds: Se
                 continue
             runs[h] = PlannedRun(_name(cfg, fields), block.name, cfg, h, source)
     if not runs:
-        raise GridError("the grid selects no run (check --block / --dataset)")
+        raise GridError("the grid selects no run (check --block / --datasets / --splits / --protocols / --models)")
     known = scan([out, *results], console)
     plan = Plan(list(runs.values()), Path(out), known)
     for run in plan.runs:
