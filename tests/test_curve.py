@@ -273,3 +273,43 @@ def test_a_reversal_between_budgets_is_judged_against_seed_noise():
     assert not any(s.startswith("b over c") for s in out)  # b stays above c: no swap
     one = [curve(m.method, [m.seeds[0]["validation"]]) for m in (a, b)]
     assert swaps(one, "validation", 1, 3)[0].endswith("untested (fewer than 2 seeds with a spread)")
+
+
+def test_the_budget_verdict_covers_registered_encoders_and_variants_face_their_base(toy_dataset, tmp_path):
+    """A variant (here invariant with other rewrite rates) is compared with its base on validation and
+    is not part of the registered encoders' order; the summary says whether that order holds."""
+    from narbench.leaderboard import curves
+
+    runs = tmp_path / "runs"
+    for seed in (0, 1):
+        for encoder, params in (("gcn", {}), ("invariant", {}), ("invariant", {"swap": 0.4})):
+            run(RunConfig(encoder=encoder, profile="smoke", seed=seed, out=str(runs), progress=False, curve=True,
+                          epochs=3, encoder_params=params), dataset=toy_dataset)
+    (group,) = curves.settings(curves.load_curves(runs)).values()
+    bases = {c.method: c.base for c in group}
+    assert bases == {"gcn": "", "invariant": "", "invariant (swap=0.4)": "invariant"}
+    page = curves.markdown(curves.load_curves(runs))
+    assert "## Does the ranking at the profile's budget hold at the last epoch?" in page
+    row = next(line for line in page.splitlines() if line.startswith("| toy / standard |"))
+    assert row.startswith("| toy / standard | 2 -> 3 | 2 | 2 |")
+    assert "invariant (swap=0.4) against invariant, validation:" in page and "seeds in common: 2." in page
+    order_lines = [line for line in page.splitlines() if line.startswith("- validation: the order")]
+    assert order_lines and all("swap" not in line for line in order_lines)
+
+
+def test_the_verdict_names_a_change_beyond_noise():
+    from narbench.leaderboard.curves import Curve, verdict
+
+    def curve(method, vals):
+        c = Curve("nas", "standard", "quick", method, budget=1)
+        c.seeds = {s: {"validation": v, "test": v} for s, v in enumerate(vals)}
+        return c
+
+    a = curve("a", [[0.90, 0.80], [0.91, 0.81], [0.92, 0.79]])
+    b = curve("b", [[0.80, 0.90], [0.81, 0.92], [0.79, 0.91]])
+    c = curve("c", [[0.70, 0.95], [0.71, 0.70], [0.72, 0.78]])
+    assert verdict([a, b], "validation", 1, 2) == "changes beyond seed noise"
+    assert verdict([a, c], "validation", 1, 2) == "changes within seed noise"
+    assert verdict([b, c], "validation", 1, 1) == "holds"
+    single = [curve("a", [[0.9, 0.8]]), curve("b", [[0.8, 0.9]])]
+    assert verdict(single, "validation", 1, 2) == "changes, untested"

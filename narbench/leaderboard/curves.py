@@ -5,7 +5,10 @@ Reads the result files of `narbench run --curve` runs (`config.learning_curve`, 
 mean NDCG@20 at the profile's epoch budget and at the last epoch, the epoch where its mean
 validation NDCG@20 peaks, and whether the encoders' order at the budget is their order at the last
 epoch, on validation and on test) and one figure per setting (`plots/curves-<dataset>-<split>.png`,
-validation and test panels, mean over seeds with the seeds' range shaded).
+validation and test panels, mean over seeds with the seeds' range shaded). A summary table at the
+top says, per setting, whether the registered encoders' order at the budget holds at the last epoch,
+and whether a change is beyond seed noise; a variant (parameters, another splitter) is compared with
+its base on validation instead of entering that order.
 
     python -m narbench.leaderboard.curves leaderboard/curves --out leaderboard
 
@@ -43,6 +46,10 @@ class Curve:
     method: str
     seeds: dict[int, dict[str, list[float]]] = field(default_factory=dict)
     budget: int = 0  # the profile's graph-level epochs (what the leaderboard's rows train)
+    #: the method this curve is a variant of (the encoder with its default splitter and no parameters,
+    #: same hold-out); '' for an encoder as registered. Variants are chosen against their base; the
+    #: ranking verdict is about the registered encoders only.
+    base: str = ""
 
     def matrix(self, side: str) -> np.ndarray:
         """[seeds, epochs] of `side`, cut to the epochs every seed has."""
@@ -60,6 +67,21 @@ def method_label(result: RunResult) -> str:
     variant = str(((result.config or {}).get("encoder") or {}).get("variant") or "")
     return row_label(Key("", "", "", "", str(result.protocol), result.encoder, result.splitter or "none",
                          DEFAULT_OBJECTIVE, SCRATCH, variant))
+
+
+def base_label(result: RunResult) -> str:
+    """The label of the registered configuration `result` varies ('' when it is one): the same encoder
+    with its default splitter and no parameters. An encoder that is not installed has no base."""
+    from narbench.core import registry
+
+    variant = str(((result.config or {}).get("encoder") or {}).get("variant") or "")
+    try:
+        default = registry.load("encoder", result.encoder).default_splitter
+    except Exception:  # noqa: BLE001 - an uninstalled plugin's curves are still shown, as registered
+        return ""
+    if not variant and (result.splitter or "none") == default:
+        return ""
+    return row_label(Key("", "", "", "", str(result.protocol), result.encoder, default, DEFAULT_OBJECTIVE, SCRATCH, ""))
 
 
 def load_curves(folder: str | Path) -> list[Curve]:
@@ -86,9 +108,10 @@ def load_curves(folder: str | Path) -> list[Curve]:
         dataset = str((result.dataset or {}).get("name", "?"))
         if len(versions[dataset]) > 1:
             dataset += f" {(result.dataset or {}).get('version', '?')}"
-        method = method_label(result) + (f" (holdout {lc['holdout']})" if lc.get("holdout") else "")
-        key = (dataset, str(result.split), result.profile, method)
-        curve = curves.setdefault(key, Curve(*key))
+        holdout = f" (holdout {lc['holdout']})" if lc.get("holdout") else ""
+        key = (dataset, str(result.split), result.profile, method_label(result) + holdout)
+        base = base_label(result)
+        curve = curves.setdefault(key, Curve(*key, base=base + holdout if base else ""))
         profile = PROFILES.get(result.profile)
         curve.budget = profile.train.epochs if profile else 0
         curve.seeds[int(result.seed)] = {side: [float(e[side][METRIC]) for e in lc["epochs"]] for side in SIDES}
@@ -134,6 +157,36 @@ def swaps(group: list[Curve], side: str, budget: int, last: int, alpha: float = 
     return out
 
 
+def verdict(group: list[Curve], side: str, budget: int, last: int, alpha: float = 0.05) -> str:
+    """Whether the order of `group` at `budget` is its order at `last` on `side`: `holds`, `changes
+    within seed noise` (every reversed pair's difference at `last` has p >= alpha), `changes beyond
+    seed noise`, or `changes, untested` (a reversed pair with fewer than 2 seeds)."""
+    if _order(group, side, budget) == _order(group, side, last):
+        return "holds"
+    phrases = swaps(group, side, budget, last, alpha)
+    if any(p.endswith("beyond seed noise") for p in phrases):
+        return "changes beyond seed noise"
+    if any(p.endswith("untested (fewer than 2 seeds with a spread)") for p in phrases):
+        return "changes, untested"
+    return "changes within seed noise"
+
+
+def variant_lines(group: list[Curve], budget: int, last: int) -> list[str]:
+    """Each variant against its base on validation (what chooses) at `budget` and `last`, paired over seeds."""
+    by = {c.method: c for c in group}
+    lines = []
+    for c in sorted(group, key=lambda c: c.method):
+        if not c.base or c.base not in by:
+            continue
+        parts = []
+        for epoch in dict.fromkeys((budget, last)):
+            d, p = _paired(c, by[c.base], "validation", epoch)
+            parts.append(f"{d:+.3f} at {epoch} ({'p n/a' if p is None else f'p {p:.2f}'})")
+        lines.append(f"- {c.method} against {c.base}, validation: {', '.join(parts)}; "
+                     f"seeds in common: {len(set(c.seeds) & set(by[c.base].seeds))}.")
+    return lines
+
+
 def settings(curves: list[Curve]) -> dict[tuple[str, str, str], list[Curve]]:
     out: dict[tuple[str, str, str], list[Curve]] = defaultdict(list)
     for c in curves:
@@ -149,6 +202,21 @@ def markdown(curves: list[Curve], plots: dict[tuple[str, str, str], str] | None 
              "(10%, stratified by family) and records NDCG@20 after every graph-level epoch, on the held-out "
              "graphs querying the rest (validation) and on the split's queries (test). Mean ± sample std "
              "over seeds; n is the number of seeds. Only validation may choose a budget or a variant.", ""]
+    summary = []
+    for (dataset, split, profile), group in settings(curves).items():
+        registered = [c for c in group if not c.base]
+        last = min(c.matrix("test").shape[1] for c in group)
+        budget = min(max(c.budget for c in group), last)
+        if len(registered) > 1 and last != budget:
+            cells = [verdict(registered, side, budget, last) for side in SIDES]
+            summary.append(f"| {dataset} / {split} | {budget} -> {last} | {len(registered)} | "
+                           f"{min(len(c.seeds) for c in registered)} | {cells[0]} | {cells[1]} |")
+    if summary:
+        lines += ["## Does the ranking at the profile's budget hold at the last epoch?", "",
+                  "The encoders as registered (variants are compared with their base below each table); "
+                  "a reversal is beyond seed noise when a paired t-test over seeds gives p < 0.05 at the last "
+                  "epoch.", "", "| setting | epochs | encoders | seeds (fewest) | validation | test |",
+                  "|---|---|---:|---:|---|---|", *summary, ""]
     for (dataset, split, profile), group in settings(curves).items():
         last = min(c.matrix("test").shape[1] for c in group)
         budget = min(max(c.budget for c in group), last)
@@ -174,15 +242,21 @@ def markdown(curves: list[Curve], plots: dict[tuple[str, str, str], str] | None 
                 lines.append(f"| {c.method} | {len(c.seeds)} | {cell(val, budget)} | {cell(val, last)} | "
                              f"{best} | {cell(test, budget)} | {cell(test, last)} |")
         lines.append("")
-        if len(group) > 1 and last != budget:
+        registered = [c for c in group if not c.base]
+        if len(registered) > 1 and last != budget:
+            if len(registered) < len(group):
+                lines.append("The encoders as registered:")
             for side in SIDES:
-                at_budget, at_last = _order(group, side, budget), _order(group, side, last)
-                verdict = "holds" if at_budget == at_last else "changes"
-                lines.append(f"- {side}: the order at epoch {budget} ({' > '.join(at_budget)}) {verdict} at epoch "
+                at_budget, at_last = _order(registered, side, budget), _order(registered, side, last)
+                holds = "holds" if at_budget == at_last else "changes"
+                lines.append(f"- {side}: the order at epoch {budget} ({' > '.join(at_budget)}) {holds} at epoch "
                              f"{last}" + ("" if at_budget == at_last else f" ({' > '.join(at_last)})") + ".")
                 if at_budget != at_last:
-                    lines += [f"  - {phrase}." for phrase in swaps(group, side, budget, last)]
+                    lines += [f"  - {phrase}." for phrase in swaps(registered, side, budget, last)]
             lines.append("")
+        variants = variant_lines(group, budget, last)
+        if variants:
+            lines += ["Variants against their base (validation chooses):", *variants, ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
