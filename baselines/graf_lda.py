@@ -23,6 +23,18 @@ fewer dimensions first). The discriminant is then refitted with it on all traini
 never sees a query or a query metric. The choice and every setting's validation NDCG@20 are in
 the result file (`config.encoder_stats.selection`). Deterministic: no random number is drawn
 beyond the split's fixed seed.
+
+**Implementation invariance (issue 38)**: `--encoder-param sources=nuisance` treats the differences
+between the sources (zoos) that implement one family as nuisance. The pooled within-family scatter
+is the scatter within each (family, source) group plus S_src, the scatter of the (family, source)
+means about their family's mean (zero for a family with one source). The discriminant then uses
+S_within + g S_src: g = 1 is plain LDA, a larger g penalises the directions along which one family's
+implementations differ (within-class covariance normalisation / nuisance attribute projection, the
+closed-form counterpart of contrastive training with "the same family from another zoo" as
+positives). g in `NUISANCE` is chosen with the shrinkage and the dimensions on the validation split,
+ties keeping the smaller g. `--encoder-param holdout=cross-source` makes that split
+`narbench.eval.holdout.cross_source_split` (for some families implemented by several sources, one
+source's graphs query the others'), which measures what cross-implementation search asks.
 """
 
 from __future__ import annotations
@@ -46,6 +58,10 @@ GRID: tuple[tuple[float, int], ...] = tuple((a, k) for a in SHRINKAGES for k in 
 #: the setting used when no validation split can be carved (no class with two training graphs)
 DEFAULT = (0.01, 128)
 SELECTION_METRIC = "ndcg@20"
+#: the weights g of the between-source scatter tried with `sources=nuisance` (1: plain LDA; log-spaced,
+#: fixed before any run; ties keep the smaller)
+NUISANCE: tuple[float, ...] = (1.0, 4.0, 16.0, 64.0, 256.0)
+SOURCES = ("ignore", "nuisance")
 
 
 def one_thread():
@@ -55,14 +71,39 @@ def one_thread():
     return threadpool_limits(limits=1, user_api="blas")
 
 
-def lda(x: np.ndarray, y: np.ndarray, shrinkage: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def lda(x: np.ndarray, y: np.ndarray, shrinkage: float, groups: np.ndarray | None = None,
+        nuisance: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(mean [d], projection [d, r], eigenvalues [r]) of the shrunk Fisher discriminant of `x` by
-    labels `y`, r = min(classes - 1, d), the eigenvectors by decreasing eigenvalue."""
+    labels `y`, r = min(classes - 1, d), the eigenvectors by decreasing eigenvalue. `groups` (one id
+    per row, nested in `y`: a family's source) with `nuisance` g: the within-class scatter is the
+    within-group scatter plus g times the scatter of the group means about their class's mean."""
     with one_thread():
-        return _lda(x, y, shrinkage)
+        return _lda(x, y, shrinkage, groups, nuisance)
 
 
-def _lda(x: np.ndarray, y: np.ndarray, shrinkage: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _within(x: np.ndarray, y: np.ndarray, groups: np.ndarray, nuisance: float) -> np.ndarray:
+    """The within-class scatter of `x`, its between-group part weighted by `nuisance` (module docstring)."""
+    n, d = x.shape
+    cinv = np.unique(y, return_inverse=True)[1].reshape(-1)
+    ginv = np.unique(np.stack([cinv.astype(str), np.asarray(groups).astype(str)], 1), axis=0,
+                     return_inverse=True)[1].reshape(-1)
+
+    def means(inv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        counts = np.bincount(inv)
+        sums = np.zeros((len(counts), d))
+        np.add.at(sums, inv, x)
+        return sums / counts[:, None], counts
+
+    gmeans, gcounts = means(ginv)
+    cmeans, _ = means(cinv)
+    xc = x - gmeans[ginv]
+    first = np.unique(ginv, return_index=True)[1]  # a row of each group: its class
+    b = (gmeans - cmeans[cinv[first]]) * np.sqrt(gcounts / n)[:, None]
+    return xc.T @ xc / n + nuisance * (b.T @ b)
+
+
+def _lda(x: np.ndarray, y: np.ndarray, shrinkage: float, groups: np.ndarray | None = None,
+         nuisance: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     from scipy.linalg import cholesky, solve_triangular, svd
 
     x = np.asarray(x, dtype=np.float64)
@@ -75,8 +116,11 @@ def _lda(x: np.ndarray, y: np.ndarray, shrinkage: float) -> tuple[np.ndarray, np
     np.add.at(sums, inv, x)
     means = sums / counts[:, None]
     mean = x.mean(axis=0)
-    xc = x - means[inv]
-    sw = xc.T @ xc / n
+    if groups is None:
+        xc = x - means[inv]
+        sw = xc.T @ xc / n
+    else:
+        sw = _within(x, np.asarray(y), np.asarray(groups), nuisance)
     sw = (1.0 - shrinkage) * sw + shrinkage * (np.trace(sw) / d) * np.eye(d)
     if not np.trace(sw) > 0:  # every class a single graph or constant features: no within-class spread
         sw = sw + np.eye(d)
@@ -98,57 +142,88 @@ class GrafLdaEncoder(Encoder):
     device_bound = False  # NumPy on the host's CPU whatever the run's device: the same result beside a GPU's
 
     FITTED = ("pairs", "mean", "projection")  # saved weights and search indexes carry them
+    #: `holdout`: the validation split that chooses (`family`: stratified; `cross-source`: one source's
+    #: graphs of families several sources implement query the others'); `sources`: `ignore` (plain LDA)
+    #: or `nuisance` (the between-source scatter within a family weighted by g in NUISANCE, chosen too)
+    PARAMS: ClassVar[dict[str, object]] = {"holdout": "family", "sources": "ignore"}
+
+    def params_changed(self) -> None:
+        from narbench.eval.holdout import HOLDOUT_RULES
+
+        if self.holdout not in HOLDOUT_RULES:
+            raise ValueError(f"encoder {self.name!r}: holdout must be one of {', '.join(HOLDOUT_RULES)}, "
+                             f"got {self.holdout!r}")
+        if self.sources not in SOURCES:
+            raise ValueError(f"encoder {self.name!r}: sources must be one of {', '.join(SOURCES)}, got {self.sources!r}")
 
     def config(self) -> dict:
+        grid = {"shrinkage": list(SHRINKAGES), "dims": list(DIMS)}
+        if self.sources == "nuisance":
+            grid["nuisance"] = list(NUISANCE)
         return {**super().config(), "uses_labels": "the protocol's classifier label (labels.ce) of the training graphs",
-                "features": "graf", "weights": dict(GrafEncoder.weights),
-                "grid": {"shrinkage": list(SHRINKAGES), "dims": list(DIMS)}}
+                "features": "graf", "weights": dict(GrafEncoder.weights), "grid": grid,
+                **({"uses_sources": "the source (zoo) of the training graphs: the between-source scatter within a "
+                                    "family is nuisance"} if self.sources == "nuisance" else {})}
+
+    def _nuisances(self) -> tuple[float, ...]:
+        return NUISANCE if self.sources == "nuisance" else (1.0,)
 
     def _features(self, graphs: list[ArchGraph], pairs: np.ndarray) -> np.ndarray:
         return graf.features(graphs, self.num_ops, np.asarray(pairs, dtype=np.int64), GrafEncoder.weights)
 
-    def select(self, graphs: list[ArchGraph], labels: np.ndarray) -> tuple[tuple[float, int], dict]:
-        """The (shrinkage, dims) with the best validation NDCG@20 on a split of the training graphs, and its record."""
+    def _key(self, g: float, a: float, dims: int) -> str:
+        return (f"nuisance={g:g}," if self.sources == "nuisance" else "") + f"shrinkage={a:g},dims={dims}"
+
+    def select(self, graphs: list[ArchGraph], labels: np.ndarray) -> tuple[tuple[float, float, int], dict]:
+        """The (nuisance, shrinkage, dims) with the best validation NDCG@20 on a split of the training
+        graphs (`holdout`), and its record; nuisance is 1 (plain LDA) unless `sources=nuisance`."""
         from narbench.baselines.graf import pair_ids
-        from narbench.baselines.selection import VALIDATION_FRACTION, VALIDATION_SEED, validation_split
+        from narbench.baselines.selection import VALIDATION_FRACTION, VALIDATION_SEED, holdout_split
         from narbench.eval.metrics import score_rankings
         from narbench.eval.retrieval import tiebreak_keys, top_k_cosine
 
+        settings = [(g, a, dims) for g in self._nuisances() for a, dims in GRID]  # ties keep the earlier
         try:
-            pool, val = validation_split(labels)
+            pool, val = holdout_split(graphs, labels, self.holdout)
         except ValueError as exc:
-            return DEFAULT, {"picked": {"shrinkage": DEFAULT[0], "dims": DEFAULT[1]}, "skipped": str(exc)}
+            return (1.0, *DEFAULT), {"picked": {"shrinkage": DEFAULT[0], "dims": DEFAULT[1]}, "skipped": str(exc)}
         t = time.perf_counter()
         pool_graphs = [graphs[i] for i in pool]
         x = self._features(pool_graphs + [graphs[i] for i in val], np.unique(pair_ids(pool_graphs, self.num_ops)[1]))
+        sources = np.array([str(g.source) for g in pool_graphs]) if self.sources == "nuisance" else None
         keys = tiebreak_keys(pool_graphs)
         k = int(SELECTION_METRIC.split("@")[1])
         scores, fits = {}, {}
-        for a in SHRINKAGES:
-            fits[a] = lda(x[: len(pool)], labels[pool], a)
-        for a, dims in GRID:
-            mean, proj, _ = fits[a]
+        for g in self._nuisances():
+            for a in SHRINKAGES:
+                fits[g, a] = lda(x[: len(pool)], labels[pool], a, sources, g)
+        for g, a, dims in settings:
+            mean, proj, _ = fits[g, a]
             with one_thread():
                 emb = torch.from_numpy(((x - mean) @ proj[:, :dims]).astype(np.float32))
             ranked, _ = top_k_cosine(emb[len(pool):], emb[: len(pool)], k, tiebreak=keys)
-            scores[f"shrinkage={a:g},dims={dims}"] = float(
+            scores[self._key(g, a, dims)] = float(
                 score_rankings(labels[val], labels[pool], ranked.numpy(), ks=(k,))[0][SELECTION_METRIC])
-        best = GRID[0]
-        for a, dims in GRID[1:]:  # strictly better only: ties keep the earlier setting
-            if scores[f"shrinkage={a:g},dims={dims}"] > scores[f"shrinkage={best[0]:g},dims={best[1]}"]:
-                best = (a, dims)
-        record = {"picked": {"shrinkage": best[0], "dims": best[1]}, "metric": SELECTION_METRIC,
+        best = settings[0]
+        for setting in settings[1:]:  # strictly better only: ties keep the earlier setting
+            if scores[self._key(*setting)] > scores[self._key(*best)]:
+                best = setting
+        picked = {**({"nuisance": best[0]} if self.sources == "nuisance" else {}), "shrinkage": best[1], "dims": best[2]}
+        record = {"picked": picked, "metric": SELECTION_METRIC,
                   "validation_queries": int(len(val)), "pool": int(len(pool)), "fraction": VALIDATION_FRACTION,
                   "seed": VALIDATION_SEED, "scores": scores, "seconds": round(time.perf_counter() - t, 3)}
+        if self.holdout != "family":
+            record["holdout"] = self.holdout
         return best, record
 
     def fit(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels) -> None:
         from narbench.baselines.graf import pair_ids
 
         y = np.asarray(labels.ce)
-        (shrinkage, dims), record = self.select(graphs, y)
+        (nuisance, shrinkage, dims), record = self.select(graphs, y)
         pairs = np.unique(pair_ids(graphs, self.num_ops)[1])
-        mean, proj, values = lda(self._features(graphs, pairs), y, shrinkage)
+        sources = np.array([str(g.source) for g in graphs]) if self.sources == "nuisance" else None
+        mean, proj, values = lda(self._features(graphs, pairs), y, shrinkage, sources, nuisance)
         proj = proj[:, :dims]
         self.pairs = torch.from_numpy(pairs.astype(np.int64))
         self.mean = torch.from_numpy(mean)

@@ -109,3 +109,60 @@ def test_picks_by_validation_and_never_looks_at_the_queries(toy_dataset, tmp_pat
     paper = go(toy_dataset, "d", protocol="paper")
     assert paper.config["labels"]["ce"] == "coarse"
     assert paper.config["encoder_stats"]["classes"] == 3
+
+
+# ------------------------------------------------------------------ sources as nuisance (issue 38)
+
+
+def test_the_nuisance_weight_suppresses_what_separates_a_familys_sources():
+    """Axis 0 carries the family; axis 1 the source, and (because the sources share the families
+    unevenly) some family signal too. Plain LDA (g = 1) leans on axis 1; a large g turns away from it.
+    g = 1 with groups is exactly plain LDA."""
+    rng = np.random.default_rng(0)
+    fam = np.repeat([0, 1, 2, 3], 40)
+    src = np.where(rng.random(len(fam)) < np.where(fam < 2, 0.8, 0.2), 1, 0)  # families 0-1 mostly from zoo 1
+    x = np.stack([fam + rng.normal(0, 0.8, len(fam)), 3.0 * src + rng.normal(0, 0.3, len(fam)),
+                  rng.normal(0, 1, len(fam))], 1)
+    plain = graf_lda.lda(x, fam, 0.01)
+    same = graf_lda.lda(x, fam, 0.01, src, 1.0)
+    assert np.allclose(plain[2], same[2]) and np.allclose(np.abs(plain[1]), np.abs(same[1]))
+
+    def lean(proj):  # share of the first discriminant's weight on the source axis, in feature units
+        w = np.abs(proj[:, 0]) * x.std(axis=0)
+        return w[1] / w.sum()
+
+    heavy = graf_lda.lda(x, fam, 0.01, src, 256.0)
+    assert lean(heavy[1]) < 0.5 * lean(plain[1])
+    # a family with one source adds nothing to the nuisance: all from one zoo, g changes nothing
+    one = graf_lda.lda(x, fam, 0.01, np.zeros(len(fam)), 256.0)
+    assert np.allclose(one[2], plain[2])
+
+
+def test_sources_and_holdout_params_choose_on_their_split_and_hash_apart(toy_dataset, tmp_path):
+    from dataclasses import replace as dc_replace
+
+    from narbench.harness.confighash import config_hash
+    from narbench.harness.runner import RunConfig, run
+    from narbench.harness.sweep import planned_fields
+
+    graphs = [dc_replace(g, source=("zoo-a" if i % 3 else "zoo-b")) for i, g in enumerate(toy_dataset.graphs)]
+    data = GraphDataset("toy", "0", list(toy_dataset.vocab), graphs, "0" * 64, toy_dataset.split)
+    params = {"sources": "nuisance", "holdout": "cross-source"}
+    cfg = RunConfig(encoder="graf-lda", profile="smoke", device="cpu", out=str(tmp_path / "a"), progress=False,
+                    encoder_params=params, save_weights=True)
+    res = run(cfg, dataset=data).result
+    sel = res.config["encoder_stats"]["selection"]
+    assert sel["holdout"] == "cross-source" and sel["picked"]["nuisance"] in graf_lda.NUISANCE
+    assert len(sel["scores"]) == len(graf_lda.NUISANCE) * len(graf_lda.GRID)
+    assert all(k.startswith("nuisance=") for k in sel["scores"])
+    assert "uses_sources" in res.config["encoder"] and res.config["encoder"]["grid"]["nuisance"] == list(graf_lda.NUISANCE)
+    # the defaults hash as before the parameters existed; the variant is a configuration of its own
+    plain = RunConfig(encoder="graf-lda", profile="smoke", device="cpu", out="o")
+    explicit = RunConfig(encoder="graf-lda", profile="smoke", device="cpu", out="o",
+                         encoder_params={"sources": "ignore", "holdout": "family"})
+    assert config_hash(planned_fields(plain)) == config_hash(planned_fields(explicit))
+    assert config_hash(planned_fields(plain)) != config_hash(planned_fields(cfg))
+    enc = registry.load("encoder", "graf-lda")(NUM_OPS, 4, get_profile("smoke"))
+    for bad in ({"sources": "zoo"}, {"holdout": "nope"}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            enc.set_params(bad)

@@ -24,6 +24,7 @@ from narbench.leaderboard.subsets import subset_records
 METRIC = "ndcg@20"
 #: the rows: encoder (no splitter), as shipped or with these parameters (`Record.variant`), in this order
 ROWS = (("wl", ""), ("best-floor", ""), ("best-floor", "fuse=8"), ("best-floor", "holdout=cross-source,fuse=8"),
+        ("graf-lda", ""), ("graf-lda", "holdout=cross-source"), ("graf-lda", "holdout=cross-source,sources=nuisance"),
         ("gin", ""), ("gps", ""), ("invariant", ""))
 #: the columns: (label, split as the records name it, versions it exists under)
 COLUMNS = (("crossimpl 2.1.1 queries (101)", {"2.1": "crossimpl", "2.2": "crossimpl/v2.1.1"}),
