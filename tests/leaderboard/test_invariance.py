@@ -43,7 +43,8 @@ def test_cells_and_sentences(tmp_path):
     text = invariance_markdown(collect([tmp_path]))
     assert "| wl | 2.1 | 0.600±0.000 (3) | – | – | – | – |" in text
     assert "**Rules alone (the 101 queries)**: wl on 2.1 0.600 -> wl on 2.2 0.450 (-0.150)." in text
-    assert "**The rewrites alone, real 2.2 unseen**: gin 0.607 -> invariant 0.532 (-0.075)." in text
+    # same queries of one version: the paired p of the tables (every query lower by 0.075: significant)
+    assert "**The rewrites alone, real 2.2 unseen**: gin 0.607 -> invariant 0.532 (-0.075, p < 0.001)." in text
     assert "Against gps" not in text  # no gps run: no sentence
     assert "Training alone" not in text  # no invariant run on 2.1: no sentence rather than a guess
 
@@ -64,6 +65,29 @@ def test_the_fused_floor_has_rows_of_its_own_and_other_variants_are_left_out(tmp
     text = invariance_markdown(collect([tmp_path]))
     # per query 0.9, the first three halved: the 101 (0-2) 0.45, reimpl (2-5) 0.7875, all 0.675
     assert "| best-floor (fuse=8) | 2.2 | 0.450±0.000 (2) | 0.787±0.000 (2) | 0.675±0.000 (2) | – | – |" in text
-    assert "**Floors fused (fuse=8), real 2.2 crossimpl**: wl 0.600 -> best-floor (fuse=8) 0.675 (+0.075)." in text
+    assert "**Floors fused (fuse=8), real 2.2 crossimpl**: wl 0.600 -> best-floor (fuse=8) 0.675 (+0.075, p " in text
     assert "| best-floor (holdout=cross-source,fuse=8) | 2.2 | 0.350±0.000 (2) |" in text
     assert "fuse=2" not in text
+
+
+def test_graf_lda_across_sources_faces_each_reference_with_a_paired_p(tmp_path):
+    """graf-lda chosen on the cross-source split is a row, with one sentence per split against the
+    rows it must beat; a comparison across versions (other queries) gets no p."""
+    from narbench.leaderboard.invariance import paired_p, seed_runs
+
+    for seed in range(2):
+        _write(tmp_path, "wl", "2.2", "unseen", seed, 0.6)
+        _write(tmp_path, "graf-lda", "2.2", "unseen", seed, 0.62 + 0.01 * seed)
+        _write(tmp_path, "graf-lda", "2.2", "unseen", seed, 0.8, variant="holdout=cross-source")
+        _write(tmp_path, "graf-lda", "2.2", "unseen", seed, 0.8, variant="holdout=cross-source,sources=nuisance")
+        _write(tmp_path, "wl", "2.1", "unseen", seed, 0.5)
+    records = collect([tmp_path])
+    text = invariance_markdown(records)
+    assert "| graf-lda (holdout=cross-source) | 2.2 | – | – | – | 0.600±0.000 (2) | – |" in text
+    line = next(t for t in text.splitlines() if t.startswith("- **graf-lda validated across sources"))
+    assert "real 2.2 unseen**: 0.600; against graf-lda 0.469 (+0.131, p 0.0" in line  # seeds differ: p from both levels
+    assert "wl 0.450 (+0.150, p < 0.001)" in line
+    assert "graf-lda (holdout=cross-source,sources=nuisance) 0.600 (+0.000, p 1.000)" in line
+    assert "gps" not in line  # no gps run: left out of the sentence
+    runs = seed_runs(records)
+    assert paired_p(runs, ("wl", "2.1", "unseen"), ("wl", "2.2", "unseen")) is None
