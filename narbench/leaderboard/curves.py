@@ -137,6 +137,11 @@ def _paired(a: Curve, b: Curve, side: str, epoch: int) -> tuple[float, float | N
     return diff, float(ttest_rel(x, y).pvalue)
 
 
+def _fmt_p(p: float | None) -> str:
+    """A p-value as the page prints it: two decimals, `p < 0.01` below them, `p n/a` untested."""
+    return "p n/a" if p is None else "p < 0.01" if p < 0.005 else f"p {p:.2f}"
+
+
 def swaps(group: list[Curve], side: str, budget: int, last: int, alpha: float = 0.05) -> list[str]:
     """One phrase per pair whose order of means at `budget` is reversed at `last`: the differences
     and paired p at both epochs, and whether the reversal is beyond seed noise (p < alpha at `last`;
@@ -149,7 +154,7 @@ def swaps(group: list[Curve], side: str, budget: int, last: int, alpha: float = 
         if not d_last < 0:
             continue
         d_budget, p_budget = _paired(by[a], by[b], side, budget)
-        fmt = lambda p: "p n/a" if p is None else f"p {p:.2f}"  # noqa: E731
+        fmt = _fmt_p
         verdict = ("untested (fewer than 2 seeds with a spread)" if p_last is None
                    else "beyond seed noise" if p_last < alpha else "within seed noise")
         out.append(f"{a} over {b} at {budget} ({d_budget:+.3f}, {fmt(p_budget)}) reverses at {last} "
@@ -181,7 +186,7 @@ def variant_lines(group: list[Curve], budget: int, last: int) -> list[str]:
         parts = []
         for epoch in dict.fromkeys((budget, last)):
             d, p = _paired(c, by[c.base], "validation", epoch)
-            parts.append(f"{d:+.3f} at {epoch} ({'p n/a' if p is None else f'p {p:.2f}'})")
+            parts.append(f"{d:+.3f} at {epoch} ({_fmt_p(p)})")
         lines.append(f"- {c.method} against {c.base}, validation: {', '.join(parts)}; "
                      f"seeds in common: {len(set(c.seeds) & set(by[c.base].seeds))}.")
     return lines
