@@ -81,24 +81,19 @@ def lda(x: np.ndarray, y: np.ndarray, shrinkage: float, groups: np.ndarray | Non
         return _lda(x, y, shrinkage, groups, nuisance)
 
 
-def _within(x: np.ndarray, y: np.ndarray, groups: np.ndarray, nuisance: float) -> np.ndarray:
-    """The within-class scatter of `x`, its between-group part weighted by `nuisance` (module docstring)."""
+def _within(x: np.ndarray, inv: np.ndarray, means: np.ndarray, groups: np.ndarray, nuisance: float) -> np.ndarray:
+    """The within-class scatter of `x` (class of each row `inv`, class means `means`), its between-group
+    part weighted by `nuisance` (module docstring)."""
     n, d = x.shape
-    cinv = np.unique(y, return_inverse=True)[1].reshape(-1)
-    ginv = np.unique(np.stack([cinv.astype(str), np.asarray(groups).astype(str)], 1), axis=0,
+    ginv = np.unique(np.stack([inv.astype(str), np.asarray(groups).astype(str)], 1), axis=0,
                      return_inverse=True)[1].reshape(-1)
-
-    def means(inv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        counts = np.bincount(inv)
-        sums = np.zeros((len(counts), d))
-        np.add.at(sums, inv, x)
-        return sums / counts[:, None], counts
-
-    gmeans, gcounts = means(ginv)
-    cmeans, _ = means(cinv)
+    gcounts = np.bincount(ginv)
+    gsums = np.zeros((len(gcounts), d))
+    np.add.at(gsums, ginv, x)
+    gmeans = gsums / gcounts[:, None]
     xc = x - gmeans[ginv]
     first = np.unique(ginv, return_index=True)[1]  # a row of each group: its class
-    b = (gmeans - cmeans[cinv[first]]) * np.sqrt(gcounts / n)[:, None]
+    b = (gmeans - means[inv[first]]) * np.sqrt(gcounts / n)[:, None]
     return xc.T @ xc / n + nuisance * (b.T @ b)
 
 
@@ -120,7 +115,7 @@ def _lda(x: np.ndarray, y: np.ndarray, shrinkage: float, groups: np.ndarray | No
         xc = x - means[inv]
         sw = xc.T @ xc / n
     else:
-        sw = _within(x, np.asarray(y), np.asarray(groups), nuisance)
+        sw = _within(x, inv, means, np.asarray(groups), nuisance)
     sw = (1.0 - shrinkage) * sw + shrinkage * (np.trace(sw) / d) * np.eye(d)
     if not np.trace(sw) > 0:  # every class a single graph or constant features: no within-class spread
         sw = sw + np.eye(d)

@@ -142,10 +142,13 @@ def _fmt_p(p: float | None) -> str:
     return "p n/a" if p is None else "p < 0.01" if p < 0.005 else f"p {p:.2f}"
 
 
-def swaps(group: list[Curve], side: str, budget: int, last: int, alpha: float = 0.05) -> list[str]:
-    """One phrase per pair whose order of means at `budget` is reversed at `last`: the differences
-    and paired p at both epochs, and whether the reversal is beyond seed noise (p < alpha at `last`;
-    untested below 2 seeds)."""
+UNTESTED = "untested (fewer than 2 seeds with a spread)"
+BEYOND, WITHIN = "beyond seed noise", "within seed noise"
+
+
+def _reversals(group: list[Curve], side: str, budget: int, last: int, alpha: float):
+    """(a, b, d_budget, p_budget, d_last, p_last, judgement) per pair whose order of means at `budget`
+    (a above b) is reversed at `last`; judgement: UNTESTED, BEYOND (p < alpha at `last`) or WITHIN."""
     rank = {m: i for i, m in enumerate(_order(group, side, budget))}
     by = {c.method: c for c in group}
     out = []
@@ -154,12 +157,18 @@ def swaps(group: list[Curve], side: str, budget: int, last: int, alpha: float = 
         if not d_last < 0:
             continue
         d_budget, p_budget = _paired(by[a], by[b], side, budget)
-        fmt = _fmt_p
-        verdict = ("untested (fewer than 2 seeds with a spread)" if p_last is None
-                   else "beyond seed noise" if p_last < alpha else "within seed noise")
-        out.append(f"{a} over {b} at {budget} ({d_budget:+.3f}, {fmt(p_budget)}) reverses at {last} "
-                   f"({d_last:+.3f}, {fmt(p_last)}): {verdict}")
+        judgement = UNTESTED if p_last is None else BEYOND if p_last < alpha else WITHIN
+        out.append((a, b, d_budget, p_budget, d_last, p_last, judgement))
     return out
+
+
+def swaps(group: list[Curve], side: str, budget: int, last: int, alpha: float = 0.05) -> list[str]:
+    """One phrase per pair whose order of means at `budget` is reversed at `last`: the differences
+    and paired p at both epochs, and whether the reversal is beyond seed noise (p < alpha at `last`;
+    untested below 2 seeds)."""
+    return [f"{a} over {b} at {budget} ({d_budget:+.3f}, {_fmt_p(p_budget)}) reverses at {last} "
+            f"({d_last:+.3f}, {_fmt_p(p_last)}): {judgement}"
+            for a, b, d_budget, p_budget, d_last, p_last, judgement in _reversals(group, side, budget, last, alpha)]
 
 
 def verdict(group: list[Curve], side: str, budget: int, last: int, alpha: float = 0.05) -> str:
@@ -168,10 +177,10 @@ def verdict(group: list[Curve], side: str, budget: int, last: int, alpha: float 
     seed noise`, or `changes, untested` (a reversed pair with fewer than 2 seeds)."""
     if _order(group, side, budget) == _order(group, side, last):
         return "holds"
-    phrases = swaps(group, side, budget, last, alpha)
-    if any(p.endswith("beyond seed noise") for p in phrases):
+    judgements = {r[-1] for r in _reversals(group, side, budget, last, alpha)}
+    if BEYOND in judgements:
         return "changes beyond seed noise"
-    if any(p.endswith("untested (fewer than 2 seeds with a spread)") for p in phrases):
+    if UNTESTED in judgements:
         return "changes, untested"
     return "changes within seed noise"
 
@@ -192,6 +201,12 @@ def variant_lines(group: list[Curve], budget: int, last: int) -> list[str]:
     return lines
 
 
+def _epochs(group: list[Curve]) -> tuple[int, int]:
+    """(last epoch every curve of `group` has, the profile's budget cut to it)."""
+    last = min(c.matrix("test").shape[1] for c in group)
+    return last, min(max(c.budget for c in group), last)
+
+
 def settings(curves: list[Curve]) -> dict[tuple[str, str, str], list[Curve]]:
     out: dict[tuple[str, str, str], list[Curve]] = defaultdict(list)
     for c in curves:
@@ -210,8 +225,7 @@ def markdown(curves: list[Curve], plots: dict[tuple[str, str, str], str] | None 
     summary = []
     for (dataset, split, profile), group in settings(curves).items():
         registered = [c for c in group if not c.base]
-        last = min(c.matrix("test").shape[1] for c in group)
-        budget = min(max(c.budget for c in group), last)
+        last, budget = _epochs(group)
         if len(registered) > 1 and last != budget:
             cells = [verdict(registered, side, budget, last) for side in SIDES]
             summary.append(f"| {dataset} / {split} | {budget} -> {last} | {len(registered)} | "
@@ -223,8 +237,7 @@ def markdown(curves: list[Curve], plots: dict[tuple[str, str, str], str] | None 
                   "epoch.", "", "| setting | epochs | encoders | seeds (fewest) | validation | test |",
                   "|---|---|---:|---:|---|---|", *summary, ""]
     for (dataset, split, profile), group in settings(curves).items():
-        last = min(c.matrix("test").shape[1] for c in group)
-        budget = min(max(c.budget for c in group), last)
+        last, budget = _epochs(group)
         lines += [f"## {dataset} / {split} ({profile}, epochs 1-{last})", ""]
         if plots and (dataset, split, profile) in plots:
             lines += [f"![learning curves, {dataset} {split}]({plots[(dataset, split, profile)]})", ""]

@@ -61,8 +61,12 @@ def seed_runs(records: Iterable[Record]) -> dict[tuple[str, str, str], dict[int,
 
 def cells(records: Iterable[Record]) -> dict[tuple[str, str, str], list[float]]:
     """(encoder, version, split) -> the metric of each seed (one run per seed, the latest)."""
+    return _cells(seed_runs(records))
+
+
+def _cells(by_row: dict[tuple[str, str, str], dict[int, Record]]) -> dict[tuple[str, str, str], list[float]]:
     out: dict[tuple[str, str, str], list[float]] = {}
-    for key, runs in seed_runs(records).items():
+    for key, runs in by_row.items():
         for rec in runs.values():
             v = rec.result.metrics.get(METRIC, rec.result.metrics_extra.get(METRIC))
             if v is not None and not math.isnan(v):
@@ -119,7 +123,8 @@ def _against(name: str, row: str, others: tuple[str, ...], split: str, m, runs, 
 
 def invariance_markdown(records: Iterable[Record]) -> str:
     """The section as Markdown; empty when no `real` result of these encoders is there."""
-    c = cells(records)
+    runs = seed_runs(records)  # once: `records` may be an iterator, and the selection is not free
+    c = _cells(runs)
     if not c:
         return ""
     lines = ["## Implementation invariance", "",
@@ -137,7 +142,6 @@ def invariance_markdown(records: Iterable[Record]) -> str:
             if any(row):
                 lines.append(f"| {enc} | {version} | " + " | ".join(_cell(v) for v in row) + " |")
     m = lambda enc, version, split: _mean(c.get((enc, version, split)))  # noqa: E731
-    runs = seed_runs(records)
 
     def vs(name: str, a: str, b: str, split: str, version: str = "2.2") -> str | None:
         """`a` against `b` on one version's split, with the paired p."""
