@@ -35,6 +35,13 @@ positives). g in `NUISANCE` is chosen with the shrinkage and the dimensions on t
 ties keeping the smaller g. `--encoder-param holdout=cross-source` makes that split
 `narbench.eval.holdout.cross_source_split` (for some families implemented by several sources, one
 source's graphs query the others'), which measures what cross-implementation search asks.
+
+**Starting from the floors' features** (issue 38): `--encoder-param wl_rounds=3` appends one more
+unit-length block to graf's, the `wl-binary` floor's features (whether the graph holds each
+Weisfeiler-Lehman label of levels 0..3, signed-hashed to 2048 dims, `wl_weighted_features` with
+`mode="binary"`), weight 1 like the op pairs. The discriminant then weighs subtree patterns, which
+graf's op pairs (one edge) do not see, against graf's blocks. The number of rounds is the floor's
+default, fixed before any run; 0 (the default) is graf's features alone.
 """
 
 from __future__ import annotations
@@ -62,6 +69,9 @@ SELECTION_METRIC = "ndcg@20"
 #: fixed before any run; ties keep the smaller)
 NUISANCE: tuple[float, ...] = (1.0, 4.0, 16.0, 64.0, 256.0)
 SOURCES = ("ignore", "nuisance")
+#: the hashed width and weight of the WL block (`wl_rounds` > 0): the `wl-binary` floor's width, the op pairs' weight
+WL_DIM = 2048
+WL_WEIGHT = 1.0
 
 
 def one_thread():
@@ -140,7 +150,8 @@ class GrafLdaEncoder(Encoder):
     #: `holdout`: the validation split that chooses (`family`: stratified; `cross-source`: one source's
     #: graphs of families several sources implement query the others'); `sources`: `ignore` (plain LDA)
     #: or `nuisance` (the between-source scatter within a family weighted by g in NUISANCE, chosen too)
-    PARAMS: ClassVar[dict[str, object]] = {"holdout": "family", "sources": "ignore"}
+    #: `wl_rounds`: 0 (graf's features) or the levels of a WL-presence block appended to them
+    PARAMS: ClassVar[dict[str, object]] = {"holdout": "family", "sources": "ignore", "wl_rounds": 0}
 
     def params_changed(self) -> None:
         from narbench.eval.holdout import HOLDOUT_RULES
@@ -150,13 +161,17 @@ class GrafLdaEncoder(Encoder):
                              f"got {self.holdout!r}")
         if self.sources not in SOURCES:
             raise ValueError(f"encoder {self.name!r}: sources must be one of {', '.join(SOURCES)}, got {self.sources!r}")
+        if isinstance(self.wl_rounds, bool) or not isinstance(self.wl_rounds, int) or self.wl_rounds < 0:
+            raise ValueError(f"encoder {self.name!r}: wl_rounds must be an integer >= 0 (0: graf's features "
+                             f"alone), got {self.wl_rounds!r}")
 
     def config(self) -> dict:
         grid = {"shrinkage": list(SHRINKAGES), "dims": list(DIMS)}
         if self.sources == "nuisance":
             grid["nuisance"] = list(NUISANCE)
         return {**super().config(), "uses_labels": "the protocol's classifier label (labels.ce) of the training graphs",
-                "features": "graf", "weights": dict(GrafEncoder.weights), "grid": grid,
+                "features": "graf" + (f"+wl-binary(rounds={self.wl_rounds},dim={WL_DIM})" if self.wl_rounds else ""),
+                "weights": {**GrafEncoder.weights, **({"wl": WL_WEIGHT} if self.wl_rounds else {})}, "grid": grid,
                 **({"uses_sources": "the source (zoo) of the training graphs: the between-source scatter within a "
                                     "family is nuisance"} if self.sources == "nuisance" else {})}
 
@@ -164,7 +179,13 @@ class GrafLdaEncoder(Encoder):
         return NUISANCE if self.sources == "nuisance" else (1.0,)
 
     def _features(self, graphs: list[ArchGraph], pairs: np.ndarray) -> np.ndarray:
-        return graf.features(graphs, self.num_ops, np.asarray(pairs, dtype=np.int64), GrafEncoder.weights)
+        x = graf.features(graphs, self.num_ops, np.asarray(pairs, dtype=np.int64), GrafEncoder.weights)
+        if not self.wl_rounds:
+            return x
+        from narbench.baselines.floors import wl_weighted_features
+
+        wl = wl_weighted_features(graphs, self.wl_rounds, WL_DIM, "binary", dtype=np.float64)
+        return np.concatenate([x, np.sqrt(WL_WEIGHT) * graf.unit(wl)], axis=1)
 
     def _key(self, g: float, a: float, dims: int) -> str:
         return (f"nuisance={g:g}," if self.sources == "nuisance" else "") + f"shrinkage={a:g},dims={dims}"

@@ -166,3 +166,37 @@ def test_sources_and_holdout_params_choose_on_their_split_and_hash_apart(toy_dat
     for bad in ({"sources": "zoo"}, {"holdout": "nope"}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             enc.set_params(bad)
+
+
+def test_wl_rounds_appends_the_wl_binary_floor_as_one_more_block_and_hashes_apart():
+    from narbench.baselines import graf
+    from narbench.baselines.floors import wl_weighted_features
+    from narbench.harness.confighash import config_hash
+    from narbench.harness.runner import RunConfig
+    from narbench.harness.sweep import planned_fields
+
+    graphs = toy_graphs(per_family=6)
+    fam = _family_ids(graphs)
+    enc = registry.load("encoder", "graf-lda")(NUM_OPS, 4, get_profile("smoke"))
+    enc.set_params({"wl_rounds": 2})
+    pairs = np.unique(graf.pair_ids(graphs, NUM_OPS)[1])
+    x = enc._features(graphs, pairs)
+    plain = graf.features(graphs, NUM_OPS, pairs)
+    assert x.shape == (len(graphs), plain.shape[1] + graf_lda.WL_DIM)
+    assert np.array_equal(x[:, : plain.shape[1]], plain)  # graf's blocks untouched
+    wl = x[:, plain.shape[1]:]
+    assert np.allclose(np.linalg.norm(wl, axis=1), np.sqrt(graf_lda.WL_WEIGHT))  # one unit-length block
+    assert np.allclose(wl, graf.unit(wl_weighted_features(graphs, 2, graf_lda.WL_DIM, "binary", dtype=np.float64)))
+    trainer = Trainer("cpu", 0, progress=False)
+    enc.fit(trainer, graphs, Labels(fam, fam, int(fam.max()) + 1))
+    assert enc.stats["features"] == x.shape[1] and torch.isfinite(enc.embed(trainer, graphs)).all()
+    assert enc.config()["features"].startswith("graf+wl-binary(rounds=2") and enc.config()["weights"]["wl"] == 1.0
+    # wl_rounds=0 is graf-lda as before the parameter: same features, same hash
+    base = registry.load("encoder", "graf-lda")(NUM_OPS, 4, get_profile("smoke"))
+    assert np.array_equal(base._features(graphs, pairs), plain) and base.config()["features"] == "graf"
+    fields = {k: planned_fields(RunConfig(encoder="graf-lda", profile="smoke", device="cpu", out="o", encoder_params=p))
+              for k, p in (("none", {}), ("zero", {"wl_rounds": 0}), ("three", {"wl_rounds": 3}))}
+    assert config_hash(fields["none"]) == config_hash(fields["zero"]) != config_hash(fields["three"])
+    for bad in (-1, "3", True, 1.5):
+        with pytest.raises(ValueError, match="wl_rounds"):
+            base.set_params({"wl_rounds": bad})

@@ -40,9 +40,9 @@ FIELDS = ("encoder", "encoder_params", "splitter", "splitter_params", "dataset",
 OPTIONAL_FIELDS = ("compile", "epochs", "curve", "holdout")
 #: Encoder parameters added after runs without them were committed, with the value that is the
 #: behaviour before them: at that value a parameter is hashed as absent, so those runs keep their hash
-#: (`ours-ft`'s `stage1_positive`, issue 39; `best-floor`'s `holdout` and `fuse`, `graf-lda`'s `holdout` and
-#: `sources`, issue 38).
-ADDED_PARAMS = {"stage1_positive": "context", "holdout": "family", "fuse": 1, "sources": "ignore"}
+#: (`ours-ft`'s `stage1_positive`, issue 39; `best-floor`'s `holdout` and `fuse`, `graf-lda`'s `holdout`,
+#: `sources` and `wl_rounds`, issue 38).
+ADDED_PARAMS = {"stage1_positive": "context", "holdout": "family", "fuse": 1, "sources": "ignore", "wl_rounds": 0}
 _ABSENT = object()
 
 
