@@ -23,9 +23,9 @@ from narbench.leaderboard.subsets import subset_records
 
 METRIC = "ndcg@20"
 #: the rows: encoder (no splitter), as shipped or with these parameters (`Record.variant`), in this order
-ROWS = (("wl", ""), ("best-floor", ""), ("best-floor", "fuse=8"), ("best-floor", "holdout=cross-source,fuse=8"),
+ROWS = (("wl", ""), ("wl-binary", ""), ("best-floor", ""), ("best-floor", "fuse=8"), ("best-floor", "holdout=cross-source,fuse=8"),
         ("graf-lda", ""), ("graf-lda", "holdout=cross-source"), ("graf-lda", "holdout=cross-source,sources=nuisance"),
-        ("gin", ""), ("gps", ""), ("invariant", ""))
+        ("graf-lda", "holdout=cross-source,wl_rounds=3"), ("gin", ""), ("gps", ""), ("invariant", ""))
 #: the columns: (label, split as the records name it, versions it exists under)
 COLUMNS = (("crossimpl 2.1.1 queries (101)", {"2.1": "crossimpl", "2.2": "crossimpl/v2.1.1"}),
            ("crossimpl 2.2 reimpl", {"2.2": "crossimpl/reimpl"}),
@@ -132,7 +132,7 @@ def invariance_markdown(records: Iterable[Record]) -> str:
              "version. *crossimpl 2.1.1 queries*: the 101 reimplementations of crossimpl 2.1.1, all of 2.1's "
              "`crossimpl` and 2.2's subset `v2.1.1` (the same models under each version's canonical rules). "
              "`invariant` is `gin` trained beside design-keeping rewrites of its training graphs "
-             "(docs/encoders.md); `wl` and `best-floor` are training-free, `best-floor (fuse=8)` fuses up to 8 "
+             "(docs/encoders.md); `wl`, `wl-binary` and `best-floor` are training-free, `best-floor (fuse=8)` fuses up to 8 "
              "floors chosen on its validation split (`holdout=cross-source`: one zoo's graphs query the others').", "",
              "| encoder | real | " + " | ".join(label for label, _ in COLUMNS) + " |",
              "|---|---|" + "---:|" * len(COLUMNS)]
@@ -173,6 +173,12 @@ def invariance_markdown(records: Iterable[Record]) -> str:
         said.append(_against(f"graf-lda validated across sources (`{lda_cs}`), real 2.2 {split}", lda_cs,
                              ("graf-lda", "wl", _row("best-floor", "fuse=8"), "gps",
                               _row("graf-lda", "holdout=cross-source,sources=nuisance")), split, m, runs))
+    # graf-lda starting from more of the floors' features (graf's and wl-binary's): against graf-lda
+    # on graf's alone, the two floors whose features it projects, the fused floors and gps
+    lda_wl = _row("graf-lda", "holdout=cross-source,wl_rounds=3")
+    for split in ("crossimpl/v2.1.1", "crossimpl/reimpl", "crossimpl", "unseen", "standard"):
+        said.append(_against(f"graf-lda on graf's and WL's features (`{lda_wl}`), real 2.2 {split}", lda_wl,
+                             (lda_cs, "wl", "wl-binary", _row("best-floor", "fuse=8"), "gps"), split, m, runs))
     said = [s for s in said if s]
     if said:
         lines += ["", "Generated from the cells above (means over seeds; p: the tables' two-level paired bootstrap over "

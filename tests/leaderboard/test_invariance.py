@@ -91,3 +91,17 @@ def test_graf_lda_across_sources_faces_each_reference_with_a_paired_p(tmp_path):
     assert "gps" not in line  # no gps run: left out of the sentence
     runs = seed_runs(records)
     assert paired_p(runs, ("wl", "2.1", "unseen"), ("wl", "2.2", "unseen")) is None
+
+
+def test_graf_lda_on_wl_features_is_a_row_facing_graf_lda_and_both_floors(tmp_path):
+    for seed in range(2):
+        _write(tmp_path, "wl", "2.2", "standard", seed, 0.6)
+        _write(tmp_path, "wl-binary", "2.2", "standard", seed, 0.7)
+        _write(tmp_path, "graf-lda", "2.2", "standard", seed, 0.8, variant="holdout=cross-source")
+        _write(tmp_path, "graf-lda", "2.2", "standard", seed, 0.9, variant="holdout=cross-source,wl_rounds=3")
+        _write(tmp_path, "graf-lda", "2.2", "standard", seed, 0.5, variant="holdout=cross-source,wl_rounds=2")  # no row
+    text = invariance_markdown(collect([tmp_path]))
+    assert "| wl-binary | 2.2 | – | – | – | – |" in text and "wl_rounds=2" not in text
+    line = next(t for t in text.splitlines() if t.startswith("- **graf-lda on graf's and WL's features"))
+    assert "real 2.2 standard**:" in line and "against graf-lda (holdout=cross-source) " in line
+    assert ", wl " in line and "wl-binary " in line and "gps" not in line
