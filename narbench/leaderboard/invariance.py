@@ -176,6 +176,11 @@ def invariance_markdown(records: Iterable[Record]) -> str:
     # graf-lda starting from more of the floors' features (graf's and wl-binary's): against graf-lda
     # on graf's alone, the two floors whose features it projects, the fused floors and gps
     lda_wl = _row("graf-lda", "holdout=cross-source,wl_rounds=3")
+    said += [  # its ablation on the 101 queries: the encoder without 2.2's rules, then both
+        vs(f"`{lda_wl}` alone, on 2.1's rules (the 101 queries)", "wl", lda_wl, first["2.1"], "2.1"),
+        _delta(f"2.2's rules and `{lda_wl}` (the 101 queries)", ("wl on 2.1", m("wl", "2.1", first["2.1"])),
+               (f"{lda_wl} on 2.2", m(lda_wl, "2.2", first["2.2"]))),
+    ]
     for split in ("crossimpl/v2.1.1", "crossimpl/reimpl", "crossimpl", "unseen", "standard"):
         said.append(_against(f"graf-lda on graf's and WL's features (`{lda_wl}`), real 2.2 {split}", lda_wl,
                              (lda_cs, "wl", "wl-binary", _row("best-floor", "fuse=8"), "gps"), split, m, runs))

@@ -105,3 +105,16 @@ def test_graf_lda_on_wl_features_is_a_row_facing_graf_lda_and_both_floors(tmp_pa
     line = next(t for t in text.splitlines() if t.startswith("- **graf-lda on graf's and WL's features"))
     assert "real 2.2 standard**:" in line and "against graf-lda (holdout=cross-source) " in line
     assert ", wl " in line and "wl-binary " in line and "gps" not in line
+
+
+def test_graf_lda_on_wl_features_has_its_ablation_on_the_101_queries(tmp_path):
+    row = "graf-lda (holdout=cross-source,wl_rounds=3)"
+    for seed in range(2):
+        _write(tmp_path, "wl", "2.1", "crossimpl", seed, 0.8)
+        _write(tmp_path, "graf-lda", "2.1", "crossimpl", seed, 0.7, variant="holdout=cross-source,wl_rounds=3")
+        _write(tmp_path, "graf-lda", "2.2", "crossimpl", seed, 0.9, variant="holdout=cross-source,wl_rounds=3")
+    text = invariance_markdown(collect([tmp_path]))
+    alone = next(t for t in text.splitlines() if t.startswith(f"- **`{row}` alone, on 2.1's rules"))
+    assert "wl 0.600 -> " in alone and ", p " in alone  # both on 2.1's queries: paired
+    both = next(t for t in text.splitlines() if t.startswith(f"- **2.2's rules and `{row}`"))
+    assert "wl on 2.1 0.600 -> " in both and ", p " not in both  # across versions: other queries, no p
