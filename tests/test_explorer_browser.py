@@ -153,7 +153,9 @@ def test_search_shows_hits_and_a_hit_beside_the_query_with_shared_structure_mark
     page.wait_for_selector("[data-testid=hits] tbody tr")
     hits = page.locator("[data-testid=hits] tbody tr").evaluate_all("rows => rows.map(r => r.dataset.name)")
     families = page.locator("[data-testid=hits] tbody tr td:nth-child(3)").all_text_contents()
-    assert len(hits) == 10 and families[0] == "resnet"  # a hand-written residual CNN finds ResNets first
+    # a hand-written residual CNN finds residual CNNs first (ResNet's family with the `wl` index,
+    # torchvision's 3-d video ResNet-18 `mc3` with the `graf-lda` one: docs/search.md)
+    assert len(hits) == 10 and families[0] in {"resnet", "mc3", "r2plus1d", "r3d"}
     page.click("[data-testid=hits] tbody tr >> nth=0")
     page.wait_for_selector("[data-testid=pair-hit][data-nodes]")
     for panel in ("pair-query", "pair-hit"):
