@@ -161,9 +161,9 @@ class GrafLdaEncoder(Encoder):
                              f"got {self.holdout!r}")
         if self.sources not in SOURCES:
             raise ValueError(f"encoder {self.name!r}: sources must be one of {', '.join(SOURCES)}, got {self.sources!r}")
-        if isinstance(self.wl_rounds, bool) or not isinstance(self.wl_rounds, int) or self.wl_rounds < 0:
-            raise ValueError(f"encoder {self.name!r}: wl_rounds must be an integer >= 0 (0: graf's features "
-                             f"alone), got {self.wl_rounds!r}")
+        if self.wl_rounds < 0:  # its type is checked by `set_params` against the default's
+            raise ValueError(f"encoder {self.name!r}: wl_rounds must be >= 0 (0: graf's features alone), "
+                             f"got {self.wl_rounds}")
 
     def config(self) -> dict:
         grid = {"shrinkage": list(SHRINKAGES), "dims": list(DIMS)}

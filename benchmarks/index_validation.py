@@ -26,17 +26,13 @@ GRAF_LDA = ({"holdout": "cross-source"}, {"holdout": "cross-source", "wl_rounds"
 
 
 def main(argv=None) -> None:
-    import torch
-
-    from narbench.baselines import floors, graf
-    from narbench.baselines.selection import holdout_split
+    from narbench.baselines.selection import CANDIDATES, Candidate, holdout_split, score_candidate
     from narbench.core import registry
     from narbench.data.dataset import load_dataset, stratified_subset
-    from narbench.eval.metrics import score_rankings
-    from narbench.eval.retrieval import tiebreak_keys, top_k_cosine
     from narbench.harness.runner import RunConfig, make_labels, resolve
     from narbench.train.profiles import get_profile
     from narbench.train.protocol import get_protocol
+    from narbench.train.trainer import Trainer
 
     parser = argparse.ArgumentParser(description="validation NDCG@20 of index encoders off crossimpl")
     parser.add_argument("--dataset", default="real")
@@ -49,21 +45,14 @@ def main(argv=None) -> None:
     labels, _ = make_labels(ds, get_protocol("family"), encoder_cls, train)
     tg, y = [graphs[i] for i in train], np.asarray(labels.ce)
     pool, val = holdout_split(tg, y, "cross-source")
-    pg, vg = [tg[i] for i in pool], [tg[i] for i in val]
     print(f"{args.dataset}: {len(tg)} training graphs, pool {len(pool)}, validation queries {len(val)}")
-    keys = tiebreak_keys(pg)
-
-    def ndcg(pool_x, val_x) -> float:
-        ranked, _ = top_k_cosine(torch.as_tensor(val_x, dtype=torch.float32),
-                                 torch.as_tensor(pool_x, dtype=torch.float32), 20, tiebreak=keys)
-        return float(score_rankings(y[val], y[pool], ranked.numpy(), ks=(20,))[0]["ndcg@20"])
-
-    print(f"wl (dim=256)          ndcg@20={ndcg(floors.wl_features(pg, 3, 256), floors.wl_features(vg, 3, 256)):.4f}")
-    for r in (1, 2, 3):
-        x = [floors.wl_weighted_features(part, r, 2048, "binary") for part in (pg, vg)]
-        print(f"wl-binary rounds={r}    ndcg@20={ndcg(*x):.4f}")
-    pairs = np.unique(graf.pair_ids(pg, len(ds.vocab))[1])
-    print(f"graf                  ndcg@20={ndcg(*(graf.features(p, len(ds.vocab), pairs) for p in (pg, vg))):.4f}")
+    trainer = Trainer("cpu", 0, progress=False)
+    floors = (Candidate("wl (dim=256)", "narbench.baselines.floors:WLCountEncoder", {"rounds": 3, "dim": 256}),
+              *(c for c in CANDIDATES if c.label in ("wl-binary(rounds=1)", "wl-binary(rounds=2)",
+                                                     "wl-binary(rounds=3)", "graf")))
+    for cand in floors:  # each fitted on the pool, the held-out graphs query it (best-floor's own scoring)
+        score = score_candidate(cand, trainer, tg, y, pool, val, len(ds.vocab), profile)["ndcg@20"]
+        print(f"{cand.label:24s} ndcg@20={score:.4f}")
     for params in GRAF_LDA:
         enc = registry.load("encoder", "graf-lda")(len(ds.vocab), labels.num_ce_classes, profile)
         enc.set_params(params)
