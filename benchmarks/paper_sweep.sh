@@ -23,7 +23,9 @@
 # `pip --no-deps --target /tmp/site`, and runs from /tmp (the repo root has no narbench.baselines).
 # Runs already in leaderboard/results (same configuration hash) are skipped; runs still going at
 # the budget are stopped (the sweep keeps their snapshots, which do not come back) and re-run by
-# the next lease.
+# the next lease. KEEP_SNAPSHOTS=1 puts the snapshots of runs still going into results.tar.gz too
+# (under .snapshots; a curve run's hold its per-epoch probes), so a later lease resumes them with
+# the tar unpacked into its --out (`narbench sweep` resumes a run from its last finished epoch).
 set -uo pipefail
 out=${1:?usage: paper_sweep.sh OUT [BUDGET_S]}
 budget=${2:-480}
@@ -81,6 +83,7 @@ grep -q '^failed' "$out/sweep.log" && sweep 1 "$((jobs * threads))"
 [ -n "${gate:-}" ] && wait "$gate"   # bounded by its own timeout
 [ -n "${smi:-}" ] && kill "$smi" 2>/dev/null
 # results with their sidecars as one file: a device machine hands back at most 8 files
-tar -C "$work" -czf "$out/results.tar.gz" --exclude=.snapshots --exclude=.sweep --exclude="*.embeddings.npz" .
+if [ -n "${KEEP_SNAPSHOTS:-}" ]; then keep=(); else keep=(--exclude=.snapshots); fi
+tar -C "$work" -czf "$out/results.tar.gz" "${keep[@]}" --exclude=.sweep --exclude="*.embeddings.npz" .
 echo "results: $(tar -tzf "$out/results.tar.gz" | grep -c '[0-9]Z\.json$') result files, $(du -h "$out/results.tar.gz" | cut -f1)"
 rm -rf "$work"
