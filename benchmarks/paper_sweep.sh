@@ -19,6 +19,9 @@
 #     SWEEP_ARGS="--block table2 --seeds 0 1 2" ... bash benchmarks/paper_sweep.sh "$OUT" 540  # quick CPU runs
 #                    on the lent machine's 16 cores (they join the quick cpu blocks; environment.cpu says which host)
 #
+# The tree a device call sends is capped at 64 MiB: since the search index (14 MB) the checkout is over
+# it, so move leaderboard/results and leaderboard/archive aside for the call (keep an empty
+# leaderboard/results) and back after it.
 # INSTALL=1 installs the carried wheels (.whl: ranx and its needs) and narbench itself with
 # `pip --no-deps --target /tmp/site`, and runs from /tmp (the repo root has no narbench.baselines).
 # Runs already in leaderboard/results (same configuration hash) are skipped; runs still going at
@@ -86,4 +89,10 @@ grep -q '^failed' "$out/sweep.log" && sweep 1 "$((jobs * threads))"
 if [ -n "${KEEP_SNAPSHOTS:-}" ]; then keep=(); else keep=(--exclude=.snapshots); fi
 tar -C "$work" -czf "$out/results.tar.gz" "${keep[@]}" --exclude=.sweep --exclude="*.embeddings.npz" .
 echo "results: $(tar -tzf "$out/results.tar.gz" | grep -c '[0-9]Z\.json$') result files, $(du -h "$out/results.tar.gz" | cut -f1)"
+# a returned file is capped at 16 MiB (three real gps curve runs' snapshots made 18 MB, which did not
+# come back): cut a larger tar into results.tar.gz.00, .01, ...; `cat results.tar.gz.* | tar -xz` joins them
+if [ "$(stat -c %s "$out/results.tar.gz")" -gt $((15 * 1048576)) ]; then
+    split -d -b 15M "$out/results.tar.gz" "$out/results.tar.gz." && rm "$out/results.tar.gz"
+    echo "results.tar.gz cut into $(ls "$out"/results.tar.gz.* | wc -l) parts of at most 15 MiB"
+fi
 rm -rf "$work"
