@@ -313,3 +313,40 @@ def test_the_verdict_names_a_change_beyond_noise():
     assert verdict([b, c], "validation", 1, 1) == "holds"
     single = [curve("a", [[0.9, 0.8]]), curve("b", [[0.8, 0.9]])]
     assert verdict(single, "validation", 1, 2) == "changes, untested"
+
+
+def test_holm_adjusts_step_down_and_keeps_the_order():
+    from narbench.leaderboard.curves import holm
+
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])  # 3*0.01; max(2*0.03, 1*0.04) twice
+    assert holm([0.5, 0.6]) == pytest.approx([1.0, 1.0])  # capped at 1
+    assert holm([0.02]) == [0.02] and holm([]) == []
+
+
+def test_the_rule_judges_reversals_after_holm_over_every_setting():
+    """Two settings each with one reversal: the family adjusts their p-values together, and a reversal
+    that is beyond noise alone can fall within it once adjusted (the page gives both p-values)."""
+    from narbench.leaderboard import curves as C
+
+    def curve(split, method, vals):
+        c = C.Curve("nas", split, "quick", method, budget=1)
+        c.seeds = {s: {"validation": v, "test": v} for s, v in enumerate(vals)}
+        return c
+
+    one = [curve("standard", "a", [[0.90, 0.80], [0.91, 0.81], [0.92, 0.79]]),
+           curve("standard", "b", [[0.80, 0.85], [0.81, 0.85], [0.79, 0.87]])]  # p 0.042 at epoch 2
+    two = [curve("unseen", "a", [[0.90, 0.80], [0.91, 0.81], [0.92, 0.79]]),
+           curve("unseen", "b", [[0.80, 0.84], [0.81, 0.85], [0.79, 0.86]])]  # p 0.038
+    raw = [C._paired(g[0], g[1], "validation", 2)[1] for g in (one, two)]
+    assert all(p < 0.05 for p in raw)  # each reversal alone: beyond seed noise
+    fam = C.family(one + two, "validation")
+    adjusted = [fam[("nas", split, "quick")][("a", "b")] for split in ("standard", "unseen")]
+    assert adjusted == pytest.approx(C.holm(raw)) and max(adjusted) >= 0.05
+    assert C.verdict(one, "validation", 1, 2) == "changes beyond seed noise"
+    weaker = two if raw[1] > raw[0] else one
+    setting = ("nas", weaker[0].split, "quick")
+    assert C.verdict(weaker, "validation", 1, 2, adjusted=fam[setting]) == "changes within seed noise"
+    (phrase,) = C.swaps(weaker, "validation", 1, 2, adjusted=fam[setting], tested=2)
+    assert "Holm-adjusted over the 2 reversals tested" in phrase and phrase.endswith("within seed noise")
+    page = C.markdown(one + two)
+    assert "(validation: 2, test: 2)" in page and "with 2 pairs of encoders under watch" in page

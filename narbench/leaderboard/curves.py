@@ -146,9 +146,26 @@ UNTESTED = "untested (fewer than 2 seeds with a spread)"
 BEYOND, WITHIN = "beyond seed noise", "within seed noise"
 
 
-def _reversals(group: list[Curve], side: str, budget: int, last: int, alpha: float):
-    """(a, b, d_budget, p_budget, d_last, p_last, judgement) per pair whose order of means at `budget`
-    (a above b) is reversed at `last`; judgement: UNTESTED, BEYOND (p < alpha at `last`) or WITHIN."""
+def holm(pvalues: list[float]) -> list[float]:
+    """Holm's step-down adjustment of `pvalues` (same order): an adjusted p below alpha keeps the
+    chance of any false flag in the family below alpha (Holm 1979; statsmodels' `holm`)."""
+    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
+    out, running = [0.0] * len(pvalues), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(pvalues) - rank) * pvalues[i]))
+        out[i] = running
+    return out
+
+
+#: Holm-adjusted p of each tested reversal of one side: {(dataset, split, profile): {(a, b): p}}
+Family = dict[tuple[str, str, str], dict[tuple[str, str], float]]
+
+
+def _reversals(group: list[Curve], side: str, budget: int, last: int, alpha: float,
+               adjusted: dict[tuple[str, str], float] | None = None):
+    """(a, b, d_budget, p_budget, d_last, p_last, p_adjusted, judgement) per pair whose order of means at
+    `budget` (a above b) is reversed at `last`; judgement: UNTESTED, BEYOND (p < alpha at `last`, or its
+    Holm-adjusted p when `adjusted` has one) or WITHIN."""
     rank = {m: i for i, m in enumerate(_order(group, side, budget))}
     by = {c.method: c for c in group}
     out = []
@@ -157,27 +174,52 @@ def _reversals(group: list[Curve], side: str, budget: int, last: int, alpha: flo
         if not d_last < 0:
             continue
         d_budget, p_budget = _paired(by[a], by[b], side, budget)
-        judgement = UNTESTED if p_last is None else BEYOND if p_last < alpha else WITHIN
-        out.append((a, b, d_budget, p_budget, d_last, p_last, judgement))
+        p_adj = None if adjusted is None or p_last is None else adjusted.get((a, b), p_last)
+        p_judged = p_last if p_adj is None else p_adj
+        judgement = UNTESTED if p_last is None else BEYOND if p_judged < alpha else WITHIN
+        out.append((a, b, d_budget, p_budget, d_last, p_last, p_adj, judgement))
     return out
 
 
-def swaps(group: list[Curve], side: str, budget: int, last: int, alpha: float = 0.05) -> list[str]:
+def family(curves: list[Curve], side: str, alpha: float = 0.05) -> Family:
+    """The rule's family on `side`: every reversal with a p-value, over every setting the summary judges
+    (the registered encoders, at least two, curves beyond the budget), Holm-adjusted together."""
+    tests = []
+    for setting, group in settings(curves).items():
+        registered = [c for c in group if not c.base]
+        last, budget = _epochs(group)
+        if len(registered) > 1 and last != budget:
+            tests += [(setting, r[0], r[1], r[5]) for r in _reversals(registered, side, budget, last, alpha)
+                      if r[5] is not None]
+    out: Family = defaultdict(dict)
+    for (setting, a, b, _), p in zip(tests, holm([t[3] for t in tests])):
+        out[setting][(a, b)] = p
+    return dict(out)
+
+
+def swaps(group: list[Curve], side: str, budget: int, last: int, alpha: float = 0.05,
+          adjusted: dict[tuple[str, str], float] | None = None, tested: int = 0) -> list[str]:
     """One phrase per pair whose order of means at `budget` is reversed at `last`: the differences
-    and paired p at both epochs, and whether the reversal is beyond seed noise (p < alpha at `last`;
-    untested below 2 seeds)."""
+    and paired p at both epochs, the Holm-adjusted p over the `tested` reversals of the family when
+    `adjusted` is given, and whether the reversal is beyond seed noise (untested below 2 seeds)."""
+    def adj(p_adj):
+        return "" if p_adj is None else f"; Holm-adjusted over the {tested} reversal{'s' * (tested != 1)} tested, {_fmt_p(p_adj)}"
+
     return [f"{a} over {b} at {budget} ({d_budget:+.3f}, {_fmt_p(p_budget)}) reverses at {last} "
-            f"({d_last:+.3f}, {_fmt_p(p_last)}): {judgement}"
-            for a, b, d_budget, p_budget, d_last, p_last, judgement in _reversals(group, side, budget, last, alpha)]
+            f"({d_last:+.3f}, {_fmt_p(p_last)}{adj(p_adj)}): {judgement}"
+            for a, b, d_budget, p_budget, d_last, p_last, p_adj, judgement
+            in _reversals(group, side, budget, last, alpha, adjusted)]
 
 
-def verdict(group: list[Curve], side: str, budget: int, last: int, alpha: float = 0.05) -> str:
+def verdict(group: list[Curve], side: str, budget: int, last: int, alpha: float = 0.05,
+            adjusted: dict[tuple[str, str], float] | None = None) -> str:
     """Whether the order of `group` at `budget` is its order at `last` on `side`: `holds`, `changes
-    within seed noise` (every reversed pair's difference at `last` has p >= alpha), `changes beyond
-    seed noise`, or `changes, untested` (a reversed pair with fewer than 2 seeds)."""
+    within seed noise` (every reversed pair's difference at `last` has p >= alpha, Holm-adjusted when
+    `adjusted` is given), `changes beyond seed noise`, or `changes, untested` (a reversed pair with
+    fewer than 2 seeds)."""
     if _order(group, side, budget) == _order(group, side, last):
         return "holds"
-    judgements = {r[-1] for r in _reversals(group, side, budget, last, alpha)}
+    judgements = {r[-1] for r in _reversals(group, side, budget, last, alpha, adjusted)}
     if BEYOND in judgements:
         return "changes beyond seed noise"
     if UNTESTED in judgements:
@@ -222,19 +264,28 @@ def markdown(curves: list[Curve], plots: dict[tuple[str, str, str], str] | None 
              "(10%, stratified by family) and records NDCG@20 after every graph-level epoch, on the held-out "
              "graphs querying the rest (validation) and on the split's queries (test). Mean ± sample std "
              "over seeds; n is the number of seeds. Only validation may choose a budget or a variant.", ""]
+    families = {side: family(curves, side) for side in SIDES}
+    tested = {side: sum(len(v) for v in families[side].values()) for side in SIDES}
+    watched = 0  # pairs of registered encoders in the settings judged
     summary = []
     for (dataset, split, profile), group in settings(curves).items():
         registered = [c for c in group if not c.base]
         last, budget = _epochs(group)
         if len(registered) > 1 and last != budget:
-            cells = [verdict(registered, side, budget, last) for side in SIDES]
+            cells = [verdict(registered, side, budget, last, adjusted=families[side].get((dataset, split, profile), {}))
+                     for side in SIDES]
+            watched += len(registered) * (len(registered) - 1) // 2
             summary.append(f"| {dataset} / {split} | {budget} -> {last} | {len(registered)} | "
                            f"{min(len(c.seeds) for c in registered)} | {cells[0]} | {cells[1]} |")
     if summary:
         lines += ["## Does the ranking at the profile's budget hold at the last epoch?", "",
-                  "The encoders as registered (variants are compared with their base below each table); "
-                  "a reversal is beyond seed noise when a paired t-test over seeds gives p < 0.05 at the last "
-                  "epoch.", "", "| setting | epochs | encoders | seeds (fewest) | validation | test |",
+                  "The encoders as registered (variants are compared with their base below each table). "
+                  "A reversal is beyond seed noise when the paired t-test over seeds at the last epoch gives "
+                  "p < 0.05 after Holm's adjustment over every reversal tested on that side in this table "
+                  f"(validation: {tested['validation']}, test: {tested['test']}): with {watched} pairs of "
+                  "encoders under watch on each side, an unadjusted p < 0.05 somewhere is to be expected by "
+                  "chance. Each reversal below "
+                  "its setting's table gives both p-values.", "", "| setting | epochs | encoders | seeds (fewest) | validation | test |",
                   "|---|---|---:|---:|---|---|", *summary, ""]
     for (dataset, split, profile), group in settings(curves).items():
         last, budget = _epochs(group)
@@ -270,7 +321,9 @@ def markdown(curves: list[Curve], plots: dict[tuple[str, str, str], str] | None 
                 lines.append(f"- {side}: the order at epoch {budget} ({' > '.join(at_budget)}) {holds} at epoch "
                              f"{last}" + ("" if at_budget == at_last else f" ({' > '.join(at_last)})") + ".")
                 if at_budget != at_last:
-                    lines += [f"  - {phrase}." for phrase in swaps(registered, side, budget, last)]
+                    adjusted = families[side].get((dataset, split, profile), {})
+                    lines += [f"  - {phrase}." for phrase
+                              in swaps(registered, side, budget, last, adjusted=adjusted, tested=tested[side])]
             lines.append("")
         variants = variant_lines(group, budget, last)
         if variants:

@@ -70,7 +70,9 @@ REASONS = (
     "**Training.** The authors' public config (`configs/darts_pretraining.yaml`, `subgraph_model.epoch: 0`) "
     "trains 0 epochs of the motif stage (stage 1; `run_pretraining.py` loops `range(args.subgraph_model_epoch)`), "
     "where the paper's Table 5 says 5; narbench's `paper` profile trains 5. `quick` rows are small models on a "
-    "training subset (docs/profiles.md): a reference for the trend, not the paper's recipe.",
+    "training subset, 5 graph-level epochs where Table 5 trains 15 (docs/profiles.md): a reference for the trend, "
+    "not the paper's recipe. Whether their order at 5 epochs is their order at 15 is measured by learning curves "
+    "([curves.md](curves.md), generated from the curve runs with its own verdict per setting).",
 )
 
 
