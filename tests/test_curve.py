@@ -350,3 +350,16 @@ def test_the_rule_judges_reversals_after_holm_over_every_setting():
     assert "Holm-adjusted over the 2 reversals tested" in phrase and phrase.endswith("within seed noise")
     page = C.markdown(one + two)
     assert "(validation: 2, test: 2)" in page and "with 2 pairs of encoders under watch" in page
+
+
+def test_the_page_says_which_curves_ran_on_another_kind_of_machine():
+    from narbench.leaderboard import curves as C
+
+    def curve(method, device):
+        c = C.Curve("nas", "standard", "quick", method, budget=1, devices={device})
+        c.seeds = {s: {"validation": [0.5 + s / 100, 0.6], "test": [0.5, 0.6 + s / 100]} for s in range(2)}
+        return c
+
+    page = C.markdown([curve("a", "cpu"), curve("b", "cpu"), curve("c", "cuda (H100)")])
+    assert "Devices: every curve on cpu but c on cuda (H100)." in page
+    assert "Devices:" not in C.markdown([curve("a", "cpu"), curve("b", "cpu")])

@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,6 +50,8 @@ class Curve:
     #: same hold-out); '' for an encoder as registered. Variants are chosen against their base; the
     #: ranking verdict is about the registered encoders only.
     base: str = ""
+    #: the devices its seeds ran on (`RunResult.device`: cpu, or cuda with the card's name)
+    devices: set[str] = field(default_factory=set)
 
     def matrix(self, side: str) -> np.ndarray:
         """[seeds, epochs] of `side`, cut to the epochs every seed has."""
@@ -115,6 +117,7 @@ def load_curves(folder: str | Path) -> list[Curve]:
         profile = PROFILES.get(result.profile)
         curve.budget = profile.train.epochs if profile else 0
         curve.seeds[int(result.seed)] = {side: [float(e[side][METRIC]) for e in lc["epochs"]] for side in SIDES}
+        curve.devices.add(str(result.device or "?"))
     return [curves[k] for k in sorted(curves)]
 
 
@@ -325,6 +328,11 @@ def markdown(curves: list[Curve], plots: dict[tuple[str, str, str], str] | None 
                     lines += [f"  - {phrase}." for phrase
                               in swaps(registered, side, budget, last, adjusted=adjusted, tested=tested[side])]
             lines.append("")
+        usual = Counter(d for c in group for d in c.devices).most_common(1)
+        others = [c for c in sorted(group, key=lambda c: c.method) if usual and c.devices != {usual[0][0]}]
+        if others:  # a setting's curves from several kinds of machine: say which ran where
+            lines += [f"Devices: every curve on {usual[0][0]} but " + "; ".join(
+                f"{c.method} on {', '.join(sorted(c.devices))}" for c in others) + ".", ""]
         variants = variant_lines(group, budget, last)
         if variants:
             lines += ["Variants against their base (validation chooses):", *variants, ""]
