@@ -7,7 +7,8 @@ validation NDCG@20 peaks, and whether the encoders' order at the budget is their
 epoch, on validation and on test) and one figure per setting (`plots/curves-<dataset>-<split>.png`,
 validation and test panels, mean over seeds with the seeds' range shaded). A summary table at the
 top says, per setting, whether the registered encoders' order at the budget holds at the last epoch,
-and whether a change is beyond seed noise; a variant (parameters, another splitter) is compared with
+and whether a change is beyond seed noise (a paired t-test over seeds, Holm-adjusted over every
+reversal tested on that side: `family`); a variant (parameters, another splitter) is compared with
 its base on validation instead of entering that order.
 
     python -m narbench.leaderboard.curves leaderboard/curves --out leaderboard
