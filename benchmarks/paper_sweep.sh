@@ -27,7 +27,7 @@
 # Runs already in leaderboard/results (same configuration hash) are skipped; runs still going at
 # the budget are stopped (the sweep keeps their snapshots, which do not come back) and re-run by
 # the next lease. KEEP_SNAPSHOTS=1 puts the snapshots of runs still going into results.tar.gz too
-# (under .snapshots; a curve run's hold its per-epoch probes), so a later lease resumes them with
+# (under .snapshots; a curve run's snapshots hold its per-epoch probes), so a later lease resumes them with
 # the tar unpacked into its --out (`narbench sweep` resumes a run from its last finished epoch).
 set -uo pipefail
 out=${1:?usage: paper_sweep.sh OUT [BUDGET_S]}

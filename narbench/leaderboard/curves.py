@@ -185,16 +185,23 @@ def _reversals(group: list[Curve], side: str, budget: int, last: int, alpha: flo
     return out
 
 
-def family(curves: list[Curve], side: str, alpha: float = 0.05) -> Family:
-    """The rule's family on `side`: every reversal with a p-value, over every setting the summary judges
-    (the registered encoders, at least two, curves beyond the budget), Holm-adjusted together."""
-    tests = []
+def judged(curves: list[Curve]) -> dict[tuple[str, str, str], tuple[list[Curve], int, int]]:
+    """The settings whose ranking the rule judges: setting -> (its encoders as registered, the budget,
+    the last epoch), where at least two registered encoders have curves beyond the budget."""
+    out = {}
     for setting, group in settings(curves).items():
         registered = [c for c in group if not c.base]
         last, budget = _epochs(group)
         if len(registered) > 1 and last != budget:
-            tests += [(setting, r[0], r[1], r[5]) for r in _reversals(registered, side, budget, last, alpha)
-                      if r[5] is not None]
+            out[setting] = (registered, budget, last)
+    return out
+
+
+def family(curves: list[Curve], side: str, alpha: float = 0.05) -> Family:
+    """The rule's family on `side`: every reversal with a p-value, over every setting the summary judges
+    (the registered encoders, at least two, curves beyond the budget), Holm-adjusted together."""
+    tests = [(setting, r[0], r[1], r[5]) for setting, (registered, budget, last) in judged(curves).items()
+             for r in _reversals(registered, side, budget, last, alpha) if r[5] is not None]
     out: Family = defaultdict(dict)
     for (setting, a, b, _), p in zip(tests, holm([t[3] for t in tests])):
         out[setting][(a, b)] = p
@@ -207,7 +214,8 @@ def swaps(group: list[Curve], side: str, budget: int, last: int, alpha: float = 
     and paired p at both epochs, the Holm-adjusted p over the `tested` reversals of the family when
     `adjusted` is given, and whether the reversal is beyond seed noise (untested below 2 seeds)."""
     def adj(p_adj):
-        return "" if p_adj is None else f"; Holm-adjusted over the {tested} reversal{'s' * (tested != 1)} tested, {_fmt_p(p_adj)}"
+        plural = "s" * (tested != 1)
+        return "" if p_adj is None else f"; Holm-adjusted over the {tested} reversal{plural} tested, {_fmt_p(p_adj)}"
 
     return [f"{a} over {b} at {budget} ({d_budget:+.3f}, {_fmt_p(p_budget)}) reverses at {last} "
             f"({d_last:+.3f}, {_fmt_p(p_last)}{adj(p_adj)}): {judgement}"
@@ -268,19 +276,16 @@ def markdown(curves: list[Curve], plots: dict[tuple[str, str, str], str] | None 
              "(10%, stratified by family) and records NDCG@20 after every graph-level epoch, on the held-out "
              "graphs querying the rest (validation) and on the split's queries (test). Mean ± sample std "
              "over seeds; n is the number of seeds. Only validation may choose a budget or a variant.", ""]
+    judge = judged(curves)
     families = {side: family(curves, side) for side in SIDES}
     tested = {side: sum(len(v) for v in families[side].values()) for side in SIDES}
-    watched = 0  # pairs of registered encoders in the settings judged
+    watched = sum(len(r) * (len(r) - 1) // 2 for r, _, _ in judge.values())  # pairs of registered encoders
     summary = []
-    for (dataset, split, profile), group in settings(curves).items():
-        registered = [c for c in group if not c.base]
-        last, budget = _epochs(group)
-        if len(registered) > 1 and last != budget:
-            cells = [verdict(registered, side, budget, last, adjusted=families[side].get((dataset, split, profile), {}))
-                     for side in SIDES]
-            watched += len(registered) * (len(registered) - 1) // 2
-            summary.append(f"| {dataset} / {split} | {budget} -> {last} | {len(registered)} | "
-                           f"{min(len(c.seeds) for c in registered)} | {cells[0]} | {cells[1]} |")
+    for (dataset, split, profile), (registered, budget, last) in judge.items():
+        cells = [verdict(registered, side, budget, last, adjusted=families[side].get((dataset, split, profile), {}))
+                 for side in SIDES]
+        summary.append(f"| {dataset} / {split} | {budget} -> {last} | {len(registered)} | "
+                       f"{min(len(c.seeds) for c in registered)} | {cells[0]} | {cells[1]} |")
     if summary:
         lines += ["## Does the ranking at the profile's budget hold at the last epoch?", "",
                   "The encoders as registered (variants are compared with their base below each table). "
@@ -288,8 +293,8 @@ def markdown(curves: list[Curve], plots: dict[tuple[str, str, str], str] | None 
                   "p < 0.05 after Holm's adjustment over every reversal tested on that side in this table "
                   f"(validation: {tested['validation']}, test: {tested['test']}): with {watched} pairs of "
                   "encoders under watch on each side, an unadjusted p < 0.05 somewhere is to be expected by "
-                  "chance. Each reversal below "
-                  "its setting's table gives both p-values.", "", "| setting | epochs | encoders | seeds (fewest) | validation | test |",
+                  "chance. Each reversal below its setting's table gives both p-values.", "",
+                  "| setting | epochs | encoders | seeds (fewest) | validation | test |",
                   "|---|---|---:|---:|---|---|", *summary, ""]
     for (dataset, split, profile), group in settings(curves).items():
         last, budget = _epochs(group)
@@ -315,8 +320,8 @@ def markdown(curves: list[Curve], plots: dict[tuple[str, str, str], str] | None 
                 lines.append(f"| {c.method} | {len(c.seeds)} | {cell(val, budget)} | {cell(val, last)} | "
                              f"{best} | {cell(test, budget)} | {cell(test, last)} |")
         lines.append("")
-        registered = [c for c in group if not c.base]
-        if len(registered) > 1 and last != budget:
+        if (dataset, split, profile) in judge:
+            registered = judge[(dataset, split, profile)][0]
             if len(registered) < len(group):
                 lines.append("The encoders as registered:")
             for side in SIDES:
