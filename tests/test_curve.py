@@ -355,11 +355,15 @@ def test_the_rule_judges_reversals_after_holm_over_every_setting():
 def test_the_page_says_which_curves_ran_on_another_kind_of_machine():
     from narbench.leaderboard import curves as C
 
-    def curve(method, device):
-        c = C.Curve("nas", "standard", "quick", method, budget=1, devices={device})
+    def curve(method, device, seeds=(0, 1)):
+        c = C.Curve("nas", "standard", "quick", method, budget=1, devices={device: set(seeds)})
         c.seeds = {s: {"validation": [0.5 + s / 100, 0.6], "test": [0.5, 0.6 + s / 100]} for s in range(2)}
         return c
 
     page = C.markdown([curve("a", "cpu"), curve("b", "cpu"), curve("c", "cuda (H100)")])
     assert "Devices: every curve on cpu but c on cuda (H100)." in page
     assert "Devices:" not in C.markdown([curve("a", "cpu"), curve("b", "cpu")])
+    mixed = curve("c", "cpu", seeds=(0,))
+    mixed.devices["cuda (H200)"] = {1}
+    page = C.markdown([curve("a", "cpu"), curve("b", "cpu"), mixed])
+    assert "Devices: every curve on cpu but c: seed 0 on cpu, seed 1 on cuda (H200)." in page

@@ -51,8 +51,8 @@ class Curve:
     #: same hold-out); '' for an encoder as registered. Variants are chosen against their base; the
     #: ranking verdict is about the registered encoders only.
     base: str = ""
-    #: the devices its seeds ran on (`RunResult.device`: cpu, or cuda with the card's name)
-    devices: set[str] = field(default_factory=set)
+    #: the device each seed ran on (`RunResult.device`: cpu, or cuda with the card's name) -> its seeds
+    devices: dict[str, set[int]] = field(default_factory=dict)
 
     def matrix(self, side: str) -> np.ndarray:
         """[seeds, epochs] of `side`, cut to the epochs every seed has."""
@@ -118,7 +118,7 @@ def load_curves(folder: str | Path) -> list[Curve]:
         profile = PROFILES.get(result.profile)
         curve.budget = profile.train.epochs if profile else 0
         curve.seeds[int(result.seed)] = {side: [float(e[side][METRIC]) for e in lc["epochs"]] for side in SIDES}
-        curve.devices.add(str(result.device or "?"))
+        curve.devices.setdefault(str(result.device or "?"), set()).add(int(result.seed))
     return [curves[k] for k in sorted(curves)]
 
 
@@ -334,15 +334,24 @@ def markdown(curves: list[Curve], plots: dict[tuple[str, str, str], str] | None 
                     lines += [f"  - {phrase}." for phrase
                               in swaps(registered, side, budget, last, adjusted=adjusted, tested=tested[side])]
             lines.append("")
-        usual = Counter(d for c in group for d in c.devices).most_common(1)
-        others = [c for c in sorted(group, key=lambda c: c.method) if usual and c.devices != {usual[0][0]}]
+        usual = Counter(d for c in group for d, seeds in c.devices.items() for _ in seeds).most_common(1)
+        others = [c for c in sorted(group, key=lambda c: c.method) if usual and set(c.devices) != {usual[0][0]}]
         if others:  # a setting's curves from several kinds of machine: say which ran where
             lines += [f"Devices: every curve on {usual[0][0]} but " + "; ".join(
-                f"{c.method} on {', '.join(sorted(c.devices))}" for c in others) + ".", ""]
+                _where(c) for c in others) + ".", ""]
         variants = variant_lines(group, budget, last)
         if variants:
             lines += ["Variants against their base (validation chooses):", *variants, ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _where(curve: Curve) -> str:
+    """Where a curve's seeds ran: 'gps on cuda (H100)', or per device when its seeds ran on several."""
+    if len(curve.devices) == 1:
+        return f"{curve.method} on {next(iter(curve.devices))}"
+    return f"{curve.method}: " + ", ".join(
+        f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, sorted(seeds)))} on {device}"
+        for device, seeds in sorted(curve.devices.items(), key=lambda kv: min(kv[1])))
 
 
 def plot(group: list[Curve], title: str) -> bytes:
