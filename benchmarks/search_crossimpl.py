@@ -77,12 +77,18 @@ def main(argv=None) -> int:
         if list(other.vocab) != list(ds.vocab):
             print(f"the index {other.describe()} is not over {args.dataset}'s vocabulary", file=sys.stderr)
             return 2
-        compare(other, (top1, p10), measure(other, queries), summary)  # packages: too few queries each to test
+        package = np.empty(len(queries), dtype=object)
+        for name, pos in packages:
+            package[np.asarray(pos, dtype=np.int64)] = name
+        clusters = np.asarray([f"{p}|{g.family}" for p, g in zip(package, queries)])  # package x family (protocol.md)
+        compare(other, (top1, p10), measure(other, queries), summary, clusters)  # packages: too few queries to test
     return 0
 
 
-def compare(other, mine: tuple[np.ndarray, np.ndarray], theirs: tuple[np.ndarray, np.ndarray], groups) -> None:
-    """Paired differences (this index minus `other`) and bootstrap p over all queries and each subset."""
+def compare(other, mine: tuple[np.ndarray, np.ndarray], theirs: tuple[np.ndarray, np.ndarray], groups,
+            clusters: np.ndarray) -> None:
+    """Paired differences (this index minus `other`) and bootstrap p over all queries and each subset, resampling
+    whole clusters (a package's implementation of one family: its queries are not independent)."""
     from narbench.leaderboard.significance import bootstrap_test
 
     print(f"\nagainst: {other.describe()} (sha256 {other.sha256[:12]}); difference (this - that), two-sided p")
@@ -93,7 +99,8 @@ def compare(other, mine: tuple[np.ndarray, np.ndarray], theirs: tuple[np.ndarray
         cells = []
         for a, b in zip(mine, theirs):
             a, b = a[pos].astype(np.float64), b[pos].astype(np.float64)
-            cells += [f"{a.mean() - b.mean():>+12.3f}", f"{bootstrap_test(b[None], a[None]):>6.3f}"]
+            p = bootstrap_test(b[None], a[None], clusters=clusters[pos])
+            cells += [f"{a.mean() - b.mean():>+12.3f}", f"{p:>6.3f}"]
         print(f"| {name:<26} | {len(pos):>4} | " + " | ".join(cells) + " |")
 
 

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from narbench.eval.ceiling import (BEST_METRICS, CEILING_CSV, DRAWS, FAMILIES_CSV, HOPELESS, RESOLUTIONS, RESULTS_DIR,
-                                   SEED, SPLITS, SUBSETS, TABLE_METRICS, VARIANTS, Ceiling, _renumber, ceiling)
+from narbench.eval.ceiling import (BEST_METRICS, CEILING_CSV, DRAWS, FAMILIES_CSV, HOPELESS, KINDS, RESOLUTIONS,
+                                   RESULTS_DIR, SEED, SPLITS, SUBSETS, TABLE_METRICS, VARIANTS, Ceiling, _renumber, ceiling)
 from narbench.leaderboard.headline import version_key
 
 # ----------------------------------------------------------------------------- structure classes
@@ -260,8 +260,8 @@ def run_split(dataset, split: str, classes: dict[str, np.ndarray], *, draws: int
 #: a row of `ceiling.csv` is replaced by a re-run of the same content version, split and oracle
 CEILING_KEY = ("dataset", "version", "split", "resolution", "rule")
 
-CEILING_COLUMNS = ("dataset", "version", "content", "split", "resolution", "rule", "queries", "corpus", "query_groups",
-                   "cross_family_classes", *TABLE_METRICS, "exact_gap", "draws", "configurations",
+CEILING_COLUMNS = ("dataset", "version", "content", "split", "resolution", "rule", "kind", "queries", "corpus",
+                   "query_groups", "cross_family_classes", *TABLE_METRICS, "exact_gap", "draws", "configurations",
                    *(c for m in BEST_METRICS for c in (f"best {m}", f"best {m} method")))
 
 
@@ -277,7 +277,7 @@ def ceiling_rows(rep: SplitReport, families: np.ndarray) -> list[dict[str, Any]]
             gap = max(abs(means[m] - float(c.exact_per_query[m][where].mean())) for m in TABLE_METRICS)
             groups = len(set(rep.classes[res][rep.queries[where]].tolist()))
             row = {"dataset": rep.dataset, "version": rep.content["version"], "content": sha, "split": split,
-                   "resolution": res, "rule": rule, "queries": len(where), "corpus": len(rep.corpus),
+                   "resolution": res, "rule": rule, "kind": KINDS[res], "queries": len(where), "corpus": len(rep.corpus),
                    "query_groups": groups, "cross_family_classes": cross_family_classes(rep.classes[res], families, idx),
                    **{m: f"{v:.4f}" for m, v in means.items()},
                    "exact_gap": f"{gap:.4f}", "draws": c.draws, "configurations": len(rep.configs)}

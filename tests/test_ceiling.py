@@ -188,3 +188,18 @@ def test_vote_rule_ranks_a_query_by_its_structure_in_the_corpus():
         C.ceiling(["A"], [0], corpus_labels, corpus_classes, rule="label", draws=2).exact_means["ndcg@20"]
     with pytest.raises(ValueError):
         C.oracle_groups(["A"], [0], corpus_labels, corpus_classes, rule="best")
+
+
+def test_each_ceiling_row_says_whether_it_is_a_bound():
+    """`iso` rows bound every method that reads only the graph; `nd` rows are a WL-resolution reference that
+    methods exceed (graf-lda on real 2.2), named so in the table's `kind` column."""
+    fam = np.array(["A", "B", "A", "B"], dtype=object)
+    classes = {"iso": np.array([0, 1, 2, 3]), "nd": np.array([0, 0, 1, 1])}
+    corpus, queries = np.array([0, 1]), np.array([2, 3])
+    ceilings = {(res, "label"): C.ceiling(fam[queries], cls[queries], fam[corpus], cls[corpus], draws=2)
+                for res, cls in classes.items()}
+    rep = D.SplitReport("real", "unseen", {"version": "2.2", "sha256": "0" * 64}, corpus, queries, ceilings, classes, {})
+    rows = D.ceiling_rows(rep, fam)
+    assert [(r["resolution"], r["kind"]) for r in rows] == [("iso", "bound"), ("nd", "reference")]
+    assert rows[0]["ndcg@20"] == "1.0000" and float(rows[1]["ndcg@20"]) < 1
+    assert D.CEILING_COLUMNS.index("kind") == D.CEILING_COLUMNS.index("rule") + 1

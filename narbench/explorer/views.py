@@ -83,14 +83,17 @@ def views_from_tables(tables: list[LeaderTable], plot_dir: str | Path | None = N
 
 
 def load_views(results_dirs: Iterable[str | Path], *, profiles: Iterable[str] = PAPER_PROFILES,
-               plot_dir: str | Path | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+               plot_dir: str | Path | None = None, progress: Callable[[str], None] | None = None,
+               declared: str | Path | None = None) -> dict[str, Any]:
     """Read and validate the result files of `results_dirs`, build the tables as `narbench leaderboard`
-    does, and return the page's payload: {"format", "results", "views": [View as dict], "notes"}.
+    does (Table 1 one row per method with its configuration in `declared`, the leaderboard folder's
+    `declared.csv`; none: every variant as built), and return the page's payload: {"format", "results", "views": [View as dict], "notes"}.
 
     Raises what `narbench.leaderboard.collect` raises for a bad result file (`RejectedResultsError`,
     naming every one) and `NothingToShowError` when no file is of a shown profile."""
-    from narbench.leaderboard import NothingToShowError, build_tables, collect
+    from narbench.leaderboard import NothingToShowError, collect
     from narbench.leaderboard.subsets import with_subsets
+    from narbench.leaderboard.variants import leaderboard_tables
 
     say = progress or (lambda _text: None)
     dirs = [Path(d) for d in results_dirs]
@@ -104,7 +107,7 @@ def load_views(results_dirs: Iterable[str | Path], *, profiles: Iterable[str] = 
     if not records:
         raise NothingToShowError(f"no result file of the profiles {', '.join(profiles)} in {', '.join(map(str, dirs))}")
     say(f"{len(records)} result files; aggregating and testing (the tables' significance marks)")
-    tables = build_tables(with_subsets(records))
+    tables = leaderboard_tables(with_subsets(records), declared=declared)
     views = views_from_tables(tables, plot_dir)
     say(f"{len(views)} views")
     return {"format": FORMAT, "results": len(records), "folders": [str(d) for d in dirs],

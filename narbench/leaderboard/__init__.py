@@ -12,7 +12,11 @@ The modules, in the order data flows through them:
   never averaged in) and group them: one row per `Key` (dataset, split, profile, device kind,
   protocol, encoder, splitter, objective, init), one run per seed (the latest).
 - `aggregate`: mean, sample std and n over seeds per row (`aggregate.csv`).
-- `significance`: the two-level bootstrap over queries and seeds (ranx's paired tests on per-query seed means as options).
+- `significance`: the two-level bootstrap over clusters of queries and seeds (ranx's paired tests on per-query seed means as options).
+- `clusters`: each query's cluster (what makes queries dependent: its source model, package x family, class) and family.
+- `macro`: the per-family macro average, a second view in the full leaderboard.
+- `declared`: one configuration per method, chosen on validation records only (`leaderboard/declared.csv`).
+- `variants`: Table 1 with the declared rows, the variants in a table of their own.
 - `paper`: the paper's published numbers (`narbench/data/paper_tables.csv`).
 - `tables`: which rows each of Tables 1-4 holds, one label per configuration, and the one rule
   of bold and † (per column: best mean among rows with two or more seeds; † significantly worse

@@ -12,9 +12,13 @@ tables print them and a setting, both in backticks, so they can be checked mecha
   that row's NDCG@20 mean rounded to the number's digits.
 
 `check(text, records)` returns every contradiction (empty: the prose agrees with the tables);
-`findings_markdown` writes such sentences from the tables (the README's generated findings). A
+`findings_markdown` writes such sentences from the tables (the leaderboard's generated findings). A
 sentence naming a label or setting the tables lack is a contradiction too: prose must not cite
-numbers that are not there. Settings are `<dataset> <split>` as in the headline (`real unseen`,
+numbers that are not there. A label is a row's label as the tables print it, or its method as the
+headline names it (`headline.display_labels`: `graf-lda` for the one graf-lda row of a declared
+Table 1). `unchecked(text)` lists the sentences that speak of results (a score, a rank, a count of
+a whole, "best", "significantly") outside that phrasing and outside generated blocks: prose the
+check cannot verify, which `audit` reports beside the contradictions. Settings are `<dataset> <split>` as in the headline (`real unseen`,
 `real crossimpl/reimpl`, `nas standard`, `real standard`), Table 1, protocol `family`, the profile
 the headline uses.
 """
@@ -27,7 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from narbench.leaderboard.headline import COLUMNS, METRIC, PROTOCOL, _blocks, headline_blocks, replace_between
+from narbench.leaderboard.headline import (COLUMNS, METRIC, PROTOCOL, _blocks, display_labels, headline_blocks,
+                                          replace_between)
 from narbench.leaderboard.records import Key, Record, select_runs
 from narbench.leaderboard.significance import ALPHA, Bootstrap, seed_matrix
 from narbench.leaderboard.tables import Block, LeaderTable, Row
@@ -62,8 +67,9 @@ class Claim:
 
 
 def sentences(text: str) -> list[str]:
-    """The text's sentences (Markdown line breaks joined; code blocks and tables left out)."""
+    """The text's sentences (Markdown line breaks joined; code blocks, tables and HTML comments left out)."""
     keep, fenced = [], False
+    text = re.sub(r"<!--.*?-->", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.DOTALL)
     for line in text.splitlines():
         if line.startswith("```"):
             fenced = not fenced
@@ -124,8 +130,18 @@ class Evidence:
         return self.blocks.get(setting)
 
     def row(self, setting: str, label: str) -> Row | None:
+        """The row of `label` in the setting's block: by its label, else by the name the headline gives it."""
         block = self.blocks.get(setting)
-        return next((r for r in block.rows if r.label == label), None) if block else None
+        if block is None:
+            return None
+        names = display_labels(block.rows)
+        return next((r for r in block.rows if r.label == label), None) or \
+            next((r for r in block.rows if names[r.key] == label), None)
+
+    def name(self, row: Row, setting: str) -> str:
+        """What the generated sentences call `row`: the headline's name for it."""
+        block = self.blocks.get(setting)
+        return display_labels(block.rows).get(row.key, row.label) if block else row.label
 
     def p(self, a: Row, b: Row) -> float:
         """The leaderboard test's p of rows `a` and `b` on METRIC (1 when either lacks per-query scores)."""
@@ -152,6 +168,41 @@ def check(text: str, records: list[Record], tables: list[LeaderTable]) -> list[s
         if why:
             problems.append(f"{c.sentence!r}: {why}")
     return problems
+
+
+#: words and figures that speak of results: a score, a count of a whole ("798 of 799"), a rank, "best",
+#: "significantly", a count of rows ("two cross-source ones"), a label placed above or below another
+SIGNALS = re.compile(
+    r"(?<![\w.])[01]?\.\d{2,}(?![\w.])"
+    r"|\b\d[\d,]* of (?:its |the |their )?\d[\d,]*\b"
+    r"|\bbest\b(?!-)"
+    r"|\b(?:rank(?:s|ed|ing)?|leads?|leading|second|third|significant(?:ly)?|outperform\w*|beats?|wins?)\b(?!-)"
+    r"|\b(?:two|three|four|five|six|seven|eight|nine|ten) (?:[\w-]+ )?(?:ones|rows|variants|methods)\b"
+    r"|\b(?:above|below) [`(]", re.IGNORECASE)
+#: a block `narbench leaderboard` writes (`<!-- narbench:NAME:start -->` ... `<!-- narbench:NAME:end -->`)
+GENERATED = re.compile(r"<!-- narbench:([\w-]+):start -->.*?<!-- narbench:\1:end -->", re.DOTALL)
+
+
+def unchecked(text: str) -> list[str]:
+    """The sentences of `text` outside generated blocks that speak of results (`SIGNALS`) in words the
+    check does not read: what is left of a sentence once its checkable claims are taken out."""
+    out = []
+    for sentence in sentences(GENERATED.sub("\n\n", text)):
+        rest = sentence
+        for pattern in (*PATTERNS.values(), _NUMBER):
+            rest = pattern.sub(" ", rest)
+        hit = SIGNALS.search(rest)
+        if hit:
+            out.append(f"{sentence!r}: speaks of results ({hit.group(0)!r}) in words the claims check cannot "
+                       "read: say it in the checked phrasing (narbench.leaderboard.claims) or leave it to the "
+                       "leaderboard")
+    return out
+
+
+def audit(text: str, records: list[Record], tables: list[LeaderTable]) -> list[str]:
+    """`check`'s contradictions and `unchecked`'s sentences: empty when every result the text states holds
+    and is stated so that it can be checked."""
+    return check(text, records, tables) + unchecked(text)
 
 
 def _verdict(c: Claim, ev: Evidence) -> str | None:
@@ -184,7 +235,7 @@ def _verdict(c: Claim, ev: Evidence) -> str | None:
 
 def _versus(ev: Evidence, a: Row, b: Row, setting: str) -> str:
     """`a` against `b` in the checkable phrasing: significantly above, below, or not apart."""
-    sa, sb = f"`{a.label}` ({a.mean[METRIC]:.3f})", f"`{b.label}` ({b.mean[METRIC]:.3f})"
+    sa, sb = (f"`{ev.name(r, setting)}` ({r.mean[METRIC]:.3f})" for r in (a, b))
     if ev.p(a, b) >= ALPHA:
         return f"{sa} and {sb} are not significantly apart on `{setting}`"
     return f"{sa} is significantly {'above' if a.mean[METRIC] > b.mean[METRIC] else 'below'} {sb} on `{setting}`"
@@ -206,9 +257,9 @@ def _paper_claim(ev: Evidence, rows: list[Row], setting: str) -> str:
     return text
 
 
-def _join(rows: list[Row], scores: bool = True) -> str:
+def _join(rows: list[Row], name: Callable[[Row], str], scores: bool = True) -> str:
     """`a` (0.1), `b` (0.2) and `c` (0.3)."""
-    items = [f"`{r.label}`" + (f" ({r.mean[METRIC]:.3f})" if scores else "") for r in rows]
+    items = [f"`{name(r)}`" + (f" ({r.mean[METRIC]:.3f})" if scores else "") for r in rows]
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
@@ -226,10 +277,14 @@ def findings_markdown(records: list[Record], tables: list[LeaderTable]) -> str:
             continue
         rows.sort(key=lambda r: -r.mean[METRIC])
         best = rows[0]
+
+        def name(r: Row, setting: str = setting) -> str:
+            return ev.name(r, setting)
+
         tied = [r for r in rows[1:] if ev.p(best, r) >= ALPHA]
-        text = f"`{best.label}` ({best.mean[METRIC]:.3f}) ranks first on `{setting}`"
+        text = f"`{name(best)}` ({best.mean[METRIC]:.3f}) ranks first on `{setting}`"
         if tied:
-            text += (f"; `{best.label}` is not significantly apart from " + _join(tied) + f" on `{setting}`")
+            text += (f"; `{name(best)}` is not significantly apart from " + _join(tied, name) + f" on `{setting}`")
         text += "."
         floors = [r for r in rows if r.key.protocol == "any" and r.key.encoder != "random"]
         trained = [r for r in rows if r.key.protocol != "any"]
@@ -240,15 +295,15 @@ def findings_markdown(records: list[Record], tables: list[LeaderTable]) -> str:
             level = [r for r in trained if r not in above and r not in below]
             said = []
             if above:
-                said.append(_join(above, scores=False) + (" are" if len(above) > 1 else " is")
-                            + f" significantly above `{top.label}` on `{setting}`")
+                said.append(_join(above, name, scores=False) + (" are" if len(above) > 1 else " is")
+                            + f" significantly above `{name(top)}` on `{setting}`")
             if below:
-                said.append(_join(below, scores=False) + (" are" if len(below) > 1 else " is")
-                            + f" significantly below `{top.label}` on `{setting}`")
+                said.append(_join(below, name, scores=False) + (" are" if len(below) > 1 else " is")
+                            + f" significantly below `{name(top)}` on `{setting}`")
             if level:
-                said.append(f"`{top.label}` is not significantly apart from " + _join(level, scores=False)
+                said.append(f"`{name(top)}` is not significantly apart from " + _join(level, name, scores=False)
                             + f" on `{setting}`")
-            text += (f" The best training-free row is `{top.label}` ({top.mean[METRIC]:.3f}) on `{setting}`: "
+            text += (f" The best training-free row is `{name(top)}` ({top.mean[METRIC]:.3f}) on `{setting}`: "
                      + "; ".join(said) + ".")
         text += _paper_claim(ev, rows, setting)
         lines.append(f"- {text}")

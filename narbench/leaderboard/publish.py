@@ -9,30 +9,40 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from narbench.leaderboard.aggregate import aggregate, write_aggregate
-from narbench.leaderboard.claims import update_findings
+from narbench.leaderboard.claims import findings_markdown, update_findings
 from narbench.leaderboard.figures import plot_tables, plot_tsne
 from narbench.leaderboard.headline import check_markers, read_ceiling, update_readme
 from narbench.leaderboard.paper import MAP_NOTE, PAPER_LABEL, PROTOCOL_NOTE
-from narbench.leaderboard.records import NothingToShowError, collect
+from narbench.leaderboard.records import NothingToShowError, Verifier, collect
 from narbench.leaderboard.render import print_tables, tables_markdown
 from narbench.leaderboard.reproduction import build_reproduction, reproduction_markdown
 from narbench.leaderboard.significance import DEFAULT_TEST
 from narbench.leaderboard.invariance import invariance_markdown
 from narbench.leaderboard.subsets import package_markdown, with_subsets
-from narbench.leaderboard.tables import PAPER_PROFILES, build_tables
+from narbench.leaderboard.tables import PAPER_PROFILES
+from narbench.leaderboard.variants import declared_markdown, leaderboard_tables, update_versus
 from narbench.core.cache import DiskFullError, WriteError, no_space
 from narbench.data.store import write_temp
 from narbench.eval.validation import KnownDataset
 
 #: what the `real` standard split measures (said once above the tables)
-STANDARD_NOTE = ("**Read `real` standard with care**: 804 of its 806 query models (`meta.identity`) have other "
-                 "variants (widths, depths, heads of the same zoo model) in the corpus, so it mostly measures "
+STANDARD_NOTE = ("**Read `real` standard with care**: nearly every one of its query models (`meta.identity`) has "
+                 "other variants (widths, depths, heads of the same zoo model) in the corpus, so it mostly measures "
                  "near-duplicate detection. The settings that separate methods are `real` unseen (whole zoo models "
                  "held out), `real` crossimpl/reimpl and `nas`; the repository README's headline shows those.")
 #: what the crossimpl subsets are
 SUBSET_NOTE = ("`crossimpl/reimpl` and `crossimpl/exact`: the cross-implementation queries not isomorphic / "
                "isomorphic to a corpus graph (crossimpl 2.1.1, docs/datasets.md); an `exact` query is found by copy "
                "detection, so `reimpl` is the number that measures reimplementation. `crossimpl` holds both.")
+
+#: what was checked beyond validation (the `verified` column of aggregate.csv)
+VERIFIED_NOTE = ("Every result file's per-query scores were also checked for values no ranking gives (MRR not a "
+                 "reciprocal rank, ...) and, on a registered dataset's current version, for values above what the "
+                 "query's relevant count |R| allows (MAP@k at most min(k, |R|) / |R|; docs/results.md). Column `verified` of aggregate.csv: `re-run` where `narbench leaderboard "
+                 "--verify` re-ran every seed of a training-free encoder's row and got its per-query scores exactly "
+                 "({rerun} files re-run for this page); `unverified` elsewhere: a trained encoder's numbers are "
+                 "taken as written, since a self-consistent forgery of a trained run cannot be told from a real one "
+                 "without training it again.")
 
 #: the figures the leaderboard owns in `<out>/plots/` (older names included, so they are cleaned up)
 _OWNED = {"bars": ("table*.png", "ndcg-*.png"), "tsne": ("tsne-*.png",)}
@@ -42,7 +52,7 @@ def write_leaderboard(results_dirs: Iterable[str | Path] = (), out_dir: str | Pa
                       profiles: Iterable[str] = PAPER_PROFILES, plots: bool = True, tsne: bool = True,
                       stat_test: str = DEFAULT_TEST, redraw: bool = False, datasets: Iterable[KnownDataset] | None = None,
                       readme: str | Path | None = None, console=None,
-                      progress: Callable[[str], None] | None = None) -> Path:
+                      progress: Callable[[str], None] | None = None, verify: Verifier | None = None) -> Path:
     """Regenerate `<out_dir>/README.md`, `aggregate.csv/json` and `plots/` from the result files.
 
     Args:
@@ -61,6 +71,9 @@ def write_leaderboard(results_dirs: Iterable[str | Path] = (), out_dir: str | Pa
             markers raises `HeadlineError` before anything is written.
         console: a rich Console to print the compact tables on.
         progress: called with a line of text at every step (the CLI prints them on stderr).
+        verify: re-makes the shown result files it can (`narbench.harness.verify.FloorVerifier`, the CLI's
+            `--verify`); a file it re-makes differently is rejected, rows it re-made entirely are `re-run`
+            in the aggregate's `verified` column.
     Returns:
         The README's path. Raises `RejectedResultsError` (a ValueError) naming every result
         file that fails validation, and `NothingToShowError` when no result file is of a shown
@@ -74,7 +87,8 @@ def write_leaderboard(results_dirs: Iterable[str | Path] = (), out_dir: str | Pa
     dirs = [out_dir / "results"] if (out_dir / "results").is_dir() else []
     dirs += [Path(d) for d in results_dirs]
     say(f"reading and validating the result files in {', '.join(map(str, dirs)) or '(no folder)'}")
-    every = collect(dirs, datasets=datasets, exclude=[out_dir])  # never its own aggregate.json
+    every = collect(dirs, datasets=datasets, exclude=[out_dir],  # never its own aggregate.json
+                    verify=verify, keep=lambda r: r.result.profile in profiles)
     records = [r for r in every if r.result.profile in profiles]
     left_out = Counter(r.result.profile for r in every if r.result.profile not in profiles)
     if not records:
@@ -87,7 +101,7 @@ def write_leaderboard(results_dirs: Iterable[str | Path] = (), out_dir: str | Pa
     try:
         write_aggregate(df, out_dir, staged.write)
         say(f"aggregated {len(df)} configurations; significance tests")
-        tables = build_tables(shown, df, stat_test=stat_test)
+        tables = leaderboard_tables(shown, df, stat_test=stat_test, declared=out_dir / "declared.csv")
         if readme is not None:
             check_markers(readme)
         figures: dict[str, list[Path]] = {}
@@ -97,7 +111,8 @@ def write_leaderboard(results_dirs: Iterable[str | Path] = (), out_dir: str | Pa
                 figures["tsne"] = plot_tsne(records, out_dir / "plots", redraw=redraw, progress=say, write=staged.write)
         plot_paths = [p for paths in figures.values() for p in paths]
         page = out_dir / "README.md"
-        staged.write(page, _readme(records, left_out, df, tables, plot_paths, out_dir, profiles).encode())
+        narrative = _narrative(shown, tables, out_dir)
+        staged.write(page, _readme(records, left_out, df, tables, plot_paths, out_dir, profiles, narrative).encode())
         if readme is not None:
             _update_headline(Path(readme), shown, tables, read_ceiling(out_dir / "ceiling.csv"), staged, say)
         staged.commit()
@@ -180,6 +195,20 @@ def _update_headline(readme: Path, shown, tables, ceiling, staged: Staged, say: 
     changed = update_findings(readme, shown, tables, text=staged.read_text(readme), write=staged.write)
     if changed is not None:
         say(f"findings in {readme}: " + ("updated" if changed else "unchanged"))
+    docs = readme.parent / "docs" / "leaderboard.md"  # the project's docs beside its README
+    changed = update_versus(docs, tables, write=staged.write) if docs.is_file() else None
+    if changed is not None:
+        say(f"declared against test-best in {docs}: " + ("updated" if changed else "unchanged"))
+
+
+def _narrative(shown, tables, out_dir: Path) -> str:
+    """The page's findings (checked phrasing, `claims.findings_markdown`) and its declared configurations."""
+    findings = findings_markdown(shown, tables)
+    lines = ["## Findings", "",
+             "What separates the methods in the headline's settings, written from the tables in a fixed phrasing that "
+             "the test suite checks against them (`narbench.leaderboard.claims`).", "", findings or "*None yet.*", ""]
+    declared = declared_markdown(out_dir / "declared.csv", tables)
+    return "\n".join(lines + ([declared, ""] if declared else []))
 
 
 def _nothing_to_show(dirs: list[Path], left_out: Counter, profiles: tuple[str, ...]) -> str:
@@ -202,7 +231,8 @@ def _keep_only(paths: list[Path], folder: Path, patterns: tuple[str, ...]) -> No
                 old.unlink(missing_ok=True)
 
 
-def _readme(records, left_out: Counter, df, tables, plot_paths, out_dir: Path, profiles: tuple[str, ...]) -> str:
+def _readme(records, left_out: Counter, df, tables, plot_paths, out_dir: Path, profiles: tuple[str, ...],
+            narrative: str = "") -> str:
     datasets = sorted({(r.dataset, r.result.dataset.get("version", "?"), r.result.dataset.get("sha256", "")[:12])
                        for r in records})
     shown = " and ".join(f"`{p}`" for p in profiles)
@@ -214,6 +244,8 @@ def _readme(records, left_out: Counter, df, tables, plot_paths, out_dir: Path, p
         "device kind, protocol, encoder, splitter, objective, init, encoder variant). Every result file was validated first "
         "(metrics within range and equal to its per-query scores, a registered dataset with its pinned content). "
         "Per-configuration means and stds: [aggregate.csv](aggregate.csv), [aggregate.json](aggregate.json).",
+        "",
+        VERIFIED_NOTE.format(rerun=sum(r.verified for r in records)),
         "",
     ]
     if left_out:
@@ -227,6 +259,8 @@ def _readme(records, left_out: Counter, df, tables, plot_paths, out_dir: Path, p
               f"data sets, shown beside the {' and '.join(f'`{p}`' for p in PAPER_PROFILES)} profiles only; narbench does not reproduce their data exactly: they are a reference, not a "
               "comparison on equal terms.", "", MAP_NOTE, "", PROTOCOL_NOTE, ""]
     lines += [STANDARD_NOTE, "", SUBSET_NOTE, ""]
+    if narrative:
+        lines.append(narrative)
     lines.append(tables_markdown(tables))
     packages = package_markdown(records)
     if packages:

@@ -4,8 +4,13 @@ A row of the leaderboard is a configuration run with a few seeds; each run score
 Its mean varies with the queries (another sample of queries) *and* with training (another seed).
 The default test, `bootstrap`, respects both, on two levels:
 
-- queries: the per-query scores averaged over each row's seeds are resampled with replacement,
-  the same resampled queries for both rows (paired), `B` times;
+- queries: the per-query scores averaged over each row's seeds are resampled with replacement, in
+  whole clusters of queries that depend on each other (`unit="cluster"`: the source model on `real`
+  standard and unseen, package x family on crossimpl, the edit-distance class on nas;
+  `narbench.leaderboard.clusters`), the same resampled clusters for both rows (paired), `B` times;
+  a resample's mean is its queries' mean (sum over the drawn clusters / their query count).
+  `unit="query"` (the test `bootstrap-query`) resamples single queries, as the leaderboard did
+  before issue 58; with one query per cluster the two give the same p;
 - seeds: each row's seed-to-seed spread adds, independently per row, its standard error over
   seeds times a Student t draw (S - 1 degrees of freedom for one row; Welch-Satterthwaite's for
   the difference of two). A row whose seeds scored identically (a deterministic training-free
@@ -35,6 +40,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from narbench.leaderboard.clusters import describe_units, first_appearance_ids, layout_key, query_groups
 from narbench.leaderboard.records import Record
 
 ALPHA = 0.05
@@ -44,10 +50,15 @@ B = 10_000
 BOOT_SEED = 0
 CI_LEVEL = 0.95
 DEFAULT_TEST = "bootstrap"
+#: the bootstrap's resampling units: clusters of dependent queries (the default), or single queries
+UNITS = ("cluster", "query")
+DEFAULT_UNIT = "cluster"
 #: the tests the tables' † may come from, as the tables' note names them
 TESTS = {
-    "bootstrap": f"two-level paired bootstrap: queries resampled, seed-to-seed spread as Student t, {B:,} "
-                 f"resamples, numpy seed {BOOT_SEED}",
+    "bootstrap": f"two-level paired cluster bootstrap: whole clusters of dependent queries resampled, by "
+                 f"{describe_units()}; seed-to-seed spread as Student t, {B:,} resamples, numpy seed {BOOT_SEED}",
+    "bootstrap-query": f"two-level paired bootstrap: single queries resampled as if independent (the test before "
+                       f"issue 58), seed-to-seed spread as Student t, {B:,} resamples, numpy seed {BOOT_SEED}",
     "student": "two-sided paired Student's t-test on per-query means over each row's seeds, "
                "ranx `paired_student_t_test`",
     "fisher": "Fisher's randomization test on per-query means over each row's seeds, ranx "
@@ -55,12 +66,62 @@ TESTS = {
     "student-pooled": "paired Student's t-test on seed-matched per-query scores pooled over seeds (the test of "
                       "earlier leaderboards; it counts a query once per seed and ignores training variance)",
 }
+#: the bootstrap unit of each bootstrap test (the others' intervals resample single queries, as they always did)
+TEST_UNIT = {"bootstrap": "cluster", "bootstrap-query": "query"}
 #: resamples are processed in chunks of this many (bounds the memory of one step)
 _CHUNK = 1_000
 
 
-def seed_matrix(runs: dict[int, Record], metric: str) -> np.ndarray | None:
-    """A row's per-query scores of `metric`, one line per seed (seeds sorted): shape (seeds, queries).
+class SeedMatrix(np.ndarray):
+    """A row's per-query scores, seeds x queries, that knows where its queries come from: `record` (one of
+    the runs; `clusters.query_groups` finds each query's cluster from its dataset, when first asked) or
+    `labels` (a cluster label per query, given: `with_clusters`)."""
+
+    record: Record | None = None
+    labels: np.ndarray | None = None
+
+    def __array_finalize__(self, obj) -> None:
+        self.record, self.labels = getattr(obj, "record", None), getattr(obj, "labels", None)
+
+
+def with_clusters(x, clusters) -> SeedMatrix:
+    """Seed matrix `x` (seeds x queries; one row of queries is one seed) with a cluster label per query."""
+    out = np.atleast_2d(np.asarray(x, dtype=np.float64)).view(SeedMatrix)
+    labels = np.asarray(clusters)
+    if labels.shape != (out.shape[1],):
+        raise ValueError(f"{labels.shape[0] if labels.ndim else 0} cluster labels for {out.shape[1]} queries")
+    out.labels = labels
+    return out
+
+
+def _layout(x: np.ndarray, unit: str) -> tuple[tuple, np.ndarray | None]:
+    """(key, cluster ids) of the queries of seed matrix `x` under `unit`: ids None for single queries (also
+    when every cluster holds one query, numbered in query order: the same draws, the same p)."""
+    n = x.shape[1]
+    if unit == "query":
+        return ("query", n), None
+    if unit != "cluster":
+        raise ValueError(f"unknown bootstrap unit {unit!r} ({', '.join(UNITS)})")
+    labels = getattr(x, "labels", None)
+    if labels is not None:
+        ids = first_appearance_ids(labels.tolist())
+        key = ("cluster", n, layout_key(ids))
+    elif getattr(x, "record", None) is not None:
+        groups = query_groups(x.record)
+        ids, key = groups.ids, ("cluster", n, groups.key)
+    else:
+        raise ValueError("the per-query scores carry no cluster of their queries: give them (`with_clusters`) or "
+                         "resample single queries (unit='query')")
+    if len(ids) != n:
+        raise ValueError(f"{len(ids)} cluster ids for {n} queries")
+    if n == 0 or int(ids.max()) == n - 1:  # one query per cluster (numbered by first appearance: in order)
+        return ("query", n), None
+    return key, ids
+
+
+def seed_matrix(runs: dict[int, Record], metric: str) -> SeedMatrix | None:
+    """A row's per-query scores of `metric`, one line per seed (seeds sorted): shape (seeds, queries), a
+    `SeedMatrix` that knows its records (their queries' clusters).
 
     None when a seed lacks the metric's per-query scores or the seeds scored different numbers of
     queries (they are not the same queries).
@@ -68,7 +129,9 @@ def seed_matrix(runs: dict[int, Record], metric: str) -> np.ndarray | None:
     xs = [runs[s].per_query.get(metric) for s in sorted(runs)]
     if not xs or any(x is None for x in xs) or len({len(x) for x in xs}) != 1:
         return None
-    return np.asarray(np.stack(xs), dtype=np.float64)
+    out = np.asarray(np.stack(xs), dtype=np.float64).view(SeedMatrix)
+    out.record = runs[min(runs)]  # the queries' clusters are found from it when a clustered test asks
+    return out
 
 
 def paired_scores(a: dict[int, Record], b: dict[int, Record], metric: str):
@@ -97,6 +160,7 @@ def paired_test(control: np.ndarray, treatment: np.ndarray, stat_test: str = "st
     """
     from ranx.statistical_tests import fisher_randomization_test, paired_student_t_test
 
+    control, treatment = np.asarray(control), np.asarray(treatment)  # plain arrays for ranx's numba kernels
     if len(control) < 2 or np.array_equal(control, treatment):
         return 1.0
     with warnings.catch_warnings():
@@ -117,7 +181,7 @@ def _streams(seed: int) -> tuple[np.random.SeedSequence, np.random.SeedSequence]
     return queries, spread
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=4)
 def _query_counts(n_queries: int, n_boot: int, seed: int) -> np.ndarray:
     """How often each query is drawn in each of `n_boot` resamples of `n_queries` queries with
     replacement (n_boot x n_queries); the same for every row with that many queries (paired)."""
@@ -159,31 +223,47 @@ def welch_df(a: np.ndarray, b: np.ndarray) -> float:
 
 
 class Bootstrap:
-    """The two-level bootstrap of one leaderboard: resampled queries shared by every row of a query
-    count (paired), each row's resampled query means computed once (cached by `name`).
+    """The two-level bootstrap of one leaderboard: resampled clusters (or queries, `unit`) shared by every
+    row of one query layout (paired), each row's resampled query means computed once (cached by `name`).
 
     `prepare` computes many rows' resampled means in one pass over the resamples (one matrix product
-    per query count): B x queries x rows multiply-adds, whatever the number of comparisons.
+    per layout): B x clusters x rows multiply-adds, whatever the number of comparisons.
     """
 
-    def __init__(self, n_boot: int = B, seed: int = BOOT_SEED) -> None:
-        self.n_boot, self.seed = n_boot, seed
+    def __init__(self, n_boot: int = B, seed: int = BOOT_SEED, unit: str = DEFAULT_UNIT) -> None:
+        if unit not in UNITS:
+            raise ValueError(f"unknown bootstrap unit {unit!r} ({', '.join(UNITS)})")
+        self.n_boot, self.seed, self.unit = n_boot, seed, unit
         self._means: dict[object, np.ndarray] = {}
         self._ci: dict[tuple[object, float], tuple[float, float]] = {}
 
     def prepare(self, matrices: dict[object, np.ndarray | None]) -> None:
         """Compute and cache the resampled query means of every seed matrix of `matrices`
-        (name -> matrix; None is skipped) not cached yet, one batched product per query count."""
-        todo: dict[int, list[tuple[object, np.ndarray]]] = {}
+        (name -> matrix; None is skipped) not cached yet, one batched product per layout.
+
+        Under unit `cluster` a matrix must know its queries' clusters (`SeedMatrix`); `ClusterError`
+        (from `clusters.query_groups`) or ValueError when it does not."""
+        todo: dict[tuple, tuple[np.ndarray | None, list[tuple[object, np.ndarray]]]] = {}
         for name, x in matrices.items():
             if x is not None and name not in self._means:
-                todo.setdefault(x.shape[1], []).append((name, x))
-        for n_queries, items in todo.items():
-            counts = _query_counts(n_queries, self.n_boot, self.seed)
-            xt = np.stack([x.mean(axis=0) for _, x in items], axis=1) / n_queries  # queries x rows
+                key, ids = _layout(x, self.unit)
+                todo.setdefault(key, (ids, []))[1].append((name, x))
+        for key, (ids, items) in todo.items():
+            xt = np.stack([np.asarray(x).mean(axis=0) for _, x in items], axis=1)  # queries x rows
+            n_queries = xt.shape[0]
+            if ids is None:  # single queries: the mean of n draws
+                counts = _query_counts(n_queries, self.n_boot, self.seed)
+                xt, sizes = xt / n_queries, None
+            else:  # whole clusters: the drawn clusters' sum over their number of queries
+                n_clusters = int(ids.max()) + 1
+                counts = _query_counts(n_clusters, self.n_boot, self.seed)
+                sums = np.zeros((n_clusters, xt.shape[1]))
+                np.add.at(sums, ids, xt)
+                xt, sizes = sums, np.bincount(ids, minlength=n_clusters).astype(np.float64)
             out = np.empty((self.n_boot, len(items)))
             for lo in range(0, self.n_boot, _CHUNK):
-                out[lo:lo + _CHUNK] = counts[lo:lo + _CHUNK].astype(np.float64) @ xt
+                c = counts[lo:lo + _CHUNK].astype(np.float64)
+                out[lo:lo + _CHUNK] = c @ xt if sizes is None else (c @ xt) / (c @ sizes)[:, None]
             for j, (name, _) in enumerate(items):
                 col = np.ascontiguousarray(out[:, j])
                 col.setflags(write=False)
@@ -223,6 +303,8 @@ class Bootstrap:
         tested at all is the caller's call (the tables test it only for a training-free encoder)."""
         if a.shape[1] != b.shape[1]:
             raise ValueError(f"the rows scored different numbers of queries ({a.shape[1]}, {b.shape[1]})")
+        if _layout(a, self.unit)[0] != _layout(b, self.unit)[0]:
+            raise ValueError("the rows' queries fall into different clusters: they are not the same queries")
         if np.array_equal(a, b):
             return 1.0
         d = self.query_means(a, name_a) - self.query_means(b, name_b)
@@ -234,12 +316,23 @@ class Bootstrap:
         return min(1.0, p)
 
 
-def bootstrap_test(a: np.ndarray, b: np.ndarray, n_boot: int = B, seed: int = BOOT_SEED) -> float:
-    """Two-sided p of the two-level paired bootstrap (`Bootstrap.test`) of two seed matrices
-    (seeds x queries, the same queries in the same order)."""
-    return Bootstrap(n_boot, seed).test(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+def bootstrap_test(a: np.ndarray, b: np.ndarray, n_boot: int = B, seed: int = BOOT_SEED, *, clusters=None,
+                   unit: str = DEFAULT_UNIT) -> float:
+    """Two-sided p of the two-level paired bootstrap (`Bootstrap.test`) of two seed matrices (seeds x
+    queries, the same queries in the same order). Unit `cluster` (the default) takes the queries' clusters
+    from `clusters` (a label per query) or from the matrices (`seed_matrix`); `query` resamples single queries."""
+    a, b = _matrix(a, clusters), _matrix(b, clusters)
+    return Bootstrap(n_boot, seed, unit).test(a, b)
 
 
-def bootstrap_ci(x: np.ndarray, n_boot: int = B, seed: int = BOOT_SEED, level: float = CI_LEVEL) -> tuple[float, float]:
-    """95% percentile interval of a row's mean from its seed matrix (`Bootstrap.ci`)."""
-    return Bootstrap(n_boot, seed).ci(np.asarray(x, dtype=np.float64), level=level)
+def bootstrap_ci(x: np.ndarray, n_boot: int = B, seed: int = BOOT_SEED, level: float = CI_LEVEL, *, clusters=None,
+                 unit: str = DEFAULT_UNIT) -> tuple[float, float]:
+    """95% percentile interval of a row's mean from its seed matrix (`Bootstrap.ci`; clusters as `bootstrap_test`)."""
+    return Bootstrap(n_boot, seed, unit).ci(_matrix(x, clusters), level=level)
+
+
+def _matrix(x, clusters) -> np.ndarray:
+    """`x` as a float64 seed matrix, keeping what it knows of its clusters; with `clusters` given, those."""
+    if clusters is not None:
+        return with_clusters(x, clusters)
+    return np.asanyarray(x, dtype=np.float64)

@@ -7,10 +7,13 @@ with a paired test on per-query scores and marked † when significantly worse. 
 never †, and an unmarked, unbolded cell is not significantly worse than the bold one.
 
 The test (`narbench.leaderboard.significance`, default `bootstrap`) counts both the queries' and the
-seeds' variance, so a row that differs from the best by training noise alone is rarely marked; a
+seeds' variance, resampling clusters of queries that depend on each other (one source model's variants,
+`narbench.leaderboard.clusters`), so a row that differs from the best by training noise alone, or by a
+few models, is rarely marked; a
 trained single-seed row (its seed variance unknown) is never tested, a training-free one is, as if
 its seeds scored alike. Every cell also gets the 95% confidence interval of its mean
-(`Row.ci`, the same bootstrap) and its p against the column's best (`Row.p`).
+(`Row.ci`, the same bootstrap) and its p against the column's best (`Row.p`); every Table 1 row also
+its per-family macro average (`Row.macro`, `narbench.leaderboard.macro`: a second view, no test).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from functools import lru_cache
 from dataclasses import dataclass, field, replace
 
 from narbench.leaderboard.aggregate import EXTRA, aggregate
+from narbench.leaderboard.macro import add_macro
 from narbench.leaderboard.paper import PAPER, paper_rows
 from narbench.leaderboard.records import (
     ANY_PROTOCOL,
@@ -38,6 +42,7 @@ from narbench.leaderboard.significance import (
     CI_LEVEL,
     DEFAULT_TEST,
     SIG_MARK,
+    TEST_UNIT,
     TESTS,
     Bootstrap,
     paired_scores,
@@ -102,6 +107,8 @@ class Row:
     marks: dict[str, str] = field(default_factory=dict)
     ci: dict[str, tuple[float, float]] = field(default_factory=dict)
     p: dict[str, float] = field(default_factory=dict)
+    #: metric -> (mean, std) over seeds of the per-family macro average (Table 1 rows; `macro.add_macro`)
+    macro: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def n_text(self) -> str:
@@ -196,11 +203,13 @@ def rule_note(stat_test: str = DEFAULT_TEST) -> str:
             f"seeds; n: seeds; `{SINGLE_SEED}`: {single}.")
 
 
-def ci_note() -> str:
+def ci_note(stat_test: str = DEFAULT_TEST) -> str:
     """What the interval under a cell is (Markdown tables)."""
     names = ", ".join(HEADERS[m] for m in CI_COLUMNS)
+    what = ("the clusters of dependent queries resampled" if TEST_UNIT.get(stat_test) == "cluster"
+            else "the queries resampled")
     return (f"Under {names}: [low, high], the {CI_LEVEL:.0%} confidence interval of the mean over queries and "
-            f"seeds (percentiles of {B:,} draws, numpy seed {BOOT_SEED}: the queries resampled, plus the seeds' "
+            f"seeds (percentiles of {B:,} draws, numpy seed {BOOT_SEED}: {what}, plus the seeds' "
             "standard error times a Student t with n - 1 degrees of freedom; a single seed's interval covers its "
             "queries only).")
 
@@ -212,7 +221,8 @@ def build_tables(records: list[Record], df=None, *, stat_test: str = DEFAULT_TES
         records: validated result files (`collect`); every profile among them gets its blocks,
             but only blocks of `PAPER_PROFILES` show the paper's numbers.
         df: their `aggregate` (computed when None).
-        stat_test: `bootstrap` (two-level bootstrap over queries and seeds, the default), `student`
+        stat_test: `bootstrap` (two-level bootstrap over clusters of queries and seeds, the default),
+            `bootstrap-query` (the same over single queries), `student`
             (paired t-test) or `fisher` (randomisation test), ranx's, on per-query means over seeds;
             `student-pooled`: the earlier leaderboards' t-test on scores pooled over seeds.
     Returns:
@@ -225,7 +235,7 @@ def build_tables(records: list[Record], df=None, *, stat_test: str = DEFAULT_TES
     selected = select_runs(records)
     stats = {Key(*(r[k] for k in KEYS)): r for r in df.to_dict(orient="records")}
     tables = []
-    boot = Bootstrap()  # one per leaderboard: each row's resampled query means computed once, all at once
+    boot = Bootstrap(unit=TEST_UNIT.get(stat_test, "query"))  # one per leaderboard: each row's resampled means once
     boot.prepare({(k, m): seed_matrix(selected[k], m) for k in stats for m in COLUMNS})
     labels = row_labels(stats)
     for spec in TABLES:
@@ -246,7 +256,8 @@ def build_tables(records: list[Record], df=None, *, stat_test: str = DEFAULT_TES
         if spec.number != 4 or not blocks:
             for ds in sorted(set(PAPER[spec.number]) - covered):
                 blocks.append(Block(ds, None, [], paper_rows(spec.number, ds)))
-        tables.append(LeaderTable(spec.number, spec.title, blocks, [rule_note(stat_test), ci_note()], empty))
+        tables.append(LeaderTable(spec.number, spec.title, blocks, [rule_note(stat_test), ci_note(stat_test)], empty))
+    add_macro(tables, selected)
     return tables
 
 
@@ -309,7 +320,7 @@ def mark_block(rows: list[Row], selected: dict[Key, dict[int, Record]], stat_tes
     """
     if stat_test not in TESTS:
         raise ValueError(f"unknown statistical test {stat_test!r} ({', '.join(TESTS)})")
-    boot = boot or Bootstrap()
+    boot = boot or Bootstrap(unit=TEST_UNIT.get(stat_test, "query"))
     scores = {(r.key, m): seed_matrix(selected[r.key], m) for r in rows for m in COLUMNS}
     boot.prepare(scores)
 
@@ -355,7 +366,7 @@ def mark_block(rows: list[Row], selected: dict[Key, dict[int, Record]], stat_tes
                                              f"(never {SIG_MARK}).")
                         continue
                     free_single[r.label] = None
-                if stat_test == "bootstrap":
+                if stat_test in TEST_UNIT:
                     p = boot.test(xa, xb, (best.key, m), (r.key, m))
                 else:
                     p = paired_test(xa.mean(axis=0), xb.mean(axis=0), stat_test)

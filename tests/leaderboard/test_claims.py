@@ -97,3 +97,39 @@ def test_findings_state_the_papers_claim_and_what_ours_ft_changes(tmp_path):
     assert pairs == [("below", ("ours+motif", "gcn")), ("above", ("ours-ft+motif", "gcn")),
                      ("above", ("ours-ft+motif", "ours+motif"))]
     assert check(text, records, tables) == []
+
+
+def test_prose_that_speaks_of_results_outside_the_checked_phrasing_is_reported():
+    from narbench.leaderboard.claims import unchecked
+
+    ok = ("narbench ships two datasets and 16,965 graphs (14.1 MB, Python >= 3.10, torch 2.13-2.15). "
+          "`wl (floor)` (0.812) ranks first on `real unseen`. `gcn` is significantly below `wl (floor)` on `real unseen`.\n\n"
+          "<!-- narbench:headline:start -->\nbold: best of its column, 0.812 ranks second\n<!-- narbench:headline:end -->\n\n"
+          "| `gcn` is second (0.5) |\n```\nthe best 0.999\n```\n")
+    assert unchecked(ok) == []
+    bad = ["It is the best training-free row.", "On real unseen it is second, 0.867.", "798 of its 799 query models.",
+           "Not the rows that are `graf-lda`'s three cross-source ones.", "`gps` leads on `real unseen`.",
+           "`wl (floor)` (0.812) ranks first on `real unseen`, 0.05 above `gcn`.", "It is above `gcn` there.",
+           "`gcn` (0.7) beats the floors on `real unseen` and `nas standard`."]
+    for sentence in bad:
+        (problem,) = unchecked(sentence)
+        assert problem.startswith(repr(sentence)), sentence
+
+
+def test_a_method_name_finds_its_one_row_and_the_findings_use_it(tmp_path):
+    """A declared Table 1 holds one graf-lda row, `graf-lda (holdout=cross-source)`: prose may call it `graf-lda`."""
+    from narbench.leaderboard.declared import Config
+    from narbench.leaderboard.variants import declare_tables
+
+    for s in range(3):
+        q = base(s)
+        write_result(tmp_path / "res", "graf-lda", "none", s, q, dataset="real", split="unseen", variant="holdout=cross-source")
+        write_result(tmp_path / "res", "graf-lda", "none", s, np.clip(q + 0.1, 0, 1), dataset="real", split="unseen")
+        write_result(tmp_path / "res", "wl", "none", s, np.clip(q - 0.2, 0, 1), dataset="real", split="unseen")
+    records, tables = _evidence(tmp_path / "res")
+    tables = declare_tables(tables, records, {("graf-lda", "real"): Config("none", variant="holdout=cross-source")})
+    assert check("`graf-lda` ranks first on `real unseen`.", records, tables) == []
+    assert check("`graf-lda (holdout=cross-source)` ranks first on `real unseen`.", records, tables) == []
+    (problem,) = check("`graf-lda (floor)` ranks first on `real unseen`.", records, tables)
+    assert "no row" in problem
+    assert findings_markdown(records, tables).startswith("- `graf-lda` (")

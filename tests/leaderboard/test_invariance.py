@@ -4,11 +4,13 @@ sentences the differences of those cells."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from narbench.leaderboard.invariance import cells, invariance_markdown
 from narbench.leaderboard.records import collect
 from tests.handmade import write_result
 
+pytestmark = pytest.mark.usefixtures("unchecked_scores")  # real's pinned content, hand-made scores
 N = 6
 #: crossimpl 2.2's subsets in a run: 2.1.1's queries (`v2.1.1`), and those isomorphic to no corpus graph
 SUBSETS = {"v2.1.1": [0, 1, 2], "reimpl": [2, 3, 4, 5], "exact": [0, 1]}
