@@ -26,30 +26,36 @@ WHY_cpu := $(if $(CPU)$(GPU),asked for,no CUDA device found on this machine; GPU
 WHY_cuda := $(if $(CPU)$(GPU),asked for,a CUDA device was found; CPU=1 installs the CPU build)
 STAMP := $(VENV)/.installed-$(BUILD)
 # The CPU build is installed and checked by tools/install_torch.py: TORCH_CPU (the requirement)
-# from PyTorch's CPU wheel index TORCH_CPU_INDEX when it answers, else with plain pip (this
-# project's machines keep the +cpu wheel in pip's find-links); then it fails unless
-# torch.version.cuda is None and no nvidia-*/triton/cuda-* package is left, and says where torch
-# came from. TORCH_CPU_INDEX= skips the index.
+# alone (--no-deps) from PyTorch's CPU wheel index TORCH_CPU_INDEX when it answers, its
+# dependencies from the default index; else with plain pip (this project's machines keep the +cpu
+# wheel in pip's find-links); then it fails unless torch.version.cuda is None and no
+# nvidia-*/triton/cuda-* package is left, and says where torch came from. TORCH_CPU_INDEX= skips
+# the index. Every install is constrained to the versions CI tested (CONSTRAINTS, constraints.txt;
+# CONSTRAINTS= installs without them), pip itself first.
 TORCH_CPU ?= torch==2.13.0
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+CONSTRAINTS ?= constraints.txt
+PIN := $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 
 .PHONY: setup run test test-fast bench clean
 
-$(VENV)/.installed-cpu: pyproject.toml tools/install_torch.py
+$(VENV)/.installed-cpu: pyproject.toml tools/install_torch.py $(CONSTRAINTS)
 	@echo "make: installing PyTorch's CPU build ($(WHY_cpu))"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	rm -f $(VENV)/.installed-*
+	$(BIN)/python -m pip install $(PIN) --upgrade pip
 	$(BIN)/python tools/install_torch.py --torch "$(TORCH_CPU)" --index "$(TORCH_CPU_INDEX)" \
-		--editable ".[test]" --why "$(WHY_cpu)"
+		--editable ".[test]" --why "$(WHY_cpu)" --constraint "$(CONSTRAINTS)"
 	touch $@
 
-$(VENV)/.installed-cuda: pyproject.toml
+$(VENV)/.installed-cuda: pyproject.toml $(CONSTRAINTS)
 	@echo "make: installing PyTorch's CUDA build ($(WHY_cuda))"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	rm -f $(VENV)/.installed-*
+	$(BIN)/python -m pip install $(PIN) --upgrade pip
 	$(BIN)/python -c "from importlib.metadata import version; assert '+cpu' in version('torch')" 2>/dev/null \
 		&& $(BIN)/python -m pip uninstall -y torch || true
-	$(BIN)/python -m pip install -e ".[test]"
+	$(BIN)/python -m pip install $(PIN) -e ".[test]"
 	touch $@
 	@$(BIN)/python -c "from importlib.metadata import version; print(f'make: installed PyTorch {version(\"torch\")}, the CUDA build, in $(VENV)')"
 

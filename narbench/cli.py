@@ -47,7 +47,7 @@ class _Version(argparse.Action):
 
 #: `narbench leaderboard --test` choices, the default first: `narbench.leaderboard.significance.TESTS`
 #: (named here so that building the parser imports no numpy; a test keeps the two in step)
-LEADERBOARD_TESTS = ("bootstrap", "student", "fisher", "student-pooled")
+LEADERBOARD_TESTS = ("bootstrap", "bootstrap-query", "student", "fisher", "student-pooled")
 
 def versions_line(dataset_versions) -> str:
     """`narbench 0.1.0 (torch 2.13.0+cpu, torch-geometric 2.8.1; datasets nas 1.0, real 1.0)`."""
@@ -200,8 +200,12 @@ def build_parser() -> argparse.ArgumentParser:
     lb.add_argument("--no-plots", action="store_true", help="skip the plots")
     lb.add_argument("--no-tsne", action="store_true", help="skip the t-SNE maps (the slowest part)")
     lb.add_argument("--redraw", action="store_true", help="redraw every figure, even those whose inputs are unchanged")
+    lb.add_argument("--verify", action="store_true",
+                    help="re-run every shown result of a training-free encoder and refuse one that differs (takes as "
+                         "long as those runs took; rows re-run in full are `re-run` in aggregate.csv's verified column)")
     lb.add_argument("--test", default=LEADERBOARD_TESTS[0], choices=LEADERBOARD_TESTS,
-                    help="significance test of the tables' marks (default: a two-level bootstrap over queries and seeds)")
+                    help="significance test of the tables' marks (default: a two-level bootstrap over clusters of "
+                         "dependent queries and seeds; bootstrap-query: over single queries)")
     lb.set_defaults(func=cmd_leaderboard)
 
     from narbench.harness import gate
@@ -392,9 +396,14 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     beside = Path(args.out).resolve().parent / "README.md"
     if headline is None and beside.is_file() and START in beside.read_text(errors="replace"):
         headline = beside
+    verify = None
+    if args.verify:
+        from narbench.harness.verify import FloorVerifier
+        verify = FloorVerifier(progress)
     readme = write_leaderboard(args.results, args.out, profiles=args.profiles or PAPER_PROFILES,
                                plots=not args.no_plots, tsne=not args.no_tsne, stat_test=args.test,
-                               redraw=args.redraw, readme=headline, console=_console(), progress=progress)
+                               redraw=args.redraw, readme=headline, console=_console(), progress=progress,
+                               verify=verify)
     _console().print(f"leaderboard written to [bold]{escape(str(readme))}[/bold]", soft_wrap=True, highlight=False)
     return 0
 
@@ -405,6 +414,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
+    from narbench.core.project import resolve_default
     from narbench.harness import bands, gate
 
     if args.no_compare and not args.record:
@@ -413,6 +423,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise gate.GateError("--no-compare and --update exclude each other")
     if (args.spread or args.no_measure) and not args.update:
         raise gate.GateError("--spread and --no-measure only apply with --update")
+    if not args.no_compare:  # the default reference is the project's, from any folder inside it
+        args.reference = str(resolve_default(args.reference, gate.DEFAULT_REFERENCE))
+    for target, given in (("reference file", args.update and args.reference), ("measurement file", args.record)):
+        if given:
+            gate.check_writable(given, target)  # refused in one line before minutes of runs
     spread = [bands.read_measurement(p) for p in args.spread]
     if args.update and Path(args.reference).exists():
         gate.load_reference(args.reference)  # a bad reference is refused before minutes of measuring
@@ -478,7 +493,15 @@ def _json_object(text: str) -> dict:
 
 
 def add_search_parser(sub) -> None:
-    p = sub.add_parser("search", help="the real architectures most similar to a model, graph or graph name")
+    from narbench.cli_args import _checked
+    from narbench.core.child import format_size, parse_size
+    from narbench.search_engine._target_child import MAX_MEMORY
+
+    p = sub.add_parser("search", help="the real architectures most similar to a model, graph or graph name",
+                       description="The real architectures most similar to a model, graph or graph name. A TARGET "
+                                   "given as code (FILE.py:CLASS, MODULE:CLASS, a zoo name) is imported and run, with "
+                                   "your rights, in a child process under --max-memory and --timeout (docs/search.md, "
+                                   "Security).")
     p.add_argument("target", metavar="TARGET",
                    help="FILE.py:CLASS, MODULE:CLASS, timm:NAME, torchvision:NAME, transformers:TYPE[/HEAD], "
                         "a graph file written by narbench, or the name of a graph in the index")
@@ -496,8 +519,12 @@ def add_search_parser(sub) -> None:
                    help="a function returning the example inputs: a tensor, a tuple of positional inputs, "
                         "a dict of keyword inputs, or (args, kwargs)")
     p.add_argument("--timeout", type=_non_negative_float, default=120.0, metavar="SECONDS",
-                   help="stop with an error if importing, building and running the model takes longer "
-                        "(default 120; 0: no limit)")
+                   help="stop with an error if importing, building and running the model takes longer; its "
+                        "process group is killed (default 120; 0: no limit)")
+    p.add_argument("--max-memory", type=_checked(parse_size, lambda v: v >= 0, "a size like 4G, 512M or 0 (no cap)"),
+                   default=MAX_MEMORY, metavar="SIZE",
+                   help="memory the model's process may take beyond what narbench has loaded, e.g. 8G or 512M "
+                        f"(default {format_size(MAX_MEMORY).replace(' GiB', 'G')}; 0: no cap)")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no status line on stderr while the first search loads torch and the index")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -507,29 +534,24 @@ def add_search_parser(sub) -> None:
 def cmd_search(args) -> int:
     """`narbench search`: one-line errors (exit 2), a table or JSON on stdout.
 
-    User code (the model, `--inputs`) runs under `--timeout`; one stuck where the alarm cannot reach
-    it ends the process (`narbench.search_engine._target_run.exit_on_hang`)."""
+    User code (the model, `--inputs`) runs in a child process under `--timeout` and `--max-memory`
+    (`narbench.search_engine._target_child`)."""
     import contextlib
     import json
     import warnings
 
     from narbench.eval.retrieval import EmbeddingError
-    from narbench.search_engine._target_run import exit_on_hang, time_limit
     from narbench.search_engine.backends import BackendError
     from narbench.search_engine.engine import render, search
     from narbench.search_engine.index import IndexFileError
-    from narbench.search_engine.target import TargetError, load_inputs
+    from narbench.search_engine.target import TargetError
 
     try:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr), exit_on_hang():  # user code's prints
+        with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):  # user code's prints
             warnings.simplefilter("ignore")
-            inputs = None
-            if args.inputs:
-                with time_limit(args.timeout, f"--inputs {args.inputs}"):
-                    inputs = load_inputs(args.inputs)
             result = search(args.target, args.k, encoder=args.encoder, index=args.index, backend=args.backend,
-                            input_shape=args.input_shape, kwargs=args.kwargs, inputs=inputs,
-                            timeout=args.timeout, progress=not args.quiet)
+                            input_shape=args.input_shape, kwargs=args.kwargs, inputs=args.inputs,
+                            timeout=args.timeout, max_memory=args.max_memory, progress=not args.quiet)
     except (TargetError, IndexFileError, BackendError, EmbeddingError) as exc:
         sys.stderr.write(f"narbench search: error: {' '.join(str(exc).split())}\n")
         return 2
@@ -552,8 +574,10 @@ def add_index_parser(sub) -> None:
     b.add_argument("--seed", type=_seed, default=0)
     b.add_argument("--param", dest="params", action="append", type=_parse_param, default=None, metavar="KEY=VALUE",
                    help="an encoder parameter (repeatable; default: the index defaults, e.g. wl dim=256)")
-    b.add_argument("--max-dim", type=int, default=256, help="wider embeddings are randomly projected (default 256)")
-    b.add_argument("--out", default=None, help="index file (default: $NARBENCH_CACHE/index/index-DATASET-ENCODER.nari)")
+    b.add_argument("--max-dim", type=_positive_int, default=256,
+                   help="wider embeddings are randomly projected (default 256)")
+    b.add_argument("--out", default=None, help="index file, in a folder that exists "
+                                               "(default: $NARBENCH_CACHE/index/index-DATASET-ENCODER.nari)")
     b.add_argument("--no-progress", action="store_true", help="hide progress bars")
     b.set_defaults(func=cmd_index_build)
     i = isub.add_parser("info", help="check an index's hash and describe it")
@@ -568,7 +592,9 @@ def cmd_index_build(args) -> int:
     from narbench.data.dataset import CorruptFileError
     from narbench.eval.retrieval import EmbeddingError
     from narbench.search_engine.index import SHIPPED, IndexConfig, build_index, cache_path, shipped_path, write_index
+    from narbench.harness.preflight import check_output, check_output_file
     from narbench.harness.runner import ConfigError
+    from narbench.core.cache import WriteError
 
     from narbench.core import registry
 
@@ -577,14 +603,20 @@ def cmd_index_build(args) -> int:
     cfg = IndexConfig(encoder=encoder, dataset=args.dataset, profile=args.profile, protocol=args.protocol,
                       seed=args.seed, device=args.device, params=dict(args.params) if args.params else None,
                       max_dim=args.max_dim, progress=not args.no_progress)
-    try:
+    path = Path(args.out) if args.out else cache_path(encoder, args.dataset)
+    try:  # the target first: a folder, a missing folder or a read-only one is refused before minutes of fitting
+        check_output_file(path, what="index file") if args.out else check_output(path.parent, what="index folder")
         index = build_index(cfg, console=console)
+        try:
+            digest = write_index(index, path)
+        except WriteError:
+            raise
+        except OSError as exc:  # a read-only file system, a permission: one line, nothing left
+            raise WriteError(path, exc) from exc
     except (registry.UnknownNameError, registry.RegistryError, ConfigError, CorruptFileError, ValueError,
-            EmbeddingError) as exc:
+            EmbeddingError, WriteError) as exc:  # PreflightError is a ValueError
         sys.stderr.write(f"narbench index build: error: {' '.join(str(exc).split())}\n")
         return 2
-    path = Path(args.out) if args.out else cache_path(encoder, args.dataset)
-    digest = write_index(index, path)
     print(f"index written to {path} ({path.stat().st_size / 1e6:.1f} MB): {index.describe()}")
     print(f"sha256 {digest}")
     if path.resolve().parent == shipped_path().resolve().parent:
@@ -624,13 +656,14 @@ def _input_errors() -> tuple[type[BaseException], ...]:
     from narbench.harness.preflight import PreflightError
     from narbench.harness.runner import ConfigError
     from narbench.data.store import CorruptFileError
+    from narbench.core.safeio import RefusedFileError
     from narbench.harness.sweep import GridError
     from narbench.eval.validation import InvalidResultError
     from narbench.explorer.app import ExplorerError
 
     return (registry.UnknownNameError, registry.RegistryError, ConfigError, PreflightError, CheckpointError,
             CorruptFileError, FileNotFoundError, GateError, RejectedResultsError, InvalidResultError, HeadlineError,
-            NothingToShowError, GridError, EmbeddingError, WriteError, ExplorerError)
+            NothingToShowError, GridError, EmbeddingError, WriteError, ExplorerError, RefusedFileError)
 
 
 def main(argv: list[str] | None = None) -> int:

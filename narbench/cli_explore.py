@@ -3,31 +3,70 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
+
+#: the leaderboard folder, inside the project root (`narbench.core.project`) unless --leaderboard is given
+LEADERBOARD = "leaderboard"
 
 
 def add_explore_parser(sub, formatter) -> None:
+    from narbench.cli_args import _checked
+    from narbench.core.child import format_size, parse_size
+    from narbench.search_engine._target_child import MAX_MEMORY
+
     p = sub.add_parser("explore", help="the leaderboard and search as a web page: serve it locally, or export the "
                                        "leaderboard (--static)",
                        formatter_class=formatter)
     p.add_argument("--results", action="append", default=[], metavar="DIR",
                    help="a folder of result files shown beside the committed ones (repeatable)")
-    p.add_argument("--leaderboard", default="leaderboard", metavar="DIR",
-                   help="the leaderboard folder: its results/ are read and its plots/ shown")
+    p.add_argument("--leaderboard", default=None, metavar="DIR",
+                   help="the leaderboard folder: its results/ are read and its plots/ shown (default: the project's "
+                        "leaderboard/, found from any folder inside the project)")
     p.add_argument("--no-committed", action="store_true",
                    help="show only --results folders, not the leaderboard folder's results/")
     p.add_argument("--host", default=None,
                    help="address to listen on (default 127.0.0.1: this machine only; another address exposes "
                         "the page to the network, deliberately)")
     p.add_argument("--port", type=int, default=0, help="port (default: a free one, printed)")
+    p.add_argument("--token", default=None,
+                   help="the access token to require (default: $NARBENCH_EXPLORER_TOKEN, else a random one, printed "
+                        "in the address); other users can read a command line: prefer the variable")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="a host name the page may be opened as, besides the bound address, localhost, 127.0.0.1 "
+                        "and ::1 (repeatable; for --host 0.0.0.0)")
+    p.add_argument("--allow-code", action="store_true",
+                   help="let the search tab import and run models given as code (FILE.py:CLASS, MODULE:CLASS, "
+                        "timm:NAME) on this machine; refused with a --host other than 127.0.0.1")
+    p.add_argument("--allow-paths", action="store_true",
+                   help="let the search tab read graph files by their path on this machine; refused with a --host "
+                        "other than 127.0.0.1")
+    p.add_argument("--max-memory", type=_checked(parse_size, lambda v: v >= 0, "a size like 4G, 512M or 0 (no cap)"),
+                   default=MAX_MEMORY, metavar="SIZE",
+                   help="with --allow-code: memory a model's process may take beyond what narbench has loaded "
+                        f"(default {format_size(MAX_MEMORY).replace(' GiB', 'G')}; 0: no cap; as narbench search)")
     p.add_argument("--no-search", action="store_true", help="serve the leaderboard only (no search tab)")
     p.add_argument("--static", default=None, metavar="DIR",
                    help="write the page, its data and charts into DIR for any web host, and exit")
     p.set_defaults(func=cmd_explore, interrupted="explorer stopped")
 
 
+def _leaderboard(args: argparse.Namespace) -> Path | None:
+    """The leaderboard folder: as given, else the project's; None outside a project when it is not needed."""
+    from narbench.core.project import NotInProject, find_root
+
+    if args.leaderboard is not None:
+        return Path(args.leaderboard)
+    try:
+        return find_root() / LEADERBOARD
+    except NotInProject:
+        if args.no_committed:  # only its charts were wanted: none
+            return None
+        raise
+
+
 def cmd_explore(args: argparse.Namespace) -> int:
-    """Build the views (progress on stderr), then export them or serve them until Ctrl-C."""
+    """Check the flags, build the views (progress on stderr), then export them or serve them until Ctrl-C."""
     import importlib.util
     import time
 
@@ -35,6 +74,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
     from narbench.cli_args import _console
     from narbench.explorer import app
+    from narbench.explorer.access import Access, TokenError, choose_token
     from narbench.explorer.export import export_static
     from narbench.explorer.views import load_views
 
@@ -43,17 +83,23 @@ def cmd_explore(args: argparse.Namespace) -> int:
     def progress(text: str) -> None:
         err.print(f"[dim]explore {time.perf_counter() - t0:5.1f}s[/dim] {escape(text)}", soft_wrap=True, highlight=False)
 
+    if not 0 <= args.port <= 65535:
+        raise app.ExplorerError(f"--port {args.port}: a port is 0 (a free one) to 65535")
     missing = [m for m in ("starlette", "uvicorn") if importlib.util.find_spec(m) is None]
     if missing and not args.static:  # checked before minutes of reading results (a static export needs neither)
         raise app.ExplorerError(f"narbench explore needs the explorer extra ({', '.join(missing)} not installed): "
                                 "pip install 'narbench[explorer]'")
-    board = Path(args.leaderboard)
+    try:
+        token = None if args.static else choose_token(args.token, dict(os.environ))
+    except TokenError as exc:
+        raise app.ExplorerError(str(exc)) from None
+    board = _leaderboard(args)
     dirs = ([] if args.no_committed else [board / "results"]) + [Path(d) for d in args.results]
     if not dirs:
         raise FileNotFoundError("nothing to show: --no-committed without a --results folder")
-    plots = board / "plots" if (board / "plots").is_dir() else None
-    sock = None if args.static else app.bind(args.host or app.DEFAULT_HOST, args.port)  # a taken port: said at once
-    payload = load_views(dirs, plot_dir=plots, progress=progress)
+    plots = board / "plots" if board is not None and (board / "plots").is_dir() else None
+    sock = None if args.static else _listen(args, app)  # a taken port or a refused flag: said at once
+    payload = load_views(dirs, plot_dir=plots, progress=progress, declared=board / "declared.csv")
     if args.static:
         index = export_static(payload, args.static, plots)
         out.print(f"static explorer written to [bold]{escape(str(index))}[/bold] "
@@ -62,8 +108,24 @@ def cmd_explore(args: argparse.Namespace) -> int:
         return 0
     from narbench.explorer.searching import Searcher
 
-    # models given as code run on this machine: only while no other machine can reach the server
-    searcher = None if args.no_search else Searcher(allow_code=app.is_loopback(sock))
-    out.print(f"narbench explorer on [bold]{app.url_of(sock)}[/bold] (Ctrl-C stops it)", soft_wrap=True, highlight=False)
-    app.serve(app.create_app(payload, plots, searcher), sock)
+    searcher = None if args.no_search else Searcher(allow_code=args.allow_code, allow_paths=args.allow_paths,
+                                                         max_memory=args.max_memory)
+    bound = sock.getsockname()[0]
+    access = Access.local(token, bound, args.allow_host)
+    shown = app.url_of(sock, token)
+    if bound in ("0.0.0.0", "::"):  # a wildcard is no address to open: show this machine's name for it
+        shown = f"http://localhost:{sock.getsockname()[1]}/?token={token}"
+    out.print(f"narbench explorer on [bold]{escape(shown)}[/bold] (Ctrl-C stops it)", soft_wrap=True, highlight=False)
+    app.serve(app.create_app(payload, plots, searcher, access=access), sock)
     return 0
+
+
+def _listen(args: argparse.Namespace, app):
+    """The bound socket; ExplorerError (one line) when code or paths are allowed on an address others can reach."""
+    sock = app.bind(args.host or app.DEFAULT_HOST, args.port)
+    flags = [f for f, on in (("--allow-code", args.allow_code), ("--allow-paths", args.allow_paths)) if on]
+    if flags and not app.is_loopback(sock):
+        sock.close()
+        raise app.ExplorerError(f"{' and '.join(flags)} with --host {args.host}: refused (it would let other "
+                                "machines run code or read files here); use them only on 127.0.0.1")
+    return sock

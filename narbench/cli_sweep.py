@@ -110,6 +110,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                  "splits": args.splits or ["standard"], "protocols": args.protocols or ["family"],
                  **({"objectives": args.objectives} if args.objectives else {})}
         grid, filters = parse_grid({"block": [block]}, "command line"), {}
+    _check_out(args.out, args.dry_run)
     plan = expand(grid, out=args.out, profile=args.profile, seeds=args.seeds, device=args.device, blocks=args.blocks,
                   results=args.results, console=err, **filters)
     if args.dry_run:
@@ -123,6 +124,22 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
     render_report(report, Console())
     return 0 if report.ok else 1
+
+
+def _check_out(out: str, dry_run: bool) -> None:
+    """`--out` is a folder that can be written (`PreflightError`, one line, before anything runs); a dry
+    run, which writes nothing, only needs it not to be a file."""
+    from pathlib import Path
+
+    from narbench.harness.preflight import PreflightError, check_output
+
+    if not dry_run:
+        check_output(out, what="sweep output folder")
+    else:
+        existing = next((p for p in (Path(out), *Path(out).parents) if p.exists()), None)
+        if existing is not None and not existing.is_dir():
+            where = "" if existing == Path(out) else f": {existing}"
+            raise PreflightError(f"sweep output folder {out}{where} is a file, not a folder")
 
 
 def _interrupt(signum, frame) -> None:

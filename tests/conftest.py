@@ -75,10 +75,27 @@ def hand_made_datasets(monkeypatch):
     registered = validation.known_datasets
     hand_made = [validation.KnownDataset(name, "1.0", HAND_MADE_SHA256, ("standard", "unseen", "crossimpl")) for name in ("nas", "real")]
     monkeypatch.setattr(validation, "known_datasets", lambda: [*registered(), *hand_made])
+    from narbench.leaderboard import clusters  # their queries: independent, one cluster each (no dataset to ask)
+
+    monkeypatch.setattr(clusters, "DECLARED", {**clusters.DECLARED, **{
+        (d.name, d.version, d.sha256): clusters.one_per_query for d in hand_made}})
     return hand_made
 
 
 PLUGIN_DIR = __import__("pathlib").Path(__file__).resolve().parent / "plugin"
+
+
+@pytest.fixture
+def unchecked_scores(monkeypatch):
+    """Hand-made result files that claim a registered dataset's pinned content (real 2.2) with arbitrary
+    per-query scores: validation checks them as on data it cannot load (no `KnownDataset.load`), since
+    against the real data (`narbench.eval.bounds`) their scores are impossible, as a forgery's would be."""
+    from dataclasses import replace
+
+    from narbench.eval import validation
+
+    declared = validation.known_datasets
+    monkeypatch.setattr(validation, "known_datasets", lambda: [replace(d, load=None) for d in declared()])
 
 
 @pytest.fixture

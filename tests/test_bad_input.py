@@ -438,3 +438,298 @@ def test_parts_cache_on_a_full_disk_warns_and_the_split_goes_on(tmp_path, toy_da
     assert len(parts) == len(graphs)
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT count(*) FROM parts").fetchone() == (0,)
+
+
+# ============================================================================================
+# Issue 57: the bad inputs of the review that still ended in a traceback. Each is one line on
+# stderr naming the problem, exit 2, and nothing written where it should not be.
+# ============================================================================================
+
+INDEX = ["index", "build", "--dataset", "toy", "--encoder", "wl", "--no-progress"]
+
+
+def _index_error(capsys, expected: str) -> str:
+    line = _one_line(capsys.readouterr().err, expected)
+    assert line.startswith(("narbench index build: error: ", "error: ")), line
+    return line
+
+
+# ------------------------------------------------------------------------- 8. index build --out
+
+
+def test_index_build_out_a_folder_a_missing_folder_a_file_in_the_way(plugin, tmp_path, cwd, capsys):
+    (tmp_path / "a.txt").write_text("keep me")
+    cases = [(tmp_path, f"index file {tmp_path} is a folder; give the name of a file to write"),
+             (tmp_path / "no" / "such" / "x.nari", f"folder {tmp_path / 'no' / 'such'} does not exist (create it first)"),
+             (tmp_path / "a.txt" / "x.nari", f"folder {tmp_path / 'a.txt'} is a file, not a folder")]
+    for out, expected in cases:
+        assert _status([*INDEX, "--out", str(out)]) == 2
+        _index_error(capsys, expected)
+    assert not (tmp_path / "no").exists() and (tmp_path / "a.txt").read_text() == "keep me"
+    assert list(cwd.iterdir()) == []
+
+
+def test_index_build_into_a_read_only_folder(plugin, tmp_path, cwd, capsys, monkeypatch):
+    import stat
+
+    out = tmp_path / "ro"
+    out.mkdir()
+    if os.geteuid() == 0:  # root writes anywhere: stand in for a read-only file system
+        import narbench.harness.preflight as preflight
+
+        def read_only(*a, **k):
+            raise OSError(errno.EROFS, "Read-only file system")
+
+        monkeypatch.setattr(preflight.tempfile, "mkstemp", read_only)
+        reason = "Read-only file system"
+    else:
+        out.chmod(stat.S_IRUSR | stat.S_IXUSR)
+        reason = "Permission denied"
+    try:
+        assert _status([*INDEX, "--out", str(out / "x.nari")]) == 2
+    finally:
+        out.chmod(0o755)
+    _index_error(capsys, f"index file {out / 'x.nari'}: folder {out}: cannot write in {out} ({reason})")
+    assert list(out.iterdir()) == []
+
+
+def test_index_build_write_that_fails_after_the_build(plugin, tmp_path, cwd, capsys, monkeypatch):
+    """The folder was writable when checked, not when written (a permission changed meanwhile)."""
+    import narbench.data.store as store
+
+    real_write_temp = store.write_temp
+
+    def refused(path, data):
+        if path.suffix != ".nari":  # the toy dataset's cache file
+            return real_write_temp(path, data)
+        raise PermissionError(errno.EACCES, "Permission denied", str(path))
+
+    monkeypatch.setattr(store, "write_temp", refused)
+    out = tmp_path / "x.nari"
+    assert _status([*INDEX, "--out", str(out)]) == 2
+    _index_error(capsys, f"cannot write {out}: permission denied (EACCES); nothing was written")
+    assert not out.exists() and not list(tmp_path.glob(".x.nari*")) and list(cwd.iterdir()) == []
+
+
+@pytest.mark.parametrize("option, expected", [
+    (["--param", "dim=abc"], "encoder 'wl': parameter 'dim' takes an integer (default 2048), got 'abc'"),
+    (["--param", "fit=2"], "encoder 'wl' has no parameter 'fit'"),
+    (["--max-dim", "0"], "argument --max-dim: expected a positive integer, got '0'"),
+    (["--max-dim", "-3"], "argument --max-dim: expected a positive integer, got '-3'"),
+])
+def test_index_build_bad_parameters(option, expected, plugin, tmp_path, cwd, capsys):
+    assert _status([*INDEX, *option, "--out", str(tmp_path / "x.nari")]) == 2
+    _index_error(capsys, expected)
+    assert not (tmp_path / "x.nari").exists() and list(cwd.iterdir()) == []
+
+
+def test_index_build_on_cuda_without_cuda(plugin, tmp_path, cwd, capsys, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert _status([*INDEX, "--device", "cuda", "--out", str(tmp_path / "x.nari")]) == 2
+    _index_error(capsys, "device 'cuda': CUDA is not available on this machine; use cpu or auto")  # as `run` says
+    assert not (tmp_path / "x.nari").exists()
+
+
+# ----------------------------------------------------------------------------- 9. 0-dim index
+
+
+def test_a_zero_dimensional_index_is_refused_built_and_read(tmp_path, toy_dataset, capsys):
+    from narbench.search_engine.index import IndexConfig, IndexFileError, build_index, read_index, write_index
+
+    with pytest.raises(ValueError, match="max_dim must be a positive integer"):
+        build_index(IndexConfig(encoder="wl", max_dim=0, progress=False), dataset=toy_dataset)
+    index = build_index(IndexConfig(encoder="wl", max_dim=4, progress=False), dataset=toy_dataset)
+    assert index.embeddings.shape == (len(toy_dataset.graphs), 4)
+    index.arrays["embeddings"] = index.arrays["embeddings"][:, :0]  # as the old `--max-dim 0` wrote it
+    path = tmp_path / "zero.nari"
+    write_index(index, path)
+    with pytest.raises(IndexFileError, match=r"its embeddings have shape \[48, 0\]: an index needs"):
+        read_index(path)
+    assert _status(["index", "info", "--index", str(path)]) == 2  # `search --index` reads it the same way
+    _one_line(capsys.readouterr().err, r"its embeddings have shape [48, 0]")
+
+
+# ------------------------------------------------------------------- 10. search / index lookups
+
+
+def test_search_with_an_unknown_encoder_or_a_folder_as_index(tmp_path, cwd, capsys):
+    from narbench.core.registry import names
+
+    for argv in (["search", "x", "--encoder", "nosuch"], ["index", "info", "--encoder", "nosuch"]):
+        assert _status(argv) == 2
+        line = _one_line(capsys.readouterr().err, "unknown encoder 'nosuch'; known encoders: ")
+        assert ", ".join(names("encoder")) in line and "index build" not in line
+    for argv in (["search", "x", "--index", str(tmp_path)], ["index", "info", "--index", str(tmp_path)]):
+        assert _status(argv) == 2
+        _one_line(capsys.readouterr().err, f"index {tmp_path} is a folder, not an index file: give the .nari file")
+
+
+def test_index_build_on_nas_records_no_torch_versions(tmp_path):
+    """`--dataset nas` crashed reading real's canonical op table from nas's op list: an index of nas
+    graphs records no canonical rules and no torch versions (they are not traced from torch)."""
+    from narbench.data.dataset import GraphDataset, stratified_split
+    from narbench.search_engine.index import IndexConfig, build_index, read_index, write_index
+    from tests.conftest import toy_graphs
+
+    graphs, ops = toy_graphs(), [f"op{i}" for i in range(8)]
+    split = stratified_split([g.family for g in graphs], test_size=0.25, seed=0)
+    ds = GraphDataset("nas", "1.0", ops, graphs, "0" * 64, split, meta={"ops": ops})  # nas's header: a list
+    index = build_index(IndexConfig(encoder="wl", dataset="nas", progress=False), dataset=ds)
+    write_index(index, tmp_path / "nas.nari")
+    header = read_index(tmp_path / "nas.nari").header
+    assert header["canonical_version"] is None and header["torch_checked"] is None
+    assert header["dataset"]["name"] == "nas" and len(header["names"]) == len(graphs)
+
+
+# ------------------------------------------------------------------------------------ 11. sweep
+
+
+def test_sweep_out_an_existing_file(tmp_path, cwd, capsys):
+    target = tmp_path / "results.txt"
+    target.write_text("keep me")
+    base = ["sweep", "--models", "random+none", "--datasets", "nas", "--profile", "smoke"]
+    for out, extra in ((target, []), (target, ["--dry-run"]), (target / "sub", []), (target / "sub", ["--dry-run"])):
+        expected = f"sweep output folder {out}{'' if out == target else ': ' + str(target)} is a file, not a folder"
+        assert _status([*base, "--out", str(out), *extra]) == 2
+        _one_line(capsys.readouterr().err, expected)
+    assert target.read_text() == "keep me" and list(cwd.iterdir()) == []
+
+
+@pytest.mark.parametrize("toml, expected", [
+    ('block = "string"', "block must be a list of tables ([[block]] in TOML, one per block), got 'string'"),
+    ('[block]\nname = "b"', "block must be a list of tables ([[block]] in TOML, one per block), got {'name': 'b'}"),
+    ("block = [1, 2]", "block must be a list of tables"),
+    ('[[block]]\ndatasets = ["nas"]\nmodels = ["random+none"]\nsplits = [{a = 1}]',
+     "block 1: splits must be a list of names (strings), got {'a': 1}"),
+    ('[[block]]\ndatasets = [1]\nmodels = ["random+none"]', "block 1: datasets must be a list of names (strings), got 1"),
+    ('[[block]]\ndatasets = ["nas"]\nmodels = [{ model = "gcn+none", params = 3 }]',
+     "block 1: params is a table like { key = value }, got 3"),
+])
+def test_sweep_grid_of_the_wrong_shape(toml, expected, tmp_path, cwd, capsys):
+    grid = tmp_path / "grid.toml"
+    grid.write_text(toml + "\n")
+    assert _status(["sweep", str(grid), "--out", str(tmp_path / "out"), "--dry-run"]) == 2
+    _one_line(capsys.readouterr().err, f"error: {grid}: {expected}")
+    assert not (tmp_path / "out").exists() and list(cwd.iterdir()) == []
+
+
+# ---------------------------------------------------------------------- 12. broken plugin encoders
+
+BROKEN = '''
+import torch
+from narbench.encoder import Encoder
+
+
+class Base(Encoder):
+    """A third party's encoder that breaks in one call."""
+
+    def fit(self, trainer, graphs, labels):
+        return None
+
+    def embed(self, trainer, graphs):
+        return torch.ones(len(graphs), 4)
+
+
+class BadInit(Base):
+    def __init__(self, *args):
+        raise RuntimeError("needs a licence server")
+
+
+class BadFit(Base):
+    def fit(self, trainer, graphs, labels):
+        raise ValueError("labels\\nnot understood")
+
+
+class BadEmbed(Base):
+    def embed(self, trainer, graphs):
+        return {}[graphs[0].name]
+
+
+class HalfEmbed(Base):
+    def embed(self, trainer, graphs):
+        return torch.ones(len(graphs) // 2, 4)
+
+
+class NoneEmbed(Base):
+    def embed(self, trainer, graphs):
+        return None
+'''
+
+
+@pytest.fixture
+def broken_plugin(plugin, tmp_path, monkeypatch):
+    """A distribution `narbench-broken` 0.3 with five encoders that fail as a third party's might."""
+    folder = tmp_path / "broken"
+    info = folder / "narbench_broken-0.3.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: narbench-broken\nVersion: 0.3\n")
+    (info / "entry_points.txt").write_text("[narbench.encoders]\n" + "".join(
+        f"{name} = narbench_broken:{cls}\n" for name, cls in (("bad-init", "BadInit"), ("bad-fit", "BadFit"),
+                                                              ("bad-embed", "BadEmbed"), ("half", "HalfEmbed"),
+                                                              ("none-embed", "NoneEmbed"))))
+    (folder / "narbench_broken.py").write_text(BROKEN)
+    monkeypatch.syspath_prepend(str(folder))
+    sys.modules.pop("narbench_broken", None)  # each test imports its own copy
+    yield folder / "narbench_broken.py"
+    sys.modules.pop("narbench_broken", None)
+
+
+def _plugin_line(name, call, error):
+    return f"encoder {name!r} (plugin narbench_broken:{call[0]} of narbench-broken 0.3) failed in {call[1]}: {error}"
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("bad-init", _plugin_line("bad-init", ("BadInit", "its constructor"), "RuntimeError: needs a licence server")),
+    ("bad-fit", _plugin_line("bad-fit", ("BadFit", "fit()"), "ValueError: labels not understood")),
+    ("bad-embed", _plugin_line("bad-embed", ("BadEmbed", "embed() of the corpus"), "KeyError: ")),
+    ("half", "encoder 'half' returned corpus embeddings of shape [21, 4] for 43 corpus graphs; expected [43, D]: "
+             "one row per graph"),
+    ("none-embed", "encoder 'none-embed' returned a NoneType as its corpus embeddings; expected a tensor"),
+])
+def test_a_broken_plugin_encoder_is_one_line_naming_it(name, expected, broken_plugin, tmp_path, cwd, capsys):
+    out = tmp_path / "out"
+    assert _status(["run", "--encoder", name, "--dataset", "toy", "--profile", "smoke", "--no-progress",
+                    "--out", str(out)]) == 2
+    line = _one_line(capsys.readouterr().err, expected)
+    assert line.startswith("error: ")
+    if name.startswith("bad-"):  # where in the plugin it raised
+        assert f"(raised at {broken_plugin}:" in line
+    assert not [p for p in out.rglob("*") if p.is_file()] and list(cwd.iterdir()) == []
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("bad-fit", _plugin_line("bad-fit", ("BadFit", "fit()"), "ValueError: labels not understood")),
+    ("half", "encoder 'half' returned corpus embeddings of shape [24, 4] for 48 corpus graphs; expected [48, D]"),
+])
+def test_a_broken_plugin_encoder_in_index_build(name, expected, broken_plugin, tmp_path, cwd, capsys):
+    assert _status(["index", "build", "--dataset", "toy", "--encoder", name, "--no-progress",
+                    "--out", str(tmp_path / "x.nari")]) == 2
+    _index_error(capsys, expected)
+    assert not (tmp_path / "x.nari").exists()
+
+
+def test_narbench_own_errors_are_not_blamed_on_a_plugin(broken_plugin):
+    """A shipped encoder's exception is a narbench bug (a traceback), and narbench's own error types pass."""
+    from narbench.core import registry
+    from narbench.eval.retrieval import EmbeddingError
+
+    with pytest.raises(ZeroDivisionError):
+        with registry.plugin_call("encoder", "wl", "fit()"):
+            raise ZeroDivisionError
+    with pytest.raises(EmbeddingError):
+        with registry.plugin_call("encoder", "bad-fit", "fit()"):
+            raise EmbeddingError("already one line")
+    with pytest.raises(registry.PluginError, match=r"failed in fit\(\): OSError: x{297}\.\.\. \(raised at "):
+        with registry.plugin_call("encoder", "bad-fit", "fit()"):
+            raise OSError("x" * 1000)
+
+
+def test_tiebreak_keys_that_do_not_match_the_corpus_say_which_is_which():
+    import torch
+
+    from narbench.eval.retrieval import top_k_cosine
+
+    with pytest.raises(ValueError, match=r"tiebreak has 1000 keys for a corpus of 500 rows; it needs one key per"):
+        top_k_cosine(torch.ones(2, 3), torch.ones(500, 3), tiebreak=np.arange(1000))

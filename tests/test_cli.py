@@ -212,3 +212,51 @@ def test_leaderboard_handler_prints_progress_and_a_compact_table(tmp_path, capsy
     assert main(["leaderboard", "--results", str(tmp_path / "missing"), "--out", str(tmp_path / "lb")]) == 2
     err = capsys.readouterr().err  # after the progress line: the error, in one line
     assert err.splitlines()[-1] == f"error: results directory {tmp_path / 'missing'} does not exist"
+
+
+def test_run_table_and_runs_show_the_capped_map_and_label_the_uncut_one(plugin, tmp_path, capsys, monkeypatch):
+    """Issue 57: MAPc (AP / min(k, |R|)) is the MAP shown; ranx's uncut MAP (AP / |R|) and the paper's NDCG
+    are labelled as uncut, with a line saying why they are small."""
+    from narbench.harness.runtable import UNCUT_NOTE
+
+    monkeypatch.setenv("COLUMNS", "250")
+    assert main(["run", "--encoder", "nodefreq", *TOY, "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    data = json.loads(next(tmp_path.glob("*.json")).read_text())
+    rows = {ln.split("│")[1].strip(): [c.strip() for c in ln.split("│")[2:-1]] for ln in out.splitlines()
+            if ln.count("│") == 5}
+    scores = {**data["metrics"], **data["metrics_extra"]}
+    for label, metric in (("MAPc (AP / min(k,|R|))", "map_capped"), ("MAP uncut (AP / |R|, ranx)", "map"),
+                          ("NDCG uncut ideal (all |R|, paper's)", "ndcg_paper"), ("NDCG", "ndcg"), ("MRR", "mrr")):
+        assert rows[label] == [f"{scores[f'{metric}@{k}']:.4f}" for k in (20, 50, 100)], label
+    assert "MAP" not in rows and " ".join(UNCUT_NOTE.split()) in " ".join(out.split())
+    assert main(["runs", str(tmp_path)]) == 0
+    listing = capsys.readouterr().out
+    header = next(ln for ln in listing.splitlines() if "MAPc@20" in ln)
+    row = next(ln for ln in listing.splitlines() if "nodefreq" in ln)
+    cells = dict(zip([c.strip() for c in header.split("┃")], [c.strip() for c in row.split("│")]))
+    assert cells["MAPc@20"] == f"{scores['map_capped@20']:.4f}" and cells["MAP@20 uncut"] == f"{scores['map@20']:.4f}"
+    assert main(["runs", str(tmp_path), "--json"]) == 0
+    (listed,) = json.loads(capsys.readouterr().out)
+    assert listed["metrics"] == data["metrics"] and listed["metrics_extra"]["map_capped@20"] == scores["map_capped@20"]
+
+
+def test_run_table_rows_name_their_metric():
+    """Every row of the run table shows its own metric (values all distinct, unlike a toy run's MAP and MAPc)."""
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from narbench.harness.runtable import RENDERED, render
+
+    metrics = {f"{m}@{k}": round(0.01 * i + 0.001 * j, 4) for i, (_, m) in enumerate(RENDERED, 1)
+               for j, k in enumerate((20, 50, 100))}
+    res = SimpleNamespace(encoder="e", splitter="s", dataset={"name": "d"}, split="standard", profile="p",
+                          protocol="family", seed=0, metrics=metrics, metrics_extra={}, num_queries=1, num_corpus=2,
+                          num_train=3, device="cpu", timings={"total": 1.0})
+    console = Console(width=200, record=True)
+    render(SimpleNamespace(result=res, path=None), console)
+    text = console.export_text()
+    for label, metric in RENDERED:
+        line = next(ln for ln in text.splitlines() if f"│ {label} " in ln)
+        assert [c.strip() for c in line.split("│")[2:-1]] == [f"{metrics[f'{metric}@{k}']:.4f}" for k in (20, 50, 100)]

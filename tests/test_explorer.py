@@ -43,12 +43,22 @@ def _file_means(folder, dataset, encoder, metric):
     return float(np.mean(values)), len(values)
 
 
+#: the token the test clients send (starlette's test client names its host `testserver`)
+TOKEN = "test-token-0123456789abcdef"
+
+
+def _access():
+    from narbench.explorer.access import Access
+
+    return Access.local(TOKEN, allow_hosts=["testserver"])
+
+
 def _client(payload, plot_dir=None):
     from starlette.testclient import TestClient
 
     from narbench.explorer.app import create_app
 
-    return TestClient(create_app(payload, plot_dir))
+    return TestClient(create_app(payload, plot_dir, access=_access()), headers={"X-Narbench-Token": TOKEN})
 
 
 def test_views_hold_the_result_files_means_and_the_tables_marks(results):
@@ -88,6 +98,45 @@ def test_the_app_serves_the_page_its_data_and_one_view_as_csv(results):
     got = client.get(f"/views/{vid}.csv")
     assert got.status_code == 200 and got.text == view_csv(payload["views"][0])
     assert got.headers["content-disposition"] == f'attachment; filename="{vid}.csv"'
+    for path in ("/", "/views.json", f"/views/{vid}.csv", "/static/explorer.js", "/nothing"):
+        got = client.get(path)
+        assert got.headers["x-content-type-options"] == "nosniff" and got.headers["x-frame-options"] == "DENY", path
+        assert "default-src 'none'" in got.headers["content-security-policy"], path
+
+
+def test_every_route_asks_for_the_token_and_the_first_visit_turns_it_into_a_cookie(results):
+    from starlette.testclient import TestClient
+
+    from narbench.explorer.app import create_app
+
+    bare = TestClient(create_app(load_views([results]), access=_access()), follow_redirects=False)
+    for path in ("/", "/views.json", "/static/explorer.js", "/api/search?q=x", "/nothing"):
+        got = bare.get(path)
+        assert got.status_code == 401 and "?token=" in got.json()["error"], path
+    assert bare.get("/views.json", headers={"X-Narbench-Token": TOKEN[:-1] + "x"}).status_code == 401
+    first = bare.get("/", params={"token": TOKEN})
+    assert first.status_code == 303 and first.headers["location"] == "/"  # the token leaves the address
+    cookie = first.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    assert bare.get("/views.json").status_code == 200  # the cookie now carries it
+    assert bare.get("/views.json", headers={"Authorization": f"token {TOKEN}"}).status_code == 200
+
+
+def test_the_csp_allows_the_one_style_element_cytoscape_adds():
+    """The policy's style hash is that of the <style> the vendored cytoscape inserts (a new cytoscape
+    with another text would be blocked: this fails first)."""
+    import base64
+    import hashlib
+    import re
+
+    from narbench.explorer.access import CSP
+    from narbench.explorer.app import STATIC
+
+    js = (STATIC / "vendor" / "cytoscape.min.js").read_text()
+    name = re.search(r'"(_+cytoscape_container)"', js).group(1)
+    assert '" { position: relative; }"' in js  # the text it builds: "." + name + " { position: relative; }"
+    digest = base64.b64encode(hashlib.sha256(f".{name} {{ position: relative; }}".encode()).digest()).decode()
+    assert f"'sha256-{digest}'" in CSP
 
 
 def test_unknown_paths_and_files_outside_the_charts_are_404_with_a_message(results, tmp_path):
@@ -156,13 +205,32 @@ def test_the_server_binds_to_this_machine_by_default_and_a_taken_port_is_one_lin
     seen = {}
     monkeypatch.setattr(app, "serve", lambda _app, sock: seen.update(addr=sock.getsockname()) or sock.close())
     make = app.create_app
-    monkeypatch.setattr(app, "create_app", lambda *a: seen.update(searcher=a[2]) or make(*a))
+    monkeypatch.setattr(app, "create_app", lambda *a, **kw: seen.update(searcher=a[2], access=kw["access"]) or make(*a, **kw))
+    monkeypatch.delenv("NARBENCH_EXPLORER_TOKEN", raising=False)
     assert main(["explore", "--no-committed", "--results", str(results)]) == 0
     assert seen["addr"][0] == "127.0.0.1" and seen["addr"][1] > 0
-    assert f"http://127.0.0.1:{seen['addr'][1]}/" in capsys.readouterr().out
-    assert seen["searcher"].allow_code  # this machine only: models given as code may run
-    assert main(["explore", "--no-committed", "--results", str(results), "--host", "0.0.0.0"]) == 0
+    token = seen["access"].token
+    assert len(token) >= 32 and f"http://127.0.0.1:{seen['addr'][1]}/?token={token}" in capsys.readouterr().out
+    assert not seen["searcher"].allow_code and not seen["searcher"].allow_paths  # off unless asked for
+    assert main(["explore", "--no-committed", "--results", str(results), "--allow-code", "--allow-paths"]) == 0
+    assert seen["searcher"].allow_code and seen["searcher"].allow_paths and seen["access"].token != token
+    monkeypatch.setenv("NARBENCH_EXPLORER_TOKEN", "from-the-environment-42")
+    assert main(["explore", "--no-committed", "--results", str(results)]) == 0
+    assert seen["access"].token == "from-the-environment-42"
+    assert main(["explore", "--no-committed", "--results", str(results), "--token", "from-the-command-line"]) == 0
+    assert seen["access"].token == "from-the-command-line"
+    capsys.readouterr()
+    assert main(["explore", "--no-committed", "--results", str(results), "--token", "short"]) == 2
+    assert "at least 16" in capsys.readouterr().err
+    assert main(["explore", "--no-committed", "--results", str(results), "--host", "0.0.0.0",
+                 "--allow-host", "box.example"]) == 0
     assert seen["addr"][0] == "0.0.0.0" and not seen["searcher"].allow_code  # exposed: never
+    assert "box.example" in seen["access"].hosts and "0.0.0.0" not in seen["access"].hosts
+    capsys.readouterr()
+    for flag in ("--allow-code", "--allow-paths"):  # refused at start, before any result is read
+        assert main(["explore", "--no-committed", "--results", str(results), "--host", "0.0.0.0", flag]) == 2
+        err = capsys.readouterr().err
+        assert flag in err and "refused" in err and len(err.strip().splitlines()) == 1
     assert main(["explore", "--no-committed", "--results", str(results), "--no-search"]) == 0
     assert seen["searcher"] is None
     taken = app.bind()
@@ -180,11 +248,54 @@ def test_a_real_server_answers_on_its_socket(results):
 
     payload = load_views([results])
     sock = app.bind()
-    with app.running(app.create_app(payload), sock) as server:
+    served = app.create_app(payload)
+    with app.running(served, sock) as server:
         assert server.started
-        got = httpx.get(app.url_of(sock) + "views.json", timeout=10)
+        with httpx.Client(timeout=10) as client:
+            assert client.get(app.url_of(sock) + "views.json").status_code == 401  # no token
+            assert client.get(app.url_of(sock, served.access.token)).status_code == 303
+            got = client.get(app.url_of(sock) + "views.json")  # the first visit's cookie
         assert got.status_code == 200 and got.json()["views"] == payload["views"]
         assert app.is_loopback(sock)
+
+
+def test_ports_read_only_exports_and_folders_outside_the_project_are_one_line(results, tmp_path, monkeypatch, capsys):
+    import os
+
+    for port in ("-1", "70000"):
+        assert main(["explore", "--no-committed", "--results", str(results), "--port", port]) == 2
+        err = capsys.readouterr().err
+        assert f"--port {port}" in err and len(err.strip().splitlines()) == 1
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        targets = [a_file / "site"] + ([locked / "site"] if not os.access(locked, os.W_OK) else [])  # root writes anyway
+        for target in targets:
+            assert main(["explore", "--no-committed", "--results", str(results), "--static", str(target)]) == 2
+            err = capsys.readouterr().err
+            errors = [ln for ln in err.splitlines() if ln.startswith("error:")]  # the rest: progress lines
+            assert len(errors) == 1 and f"cannot write into {target}" in errors[0] and "Traceback" not in err
+    finally:
+        locked.chmod(0o700)
+
+
+def test_explore_finds_the_project_leaderboard_from_a_subfolder_and_says_when_outside(results, tmp_path,
+                                                                                      monkeypatch, capsys):
+    from narbench.core.project import find_root
+
+    root = find_root()
+    seen = {}
+    monkeypatch.setattr("narbench.explorer.views.load_views", lambda dirs, **kw: seen.update(dirs=dirs) or load_views([results]))
+    monkeypatch.chdir(root / "narbench" / "explorer")
+    assert main(["explore", "--results", str(results), "--static", str(tmp_path / "site")]) == 0
+    assert seen["dirs"][0] == root / "leaderboard" / "results"
+    monkeypatch.chdir(tmp_path)
+    assert main(["explore", "--static", str(tmp_path / "site2")]) == 2
+    err = capsys.readouterr().err
+    assert "not inside a narbench checkout" in err and len(err.strip().splitlines()) == 1
 
 
 # ------------------------------------------------------------------ search and side by side
@@ -211,7 +322,8 @@ def _search_client(searcher):
 
     from narbench.explorer.app import create_app
 
-    return TestClient(create_app({"format": 1, "results": 0, "folders": [], "views": [], "notes": {}}, None, searcher))
+    return TestClient(create_app({"format": 1, "results": 0, "folders": [], "views": [], "notes": {}}, None, searcher,
+                                 access=_access()), headers={"X-Narbench-Token": TOKEN})
 
 
 def test_compare_folds_repeated_blocks_and_marks_shared_and_missing_structure():
@@ -276,7 +388,7 @@ def test_search_a_model_file_and_an_uploaded_graph(searcher, resnet, tmp_path):
     from narbench.data.store import write_graphs
 
     client = _search_client(searcher)
-    got = client.get("/api/search", params={"q": "examples/out_of_zoo.py:ResidualCNN", "k": 3})
+    got = client.post("/api/search", params={"q": "examples/out_of_zoo.py:ResidualCNN", "k": 3})  # code: by POST
     assert got.status_code == 200, got.text
     # a residual CNN: its first hit is a residual CNN (which family of them is the index encoder's call:
     # ResNet's with `wl`, torchvision's 3-d video ResNet-18 `mc3` with `graf-lda`; docs/search.md)
@@ -297,7 +409,7 @@ def test_bad_searches_are_one_line_with_their_status(searcher, resnet):
     from narbench.explorer.searching import Searcher
 
     client = _search_client(searcher)
-    cases = [(client.get("/api/search", params={"q": "no/such/graph"}), 400, "no/such/graph"),
+    cases = [(client.get("/api/search", params={"q": "no/such/graph"}), 403, "'no/such/graph' is not a graph name"),
              (client.get("/api/search", params={"q": ""}), 400, "give a target"),
              (client.get("/api/search", params={"q": resnet[0], "k": "many"}), 400, "k must"),
              (client.get("/api/search", params={"q": resnet[0], "k": 0}), 400, "between 1 and 100"),
@@ -308,10 +420,15 @@ def test_bad_searches_are_one_line_with_their_status(searcher, resnet):
     for got, status, words in cases:
         assert got.status_code == status, (got.status_code, got.text)
         assert words in got.json()["error"] and "Traceback" not in got.text
-    exposed = _search_client(Searcher(searcher.index(), allow_code=False))
-    refused = exposed.get("/api/search", params={"q": "examples/out_of_zoo.py:ResidualCNN"})
-    assert refused.status_code == 403 and "this machine alone" in refused.json()["error"]
+    exposed = _search_client(Searcher(searcher.index()))  # code and paths off: the default
+    for target in ("examples/out_of_zoo.py:ResidualCNN", "torch.nn:Linear", "timm:resnet18"):
+        refused = exposed.post("/api/search", params={"q": target})
+        assert refused.status_code == 403 and "--allow-code" in refused.json()["error"], target
+    refused = exposed.post("/api/search", params={"q": "leaderboard/plots/x.narg"})
+    assert refused.status_code == 403 and "--allow-paths" in refused.json()["error"]
     assert exposed.get("/api/search", params={"q": resnet[0], "k": 2}).status_code == 200  # names stay allowed
+    by_get = client.get("/api/search", params={"q": "examples/out_of_zoo.py:ResidualCNN"})  # code on, but a GET
+    assert by_get.status_code == 403 and "only by POST" in by_get.json()["error"]
 
 
 def test_a_model_that_never_returns_costs_one_search_not_the_server(searcher, resnet, tmp_path):
@@ -325,12 +442,12 @@ def test_a_model_that_never_returns_costs_one_search_not_the_server(searcher, re
                      "    def forward(self, x):\n        while True:\n            time.sleep(0.05)\n")
     client = _search_client(Searcher(searcher.index(), allow_code=True, timeout=3))
     t0 = time.monotonic()
-    got = client.get("/api/search", params={"q": f"{model}:Hang"})
-    assert got.status_code == 400 and "no graph after 3 s" in got.json()["error"]
+    got = client.post("/api/search", params={"q": f"{model}:Hang"})
+    assert got.status_code == 400 and "did not finish within 3 s" in got.json()["error"]
     assert time.monotonic() - t0 < 60
     again = client.get("/api/search", params={"q": resnet[0], "k": 2})
     assert again.status_code == 200 and len(again.json()["hits"]) == 2
     broken = tmp_path / "broken.py"
     broken.write_text("raise RuntimeError('this module does not import')\n")
-    got = client.get("/api/search", params={"q": f"{broken}:Net"})
+    got = client.post("/api/search", params={"q": f"{broken}:Net"})
     assert got.status_code == 400 and "does not import" in got.json()["error"]

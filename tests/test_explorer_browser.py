@@ -57,8 +57,9 @@ def site(tmp_path):
     lb.plot_tables(lb.build_tables(with_subsets(lb.collect([res]))), plots)
     payload = load_views([res], plot_dir=plots)
     sock = app.bind()
-    with app.running(app.create_app(payload, plots, _searcher()), sock):
-        yield app.url_of(sock), payload, res
+    served = app.create_app(payload, plots, _searcher())
+    with app.running(served, sock):
+        yield app.url_of(sock, served.access.token), payload, res  # the address narbench explore prints
 
 
 _SEARCHER = []
@@ -79,6 +80,14 @@ def _shots(tmp_path) -> Path:
     return out
 
 
+def _watch(page) -> list[str]:
+    """Script errors and Content-Security-Policy refusals of `page`, as they happen (the test asserts none)."""
+    problems: list[str] = []
+    page.on("pageerror", lambda exc: problems.append(str(exc)))
+    page.on("console", lambda msg: problems.append(msg.text) if "Content Security Policy" in msg.text else None)
+    return problems
+
+
 def _labels(page) -> list[str]:
     return page.locator("[data-testid=view-table] tbody tr").evaluate_all("rows => rows.map(r => r.dataset.label)")
 
@@ -86,10 +95,12 @@ def _labels(page) -> list[str]:
 def test_leaderboard_loads_sorts_filters_and_downloads_what_is_shown(browser, site, tmp_path):
     url, payload, res = site
     page = browser.new_page(accept_downloads=True)
+    problems = _watch(page)
     t0 = time.perf_counter()
     page.goto(url)
     page.wait_for_selector("[data-testid=view-table] tbody tr")
     load_s = time.perf_counter() - t0
+    assert "token" not in page.url  # the first visit moved the token into a cookie
     view = payload["views"][0]
     assert sorted(_labels(page)) == sorted(r["label"] for r in view["rows"])
     assert f"{payload['results']} result files" in page.text_content("[data-testid=summary]")
@@ -123,7 +134,15 @@ def test_leaderboard_loads_sorts_filters_and_downloads_what_is_shown(browser, si
         page.click("[data-testid=download-json]")
     shown = json.loads(Path(info.value.path()).read_text())
     assert [r["label"] for r in shown["rows"]] == _labels(page) and shown["view"] == view["id"]
+    assert problems == []
     print(f"first page load {load_s:.2f} s")
+
+
+def test_the_page_without_the_token_says_how_to_open_it(browser, site):
+    url, _, _ = site
+    page = browser.new_page()
+    got = page.goto(url.split("?")[0])  # the address without its token
+    assert got.status == 401 and "?token=" in page.content()
 
 
 def test_a_page_without_its_data_says_so(browser, tmp_path):
@@ -144,8 +163,7 @@ def test_search_shows_hits_and_a_hit_beside_the_query_with_shared_structure_mark
     model = Path(__file__).resolve().parents[1] / "examples" / "out_of_zoo.py"  # a shipped example, written by hand
     name = f"{model}:ResidualCNN"
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    errors = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    errors = _watch(page)  # a script error, or the page's policy refusing what cytoscape needs
     page.goto(url + "#search")
     page.fill("[data-testid=search-target]", name)
     page.select_option("[data-testid=search-k]", "10")

@@ -132,7 +132,8 @@ def test_missing_entry_fails_only_when_strict_and_missing_file_is_an_error(plugi
     assert "no reference entry for toy/random/none" in capsys.readouterr().out
     assert _cli([*args, "--strict"]) == 1
     assert _cli(["--reference", str(tmp_path / "nope.json"), "--encoders", "nodefreq", "--datasets", "toy"]) == 2
-    assert "--update" in capsys.readouterr().err
+    err = capsys.readouterr().err  # never `--update`: that writes a reference the run passes by construction
+    assert "nope.json does not exist" in err and "--update" not in err and len(err.strip().splitlines()) == 1
     assert _cli(["--reference", str(ref), "--encoders", "nope", "--datasets", "toy"]) == 2
     # --update keeps the entries it did not run
     gate.check(ref, encoders=["random"], datasets=["toy"], update=True)
@@ -243,6 +244,9 @@ def test_each_metric_is_judged_by_its_own_band(plugins, tmp_path):
         {"ndcg@20": d["entries"][entry]["metrics"]["ndcg@20"] + 0.05,
          "mrr@20": d["entries"][entry]["metrics"]["mrr@20"] + 0.05}))
     _spoil(ref, lambda d: d["entries"][entry]["band"].update({"ndcg@20": 0.06, "mrr@20": 0.04}))
+    # bands as a measurement would derive them: spread x factor (a band set by hand alone is refused)
+    _spoil(ref, lambda d: d["entries"][entry]["derivation"]["spread"].update(
+        {"ndcg@20": 0.06 / bands.FACTOR, "mrr@20": 0.04 / bands.FACTOR}))
     report = gate.check(ref, encoders=["nodefreq"], datasets=["toy"])
     assert [(c.metric, c.tolerance) for c in report.dropped] == [("mrr@20", 0.04)]
     assert gate.check(ref, tolerance=0.06, encoders=["nodefreq"], datasets=["toy"]).passed()  # one band for all
@@ -253,7 +257,8 @@ def test_each_metric_is_judged_by_its_own_band(plugins, tmp_path):
 def test_strict_fails_on_a_metric_the_run_does_not_produce(plugins, tmp_path, capsys):
     ref = _toy_reference(tmp_path)
     _spoil(ref, lambda d: (d["entries"]["toy/nodefreq/none"]["metrics"].update({"mrr@7": 0.5}),
-                           d["entries"]["toy/nodefreq/none"]["band"].update({"mrr@7": 0.0})))
+                           d["entries"]["toy/nodefreq/none"]["band"].update({"mrr@7": bands.FLOOR}),
+                           d["entries"]["toy/nodefreq/none"]["derivation"]["spread"].update({"mrr@7": 0.0})))
     args = ["--reference", str(ref), "--encoders", "nodefreq", "--datasets", "toy"]
     capsys.readouterr()
     assert _cli(args) == 0

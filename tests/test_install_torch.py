@@ -104,20 +104,52 @@ def main(env, probe, *args):
     return it.main(["--python", PY, "--why", "no CUDA device found", *args], runner=env, prober=probe)
 
 
-def test_index_reachable_installs_from_pytorch_cpu_index(capsys):
+def test_index_reachable_installs_torch_alone_from_pytorch_cpu_index(capsys):
+    """PyTorch's index serves torch alone (--no-deps, no other index beside it: no dependency confusion);
+    torch's dependencies and narbench come from the default index."""
     env = FakeEnv()
     assert main(env, reachable, "--editable", ".[test]") == 0
     assert reachable.urls == ["https://download.pytorch.org/whl/cpu/torch/"]
-    (torch_install, editable) = env.installs()
-    i = torch_install.index("--index-url")
+    (torch_install, deps, editable) = env.installs()
     assert torch_install[4] == "torch==2.13.0"
-    assert torch_install[i:i + 4] == ["--index-url", "https://download.pytorch.org/whl/cpu",
-                                      "--extra-index-url", "https://pypi.org/simple"]
+    i = torch_install.index("--index-url")
+    assert torch_install[i - 1:i + 2] == ["--no-deps", "--index-url", "https://download.pytorch.org/whl/cpu"]
+    assert not any(a.startswith("--extra-index-url") for call in env.installs() for a in call)
+    assert deps[4:] == ["torch==2.13.0"]  # the default index; torch itself is already installed and kept
     assert editable[4:] == ["-e", ".[test]"]
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last.startswith("install_torch: PyTorch 2.13.0+cpu, the CPU build (torch.version.cuda is None), "
-                           "installed from download.pytorch.org (PyTorch's CPU index")
+                           "installed from download.pytorch.org (PyTorch's CPU index https://download.pytorch.org/"
+                           "whl/cpu; its dependencies from the default index)")
     assert "in /venv; CPU build because: no CUDA device found" in last
+
+
+def test_every_install_is_constrained(tmp_path, capsys):
+    pins = tmp_path / "constraints.txt"
+    pins.write_text("torch==2.13.0\n")
+    for probe in (reachable, unreachable):
+        env = FakeEnv()
+        assert main(env, probe, "--editable", ".[test]", "--constraint", str(pins)) == 0
+        assert len(env.installs()) == (3 if probe is reachable else 2)
+        for call in env.installs():
+            i = call.index("-c")
+            assert call[i + 1] == str(pins)
+    env = FakeEnv()
+    assert main(env, reachable, "--constraint", str(tmp_path / "missing.txt")) == 1 and env.installs() == []
+    assert capsys.readouterr().err == f"install_torch: error: constraints file {tmp_path / 'missing.txt'} not found\n"
+
+
+def test_dependencies_that_fail_after_torch_from_the_index(capsys):
+    class DepsFail(FakeEnv):
+        def __call__(self, cmd, capture=False):
+            if cmd[1:4] == ["-m", "pip", "install"] and "--index-url" not in cmd and "-e" not in cmd:
+                self.calls.append(cmd)
+                return subprocess.CompletedProcess(cmd, 1)
+            return super().__call__(cmd, capture)
+
+    assert main(DepsFail(), reachable) == 1
+    assert capsys.readouterr().err == ("install_torch: error: pip could not install the dependencies of torch==2.13.0 "
+                                       "from the default index\n")
 
 
 def test_index_unreachable_falls_back_to_plain_pip_and_says_so(capsys):
@@ -254,4 +286,9 @@ def test_makefile_cpu_recipe_calls_the_script(tmp_path, switch, calls):
     assert ("tools/install_torch.py --torch \"torch==2.13.0\" --index \"https://download.pytorch.org/whl/cpu\""
             in out) is calls
     if calls:
-        assert '--editable ".[test]" --why "asked for"' in out
+        assert '--editable ".[test]" --why "asked for" --constraint "constraints.txt"' in out
+    lines = out.splitlines()
+    upgrade = lines.index(f"{tmp_path / 'v'}/bin/python -m pip install -c constraints.txt --upgrade pip")
+    assert upgrade == next(i for i, ln in enumerate(lines) if "pip install" in ln or "install_torch" in ln)  # first
+    if not calls:  # the CUDA build: pip installs narbench and torch from the default index, constrained
+        assert f"{tmp_path / 'v'}/bin/python -m pip install -c constraints.txt -e \".[test]\"" in lines

@@ -144,3 +144,127 @@ def test_the_cli_turns_resuming_off(monkeypatch):
         with pytest.raises(SystemExit):
             cli.main(["run", "--encoder", "gcn", "--no-progress", *flags])
         assert seen["resume"] is expected
+
+
+# ------------------------------------------------------------------ safe to read, solid to write (issue 57)
+
+
+def test_the_random_state_survives_its_plain_form_exactly():
+    import random
+
+    import numpy as np
+
+    np.random.seed(7)
+    random.seed(7)
+    np.random.standard_normal(3)  # numpy keeps a cached Gaussian: it must come back too
+    random.gauss(0, 1)  # and Python its gauss_next
+    state = resume.random_state()
+    plain = resume.plain_random_state(state)
+    assert isinstance(plain["numpy_rng"], dict) and isinstance(plain["python_rng"], dict)
+    buf = __import__("io").BytesIO()
+    torch.save(plain, buf)
+    buf.seek(0)
+    back = resume.unplain_random_state(torch.load(buf, weights_only=True))
+    expected = (np.random.standard_normal(5), random.random(), random.gauss(0, 1))
+    resume.set_random_state(back)
+    assert np.array_equal(np.random.standard_normal(5), expected[0])
+    assert (random.random(), random.gauss(0, 1)) == expected[1:]
+
+
+def test_concurrent_saves_of_one_configuration_never_collide(toy_dataset, tmp_path):
+    """Two runs of one configuration into one --out write the same snapshot files: each write has a
+    temp file of its own (31 of 600 saves failed with a fixed temp name)."""
+    import threading
+
+    from narbench.baselines.gnn import GNNStack, gcn_conv
+
+    model = GNNStack(gcn_conv, 16, 2, 0.5, num_ops=len(toy_dataset.vocab))
+    opt = torch.optim.Adam(model.parameters())
+    errors = []
+
+    def saver(n):
+        snaps = Snapshots(tmp_path / "snap", "k")
+        for epoch in range(n):
+            try:
+                snaps.save(0, "toy", epoch + 1, model, opt, None, [0.5] * (epoch + 1))
+            except Exception as exc:  # noqa: BLE001 - collected, the test says which
+                errors.append(exc)
+
+    threads = [threading.Thread(target=saver, args=(100,)) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sorted(p.name for p in (tmp_path / "snap").iterdir()) == ["stage0-toy.pt"]  # no temp file left
+    assert Snapshots(tmp_path / "snap", "k").load(0, "toy")["epochs_done"] == 100
+
+
+class _FullDisk:
+    """A file whose writes fail as on a full disk."""
+
+    def __init__(self, fh):
+        self.fh = fh
+
+    def write(self, data):
+        import errno
+        import os
+
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def __getattr__(self, name):
+        return getattr(self.fh, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.fh.close()
+
+
+def test_a_full_disk_during_a_snapshot_is_one_line_and_leaves_no_temp_file(plugin, tmp_path, monkeypatch, capsys):
+    import os
+
+    from narbench.cli import main
+
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("needs /proc to name an fd's file")
+    real_fdopen = os.fdopen
+
+    def fdopen(fd, *args, **kwargs):
+        fh = real_fdopen(fd, *args, **kwargs)
+        return _FullDisk(fh) if f"/{SNAPSHOTS}/" in os.readlink(f"/proc/self/fd/{fd}") else fh
+
+    monkeypatch.setattr(os, "fdopen", fdopen)
+    out = tmp_path / "out"
+    assert main(["run", "--encoder", "gcn", "--dataset", "toy", "--profile", "smoke", "--no-progress",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith("error: cannot write ") and "stage0-" in lines[0], lines[0]
+    assert "no space left on device (ENOSPC); the run stopped after epoch 1" in lines[0], lines[0]
+    assert [p for p in out.rglob("*") if p.is_file()] == []  # no snapshot, no 0-byte temp file, no result
+
+
+def test_a_snapshot_that_does_not_fit_the_model_is_set_aside_and_the_stage_starts_over(toy_dataset, tmp_path):
+    """The code changed under one configuration key: the snapshot's weights fit no longer."""
+    from narbench.baselines.gnn import GNNStack, gcn_conv
+
+    whole, whole_hist = _toy_fit(None, toy_dataset)
+    other = GNNStack(gcn_conv, 8, 2, 0.5, num_ops=len(toy_dataset.vocab))  # another width
+    Snapshots(tmp_path, "k").save(0, "toy", 1, other, torch.optim.Adam(other.parameters()), None, [1.0])
+    with pytest.warns(SnapshotWarning, match=r"stage0-toy\.pt: it does not fit this run's model .*moved to"):
+        model, hist = _toy_fit(Snapshots(tmp_path, "k"), toy_dataset)
+    assert hist.losses == whole_hist.losses
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), whole.state_dict().values()))
+
+
+def test_a_snapshot_with_foreign_random_states_is_set_aside(toy_dataset, tmp_path):
+    snaps = Snapshots(tmp_path, "k")
+    _toy_fit(snaps, toy_dataset)
+    state = torch.load(snaps.path(0, "toy"), weights_only=True)
+    state["python_rng"]["internal"] = [1, 2, 3]  # not a Mersenne Twister state
+    torch.save(state, snaps.path(0, "toy"))
+    with pytest.warns(SnapshotWarning, match="random states the generators refuse"):
+        assert Snapshots(tmp_path, "k").load(0, "toy") is None

@@ -176,3 +176,25 @@ def test_one_bad_file_rejects_the_collection_and_names_every_bad_file(tmp_path):
     shutil.copy(validation.sidecar_path(good), validation.sidecar_path(twin / good.name))
     with pytest.raises(RejectedResultsError, match="is also .*one run, counted once"):
         collect([tmp_path / "ok", twin])
+
+
+@pytest.mark.parametrize("family_sizes", [(3, 5, 8), (25, 40, 130), (1, 60, 250)])
+def test_every_score_a_ranking_gives_is_within_its_bounds(family_sizes):
+    """Rankings drawn at random (and perfect ones, and ones with a corpus item listed twice), scored by the
+    metrics narbench writes, never trip the per-query checks: they refuse only what no ranking gives."""
+    from narbench.eval.bounds import bound_problem, shape_problem
+    from narbench.eval.metrics import score_rankings
+
+    rng = np.random.default_rng(sum(family_sizes))
+    corpus = np.repeat(np.arange(len(family_sizes)), family_sizes)
+    queries = np.repeat(np.arange(len(family_sizes)), 4)
+    ranked = np.stack([rng.permutation(len(corpus))[:100] for _ in queries])
+    ranked[:4] = np.argsort(corpus != queries[0], kind="stable")[:100]  # perfect for the first family
+    ranked[5, 1] = ranked[5, 0]  # a corpus item listed twice
+    _, per_query = score_rankings(queries, corpus, ranked)
+    per_query = {m: np.array([round(float(v), 6) for v in vals]) for m, vals in per_query.items()}  # as written
+    relevant = np.array(family_sizes)[queries]
+    assert shape_problem(per_query) is None and bound_problem(per_query, relevant) is None
+    assert per_query["map@20"][:4].tolist() == [round(min(20, relevant[0]) / relevant[0], 6)] * 4  # at the bound
+    forged = {m: np.ones_like(v) for m, v in per_query.items()}
+    assert (bound_problem(forged, relevant) is None) == (max(family_sizes) <= 20)

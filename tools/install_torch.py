@@ -6,6 +6,12 @@ requirement from PyTorch's CPU wheel index (download.pytorch.org/whl/cpu) when t
 with plain `pip install torch==X`: this project's machines keep the +cpu wheel in pip's
 find-links, but on public PyPI plain pip gets the CUDA wheel. Hence the check afterwards:
 `torch.version.cuda is None` and no nvidia-*/triton/cuda-* package left, else exit 1 with one line.
+
+Where each package comes from: from PyTorch's index, torch alone (`--index-url` that index and
+`--no-deps`), never with the default index as an extra one (pip takes a name from whichever index
+offers the best version, so one index could serve a package meant to come from the other: the
+dependency-confusion pattern); torch's own dependencies, then narbench (`--editable`), from the
+default index. `--constraint FILE` (the Makefile's constraints.txt) applies to every install.
 Imports neither narbench nor torch (torch may be missing, or the wrong build, until this ran);
 everything it does to the environment goes through `pip` and `python -c` subprocesses.
 """
@@ -28,7 +34,6 @@ from pathlib import Path
 from typing import Callable, Optional
 
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-PYPI = "https://pypi.org/simple"
 # distributions only the CUDA build needs (the old Makefile's CUDA_ONLY)
 CUDA_ONLY = re.compile(r"^(nvidia-|triton|cuda-)", re.I)
 GPU_LOCAL = ("cu", "rocm", "xpu")  # local version tags of PyTorch's GPU wheels: 2.13.0+cu128
@@ -94,8 +99,9 @@ class Installer:
     def pip(self, *args: str) -> int:
         return self.run([self.python, "-m", "pip", *args]).returncode
 
-    def install_torch(self, spec: list[str], index: str, extra_index: str, timeout: float) -> tuple[str, str]:
-        """Install `spec` from `index` if it answers, else with plain pip; return (source, why that source)."""
+    def install_torch(self, spec: list[str], index: str, timeout: float, pins: tuple[str, ...] = ()) -> tuple[str, str]:
+        """Install `spec`: torch alone from `index` if it answers, then its dependencies from the default
+        index; else all of it with plain pip. `pins`: pip's constraint options. Returns (source, why that source)."""
         have = self.dists()
         if "torch" in have and is_gpu_build(have["torch"]):
             say(f"replacing torch {have['torch']['version']} (a CUDA build)")
@@ -106,9 +112,8 @@ class Installer:
         if index:
             host = urllib.parse.urlsplit(index).netloc or index
             err = self.probe(index.rstrip("/") + "/torch/", timeout)
-            if err is None:
-                extra = ["--extra-index-url", extra_index] if extra_index else []
-                tries.append((["--index-url", index, *extra], f"PyTorch's CPU index {index}"))
+            if err is None:  # that index alone, for torch alone
+                tries.append((["--no-deps", "--index-url", index], f"PyTorch's CPU index {index}"))
             else:
                 note = f"{host} unreachable ({err})"
                 say(f"{note}; installing with plain pip (local wheel cache / find-links, else the configured index)")
@@ -116,11 +121,16 @@ class Installer:
         with tempfile.TemporaryDirectory() as tmp:
             for n, (where, how) in enumerate(tries):
                 out = Path(tmp) / f"report{n}.json"
-                rc = self.pip("install", *spec, *where, *(["--report", str(out)] if report else []))
+                rc = self.pip("install", *spec, *where, *pins, *(["--report", str(out)] if report else []))
+                if rc == 0 and where:  # torch is in: its dependencies from the default index (torch kept)
+                    if self.pip("install", *spec, *pins) != 0:
+                        raise Failed(f"pip could not install the dependencies of {' '.join(spec)} from the default "
+                                     "index")
+                    return source_of(out), f"{how}; its dependencies from the default index"
                 if rc == 0:
                     return source_of(out), how
                 if n + 1 < len(tries):
-                    note = f"pip install from {where[1]} failed (exit {rc})"
+                    note = f"pip install from {where[-1]} failed (exit {rc})"
                     tries[n + 1] = ([], f"plain pip: {note}")
                     say(f"{note}; falling back to plain pip")
             raise Failed(f"pip could not install {' '.join(spec)} (exit {rc}; tried: {'; '.join(t[1] for t in tries)})")
@@ -176,16 +186,19 @@ def main(argv: Optional[list[str]] = None, runner: Runner = run, prober: Probe =
     ap.add_argument("--python", default=sys.executable, help="the environment's python (default: this one)")
     ap.add_argument("--torch", default="torch==2.13.0", help="the requirement, as pip arguments")
     ap.add_argument("--index", default=CPU_INDEX, help="PyTorch's CPU wheel index; '' for plain pip only")
-    ap.add_argument("--extra-index", default=PYPI, help="where torch's own dependencies come from; '' for none")
     ap.add_argument("--editable", default="", help="then `pip install -e` this (e.g. '.[test]'), before the check")
+    ap.add_argument("--constraint", default="", help="pip constraints file for every install (e.g. constraints.txt)")
     ap.add_argument("--why", default="asked for", help="why the CPU build, for the last line")
     ap.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the index to answer")
     a = ap.parse_args(argv)
     env = Installer(a.python, runner, prober)
     venv = Path(a.python).parent.parent
+    pins = ("-c", a.constraint) if a.constraint else ()
     try:
-        source, how = env.install_torch(shlex.split(a.torch), a.index, a.extra_index, a.timeout)
-        if a.editable and env.pip("install", "-e", a.editable) != 0:
+        if a.constraint and not Path(a.constraint).is_file():
+            raise Failed(f"constraints file {a.constraint} not found")
+        source, how = env.install_torch(shlex.split(a.torch), a.index, a.timeout, pins)
+        if a.editable and env.pip("install", *pins, "-e", a.editable) != 0:
             raise Failed(f"pip install -e {a.editable} failed")
         version, cuda = env.torch_build()  # before removing CUDA libraries, which a CUDA build needs to import
         if cuda is not None:

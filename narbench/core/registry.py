@@ -9,6 +9,9 @@ and a third party's are registered the same way (in a `pyproject.toml`):
 
 from __future__ import annotations
 
+import contextlib
+import traceback
+from collections.abc import Iterator
 from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +40,15 @@ class RegistryError(RuntimeError):
     """A registered entry point exists but cannot be loaded."""
 
 
+class PluginError(RegistryError):
+    """A third party's plugin raised in a call narbench made: the message names the plugin, its
+    distribution, the call, the plugin's exception and the line that raised it (`plugin_call`)."""
+
+
+#: the longest plugin message a `PluginError` quotes (a plugin may raise with pages of text)
+PLUGIN_MESSAGE_MAX = 300
+
+
 def _entry_points(kind: str) -> dict[str, EntryPoint]:
     eps = entry_points(group=GROUPS[kind])
     return {ep.name: ep for ep in sorted(eps, key=lambda e: e.name)}
@@ -61,6 +73,40 @@ def load(kind: str, name: str) -> Any:
         return ep.load()
     except Exception as exc:  # a broken plugin must not look like an unknown name
         raise RegistryError(f"{kind} {name!r} is registered as {ep.value!r} but fails to load: {exc}") from exc
+
+
+@contextlib.contextmanager
+def plugin_call(kind: str, name: str, call: str) -> Iterator[None]:
+    """Around one call into the registered `name` of `kind` (`call` says which, e.g. "fit()"): an
+    exception of a third party's plugin becomes a one-line `PluginError` naming the plugin and the call.
+
+    narbench's own plugins, and errors of narbench's own types (which already say what is wrong),
+    pass unchanged: a traceback there is a narbench bug, not a plugin's."""
+    try:
+        yield
+    except Exception as exc:
+        error = _plugin_error(kind, name, call, exc)
+        if error is None:
+            raise
+        raise error from exc
+
+
+def _plugin_error(kind: str, name: str, call: str, exc: Exception) -> PluginError | None:
+    if type(exc).__module__.split(".")[0] == "narbench":
+        return None
+    try:
+        where = origin(kind, name)
+    except UnknownNameError:  # not a registered plugin (an object handed in by the Python API)
+        return None
+    if where["distribution"] in (None, "narbench"):
+        return None
+    message = " ".join(str(exc).split())
+    if len(message) > PLUGIN_MESSAGE_MAX:
+        message = message[: PLUGIN_MESSAGE_MAX - 3] + "..."
+    frames = traceback.extract_tb(exc.__traceback__)
+    at = f" (raised at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return PluginError(f"{kind} {name!r} (plugin {where['value']} of {where['distribution']} {where['version']}) "
+                       f"failed in {call}: {type(exc).__name__}{': ' + message if message else ''}{at}")
 
 
 def origin(kind: str, name: str) -> dict[str, str | None]:

@@ -16,7 +16,9 @@ versions, both read:
 
 Whatever the version, a payload is checked for structure on read (array lengths, op ids inside
 the vocabulary, every edge endpoint inside its graph): a damaged file raises `CorruptFileError`
-naming the file and what is wrong, never a graph with wrong edges.
+naming the file and what is wrong, never a graph with wrong edges. A file may come from anyone (an
+upload to the explorer, `--index`): its first bytes are checked before the rest is read, and its size
+and decompressed size are capped (`narbench.core.safeio.LIMITS`); errors never quote its bytes.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from narbench.core import safeio
 from narbench.core.cache import writing
 from narbench.data.graph import ArchGraph
 
@@ -205,8 +208,14 @@ def write_payload(path: str | os.PathLike, payload: bytes, *, level: int = 19) -
     return hashlib.sha256(payload).hexdigest()
 
 
-def _frame(path: Path, data: bytes) -> bytes:
-    """The zstd frame of a file's bytes, checked against the file's checksum (version 2)."""
+def _frame(path: Path, kind: str) -> bytes:
+    """The zstd frame of a file, its header checked before the rest is read and, in a version-2
+    file, the frame checked against the file's checksum; the file's size is capped (`safeio.LIMITS`)."""
+    try:
+        data = safeio.read_file(path, kind, (CONTAINER_MAGIC, _ZSTD_MAGIC))
+    except safeio.RefusedFileError as exc:
+        reason = "cannot decompress: " + exc.reason if exc.reason.startswith("not a narbench") else exc.reason
+        raise CorruptFileError(f"{path}: {reason}") from None
     if data.startswith(CONTAINER_MAGIC):
         start = len(CONTAINER_MAGIC) + 32
         recorded, frame = data[len(CONTAINER_MAGIC) : start].hex(), data[start:]
@@ -216,29 +225,29 @@ def _frame(path: Path, data: bytes) -> bytes:
                                    f"sha256 {digest[:16]}..., the header records {recorded[:16]}...; the file is "
                                    "truncated or corrupt")
         return frame
-    if data.startswith(_ZSTD_MAGIC):
-        return data
-    raise CorruptFileError(f"{path}: cannot decompress (neither a narbench file nor a zstd frame: it starts "
-                           f"with {data[:8]!r}); the file is truncated or corrupt")
+    return data
 
 
-def read_payload(path: str | os.PathLike, expected_sha256: str | None = None) -> tuple[bytes, str]:
+def read_payload(path: str | os.PathLike, expected_sha256: str | None = None, *,
+                 kind: str = "graph") -> tuple[bytes, str]:
     """The decompressed payload of a narbench file (version 1 or 2) and its sha256.
 
-    `FileNotFoundError` if it is missing; `CorruptFileError` if its checksum does not match
-    (version 2), it cannot be decompressed, or its payload's sha256 is not `expected_sha256`. Graph files and
-    search indexes are both read through here."""
-    import zstandard
-
+    `FileNotFoundError` if it is missing; `CorruptFileError` if it is not a narbench file (found from
+    its first bytes, before the rest is read), its checksum does not match (version 2), it cannot be
+    decompressed, it would decompress past the cap of its `kind` (`narbench.core.safeio.LIMITS`:
+    "graph" or "index"), or its payload's sha256 is not `expected_sha256`. Graph files and search
+    indexes are both read through here."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"file not found: {path}")
-    frame = _frame(path, path.read_bytes())
+    frame = _frame(path, kind)
     try:
-        payload = zstandard.ZstdDecompressor().decompress(frame)
-    except (zstandard.ZstdError, MemoryError) as exc:  # a damaged frame header can claim any size
-        raise CorruptFileError(f"{path}: cannot decompress ({type(exc).__name__}: {exc}); the file is truncated "
-                               "or corrupt") from exc
+        payload = safeio.zstd_decompress(frame, path, kind)
+    except safeio.RefusedFileError as exc:
+        corrupt = "corrupt" in exc.reason or exc.reason.startswith("refused")
+        raise CorruptFileError(str(exc) + ("" if corrupt else "; the file is truncated or corrupt")) from None
+    except MemoryError:  # a damaged frame header can claim any size up to the cap
+        raise CorruptFileError(f"{path}: cannot decompress (MemoryError); the file is truncated or corrupt") from None
     digest = hashlib.sha256(payload).hexdigest()
     if expected_sha256 is not None and digest != expected_sha256:
         raise CorruptFileError(
@@ -275,19 +284,19 @@ def read_head(path: str | os.PathLike) -> dict[str, Any]:
     path = Path(path)
     try:
         with open(path, "rb") as fh:
-            fh.seek(len(CONTAINER_MAGIC) + 32 if fh.read(len(CONTAINER_MAGIC)) == CONTAINER_MAGIC else 0)
-            with zstandard.ZstdDecompressor().stream_reader(fh, closefd=False) as reader:
-                start = reader.read(len(MAGIC) + 8)
-                if len(start) < len(MAGIC) + 8 or not start.startswith(MAGIC):
-                    raise CorruptFileError(f"{path}: not a narbench graph file (bad magic bytes)")
-                (n,) = struct.unpack("<Q", start[len(MAGIC):])
-                chunks, got = [], 0
-                while got < n:
-                    chunk = reader.read(min(n - got, 1 << 22))
-                    if not chunk:
-                        raise CorruptFileError(f"{path}: truncated")
-                    chunks.append(chunk)
-                    got += len(chunk)
-        return json.loads(b"".join(chunks))
+            size = os.fstat(fh.fileno()).st_size
+            start = fh.read(len(CONTAINER_MAGIC))
+            if start != CONTAINER_MAGIC and not start.startswith(_ZSTD_MAGIC):
+                raise CorruptFileError(f"{path}: not a narbench graph file")
+            fh.seek(len(CONTAINER_MAGIC) + 32 if start == CONTAINER_MAGIC else 0)
+            reader = safeio.zstd_reader(fh, path, "graph", size)
+            start = reader.read_exactly(len(MAGIC) + 8)
+            if not start.startswith(MAGIC):
+                raise CorruptFileError(f"{path}: not a narbench graph file (bad magic bytes)")
+            (n,) = struct.unpack("<Q", start[len(MAGIC):])
+            head = reader.read_exactly(n)
+        return json.loads(head)
+    except safeio.RefusedFileError as exc:
+        raise CorruptFileError(str(exc)) from None
     except (zstandard.ZstdError, ValueError) as exc:
-        raise CorruptFileError(f"{path}: unreadable ({exc})") from exc
+        raise CorruptFileError(f"{path}: unreadable ({type(exc).__name__}); the file is truncated or corrupt") from exc

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from narbench.core import safeio
 from narbench.data.store import atomic_write_bytes
 
 SCHEMA_VERSION = 2
@@ -78,15 +79,23 @@ class RunResult:
         """Load a result file; a malformed one raises ValueError naming the file."""
         path = Path(path)
         try:
-            raw = json.loads(path.read_text())
+            # the first bytes decide before the rest is read, and the size is capped (`safeio.LIMITS`)
+            raw = json.loads(safeio.read_file(path, "result", (b"{",), lstrip=True).decode("utf-8"))
             if not isinstance(raw, dict):
                 raise ValueError(f"{path}: not a valid narbench result file (a JSON {type(raw).__name__}, "
                                  "not an object)")
+            if not {"run_id", "schema"} & set(raw):  # say nothing of another JSON file's keys
+                raise ValueError(f"{path}: not a valid narbench result file (neither a run_id nor a schema)")
             if raw.get("schema") == 1:
                 raw = _from_schema1(raw)
             _check_field_names(path, raw)
             return cls(**raw)
-        except (json.JSONDecodeError, UnicodeDecodeError, TypeError, AttributeError) as exc:
+        except safeio.RefusedFileError as exc:
+            reason = exc.reason if exc.reason.startswith("not a") else f"not a valid narbench result file ({exc.reason})"
+            raise ValueError(f"{path}: {reason}") from None
+        except UnicodeDecodeError:
+            raise ValueError(f"{path}: not a valid narbench result file (not UTF-8 text)") from None
+        except (json.JSONDecodeError, TypeError, AttributeError) as exc:
             raise ValueError(f"{path}: not a valid narbench result file ({exc})") from exc
 
 

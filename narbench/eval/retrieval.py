@@ -17,7 +17,10 @@ def check_finite(embeddings, encoder: str, side: str, graphs=None) -> None:
     Cosine retrieval over such rows gives arbitrary rankings (NaN compares false with
     everything) and metrics that look like ordinary numbers, so no result is made of them.
     `side` says which embeddings these are ("corpus", "query"); `graphs` (the embedded graphs,
-    row for row) lets the message name the first bad one."""
+    row for row) lets the message name the first bad one. Before that, embeddings that are not
+    a [graphs, dims] array (with one row per graph of `graphs` and at least one dimension) are
+    refused the same way: ranking them would fail, or answer with meaningless cosines."""
+    check_shape(embeddings, encoder, side, graphs)
     emb = torch.as_tensor(embeddings if isinstance(embeddings, torch.Tensor) else np.asarray(embeddings))
     if not emb.is_floating_point() or emb.numel() == 0:
         return
@@ -29,6 +32,21 @@ def check_finite(embeddings, encoder: str, side: str, graphs=None) -> None:
         where = f"row {first}" + (f", graph {graphs[first].name!r}" if graphs is not None and first < len(graphs) else "")
         raise EmbeddingError(f"encoder {encoder!r} returned non-finite embeddings (NaN or inf) for {count} of "
                              f"{emb.shape[0]} {side} graphs (first: {where}); they cannot be ranked")
+
+
+def check_shape(embeddings, encoder: str, side: str, graphs=None) -> None:
+    """`EmbeddingError` unless `embeddings` is a 2-D tensor or array with one row per graph of
+    `graphs` (when given) and at least one column; the message says what was expected and got."""
+    if not isinstance(embeddings, (torch.Tensor, np.ndarray)):
+        raise EmbeddingError(f"encoder {encoder!r} returned a {type(embeddings).__name__} as its {side} "
+                             "embeddings; expected a tensor of shape [graphs, dimensions]")
+    shape = tuple(embeddings.shape)
+    rows = len(graphs) if graphs is not None else None
+    if len(shape) != 2 or (rows is not None and shape[0] != rows) or shape[1] == 0:
+        expected = f"[{rows}, D]" if rows is not None else "[graphs, D]"
+        raise EmbeddingError(f"encoder {encoder!r} returned {side} embeddings of shape {list(shape)} for "
+                             f"{rows if rows is not None else 'its'} {side} graphs; expected {expected}: one row "
+                             "per graph, D >= 1 dimensions")
 
 
 def tiebreak_keys(graphs) -> np.ndarray:
@@ -86,7 +104,8 @@ def top_k_cosine(
     if tiebreak is not None:
         tiebreak = np.asarray(tiebreak)
         if tiebreak.shape != (corpus.shape[0],):
-            raise ValueError(f"tiebreak needs one key per corpus row ({corpus.shape[0]}), got shape {tiebreak.shape}")
+            raise ValueError(f"tiebreak has {tiebreak.size} keys for a corpus of {corpus.shape[0]} rows; it needs "
+                             "one key per corpus row")
         # Rank in key order (index tie-break there = key tie-break), then map back.
         perm = torch.as_tensor(np.argsort(tiebreak, kind="stable"))
         idx, val = top_k_cosine(queries, corpus[perm], k, batch_size=batch_size, device=device)

@@ -13,7 +13,13 @@ A result file is trusted only when it is consistent in itself and names what it 
   (a provider that pins none, such as a third party's toy dataset, is accepted by name and
   version), and the split is one the provider declares (`DatasetProvider.split_names`);
 - the protocol and the profile are ones narbench knows; the seed agrees with `config.run.seed`
-  and with the seed written into the run_id.
+  and with the seed written into the run_id;
+- where the dataset's content can be loaded here (a registered provider's current version,
+  `KnownDataset.load`): its per-query scores are ones a ranking can give (`narbench.eval.bounds`:
+  MRR a reciprocal rank, AP@k not falling with k), `num_queries` and `num_corpus` are what the
+  profile and seed select on that split, and no score exceeds what the query's relevant count
+  allows (MAP@20 = 1.0 on `nas` cannot happen). Data that cannot be loaded here (an earlier
+  version, a hand-made declaration such as the tests' arbitrary scores) gets every other check.
 
 A check that fails raises `InvalidResultError` naming the file and the reason. Code that
 writes hand-made results on data no provider registers (tests, tools) declares that data by
@@ -23,16 +29,18 @@ passing `datasets=`, a collection of `KnownDataset`, instead of the registry's `
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from narbench.core import safeio
+from narbench.eval import bounds
 from narbench.eval.metrics import KS, METRICS, PAPER_NDCG
 from narbench.train.profiles import PROFILES
 from narbench.train.protocol import PROTOCOLS
@@ -59,12 +67,27 @@ class InvalidResultError(ValueError):
 
 @dataclass(frozen=True)
 class KnownDataset:
-    """A dataset results may be on: its name, version, pinned content (None: not pinned), splits."""
+    """A dataset results may be on: its name, version, pinned content (None: not pinned), splits, and
+    `load`, a function returning its `GraphDataset` when this machine can load that content (the per-query
+    bounds and `narbench leaderboard --verify` need the graphs; None: only the other checks)."""
 
     name: str
     version: str
     sha256: str | None
     splits: tuple[str, ...] = ("standard",)
+    load: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class _Registered:
+    """`KnownDataset.load` of a registered provider (equal for equal names, so its content is cached once)."""
+
+    name: str
+
+    def __call__(self):
+        from narbench.data.dataset import load_dataset
+
+        return load_dataset(self.name)
 
 
 def known_datasets() -> list[KnownDataset]:
@@ -77,7 +100,8 @@ def known_datasets() -> list[KnownDataset]:
             cls = registry.load("dataset", name)
         except registry.RegistryError:
             continue
-        out.append(KnownDataset(cls.name or name, str(cls.version), cls.expected_sha256, tuple(cls.split_names)))
+        out.append(KnownDataset(cls.name or name, str(cls.version), cls.expected_sha256, tuple(cls.split_names),
+                                load=_Registered(name)))
         out += [KnownDataset(cls.name or name, str(v), sha, tuple(splits))
                 for v, (sha, splits) in getattr(cls, "previous_versions", {}).items()]
     return out
@@ -92,20 +116,30 @@ def sidecar_path(path: str | Path) -> Path:
 def read_sidecar(path: str | Path) -> dict[str, np.ndarray]:
     """Per-query scores of a sidecar, metric -> float64 array; ValueError naming the file when unreadable."""
     try:
-        raw = json.loads(gzip.decompress(Path(path).read_bytes()))
+        raw = json.loads(safeio.read_gzip(path, "per-query sidecar"))  # header first, decompression capped
         if not isinstance(raw, dict):
             raise ValueError("not a JSON object")
-        return {str(k): np.asarray(v, dtype=np.float64) for k, v in raw.items()}
-    except (OSError, ValueError, TypeError) as exc:
+    except safeio.RefusedFileError as exc:
+        reason = exc.reason if exc.reason.startswith("not a") else f"not a valid per-query sidecar ({exc.reason})"
+        raise ValueError(f"{path}: {reason}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a valid per-query sidecar (not UTF-8 JSON)") from None
+    except (OSError, ValueError) as exc:
         raise ValueError(f"{path}: not a valid per-query sidecar ({exc})") from exc
+    try:
+        return {str(k): np.asarray(v, dtype=np.float64) for k, v in raw.items()}
+    except (ValueError, TypeError):  # the values are not quoted: the file may be anyone's
+        raise ValueError(f"{path}: not a valid per-query sidecar (scores that are not lists of numbers)") from None
 
 
-def validate_result(path: str | Path, *, datasets: Iterable[KnownDataset] | None = None,
+def validate_result(path: str | Path, *, datasets: Iterable[KnownDataset] | None = None, check_bounds: bool = True,
                     ) -> tuple[RunResult, dict[str, np.ndarray]]:
     """Read and check result file `path` (see the module docstring); returns (result, per-query scores).
 
-    `datasets`: the data results may be on (default: `known_datasets()`, the registered providers). Raises
-    `InvalidResultError` (a ValueError) with the file's path and the first problem found.
+    `datasets`: the data results may be on (default: `known_datasets()`, the registered providers).
+    `check_bounds`: also check the scores against the split's relevant counts (loads the dataset once
+    per process and content: seconds; `narbench runs` leaves it out). Raises `InvalidResultError` (a
+    ValueError) with the file's path and the first problem found.
     """
     path = Path(path)
     try:
@@ -114,8 +148,11 @@ def validate_result(path: str | Path, *, datasets: Iterable[KnownDataset] | None
         raise InvalidResultError(path, str(exc).removeprefix(f"{path}: ")) from exc
     _check_metrics(path, result)
     _check_fields(path, result)
-    _check_dataset(path, result, known_datasets() if datasets is None else datasets)
-    return result, _check_sidecar(path, result)
+    matching = _check_dataset(path, result, known_datasets() if datasets is None else datasets)
+    per_query = _check_sidecar(path, result)
+    if check_bounds:
+        _check_bounds(path, result, per_query, matching)
+    return result, per_query
 
 
 def _checked(scores: dict) -> tuple[str, ...]:
@@ -175,7 +212,7 @@ def _check_metrics(path: Path, r: RunResult) -> None:
             raise InvalidResultError(path, f"metric {m} is {v!r}, outside its range [0, 1]")
 
 
-def _check_dataset(path: Path, r: RunResult, datasets: Iterable[KnownDataset]) -> None:
+def _check_dataset(path: Path, r: RunResult, datasets: Iterable[KnownDataset]) -> list[KnownDataset]:
     name, version, sha = (r.dataset.get(k) for k in ("name", "version", "sha256"))
     datasets = list(datasets)
     named = [d for d in datasets if d.name == name]
@@ -199,6 +236,7 @@ def _check_dataset(path: Path, r: RunResult, datasets: Iterable[KnownDataset]) -
     recorded = r.dataset.get("split")
     if isinstance(recorded, dict) and recorded.get("name", r.split) != r.split:
         raise InvalidResultError(path, f"split {r.split!r} disagrees with dataset.split.name {recorded['name']!r}")
+    return [d for d in matching if r.split in d.splits]
 
 
 def _check_sidecar(path: Path, r: RunResult) -> dict[str, np.ndarray]:
@@ -222,3 +260,69 @@ def _check_sidecar(path: Path, r: RunResult) -> dict[str, np.ndarray]:
             raise InvalidResultError(path, f"metric {m} is {scores[m]!r} but the mean of its {len(values)} per-query "
                                            f"scores in {side.name} is {values.mean():.6f}")
     return per_query
+
+
+#: (loader, name, version, sha256) -> (family per graph, splits) of that content, or None where it cannot be loaded
+_CONTENTS: dict[tuple, tuple[np.ndarray, dict] | None] = {}
+#: (content key, split, max_corpus, max_queries, seed) -> `bounds.Evaluated`
+_EVALUATED: dict[tuple, bounds.Evaluated] = {}
+#: what a dataset provider's `load` may raise when its data is not here or not loadable
+_LOAD_ERRORS = (OSError, ValueError, LookupError, ImportError, RuntimeError)
+
+
+def load_content(r: RunResult, matching: Iterable[KnownDataset]):
+    """The `GraphDataset` result `r` ran on, loaded by the first matching `KnownDataset.load` whose content
+    has the result's sha256; None when none can be loaded here. Not cached (the graphs are large)."""
+    for known in matching:
+        dataset = _load(known, r.dataset.get("sha256"))
+        if dataset is not None:
+            return dataset
+    return None
+
+
+def _load(known: KnownDataset, sha: str | None):
+    if known.load is None:
+        return None
+    try:
+        dataset = known.load()
+    except _LOAD_ERRORS:
+        return None
+    return dataset if getattr(dataset, "sha256", None) == sha else None
+
+
+def _evaluated(r: RunResult, matching: list[KnownDataset]) -> bounds.Evaluated | None:
+    """What `r`'s profile and seed select on its split, from the first loadable content; None if none is."""
+    from narbench.train.profiles import get_profile
+
+    sha = r.dataset.get("sha256")
+    for known in matching:
+        key = (known.load, known.name, known.version, sha)
+        if key not in _CONTENTS:
+            dataset = _load(known, sha)
+            _CONTENTS[key] = None if dataset is None else (
+                np.array([g.family for g in dataset.graphs]), dict(dataset.splits))
+        if _CONTENTS[key] is None:
+            continue
+        families, splits = _CONTENTS[key]
+        profile = get_profile(r.profile)
+        at = (key, r.split, profile.max_corpus, profile.max_queries, r.seed)
+        if at not in _EVALUATED:
+            _EVALUATED[at] = bounds.evaluated(families, splits[r.split], profile.max_corpus, profile.max_queries, r.seed)
+        return _EVALUATED[at]
+    return None
+
+
+def _check_bounds(path: Path, r: RunResult, per_query: dict[str, np.ndarray], matching: list[KnownDataset]) -> None:
+    ev = _evaluated(r, matching)
+    if ev is None:
+        return
+    problem = bounds.shape_problem(per_query)
+    if problem:
+        raise InvalidResultError(path, f"per-query scores no ranking gives: {problem}")
+    where = f"a {r.profile} run with seed {r.seed} on {r.dataset.get('name')} {r.dataset.get('version')} {r.split}"
+    if len(ev.relevant) != r.num_queries or ev.num_corpus != r.num_corpus:
+        raise InvalidResultError(path, f"num_queries {r.num_queries} and num_corpus {r.num_corpus}, but {where} scores "
+                                       f"{len(ev.relevant)} queries against {ev.num_corpus} corpus graphs")
+    problem = bounds.bound_problem(per_query, ev.relevant)
+    if problem:
+        raise InvalidResultError(path, f"{problem} ({where})")

@@ -8,9 +8,12 @@ page with its own widgets and fetch its front end's assets at start. The page it
 Routes: `/` the page, `/views.json` the payload (`views.load_views`), `/views/<id>.csv` one view
 as CSV, `/plots/<name>` a bar chart a view names (no other file under the plots folder is
 reachable), `/static/*` the page's script, style and vendored libraries; `/api/search?q=TARGET&k=N`
-(GET) or a graph file as the body (POST, `?filename=`), `/api/pair?query=ID&hit=NAME`
-(`searching.Searcher`). Errors: a JSON message with 400 (a bad target or file), 403 (code targets
-on an exposed server), 404, 413 (an upload over the limit) or 503 (search off).
+(GET: index graph names; POST: any target the server allows, `searching.Searcher.allowed`), a graph
+file as the body of a POST without `q` (`?filename=`), `/api/pair?query=ID&hit=NAME`. Every route sits
+behind `access.guard` (token, Host, origin; security headers). Searches run on their own thread
+(`jobs.SearchQueue`), so the page never waits on one. Errors: a JSON message with 400 (a bad target
+or file), 401 (no token), 403 (code or paths not allowed, by GET, or another site), 404, 408 (a body too
+slow), 413 (an upload over the limit) or 503 (search off, or the queue full: with Retry-After).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from narbench.explorer.access import Access, guard
+from narbench.explorer.limits import DEFAULT, Limits
 from narbench.explorer.views import view_csv
 
 STATIC = Path(__file__).parent / "static"
@@ -35,9 +40,11 @@ class ExplorerError(RuntimeError):
 DEFAULT_HOST = "127.0.0.1"
 
 
-def create_app(payload: dict[str, Any], plot_dir: str | Path | None = None, searcher=None):
-    """The Starlette app serving `payload` (from `load_views`), the charts it names in `plot_dir`, and
-    search through `searcher` (`narbench.explorer.searching.Searcher`; None: the search routes say it is off)."""
+def create_app(payload: dict[str, Any], plot_dir: str | Path | None = None, searcher=None, *,
+               access: Access | None = None, limits: Limits = DEFAULT):
+    """The app serving `payload` (from `load_views`), the charts it names in `plot_dir`, and search through
+    `searcher` (`narbench.explorer.searching.Searcher`; None: the search routes say it is off), behind
+    `access` (default: loopback names and a new random token, `app.access.token`)."""
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
     from starlette.requests import Request
@@ -45,13 +52,17 @@ def create_app(payload: dict[str, Any], plot_dir: str | Path | None = None, sear
     from starlette.routing import Mount, Route
     from starlette.staticfiles import StaticFiles
 
+    from narbench.explorer.jobs import SearchQueue
+
     views = {v["id"]: v for v in payload["views"]}
     plots = {v["plot"] for v in payload["views"] if v.get("plot")} if plot_dir is not None else set()
     payload = {**payload, "search": searcher is not None}  # the page offers search only when it can run
     body = json.dumps(payload, separators=(",", ":"), allow_nan=False).encode()  # encoded once: every load reuses it
+    page = (STATIC / "index.html").read_bytes()  # from memory: the page never waits for a thread
+    jobs = SearchQueue(limits)
 
     async def index(request: Request) -> Response:
-        return FileResponse(STATIC / "index.html", media_type="text/html")
+        return Response(page, media_type="text/html")
 
     async def views_json(request: Request) -> Response:
         return Response(body, media_type="application/json")
@@ -69,60 +80,82 @@ def create_app(payload: dict[str, Any], plot_dir: str | Path | None = None, sear
             raise HTTPException(404, f"no chart {name!r}")
         return FileResponse(Path(plot_dir) / name, media_type="image/png")
 
-    def _k(request: Request) -> int:
-        try:
-            k = int(request.query_params.get("k", "10"))
-        except ValueError:
-            raise HTTPException(400, "k must be a whole number of hits (1-100)") from None
-        if not 1 <= k <= 100:
-            raise HTTPException(400, "k must be between 1 and 100")
-        return k
+    async def search_get(request: Request) -> Response:
+        return await _searching(searcher, jobs, "search", request.query_params.get("q", ""), _k(request))
 
-    async def _searching(method: str, *args) -> Response:
-        from starlette.concurrency import run_in_threadpool
+    async def search_post(request: Request) -> Response:
+        from narbench.explorer.limits import BodyRefused, read_body
 
-        from narbench.data.store import CorruptFileError
-        from narbench.eval.retrieval import EmbeddingError
-        from narbench.explorer.searching import NotFound, SearchRefused
-        from narbench.search_engine.target import TargetError
-
+        k = _k(request)
+        if "q" in request.query_params:  # a target, by POST: code and paths may be allowed
+            return await _searching(searcher, jobs, "search", request.query_params["q"], k, True)
         if searcher is None:
             raise HTTPException(503, "search is off in this explorer (started without an index)")
         try:
-            return JSONResponse(await run_in_threadpool(getattr(searcher, method), *args))
-        except SearchRefused as exc:
-            raise HTTPException(exc.status, str(exc)) from None
-        except NotFound as exc:
-            raise HTTPException(404, str(exc)) from None
-        except (TargetError, CorruptFileError, EmbeddingError) as exc:
-            raise HTTPException(400, str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
-
-    async def search_get(request: Request) -> Response:
-        return await _searching("search", request.query_params.get("q", ""), _k(request))
-
-    async def search_post(request: Request) -> Response:
-        from narbench.explorer.searching import MAX_UPLOAD
-
-        k = _k(request)
-        size = int(request.headers.get("content-length") or 0)
-        if size > MAX_UPLOAD:
-            raise HTTPException(413, f"the graph file is {size >> 20} MiB; the limit is {MAX_UPLOAD >> 20} MiB")
-        data = await request.body()
+            declared = int(request.headers["content-length"]) if "content-length" in request.headers else None
+            data = await read_body(request.receive, limits, declared)
+        except ValueError:
+            raise HTTPException(400, "Content-Length must be a whole number of bytes") from None
+        except BodyRefused as exc:  # the rest of the body is never read: the connection closes
+            raise HTTPException(exc.status, str(exc), headers={"connection": "close"}) from None
         name = Path(request.query_params.get("filename", "upload.narg")).name or "upload.narg"
-        return await _searching("search_upload", data, name, k)
+        return await _searching(searcher, jobs, "search_upload", data, name, k)
 
     async def pair(request: Request) -> Response:
         q, hit = request.query_params.get("query", ""), request.query_params.get("hit", "")
-        return await _searching("pair", q, hit)
+        return await _searching(searcher, jobs, "pair", q, hit)
 
     async def error(request: Request, exc: HTTPException) -> Response:
-        return JSONResponse({"error": exc.detail, "status": exc.status_code}, status_code=exc.status_code)
+        return JSONResponse({"error": exc.detail, "status": exc.status_code}, status_code=exc.status_code,
+                            headers=exc.headers)
+
+    async def crash(request: Request, exc: Exception) -> Response:  # no traceback, path or PID to the client
+        return JSONResponse({"error": "internal error in the explorer (the server's log says more)", "status": 500},
+                            status_code=500)
 
     routes = [Route("/", index), Route("/views.json", views_json), Route("/views/{id}.csv", one_csv),
               Route("/plots/{name}", plot), Route("/api/search", search_get, methods=["GET"]),
               Route("/api/search", search_post, methods=["POST"]), Route("/api/pair", pair),
               Mount("/static", StaticFiles(directory=STATIC), name="static")]
-    return Starlette(routes=routes, exception_handlers={HTTPException: error})
+    inner = Starlette(routes=routes, exception_handlers={HTTPException: error, Exception: crash})
+    return guard(inner, access or Access.local())
+
+
+def _k(request) -> int:
+    from starlette.exceptions import HTTPException
+
+    try:
+        k = int(request.query_params.get("k", "10"))
+    except ValueError:
+        raise HTTPException(400, "k must be a whole number of hits (1-100)") from None
+    if not 1 <= k <= 100:
+        raise HTTPException(400, "k must be between 1 and 100")
+    return k
+
+
+async def _searching(searcher, jobs, method: str, *args):
+    """`searcher.<method>(*args)` on the search queue, as JSON; its refusals and errors as HTTP errors."""
+    from starlette.exceptions import HTTPException
+    from starlette.responses import JSONResponse
+
+    from narbench.data.store import CorruptFileError
+    from narbench.eval.retrieval import EmbeddingError
+    from narbench.explorer.jobs import Busy
+    from narbench.explorer.searching import NotFound, SearchRefused, _without_temp
+    from narbench.search_engine.target import TargetError
+
+    if searcher is None:
+        raise HTTPException(503, "search is off in this explorer (started without an index)")
+    try:
+        return JSONResponse(await jobs.run(getattr(searcher, method), *args))
+    except Busy as exc:
+        raise HTTPException(503, str(exc), headers={"retry-after": str(exc.retry_after)}) from None
+    except SearchRefused as exc:
+        raise HTTPException(exc.status, str(exc)) from None
+    except NotFound as exc:
+        raise HTTPException(404, str(exc)) from None
+    except (TargetError, CorruptFileError, EmbeddingError) as exc:
+        raise HTTPException(400, _without_temp(str(exc)) if str(exc) else type(exc).__name__) from None
 
 
 def bind(host: str = DEFAULT_HOST, port: int = 0) -> socket.socket:
@@ -146,9 +179,10 @@ def is_loopback(sock: socket.socket) -> bool:
     return ipaddress.ip_address(sock.getsockname()[0]).is_loopback
 
 
-def url_of(sock: socket.socket) -> str:
+def url_of(sock: socket.socket, token: str | None = None) -> str:
+    """The page's address on `sock` (`?token=` appended when given: the address to open)."""
     host, port = sock.getsockname()[:2]
-    return f"http://{'[' + host + ']' if ':' in host else host}:{port}/"
+    return f"http://{'[' + host + ']' if ':' in host else host}:{port}/" + (f"?token={token}" if token else "")
 
 
 def make_server(app):

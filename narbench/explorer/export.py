@@ -24,11 +24,19 @@ def export_static(payload: dict[str, Any], out_dir: str | Path, plot_dir: str | 
 
     Raises ExplorerError when `out_dir` is a file. Files of an earlier export are replaced;
     other files in the folder are kept."""
-    from narbench.data.store import atomic_write_bytes
-
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ExplorerError(f"static export: {out} is a file, not a folder")
+    try:
+        return _write(payload, out, plot_dir)
+    except OSError as exc:  # a read-only folder, a full disk: one line naming the folder
+        raise ExplorerError(f"static export: cannot write into {out} ({exc.strerror or type(exc).__name__}); "
+                            "choose a folder you can write") from None
+
+
+def _write(payload: dict[str, Any], out: Path, plot_dir: str | Path | None) -> Path:
+    from narbench.data.store import atomic_write_bytes
+
     out.mkdir(parents=True, exist_ok=True)
     shutil.copytree(STATIC, out / "static", dirs_exist_ok=True, ignore=shutil.ignore_patterns("index.html", "__pycache__"))
     names = sorted({v["plot"] for v in payload["views"] if v.get("plot")}) if plot_dir is not None else []

@@ -25,18 +25,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from narbench.harness.reference import GateError, finite
+from narbench.harness.reference import FACTOR, FLOOR, GateError, finite
 
-#: band = max(FLOOR, FACTOR * spread) for trained encoders. FACTOR 3: the measured spread is a sample of the
-#: environments that exist (an Intel MKL host, another torch patch release); FLOOR 1e-5: the thread-count
-#: noise seen on one host (docs/gate.md), for metrics that every measured environment gave identically.
-FACTOR = 3.0
-FLOOR = 1e-5
+#: FACTOR and FLOOR (`narbench.harness.reference`, which refuses a reference whose bands follow another rule):
+#: band = max(FLOOR, FACTOR * spread) for trained encoders
 RULE = ("band = max(floor, factor * spread) for trained encoders, factor * spread for training-free ones "
         "(0: exact); spread = max - min of the metric over the environments measured")
 MEASUREMENT_KIND = "narbench-gate-measurement"
 #: kernel sets `ATEN_CPU_CAPABILITY` can select, from the most basic; a CPU runs those up to its own
 ISAS = ("default", "avx2", "avx512")
+CAPABILITY_VARIABLE = "ATEN_CPU_CAPABILITY"
 
 
 @dataclass(frozen=True)
@@ -85,7 +83,10 @@ def measurement(entries: Mapping[str, Any], env: Environment) -> dict[str, Any]:
 def write_measurement(path: str | Path, data: Mapping[str, Any]) -> None:
     from narbench.data.store import atomic_write_bytes
 
-    atomic_write_bytes(path, (json.dumps(data, indent=1) + "\n").encode())
+    try:
+        atomic_write_bytes(path, (json.dumps(data, indent=1) + "\n").encode())
+    except OSError as exc:
+        raise GateError(f"cannot write the measurement file {path}: {exc.strerror or exc}") from None
 
 
 def read_measurement(path: str | Path) -> dict[str, Any]:
@@ -110,12 +111,33 @@ def read_measurement(path: str | Path) -> dict[str, Any]:
 def local_variants(threads: int) -> list[tuple[str, int]]:
     """(ATEN_CPU_CAPABILITY, threads) pairs this machine can run besides its own setting: every other
     kernel ISA its CPU supports, at `threads`. Not other thread counts: the gate pins its threads
-    (`GATE_THREADS`) on every host, so their noise (measured: docs/gate.md) never reaches a verdict."""
+    (`GATE_THREADS`) on every host, so their noise (measured: docs/gate.md) never reaches a verdict.
+
+    Its own setting honours `ATEN_CPU_CAPABILITY` (`default` here simulates a CPU without AVX2); what the
+    CPU supports does not (`hardware_isa`), so a user who set it still gets the other kernel sets measured."""
     import torch
 
     own = torch.backends.cpu.get_cpu_capability().lower()
-    supported = ISAS[: ISAS.index(own) + 1] if own in ISAS else ("default",)
+    top = hardware_isa()
+    supported = ISAS[: ISAS.index(top) + 1] if top in ISAS else ("default",)
     return [(isa, threads) for isa in supported if isa != own]
+
+
+def hardware_isa() -> str:
+    """The kernel set torch picks on this CPU when `ATEN_CPU_CAPABILITY` is not set (lower case). torch
+    reports the variable's value when it is set (even one the CPU lacks), so then a child without it is asked."""
+    import torch
+
+    if not os.environ.get(CAPABILITY_VARIABLE):
+        return torch.backends.cpu.get_cpu_capability().lower()
+    env = {k: v for k, v in os.environ.items() if k != CAPABILITY_VARIABLE}
+    probe = "import torch; print(torch.backends.cpu.get_cpu_capability())"
+    try:
+        proc = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.SubprocessError):
+        return "default"
+    lines = proc.stdout.strip().splitlines()
+    return lines[-1].strip().lower() if proc.returncode == 0 and lines else "default"
 
 
 def measure(isa: str, threads: int, encoders: Iterable[str] | None, datasets: Iterable[str] | None, path: Path,

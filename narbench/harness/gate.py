@@ -17,7 +17,9 @@ release, wheel) trained encoders' metrics move by float noise: a metric *drops* 
 (`narbench.harness.bands`); training-free encoders' bands are 0 (exact). Every drop fails the
 gate. A dataset that is not available (e.g. `real` before its artifact is built) is skipped
 with a warning. A (dataset, encoder) pair or a metric the reference lacks is reported and fails
-only with `--strict`. The reference file's schema: `narbench.harness.reference`.
+only with `--strict`. The reference file's schema: `narbench.harness.reference`; a band that is not
+what its recorded derivation gives, or a training-free encoder's entry derived as a trained one's
+(`check_derivations`), refuses the reference: the gate cannot be loosened by editing the file.
 """
 
 from __future__ import annotations
@@ -47,7 +49,10 @@ GATE_THREADS = 2
 STATUSES = ("dropped", "improved", "unchanged", "new")
 
 __all__ = ["GateError", "Cell", "GateReport", "check", "render", "compare", "load_reference", "write_reference",
-           "make_entry", "entry_key", "result_metrics", "deterministic", "DEFAULT_TOLERANCE"]
+           "make_entry", "entry_key", "result_metrics", "deterministic", "DEFAULT_TOLERANCE", "check_writable",
+           "check_derivations"]
+
+check_writable, check_derivations = refmod.check_writable, refmod.check_derivations
 
 
 @dataclass(frozen=True)
@@ -252,6 +257,8 @@ def check(
         for name in names:
             if name not in known:
                 raise registry.UnknownNameError(kind, name, known)
+    if reference.get("version") == 2 and not update:
+        refmod.check_derivations(reference, enc_names)
 
     env = bands.Environment.current(threads or GATE_THREADS)
     measured = (reference.get("bands") or {}).get("environments")

@@ -68,6 +68,18 @@ def check_output(out: str | os.PathLike, *, need_bytes: int = 0, what: str = "ou
                                  f"writes up to {need_bytes / 2**20:.0f} MiB there")
 
 
+def check_output_file(path: str | os.PathLike, *, what: str = "output file") -> None:
+    """`path` can be written as a file: not a folder, in a folder that exists and this process can write
+    in. Unlike an output folder (made with its parents), the folder of an output file is not made: a
+    typo in it is refused in one line (`PreflightError`) instead of becoming a tree of new folders."""
+    path = Path(path)
+    if path.is_dir():
+        raise PreflightError(f"{what} {path} is a folder; give the name of a file to write")
+    if not path.parent.exists() and _existing_ancestor(path.parent, what).is_dir():
+        raise PreflightError(f"{what} {path}: folder {path.parent} does not exist (create it first)")
+    check_output(path.parent, what=f"{what} {path}: folder")
+
+
 def check_cache() -> None:
     """The narbench cache ($NARBENCH_CACHE, default ~/.cache/narbench) can be written: datasets are
     generated, graphs split and kernels compiled into it."""

@@ -20,6 +20,7 @@ from narbench.train import checkpoint, distributed
 from narbench.harness import curve as curves, preflight
 from narbench.core import jit, registry
 from narbench.harness.confighash import result_hash
+from narbench.harness.runtable import render  # noqa: F401 - `runner.render`, the run table
 from narbench.data.dataset import GraphDataset, UnknownSplitError, load_dataset, stratified_subset
 from narbench.train.encoder import Encoder, Labels
 from narbench.eval.holdout import HOLDOUT_RULES
@@ -239,8 +240,9 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
         snapshots = Snapshots(Path(cfg.out) / SNAPSHOTS / key, key, {"git_commit": commit, "host": platform.node()})
     trainer = Trainer(cfg.device, cfg.seed, progress=cfg.progress, console=console, jobs=cfg.jobs, compile=cfg.compile,
                       snapshots=snapshots)
-    encoder = encoder_cls(len(dataset.vocab), labels.num_ce_classes, profile, splitter)
-    encoder.use_vocabulary(dataset.vocab)
+    with registry.plugin_call("encoder", cfg.encoder, "its constructor"):  # a plugin's error: one line naming it
+        encoder = encoder_cls(len(dataset.vocab), labels.num_ce_classes, profile, splitter)
+        encoder.use_vocabulary(dataset.vocab)
     if cfg.encoder_params:
         try:
             encoder.set_params(cfg.encoder_params)
@@ -255,16 +257,19 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
         trainer.epoch_eval = curves.probe(embed_now, graphs, fam_ids, held_out, corpus_idx, query_idx, cfg.top_k)
 
     t = time.perf_counter()
-    encoder.fit(trainer, [graphs[i] for i in train_idx], labels)
+    with registry.plugin_call("encoder", cfg.encoder, "fit()"):
+        encoder.fit(trainer, [graphs[i] for i in train_idx], labels)
     trainer.epoch_eval = None
     timings["train"] = time.perf_counter() - t
 
     t = time.perf_counter()
     corpus_graphs = [graphs[i] for i in corpus_idx]
-    corpus_emb = encoder.embed(trainer, corpus_graphs)
+    with registry.plugin_call("encoder", cfg.encoder, "embed() of the corpus"):
+        corpus_emb = encoder.embed(trainer, corpus_graphs)
     check_finite(corpus_emb, cfg.encoder, "corpus", corpus_graphs)
     query_graphs = [graphs[i] for i in query_idx]
-    query_emb = encoder.embed(trainer, query_graphs)
+    with registry.plugin_call("encoder", cfg.encoder, "embed() of the queries"):
+        query_emb = encoder.embed(trainer, query_graphs)
     check_finite(query_emb, cfg.encoder, "query", query_graphs)
     timings["embed"] = time.perf_counter() - t
 
@@ -392,26 +397,3 @@ def _device_name(device) -> str:
     import torch
 
     return torch.cuda.get_device_name(device)
-
-
-def render(ev: Evaluation, console: Console) -> None:
-    """A run's metrics as a table (@20/50/100), its sizes, timings and where its result file went."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    res = ev.result
-    title = (f"{res.encoder} + {res.splitter} on {res.dataset['name']} · {res.split} "
-             f"({res.profile}, protocol {res.protocol}, seed {res.seed})")
-    table = Table(title=escape(title), min_width=len(title))  # the title on one line where it fits
-    table.add_column("metric")
-    for k in (20, 50, 100):
-        table.add_column(f"@{k}", justify="right")
-    scores = {**res.metrics, **res.metrics_extra}
-    for label, metric in (("MRR", "mrr"), ("MAP", "map"), ("NDCG", "ndcg"), ("MAP, min(k,|R|)", "map_capped"),
-                          ("NDCG, paper's ideal (all |R|)", "ndcg_paper")):
-        table.add_row(label, *[f"{scores[f'{metric}@{k}']:.4f}" for k in (20, 50, 100)])
-    console.print(table)
-    console.print(f"queries {res.num_queries}, corpus {res.num_corpus}, trained on {res.num_train}; device {res.device}")
-    console.print("timings (s): " + ", ".join(f"{k} {v:.1f}" for k, v in res.timings.items()))
-    if ev.path:  # one line, never wrapped: the path is copied from logs
-        console.print(f"result written to [bold]{escape(str(ev.path))}[/bold]", soft_wrap=True, highlight=False)

@@ -97,6 +97,9 @@ class Model:
         if unknown:
             raise GridError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(_MODEL_KEYS))}")
         enc, _, spl = entry["model"].partition("+")
+        for key in ("params", "encoder_params"):
+            if not isinstance(entry.get(key) or {}, dict):
+                raise GridError(f"{where}: {key} is a table like {{ key = value }}, got {entry[key]!r}")
         emb = entry.get("save_embeddings", [])
         if emb is True or emb is False or emb == []:
             emb = (0,) if emb is True else ()
@@ -140,11 +143,14 @@ def _seeds(value: Any, where: str, key: str = "seeds") -> tuple[int, ...]:
     return tuple(int(s) for s in seeds)
 
 
-def _names(value: Any, where: str, key: str) -> tuple:
+def _names(value: Any, where: str, key: str, kind: type | tuple[type, ...] = object) -> tuple:
     if isinstance(value, (str, int)):
         value = [value]
     if not isinstance(value, list) or not value:
         raise GridError(f"{where}: {key} must be a non-empty list, got {value!r}")
+    bad = [v for v in value if not isinstance(v, kind)]
+    if bad:
+        raise GridError(f"{where}: {key} must be a list of names (strings), got {bad[0]!r}")
     return tuple(value)
 
 
@@ -153,8 +159,11 @@ def parse_grid(data: dict[str, Any], source: str = "grid") -> Grid:
     unknown = set(data) - {"seeds", "profile", "block"}
     if unknown:
         raise GridError(f"{source}: unknown top-level key(s) {', '.join(sorted(unknown))}; known: block, profile, seeds")
-    blocks = []
-    for i, raw in enumerate(data.get("block") or []):
+    blocks, raw_blocks = [], data.get("block") or []
+    if not isinstance(raw_blocks, list) or not all(isinstance(raw, dict) for raw in raw_blocks):
+        raise GridError(f"{source}: block must be a list of tables ([[block]] in TOML, one per block), "
+                        f"got {raw_blocks!r}"[:300])
+    for i, raw in enumerate(raw_blocks):
         where = f"{source}: block {raw.get('name', i + 1)!r}"
         bad = set(raw) - _BLOCK_KEYS
         if bad:
@@ -181,11 +190,11 @@ def parse_grid(data: dict[str, Any], source: str = "grid") -> Grid:
         blocks.append(Block(
             epochs=epochs, curve=curve, holdout=holdout,
             name=str(raw.get("name", f"block{i + 1}")),
-            datasets=_names(raw["datasets"], where, "datasets"),
+            datasets=_names(raw["datasets"], where, "datasets", str),
             models=tuple(Model.parse(m, where) for m in _names(raw["models"], where, "models")),
-            splits=_names(raw.get("splits", ["standard"]), where, "splits"),
-            protocols=_names(raw.get("protocols", [DEFAULT_PROTOCOL]), where, "protocols"),
-            objectives=_names(raw["objectives"], where, "objectives") if "objectives" in raw else (None,),
+            splits=_names(raw.get("splits", ["standard"]), where, "splits", str),
+            protocols=_names(raw.get("protocols", [DEFAULT_PROTOCOL]), where, "protocols", str),
+            objectives=_names(raw["objectives"], where, "objectives", str) if "objectives" in raw else (None,),
             seeds=_seeds(raw["seeds"], where) if "seeds" in raw else None,
             init_from=init,
         ))

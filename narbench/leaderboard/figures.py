@@ -189,7 +189,10 @@ def plot_tsne(records: list[Record], out_dir: str | Path, *, max_points: int = T
 
 
 def _load_panel(npz: Path, max_points: int) -> tuple[np.ndarray, np.ndarray]:
-    with np.load(npz) as z:
+    from narbench.core import safeio
+
+    safeio.check_zip(npz, "embeddings", stored_only=False)  # a zip bomb is refused before numpy inflates it
+    with np.load(npz, allow_pickle=False) as z:
         emb, family = z["embeddings"].astype(np.float32), z["family"].astype(str)
     if len(emb) > max_points:
         idx = np.sort(np.random.default_rng(0).choice(len(emb), max_points, replace=False))

@@ -2,12 +2,15 @@
 
 A `Record` is one validated result file; its `Key` says which row it belongs to. `collect`
 reads and validates every result file under some folders (`narbench.eval.validation`: a file that
-fails is rejected, never averaged in), `select_runs` keeps one run per (row, seed).
+fails is rejected, never averaged in; impossible per-query scores included), optionally has each
+re-made by a verifier (`narbench.harness.verify.FloorVerifier`, `narbench leaderboard --verify`:
+deterministic floors re-run and compared exactly, `Record.verified`), and `select_runs` keeps one
+run per (row, seed).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
@@ -62,6 +65,8 @@ class Record:
     per_query: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     #: set by `collect` when results of one dataset name come from different contents
     dataset_label: str | None = None
+    #: True when a verifier re-made the file exactly (a deterministic floor re-run by `collect(verify=...)`)
+    verified: bool = False
 
     @property
     def dataset(self) -> str:
@@ -143,6 +148,11 @@ class RejectedResultsError(ValueError):
         super().__init__("\n".join(lines + [f"  {e}" for e in errors]))
 
 
+#: `collect`'s `verify`: (path, result, per-query scores, the datasets results may be on) -> True when the
+#: file was re-made exactly, False when it cannot be checked; raises `InvalidResultError` when it differs
+Verifier = Callable[[Path, RunResult, "dict[str, np.ndarray]", "list[KnownDataset]"], bool]
+
+
 class NothingToShowError(ValueError):
     """No result file to show: none found, or all of profiles not shown (the message says which)."""
 
@@ -158,7 +168,8 @@ def read_record(path: str | Path, *, datasets: Iterable[KnownDataset] | None = N
 
 
 def collect(dirs: Iterable[str | Path], *, datasets: Iterable[KnownDataset] | None = None,
-            exclude: Iterable[str | Path] = ()) -> list[Record]:
+            exclude: Iterable[str | Path] = (), verify: Verifier | None = None,
+            keep: Callable[[Record], bool] | None = None) -> list[Record]:
     """Every result file under the given directories (recursively), validated, sorted by run_id then path.
 
     Sidecars (`.queries.json.gz`, `.embeddings.npz`) are read with their result file. A directory
@@ -167,6 +178,9 @@ def collect(dirs: Iterable[str | Path], *, datasets: Iterable[KnownDataset] | No
     `datasets`: the datasets results may be on (default: the registered ones, see `narbench.eval.validation`).
     `exclude`: folders not read when met inside a directory being read (the leaderboard's own output
     folder inside `runs/`), unless that directory is itself inside one of them.
+    `verify`: once every file is valid, called for each file `keep` accepts (default: all); one it
+    raises `InvalidResultError` for is rejected like an invalid file, one it returns True for is
+    `Record.verified`.
     """
     excluded = [Path(e).resolve() for e in exclude]
     datasets = validation.known_datasets() if datasets is None else list(datasets)
@@ -198,6 +212,8 @@ def collect(dirs: Iterable[str | Path], *, datasets: Iterable[KnownDataset] | No
             records.append(rec)
     if errors:
         raise RejectedResultsError(errors)
+    if verify is not None:
+        records = _verified(records, datasets, verify, keep)
     # Never average over different dataset contents: label such groups by version and sha256, and
     # a split with a query-only part (crossimpl) also by that part when runs on one content used several
     # (real 2.2's crossimpl 2.2 and real 2.1's crossimpl 2.1.1 are told apart by the corpus already).
@@ -216,6 +232,22 @@ def collect(dirs: Iterable[str | Path], *, datasets: Iterable[KnownDataset] | No
     records = labelled
     records.sort(key=lambda r: (r.result.run_id, str(r.path)))
     return records
+
+
+def _verified(records: list[Record], datasets: list[KnownDataset], verify: Verifier,
+              keep: Callable[[Record], bool] | None) -> list[Record]:
+    """The records, each re-made by `verify` where `keep` says so; RejectedResultsError for those that differ."""
+    out, errors = [], []
+    for rec in records:
+        try:
+            done = (keep is None or keep(rec)) and verify(rec.path, rec.result, rec.per_query, datasets)
+        except InvalidResultError as exc:
+            errors.append(exc)
+            continue
+        out.append(replace(rec, verified=True) if done else rec)
+    if errors:
+        raise RejectedResultsError(errors)
+    return out
 
 
 def select_runs(records: Iterable[Record]) -> dict[Key, dict[int, Record]]:

@@ -7,17 +7,18 @@ there; an instance the caller passes keeps its weights where they are and runs o
 empty meta copies swapped in for the pass (`_meta_weights`). If meta fails (a forward that reads
 a value, `.item()`), the model runs on the CPU (an instance: on its own device).
 
-User code may also hang or quit: `time_limit` stops a target that runs longer than its limit
-(SIGALRM in the main thread; under `exit_on_hang`, the CLI's, a thread ends the process when the
-code is stuck where no signal reaches it), and a `sys.exit()` in it is a `TargetError` naming the
-stage. torch's first meta pass imports `torch._dynamo`, which creates an empty
+User code may also hang or quit. `narbench search` and `narbench.search` run a model given as
+code in a child process whose time limit the parent keeps (`narbench.search_engine._target_child`);
+in the caller's own process `time_limit` stops a target that runs longer than its limit (SIGALRM
+in the main thread), and a `sys.exit()` in it is a `TargetError` naming the stage. `stage` records
+what the target is doing now, for the time-out line (a child sends it to its parent,
+`on_stage`). torch's first meta pass imports `torch._dynamo`, which creates an empty
 `torchinductor_<user>` folder in the system temp dir; `_no_temp_litter` keeps it out of there.
 """
 
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import os
 import signal
 import sys
@@ -28,10 +29,8 @@ from typing import Any, Callable
 
 from narbench.search_engine._target_inputs import TargetError, describe, example_inputs, to_device
 
-#: Under `exit_on_hang`: seconds after a target's limit before a hang the alarm cannot break ends the process.
-HARD_GRACE = 5.0
-_HARD = contextvars.ContextVar("narbench_search_exit_on_hang", default=False)
-_STAGE = [""]  # what the target is doing now, for the time-out line (read by the watchdog thread too)
+_STAGE = [""]  # what the target is doing now, for the time-out line
+_ON_STAGE: list[Callable[[str], None]] = []  # called with each new stage (a child process sends it to its parent)
 
 
 class _Timeout(BaseException):
@@ -52,24 +51,20 @@ def exited(what: str, exc: SystemExit) -> TargetError:
 def stage(text: str) -> None:
     """Record what the target is doing now (named by the time-out line)."""
     _STAGE[0] = text
+    for hook in _ON_STAGE:
+        hook(text)
 
 
-def _timeout_line(label: str, seconds: float, hard: bool = False) -> str:
-    where = f" ({'still' if hard else 'stopped'} in {_STAGE[0]})" if _STAGE[0] else ""
-    stuck = " and could not be interrupted" if hard else ""
-    return (f"{label} did not finish within {seconds:g} s{stuck}{where}; fix it if it never returns, "
-            "or allow it more time with --timeout SECONDS (Python: timeout=)")
+def on_stage(hook: Callable[[str], None]) -> None:
+    """Call `hook(text)` at every `stage` from now on (in a child process: the one hook that sends it home)."""
+    _ON_STAGE[:] = [hook]
 
 
-@contextlib.contextmanager
-def exit_on_hang():
-    """Inside (the CLI): a target still running `HARD_GRACE` s after its limit (stuck in native code,
-    or swallowing the alarm) ends the process with exit status 2 and the time-out line."""
-    token = _HARD.set(True)
-    try:
-        yield
-    finally:
-        _HARD.reset(token)
+def timeout_line(label: str, seconds: float, where: str | None = None) -> str:
+    """The one line of a target stopped at its time limit; `where`: the stage it was in (default: this process's)."""
+    where = _STAGE[0] if where is None else where
+    return (f"{label} did not finish within {seconds:g} s{f' (stopped in {where})' if where else ''}; fix it if it "
+            "never returns, or allow it more time with --timeout SECONDS (Python: timeout=)")
 
 
 @contextlib.contextmanager
@@ -78,26 +73,24 @@ def time_limit(seconds: float | None, label: str):
     `label`, the limit and the stage it was stopped in.
 
     An alarm (SIGALRM) interrupts Python code and blocking calls; it needs the main thread of a
-    POSIX process (elsewhere the limit is not enforced, with a warning, except by `exit_on_hang`)."""
+    POSIX process (elsewhere the limit is not enforced, with a warning). Code stuck in native code is
+    not stopped, and torch's autograd graph of a forward interrupted after many ops may be deep
+    enough to overflow the C stack when it is freed: a child process is the safe way
+    (`narbench.search_engine._target_child`)."""
     if not seconds:
         yield
         return
     stage("")
-    done = threading.Event()
-    if _HARD.get():
-        threading.Thread(target=_watchdog, args=(done, seconds, label), daemon=True,
-                         name="narbench-search-watchdog").start()
     alarm = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    if not alarm and not _HARD.get():
+    if not alarm:
         warnings.warn(f"search: the time limit of {seconds:g} s is not enforced here (it needs the main "
                       "thread of a POSIX process)", RuntimeWarning, stacklevel=4)
     try:
         with _alarm(seconds) if alarm else contextlib.nullcontext():
             yield
     except _Timeout:
-        raise TargetError(_timeout_line(label, seconds)) from None
+        raise TargetError(timeout_line(label, seconds)) from None
     finally:
-        done.set()
         stage("")
 
 
@@ -129,25 +122,18 @@ def _alarm(seconds: float):
             signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - start), 1e-3), interval)
 
 
-def _watchdog(done: threading.Event, seconds: float, label: str) -> None:
-    """`exit_on_hang`'s thread: the time-out line and exit status 2 if `done` is not set in time."""
-    if done.wait(seconds + HARD_GRACE):
-        return
-    line = f"narbench search: error: {' '.join(_timeout_line(label, seconds, hard=True).split())}\n"
-    os.write(2, line.encode(errors="replace"))  # not sys.stderr: the stuck thread may hold its lock
-    os._exit(2)
-
-
 def warm_up() -> None:
     """Import what every meta pass needs before a target's clock starts: torch, and `torch._dynamo`
     with sympy, which torch's Python meta kernels import on first use (~2-3 s once per process on
-    a 2-core CPU; even a `Linear` goes through them)."""
-    if "torch._dynamo" in sys.modules:
-        return
-    import importlib
+    a 2-core CPU; even a `Linear` goes through them); and wrap those kernels (`narbench.zoo.metacache`)."""
+    if "torch._dynamo" not in sys.modules:
+        import importlib
 
-    with _no_temp_litter():
-        importlib.import_module("torch._dynamo")
+        with _no_temp_litter():
+            importlib.import_module("torch._dynamo")
+    from narbench.zoo.metacache import install
+
+    install()  # once per process, ~20 ms: a forked child finds torch's meta kernels wrapped already
 
 
 @contextlib.contextmanager

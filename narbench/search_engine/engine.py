@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from narbench.search_engine._target_child import MAX_MEMORY, resolve_apart, runs_apart
 from narbench.search_engine.backends import exact_scores
 from narbench.search_engine.index import SearchIndex, load_index
 from narbench.search_engine.target import Query, resolve_target
@@ -67,6 +68,7 @@ class SearchResult:
     backend: str = "exact"
     info: dict[str, Any] = field(default_factory=dict)  # input, device, timings
     weak_below: float | None = None  # hits with a lower cosine are weak (None: the index has no threshold)
+    index_pinned: bool = True  # False: not the shipped index (`SearchIndex.pinned`; `index` says "unpinned" too)
 
     def __iter__(self):
         return iter(self.hits)
@@ -160,6 +162,8 @@ def search(
     kwargs: dict[str, Any] | None = None,
     inputs: Any = None,
     timeout: float | None = None,
+    max_memory: int | None = MAX_MEMORY,
+    isolate: bool | None = None,
     progress: bool = True,
 ) -> SearchResult:
     """The `k` graphs of the index most similar to `target`.
@@ -173,8 +177,14 @@ def search(
     `inputs` are the example inputs themselves, for a forward that takes several or keywords:
     a tensor, a tuple of positional inputs, a dict of keyword inputs, or an `(args, kwargs)`
     pair (moved to the device the model runs on); `kwargs` are the constructor's arguments.
-    `timeout`: seconds that importing, building and running the model may take (None: no limit;
-    enforced in the main thread, `narbench.search_engine._target_run.time_limit`). `progress`: the
+    `timeout`: seconds that importing, building and running the model may take (None: no limit).
+    A model given as code (a file, a module, a zoo name) is imported and run in a child process
+    (`narbench.search_engine._target_child`) that may add `max_memory` bytes to its address space
+    (default 4 GiB; None or 0: no cap) and whose whole process group is killed at `timeout`; a
+    model instance runs there too when a `timeout` is given, else here (its weights stay where they
+    are). `isolate=False` runs everything in this process (the time limit then by SIGALRM, in the
+    main thread; no memory cap); `isolate=True` runs an instance in a child even without a limit.
+    A saved graph or an index graph name runs no code and no child. `progress`: the
     first search in a process says on stderr that it loads torch and the index (`_announce`).
     Raises `TargetError`, `IndexFileError` or `BackendError` with a one-line message and fix, and
     `narbench.eval.retrieval.EmbeddingError` when the index's encoder embeds the target's graph
@@ -188,6 +198,9 @@ def search(
         _announce(index)
     if isinstance(target, Query):  # resolved already (the explorer keeps the query's graph to draw it)
         query = target
+    elif runs_apart(target, index, isolate, timeout):
+        query = resolve_apart(target, index, kwargs=kwargs, input_shape=input_shape, inputs=inputs, timeout=timeout,
+                              max_memory=max_memory)
     else:
         query = resolve_target(target, index, kwargs=kwargs, input_shape=input_shape, inputs=inputs, timeout=timeout)
     t1 = time.perf_counter()
@@ -226,6 +239,7 @@ def search(
         unknown_ops=query.unknown_ops, unknown_as="other" if as_other else "spliced", index=index.describe(),
         backend=backend, warnings=[w for w in [torch_warning(index)] if w and query.row is None],
         info={**query.info, "seconds": {k_: round(v, 4) for k_, v in timings.items()}}, weak_below=weak_below,
+        index_pinned=index.pinned,
     )
 
 

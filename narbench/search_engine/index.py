@@ -21,11 +21,8 @@ projection (stored in the file); `wl` instead hashes straight to 256 dimensions 
 parameter), which keeps its unseen-split NDCG@20 (0.8023 vs 0.8027 at 2048; docs/search.md), and
 `graf-lda` keeps the at most 256 discriminant axes its validation split picks.
 
-Weak hits: a cosine means something only against the index's own distribution (each encoder has
-its own scale), so the index records `weak_below` (`weak_threshold`): the cosine that 95% of its
-graphs reach to their nearest graph of *another model* when their own model is left out, as a
-search for a model in no zoo is. A hit below it is closer to no design than nearly every
-architecture of the index is to its nearest other model: `narbench search` marks it weak.
+Weak hits: the index records `weak_below`, the cosine below which a hit is weak
+(`narbench.search_engine.weak`).
 """
 
 from __future__ import annotations
@@ -41,6 +38,7 @@ import numpy as np
 from narbench.data.graph import ArchGraph
 from narbench.data.ops import TORCH_CHECKED
 from narbench.data.store import CorruptFileError, pack_sections, read_arrays, read_payload, unpack_head, write_payload
+from narbench.search_engine.weak import WEAK_QUANTILE, WEAK_SAMPLE, model_group, weak_threshold  # noqa: F401 - re-exported
 
 MAGIC = b"NARBENCH-INDEX\x001\x00"
 FORMAT = 1
@@ -88,42 +86,6 @@ class IndexConfig:
     params: dict[str, Any] | None = None  # encoder attributes to set (None: DEFAULT_PARAMS)
     max_dim: int = 256  # wider embeddings are randomly projected to this many dimensions
     progress: bool = True
-
-
-#: A hit is weak below the cosine this share of the index's graphs reach to their nearest other model.
-WEAK_QUANTILE = 0.05
-#: At most this many graphs (seeded sample) are searched for the threshold (an estimate of a quantile).
-WEAK_SAMPLE = 2000
-
-
-def model_group(graph: ArchGraph) -> str:
-    """The model a graph derives from, the rule of the `unseen` split (`narbench.datasets.real.
-    model_group`) for any dataset: `<family>/<meta["model"]>` (the zoo's model name, which
-    variants and task heads keep), else `<family>/<name>`."""
-    return f"{graph.family}/{graph.meta.get('model', graph.name)}"
-
-
-def weak_threshold(embeddings: np.ndarray, groups: list[str], *, quantile: float = WEAK_QUANTILE,
-                   sample: int = WEAK_SAMPLE, seed: int = 0) -> float | None:
-    """The `quantile` of the cosine from an index graph to its nearest graph of another model
-    (leave-one-model-out), over a seeded sample of `sample` graphs; None with a single model.
-
-    On principle, not tuned on any query: it says how close the architectures of the index are
-    to their nearest *other* model, which is what a search for a new model can hope for.
-    """
-    emb = np.asarray(embeddings, dtype=np.float32)
-    codes = np.unique(np.asarray(groups, dtype=object), return_inverse=True)[1].reshape(-1)
-    n = len(emb)
-    rows = np.arange(n) if n <= sample else np.sort(np.random.default_rng(seed).choice(n, sample, replace=False))
-    best, step = [], max(1, 2**24 // max(n, 1))  # blocks of <= 64 MB of similarities
-    for lo in range(0, len(rows), step):
-        block = rows[lo : lo + step]
-        sims = emb[block] @ emb.T
-        sims[codes[block][:, None] == codes[None, :]] = -np.inf
-        best.append(sims.max(axis=1))
-    best = np.concatenate(best) if best else np.zeros(0)
-    best = best[np.isfinite(best)]
-    return round(float(np.quantile(best, quantile)), 4) if len(best) else None
 
 
 def shipped_path() -> Path:
@@ -230,10 +192,12 @@ class SearchIndex:
         trainer = self._cache.get("trainer")
         if trainer is None:
             trainer = self._cache["trainer"] = Trainer("cpu", 0, progress=False)
-        with torch.no_grad():
-            emb = self.encoder().embed(trainer, graphs).detach().float().cpu().numpy()
+        from narbench.core.registry import plugin_call
+
+        with torch.no_grad(), plugin_call("encoder", self.encoder_name, "embed() of the query"):
+            emb = self.encoder().embed(trainer, graphs)
         check_finite(emb, self.encoder_name, "query", graphs)  # NaN would score every hit as NaN
-        return _finish(emb, self.arrays.get("projection"))
+        return _finish(_numpy(emb), self.arrays.get("projection"))
 
     @property
     def weak_below(self) -> float | None:
@@ -242,14 +206,28 @@ class SearchIndex:
             return self.header["weak_below"]["cosine"]
         return None
 
+    @property
+    def pinned(self) -> bool:
+        """Whether this is the shipped index (its payload's sha256 is `SHIPPED`'s). Any other index, one a
+        user built or was handed, is unpinned: nothing vouches for its labels (a file with two family
+        names swapped and its checksum recomputed reads as valid), and every output says so."""
+        return bool(self.sha256) and self.sha256 == SHIPPED.sha256
+
     def describe(self) -> str:
         h = self.header
         params = ", ".join(f"{k}={v}" for k, v in h["encoder"]["params"].items())
+        pin = ("" if self.pinned else f", unpinned (sha256 {self.sha256[:12]}…, not the shipped index)" if self.sha256
+               else ", unpinned (built in this process, not the shipped index)")
         return (f"{self.encoder_name}{f' ({params})' if params else ''} on {h['dataset']['name']} "
-                f"{h['dataset']['version']}, {len(self):,} graphs, {self.arrays['embeddings'].shape[1]}-d")
+                f"{h['dataset']['version']}, {len(self):,} graphs, {self.arrays['embeddings'].shape[1]}-d{pin}")
 
 
 # ---------------------------------------------------------------------- building
+
+
+def _numpy(emb) -> np.ndarray:
+    """An encoder's embeddings (a tensor, or an array) as float32 numpy."""
+    return emb.detach().float().cpu().numpy() if hasattr(emb, "detach") else np.asarray(emb, dtype=np.float32)
 
 
 def _finish(emb: np.ndarray, projection: np.ndarray | None) -> np.ndarray:
@@ -260,10 +238,21 @@ def _finish(emb: np.ndarray, projection: np.ndarray | None) -> np.ndarray:
     return emb / np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
 
 
+_KINDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+
+
 def _apply_params(encoder, params: dict[str, Any]) -> None:
+    """Set encoder attributes (`--param`): only existing plain values (a number, a string, a flag, None),
+    each to a value of its type (an int where a float is); anything else is a `ValueError` naming it."""
+    plain = (bool, int, float, str)
     for key, value in params.items():
-        if key.startswith("_") or not hasattr(encoder, key):
+        current = getattr(encoder, key, None) if not key.startswith("_") else None
+        if key.startswith("_") or not hasattr(encoder, key) or not (current is None or isinstance(current, plain)):
             raise ValueError(f"encoder {encoder.name!r} has no parameter {key!r}")
+        same = type(value) is type(current) or (type(current) is float and type(value) is int)
+        if current is not None and not same:
+            raise ValueError(f"encoder {encoder.name!r}: parameter {key!r} takes {_KINDS[type(current)]} "
+                             f"(default {current!r}), got {value!r}")
         setattr(encoder, key, value)
 
 
@@ -280,8 +269,14 @@ def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
     from narbench.harness.runner import RunConfig, make_labels, resolve
     from narbench.train.trainer import Trainer, seed_everything
 
+    from narbench.core.registry import plugin_call
+    from narbench.harness.preflight import check_device
+
+    if isinstance(cfg.max_dim, bool) or not isinstance(cfg.max_dim, int) or cfg.max_dim < 1:
+        raise ValueError(f"max_dim must be a positive integer (the index's dimensions), got {cfg.max_dim!r}")
     encoder_cls, splitter, splitter_name = resolve(RunConfig(encoder=cfg.encoder, dataset=cfg.dataset))
     profile, protocol = get_profile(cfg.profile), get_protocol(cfg.protocol)
+    check_device(cfg.device)  # before the data is loaded: `--device cuda` on a CPU machine is one line
     ds = dataset if dataset is not None else load_dataset(cfg.dataset)
     graphs = ds.core_graphs  # not real's cross-implementation queries (`GraphDataset.query_only`)
     fam = np.array([g.family for g in graphs])
@@ -289,12 +284,16 @@ def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
     labels, _ = make_labels(ds, protocol, encoder_cls, train)
     seed_everything(cfg.seed)
     trainer = Trainer(cfg.device, cfg.seed, progress=cfg.progress, console=console)
-    encoder = encoder_cls(len(ds.vocab), labels.num_ce_classes, profile, splitter)
+    with plugin_call("encoder", cfg.encoder, "its constructor"):  # a plugin's error: one line naming it
+        encoder = encoder_cls(len(ds.vocab), labels.num_ce_classes, profile, splitter)
     params = dict(DEFAULT_PARAMS.get(cfg.encoder, {}) if cfg.params is None else cfg.params)
     _apply_params(encoder, params)
-    encoder.fit(trainer, [graphs[i] for i in train], labels)
-    raw = encoder.embed(trainer, graphs).detach().float().cpu().numpy()
-    check_finite(raw, cfg.encoder, "corpus", graphs)  # an index of NaN rows would answer every search with noise
+    with plugin_call("encoder", cfg.encoder, "fit()"):
+        encoder.fit(trainer, [graphs[i] for i in train], labels)
+    with plugin_call("encoder", cfg.encoder, "embed() of the corpus"):
+        raw = encoder.embed(trainer, graphs)
+    check_finite(raw, cfg.encoder, "corpus", graphs)  # NaN rows, a wrong shape or 0 dimensions: no index of them
+    raw = _numpy(raw)
     projection = None
     if raw.shape[1] > cfg.max_dim:
         rng = np.random.default_rng(cfg.seed)
@@ -306,6 +305,8 @@ def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
     order = np.lexsort((np.array([g.name for g in graphs]), hashes))  # content order, then name
     gs = [graphs[i] for i in order]
     families, coarse, sources = ds.families, ds.coarse_labels, sorted({g.source for g in graphs})
+    ops = ds.meta.get("ops")  # real's: the canonical op table ({"version": ...}); nas's: its op list
+    canonical = ops if isinstance(ops, dict) else {}
     counts = [np.unique(g.ops, return_counts=True) for g in gs]
     arrays: dict[str, np.ndarray] = {
         "embeddings": emb[order].astype(np.float16),
@@ -334,10 +335,10 @@ def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
         "profile": cfg.profile, "protocol": cfg.protocol if encoder_cls.trainable else None, "seed": cfg.seed,
         "trained_on": int(len(train)) if encoder_cls.trainable else 0,
         "dataset": {"name": ds.name, "version": ds.version, "sha256": ds.sha256, "num_graphs": len(graphs)},
-        "canonical_version": (ds.meta.get("ops") or {}).get("version"),
+        "canonical_version": canonical.get("version"),
         "vocab": list(ds.vocab), "families": families, "coarse_labels": coarse, "sources": sources,
         "names": [g.name for g in gs],
-        "torch_checked": list(TORCH_CHECKED) if ds.meta.get("ops") else None,
+        "torch_checked": list(TORCH_CHECKED) if canonical else None,
         "projection": None if projection is None else {"kind": "gaussian", "seed": cfg.seed, "from": raw.shape[1]},
         "weak_below": {"cosine": weak, "quantile": WEAK_QUANTILE, "sample": min(WEAK_SAMPLE, len(graphs)),
                        "groups": "family/model"},
@@ -392,7 +393,7 @@ def read_index(path: str | Path, expected_sha256: str | None = None) -> SearchIn
     fix = "rebuild it with `narbench index build`" if expected_sha256 is None else \
         "reinstall narbench to restore the shipped index, or rebuild it with `narbench index build`"
     try:
-        payload, digest = read_payload(path, expected_sha256)
+        payload, digest = read_payload(path, expected_sha256, kind="index")
     except FileNotFoundError as exc:
         raise IndexFileError(f"index file not found: {path}; {fix}") from exc
     except CorruptFileError as exc:
@@ -412,6 +413,10 @@ def read_index(path: str | Path, expected_sha256: str | None = None) -> SearchIn
 def _check_arrays(header: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
     """`ValueError` naming the first inconsistency: rows per graph, label and op ids in range."""
     n = len(header["names"])
+    shape = arrays["embeddings"].shape
+    if len(shape) != 2 or shape[1] < 1:  # 0 dimensions: every cosine 0, arbitrary hits
+        raise ValueError(f"its embeddings have shape {list(shape)}: an index needs one row per graph of at least "
+                         "one dimension")
     for key in ("embeddings", "family", "coarse", "source", "num_nodes", "num_edges", "hash64"):
         if len(arrays[key]) != n:
             raise ValueError(f"array {key!r} has {len(arrays[key])} rows for {n} graph names")
@@ -442,11 +447,18 @@ def load_index(encoder: str | None = None, path: str | Path | None = None) -> Se
     elif path is None:
         path, expected = cache_path(encoder), None
         if not path.is_file():
+            from narbench.core.registry import UnknownNameError, names
+
+            if encoder not in names("encoder"):  # a typo: say so, not how to build an index for it
+                raise IndexFileError(str(UnknownNameError("encoder", encoder, names("encoder"))))
             raise IndexFileError(f"no index for encoder {encoder!r} (looked for {path}); build it with "
                                  f"`narbench index build --encoder {encoder}`")
     else:
         expected = None
     path = Path(path)
+    if path.is_dir():
+        raise IndexFileError(f"index {path} is a folder, not an index file: give the {SUFFIX} file that "
+                             "`narbench index build --out` wrote")
     mtime = path.stat().st_mtime if path.is_file() else 0.0
     index = _load_cached(str(path), expected, mtime)
     if encoder is not None and index.encoder_name != encoder:

@@ -14,8 +14,12 @@ A target is a `torch.nn.Module` instance (API only) or a string:
 A model runs on the example input `narbench.search_engine._target_inputs.example_inputs` chooses (of the
 shape, or shapes, the caller gives), or on the example inputs the caller gives (`inputs`: a
 tensor, a tuple of positional inputs, a dict of keyword inputs or an `(args, kwargs)` pair; the
-CLI's `--inputs FILE.py:FUNC` is `load_inputs`). Every failure is a `TargetError` whose one-line
-message names the problem and the fix.
+CLI's `--inputs FILE.py:FUNC`, or `inputs="FILE.py:FUNC"`, is `load_inputs`, called where the model
+runs). Every failure is a `TargetError` whose one-line message names the problem and the fix.
+
+`resolve_target` runs the model in this process; `narbench.search` runs a target that is code
+(`runs_code`) in a child process under a memory cap and a time limit
+(`narbench.search_engine._target_child`).
 """
 
 from __future__ import annotations
@@ -175,6 +179,7 @@ def load_inputs(spec: str) -> tuple[tuple, dict[str, Any]]:
     if not callable(func):
         raise TargetError(f"--inputs {spec} is a {type(func).__name__}, not a function; name a function that "
                           "returns the example inputs")
+    _stage(f"--inputs {spec}")
     try:
         value = func()
     except Exception as exc:  # noqa: BLE001 - report the user's error in one line
@@ -197,7 +202,9 @@ def resolve_target(target: Any, index, *, kwargs: dict[str, Any] | None = None, 
     """Turn `target` into a `Query` over `index`'s vocabulary (see the module docstring).
 
     `input_shape`: one shape (`(1, 3, 32, 32)`) or a list of shapes, one per positional input;
-    `inputs`: the example inputs themselves (`normalise_inputs`); at most one of the two.
+    `inputs`: the example inputs themselves (`normalise_inputs`), or `"FILE.py:FUNC"` /
+    `"MODULE:FUNC"` naming a function that returns them (`load_inputs`, called with the model's
+    time limit); at most one of the two.
     `timeout`: seconds that importing, building and running a model may take (torch's own first
     imports not counted; `narbench.search_engine._target_run.time_limit`), None for no limit."""
     t0 = time.perf_counter()
@@ -205,7 +212,7 @@ def resolve_target(target: Any, index, *, kwargs: dict[str, Any] | None = None, 
     if shapes is not None and inputs is not None:
         raise TargetError("give the example input's shape (--input-shape) or the inputs themselves (--inputs), "
                           "not both")
-    feed = normalise_inputs(inputs) if inputs is not None else None
+    feed = inputs if inputs is None or isinstance(inputs, str) else normalise_inputs(inputs)
     with recording_attributes(_reads_attributes(index)):  # canonical 2.2 reads a model's design attributes
         query = _resolve(target, index, kwargs or {}, shapes, feed, timeout)
     query.info["seconds"] = time.perf_counter() - t0
@@ -216,6 +223,28 @@ def _reads_attributes(index) -> bool:
     """Whether the index's canonical rules read design attributes (2.2 on): a model is then extracted with them."""
     version = getattr(index, "canonical_version", None)
     return version is not None and version >= "2.2"
+
+
+def runs_code(target: Any, index) -> bool:
+    """Whether resolving `target` imports or runs code: a FILE.py:CLASS that exists, a zoo name, a
+    MODULE:CLASS that is neither a graph file nor a graph of `index`. Decided as `_resolve` decides,
+    without importing anything; an `nn.Module` instance is the caller's own and is not counted."""
+    if not isinstance(target, (str, Path)):
+        return False
+    target = str(target)
+    colon = _parse_colon(target)
+    if not colon:
+        return False
+    if colon[0] in ZOOS:
+        return True
+    if colon[0].endswith(".py"):
+        return Path(colon[0]).is_file()
+    if Path(colon[0]).is_file() or Path(target).is_file() or index.row_of(target) is not None:
+        return False
+    return bool(re.fullmatch(_NAME, colon[0]) and re.fullmatch(_NAME, colon[1]))
+
+
+_NAME = r"[A-Za-z_][\w.]*"  # a dotted Python name (MODULE, CLASS)
 
 
 @contextlib.contextmanager
@@ -236,7 +265,7 @@ def _resolve(target: Any, index, kwargs: dict[str, Any], shapes, feed, timeout: 
     if torch is not None and isinstance(target, torch.nn.Module):
         label = type(target).__name__
         with _running(label, timeout):
-            raw, info = _extract(label, None, instance=target, shape=shape, inputs=feed)
+            raw, info = _extract(label, None, instance=target, shape=shape, inputs=_fed(feed))
         return _from_raw(Query(label, "module", info=info), raw, index)
     if isinstance(target, ArchGraph):
         raise TargetError("an ArchGraph's op ids need their vocabulary; save it with narbench.data.store.write_graphs "
@@ -271,7 +300,7 @@ def _resolve(target: Any, index, kwargs: dict[str, Any], shapes, feed, timeout: 
     if row is not None:
         q = Query(target, "index", row=row, ops=index.op_counts(row), coarse=index.record(row)["coarse"])
         return q
-    if colon and re.fullmatch(r"[A-Za-z_][\w.]*", colon[0]) and re.fullmatch(r"[A-Za-z_][\w.]*", colon[1]):
+    if colon and re.fullmatch(_NAME, colon[0]) and re.fullmatch(_NAME, colon[1]):
         with _running(target, timeout):
             module = _import_module(colon[0])
             obj = _load_attr(target, module, colon[1], f"module {colon[0]}")
@@ -306,8 +335,13 @@ def _build(label: str, kind: str, obj, kwargs: dict[str, Any], index, shape, fee
     if not callable(obj):
         raise TargetError(f"{label} is a {type(obj).__name__}, not a class; name an nn.Module class or a function "
                           "returning one")
-    raw, info = _extract(label, lambda: obj(**kwargs), shape=shape, inputs=feed)
+    raw, info = _extract(label, lambda: obj(**kwargs), shape=shape, inputs=_fed(feed))
     return _from_raw(Query(label, kind, info=info), raw, index)
+
+
+def _fed(feed):
+    """The example inputs: `feed` itself, or what the function that `feed` names returns (`load_inputs`)."""
+    return load_inputs(feed) if isinstance(feed, str) else feed
 
 
 def _zoo(label: str, zoo: str, name: str, index, shape) -> Query:

@@ -12,6 +12,7 @@ import struct
 
 import numpy as np
 
+from narbench.core import safeio
 from narbench.train.parts import GraphParts
 
 FORMAT = 3
@@ -40,12 +41,10 @@ def encode_parts(parts: GraphParts) -> tuple[bytes, bytes]:
 
 def decode_parts(blob: bytes, checksum: bytes) -> GraphParts:
     """Inverse of `encode_parts`; raises ValueError if the row is damaged."""
-    import zstandard
-
-    try:
-        payload = _decompressor().decompress(blob)
-    except zstandard.ZstdError as exc:
-        raise ValueError(f"cannot decompress ({exc})") from exc
+    try:  # capped before and while decompressing (`safeio.LIMITS["parts row"]`): the cache file may be anyone's
+        payload = safeio.zstd_decompress(blob, "the parts cache", "parts row")
+    except safeio.RefusedFileError as exc:
+        raise ValueError(f"cannot decompress ({exc.reason})") from None
     if hashlib.blake2b(payload, digest_size=16).digest() != checksum:
         raise ValueError("checksum mismatch")
     magic, fmt, P, M, E = _HEAD.unpack_from(payload)
@@ -72,11 +71,3 @@ def _compressor():
     if "c" not in _ZSTD:
         _ZSTD["c"] = zstandard.ZstdCompressor(level=3)
     return _ZSTD["c"]
-
-
-def _decompressor():
-    import zstandard
-
-    if "d" not in _ZSTD:
-        _ZSTD["d"] = zstandard.ZstdDecompressor()
-    return _ZSTD["d"]

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from narbench.core import safeio
 from narbench.data.store import atomic_write_bytes
 
 SUFFIX = ".pt"
@@ -73,8 +74,10 @@ def resolve(path: str | Path) -> Path:
     if path.is_dir():
         raise CheckpointError(f"{path} is a folder, not a checkpoint; {EXPECTED}")
     if path.suffix == ".json":
-        try:
-            run_id = json.loads(path.read_text())["run_id"]
+        try:  # the first bytes and the size checked before the rest is read (`safeio`)
+            run_id = json.loads(safeio.read_file(path, "result", (b"{",), lstrip=True))["run_id"]
+            if not isinstance(run_id, str) or not run_id or Path(run_id).name != run_id or run_id in (".", ".."):
+                raise ValueError("run_id is not a file name")
         except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
             raise CheckpointError(f"{path} is {describe_file(path)}, not a narbench result file; {EXPECTED}") from None
         path = path.with_name(run_id + SUFFIX)
@@ -89,18 +92,32 @@ def read(source: str | Path, name: str | None = None) -> tuple[Path, dict[str, A
     `CheckpointError` says what the file is when it is not a narbench checkpoint, or whose it is.
     """
     path = resolve(source)
+    try:  # a zip of stored entries within the cap (`safeio.check_zip`), then tensors and plain values only
+        safeio.check_zip(path, "checkpoint")
+    except safeio.RefusedFileError as exc:
+        what = f": {exc.reason}" if exc.reason.startswith("refused") else \
+            f" is {describe_file(path)}, not a checkpoint torch can read"
+        raise CheckpointError(f"{path}{what}; {EXPECTED}") from None
     try:
         with warnings.catch_warnings():  # torch warns about the "pickle protocol" of any non-torch file first
             warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
             ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception:  # torch raises several types for a file that is not its own
         raise CheckpointError(f"{path} is {describe_file(path)}, not a checkpoint torch can read; {EXPECTED}") from None
-    if not isinstance(ckpt, dict) or not {"encoder", "vocab", "state_dict"} <= set(ckpt):
+    if not _well_formed(ckpt):
         raise CheckpointError(f"{path} is a torch file but not a narbench checkpoint (no encoder name, vocabulary "
                               f"and weights); {EXPECTED}")
     if name is not None and ckpt["encoder"] != name:
         raise CheckpointError(f"{path}: weights of encoder {ckpt['encoder']!r}, not {name!r}")
     return path, ckpt
+
+
+def _well_formed(ckpt: Any) -> bool:
+    """An encoder name, a vocabulary of op names and a state dict of tensors (what `save` writes)."""
+    return (isinstance(ckpt, dict) and isinstance(ckpt.get("encoder"), str)
+            and isinstance(ckpt.get("vocab"), list) and all(isinstance(op, str) for op in ckpt["vocab"])
+            and isinstance(ckpt.get("state_dict"), dict)
+            and all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in ckpt["state_dict"].items()))
 
 
 def check(source: str | Path, name: str) -> Path:

@@ -8,6 +8,13 @@ remaining epochs, so the result is bit for bit the one an uninterrupted run give
 machine (a test checks it). A snapshot is keyed by the run's configuration (the caller's `key`);
 one that cannot be read is reported, set aside (renamed `.corrupt`) and the stage starts over.
 
+A snapshot holds tensors and plain values only (the numpy and Python generators' states are
+stored as a tensor, ints and floats), so it is read with `torch.load(weights_only=True)`: a file
+planted in `--out` cannot run code. Its zip entries are checked first (stored, within
+`safeio.LIMITS["snapshot"]`). It is written through a temp file of its own (two runs of one
+configuration into one `--out` never share one) and renamed; a full disk stops the run with one
+line (`narbench.core.cache.DiskFullError`), the previous snapshot kept.
+
 Not snapshotted: stages with a per-epoch callback (`on_epoch`, e.g. the stage-1 health probe of
 `ours`, whose records would be lost) and distributed runs; they restart from their beginning,
 which gives the same state, so a later stage can still resume.
@@ -15,6 +22,8 @@ which gives the same state, so a later stage can still resume.
 
 from __future__ import annotations
 
+import copy
+import io
 import os
 import random
 import shutil
@@ -26,8 +35,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from narbench.core import safeio
+from narbench.core.cache import DiskFullError, WriteError, no_space
+from narbench.data.store import atomic_write_bytes
+
 #: bump when a snapshot's fields change: older snapshots are then set aside, not loaded
-FORMAT = 1
+#: (2: the numpy and Python generator states as plain values, read with weights_only=True)
+FORMAT = 2
 
 
 class SnapshotWarning(UserWarning):
@@ -48,6 +62,36 @@ def set_random_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda_rng"])
     np.random.set_state(state["numpy_rng"])
     random.setstate(state["python_rng"])
+
+
+def plain_random_state(state: dict[str, Any]) -> dict[str, Any]:
+    """`random_state()` as tensors, ints, floats and lists only (what `torch.load(weights_only=True)`
+    reads): numpy's legacy tuple and Python's `random.getstate()` tuple taken apart, exactly."""
+    name, keys, pos, has_gauss, cached = state["numpy_rng"]
+    version, internal, gauss_next = state["python_rng"]
+    return {**state, "numpy_rng": {"bit_generator": str(name), "keys": torch.from_numpy(keys.astype(np.int64)),
+                                   "pos": int(pos), "has_gauss": int(has_gauss), "cached_gaussian": float(cached)},
+            "python_rng": {"version": int(version), "internal": [int(x) for x in internal],
+                           "gauss_next": None if gauss_next is None else float(gauss_next)}}
+
+
+def unplain_random_state(state: dict[str, Any]) -> dict[str, Any]:
+    """Inverse of `plain_random_state`: what `set_random_state` takes."""
+    np_rng, py_rng = state["numpy_rng"], state["python_rng"]
+    return {**state, "numpy_rng": (np_rng["bit_generator"], np_rng["keys"].numpy().astype(np.uint32), np_rng["pos"],
+                                   np_rng["has_gauss"], np_rng["cached_gaussian"]),
+            "python_rng": (py_rng["version"], tuple(py_rng["internal"]), py_rng["gauss_next"])}
+
+
+def _plain(value: Any) -> Any:
+    """`value` with numpy scalars and arrays as Python numbers and lists (a per-epoch record may hold them)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (np.generic, np.ndarray)):
+        return value.tolist()
+    return value
 
 
 @dataclass
@@ -75,48 +119,82 @@ class Snapshots:
     def save(self, index: int, stage: str, epochs_done: int, model: torch.nn.Module, opt: torch.optim.Optimizer,
              generator: torch.Generator | None, losses: list[float], evals: list[dict] | None = None) -> Path:
         """Write the state after `epochs_done` epochs of stage `index` (atomically: a kill mid-write
-        leaves the previous snapshot)."""
+        leaves the previous snapshot). A write that fails (a full disk: `DiskFullError`) raises a
+        one-line `WriteError` naming the snapshot; no temp file stays."""
         state = {
             "format": FORMAT, "key": self.key, "stage": stage, "epochs_done": epochs_done,
             "model": model.state_dict(), "optimizer": opt.state_dict(),
-            "generator": generator.get_state() if generator is not None else None, **random_state(),
-            "losses": list(losses), "evals": list(evals or []), "provenance": dict(self.provenance),
+            "generator": generator.get_state() if generator is not None else None,
+            **plain_random_state(random_state()),
+            "losses": [float(x) for x in losses], "evals": _plain(list(evals or [])),
+            "provenance": _plain(dict(self.provenance)),
         }
-        self.folder.mkdir(parents=True, exist_ok=True)
         path = self.path(index, stage)
-        tmp = path.with_suffix(".tmp")
-        torch.save(state, tmp)
-        os.replace(tmp, path)
+        buf = io.BytesIO()
+        torch.save(state, buf)
+        try:  # a temp file of its own beside `path`, synced, then renamed (`atomic_write_bytes`)
+            for attempt in (1, 2):  # twice: another run of this configuration may just have cleared the folder
+                self.folder.mkdir(parents=True, exist_ok=True)
+                try:
+                    atomic_write_bytes(path, buf.getbuffer())
+                    break
+                except FileNotFoundError:
+                    if attempt == 2:
+                        raise
+        except OSError as exc:
+            note = (f"the run stopped after epoch {epochs_done} of stage {stage!r}, the snapshot before it kept; "
+                    "run the same command again to go on from there")
+            raise (DiskFullError if no_space(exc) else WriteError)(path, exc, note) from exc
         return path
 
     def load(self, index: int, stage: str) -> dict[str, Any] | None:
         """The snapshot of stage `index`, or None (none written; unreadable or another run's: warned
-        about and set aside)."""
+        about and set aside). Read with `weights_only=True`: tensors and plain values, never code."""
         path = self.path(index, stage)
         if not path.exists():
             return None
         try:
-            state = torch.load(path, map_location="cpu", weights_only=False)
+            state = _read(path)
             if not isinstance(state, dict) or state.get("format") != FORMAT:
                 raise ValueError(f"not a format-{FORMAT} snapshot")
             if state.get("key") != self.key or state.get("stage") != stage:
-                raise ValueError(f"written by another run (key {state.get('key')!r}, stage {state.get('stage')!r})")
+                raise ValueError(f"written by another run (key {str(state.get('key'))[:80]!r}, "
+                                 f"stage {str(state.get('stage'))[:80]!r})")
+            _check_state(state)
         except Exception as exc:  # a truncated or foreign file: say so, keep it, start over
-            aside = path.with_suffix(".corrupt")
-            os.replace(path, aside)
-            warnings.warn(f"cannot resume from {path}: {exc}; it was moved to {aside.name} and stage "
-                          f"{stage!r} starts from its first epoch", SnapshotWarning, stacklevel=3)
+            self._set_aside(path, stage, str(exc))
             return None
+        state["index"] = index
         return state
+
+    def _set_aside(self, path: Path, stage: str, reason: str) -> None:
+        aside = path.with_suffix(".corrupt")
+        os.replace(path, aside)
+        warnings.warn(f"cannot resume from {path}: {reason}; it was moved to {aside.name} and stage "
+                      f"{stage!r} starts from its first epoch", SnapshotWarning, stacklevel=4)
 
     def restore(self, state: dict[str, Any], model: torch.nn.Module, opt: torch.optim.Optimizer,
                 generator: torch.Generator | None) -> None:
-        """Put the model, optimiser and random generators back as `state` saved them."""
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
+        """Put the model, optimiser and random generators back as `state` saved them.
+
+        A snapshot that does not fit the model or the optimiser (the code changed under the same
+        configuration key) is set aside as an unreadable one is: the model and the optimiser are put
+        back as they were and `state` is emptied (no loss, no epoch done), so the stage starts over."""
+        model_before = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        opt_before = copy.deepcopy(opt.state_dict())
+        try:
+            model.load_state_dict(state["model"])
+            opt.load_state_dict(state["optimizer"])
+        except Exception as exc:  # noqa: BLE001 - torch's messages span lines: only the kind is said
+            model.load_state_dict(model_before)
+            opt.load_state_dict(opt_before)
+            self._set_aside(self.path(state["index"], state["stage"]), state["stage"],
+                            f"it does not fit this run's model or optimiser ({type(exc).__name__})")
+            state.update(losses=[], evals=[], epochs_done=0)
+            return
         if generator is not None and state["generator"] is not None:
             generator.set_state(state["generator"])
-        set_random_state(state)
+        set_random_state(unplain_random_state(state))
         self.resumed.append({"stage": state["stage"], "epochs_done": state["epochs_done"],
                              "written_by": state.get("provenance", {})})
 
@@ -127,3 +205,38 @@ class Snapshots:
             self.folder.parent.rmdir()
         except OSError:
             pass
+
+
+def _read(path: Path) -> Any:
+    """A snapshot's contents: its zip entries checked, then `torch.load(weights_only=True)`;
+    ValueError with one line (never torch's advice to load it unsafely) when it cannot be read."""
+    try:
+        safeio.check_zip(path, "snapshot")
+    except safeio.RefusedFileError as exc:
+        raise ValueError(exc.reason) from None
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
+            return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - torch raises many types for a file that is not its own
+        raise ValueError(f"not a narbench snapshot that loads with weights_only=True ({type(exc).__name__}: "
+                         "truncated, or it holds more than tensors and plain values)") from None
+
+
+def _check_state(state: dict[str, Any]) -> None:
+    """ValueError unless a snapshot's fields have their types and its random states are ones the
+    generators take (tried on scratch generators): nothing is set from a snapshot that fails here."""
+    kinds = {"epochs_done": int, "model": dict, "optimizer": dict, "losses": list, "evals": list,
+             "torch_rng": torch.Tensor, "numpy_rng": dict, "python_rng": dict, "provenance": dict}
+    wrong = [key for key, kind in kinds.items() if not isinstance(state.get(key), kind)]
+    if wrong:
+        raise ValueError(f"a snapshot without a valid {', '.join(wrong)}")
+    try:
+        rng = unplain_random_state(state)
+        np.random.RandomState().set_state(rng["numpy_rng"])
+        random.Random().setstate(rng["python_rng"])
+        torch.Generator().set_state(state["torch_rng"])
+        if state.get("generator") is not None:
+            torch.Generator().set_state(state["generator"])
+    except Exception as exc:  # noqa: BLE001 - any of them refused: the snapshot is not one of ours
+        raise ValueError(f"a snapshot with random states the generators refuse ({type(exc).__name__})") from None

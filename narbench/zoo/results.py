@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from narbench.core import safeio
 from narbench.data.store import atomic_write_bytes
 from narbench.zoo.sources import Spec
 
@@ -29,12 +30,14 @@ def write_result(out_dir: Path, spec: Spec, result: dict[str, Any]) -> None:
 
 
 def read_result(out_dir: Path, spec: Spec) -> dict[str, Any] | None:
-    import zstandard
-
+    """The recorded result of `spec`, or None: none yet, or one that is damaged, not a zstd frame, or
+    over its cap once decompressed (`safeio.LIMITS["zoo result"]`, checked before and while it
+    decompresses): the spec is then redone."""
     path = result_path(out_dir, spec)
     if not path.is_file():
         return None
     try:
-        return json.loads(zstandard.ZstdDecompressor().decompress(path.read_bytes()))
+        data = safeio.read_file(path, "zoo result", (safeio.ZSTD_MAGIC,))
+        return json.loads(safeio.zstd_decompress(data, path, "zoo result"))
     except Exception:  # noqa: BLE001 - a damaged result is redone
         return None

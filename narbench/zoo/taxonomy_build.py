@@ -396,20 +396,12 @@ def raw_graphs() -> tuple[list, list[str]]:
 
 
 def _cached(folder: Path | None, name: str, compute, sha256: str | None = None):
-    """`compute()`, kept as a pickle in `folder` (keyed by the dataset's sha256: 1.0's pin unless given) when given."""
-    import pickle
-
+    """`compute()`, kept as JSON in `folder` (keyed by the dataset's sha256: 1.0's pin unless given) when
+    given (`narbench.zoo.taxonomy_cache`: no pickle)."""
     from narbench.datasets.real import RealDataset
+    from narbench.zoo.taxonomy_cache import cached
 
-    if folder is None:
-        return compute()
-    path = folder / f"taxonomy-{name}-{(sha256 or RealDataset.previous_versions['1.0'][0])[:12]}.pkl"
-    if path.is_file():
-        return pickle.loads(path.read_bytes())
-    value = compute()
-    folder.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(pickle.dumps(value))
-    return value
+    return cached(folder, name, (sha256 or RealDataset.previous_versions["1.0"][0])[:12], compute)
 
 
 def report(raw: list[ArchGraph], rows: list[tx.TaxonomyRow], ds, pairs: np.ndarray, merged: Counter) -> None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from narbench.core.child import set_memory_limit as _set_memory_limit  # RLIMIT_AS beyond its imports
 from narbench.zoo.results import FAILED, NOT_APPLICABLE, OK, read_result, write_result
 from narbench.zoo.sources import SOURCES, Spec
 
@@ -30,26 +31,6 @@ def _classify(exc: BaseException) -> str:
                                                                "bad_alloc", "cannot allocate memory")):
         return "oom"
     return "exception"
-
-
-def _set_memory_limit(limit_bytes: int | None) -> None:
-    import resource
-
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if not limit_bytes:
-        return
-    vm = 0
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmSize:"):
-                vm = int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    soft = vm + limit_bytes
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard != resource.RLIM_INFINITY:
-        soft = min(soft, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def _spawn_worker(log_path: str, mem_limit_bytes: int | None, preload: list[str]):

@@ -190,7 +190,7 @@ async function runSearch(event) {
   try {
     const result = file
       ? await askJson(`api/search?k=${k}&filename=${encodeURIComponent(file.name)}`, { method: "POST", body: file })
-      : await askJson(`api/search?k=${k}&q=${encodeURIComponent(target)}`);
+      : await askJson(`api/search?k=${k}&q=${encodeURIComponent(target)}`, { method: "POST" }); // POST: code may run
     showHits(result);
   } catch (err) {
     $("hits").hidden = true;
@@ -272,6 +272,10 @@ async function main() {
     response = await fetch("views.json");
   } catch (err) {
     showError(`could not load the leaderboard data (views.json): ${err}`);
+    return;
+  }
+  if (response.status === 401) {
+    showError("this explorer asks for its token: open the address narbench explore printed (it ends with ?token=...)");
     return;
   }
   if (!response.ok) {
