@@ -493,9 +493,7 @@ def _json_object(text: str) -> dict:
 
 
 def add_search_parser(sub) -> None:
-    from narbench.cli_args import _checked
-    from narbench.core.child import format_size, parse_size
-    from narbench.search_engine._target_child import MAX_MEMORY
+    from narbench.cli_args import add_max_memory
 
     p = sub.add_parser("search", help="the real architectures most similar to a model, graph or graph name",
                        description="The real architectures most similar to a model, graph or graph name. A TARGET "
@@ -521,10 +519,7 @@ def add_search_parser(sub) -> None:
     p.add_argument("--timeout", type=_non_negative_float, default=120.0, metavar="SECONDS",
                    help="stop with an error if importing, building and running the model takes longer; its "
                         "process group is killed (default 120; 0: no limit)")
-    p.add_argument("--max-memory", type=_checked(parse_size, lambda v: v >= 0, "a size like 4G, 512M or 0 (no cap)"),
-                   default=MAX_MEMORY, metavar="SIZE",
-                   help="memory the model's process may take beyond what narbench has loaded, e.g. 8G or 512M "
-                        f"(default {format_size(MAX_MEMORY).replace(' GiB', 'G')}; 0: no cap)")
+    add_max_memory(p, "memory the model's process")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no status line on stderr while the first search loads torch and the index")
     p.add_argument("--json", action="store_true", help="print the result as JSON")

@@ -28,6 +28,19 @@ _seed = _checked(int, lambda v: 0 <= v <= MAX_SEED, f"an integer from 0 to {MAX_
 _non_negative_float = _checked(float, lambda v: 0 <= v < float("inf"), "a number >= 0")  # NaN fails too
 
 
+def add_max_memory(parser, what: str) -> None:
+    """`--max-memory SIZE`: memory a model given as code may take in its child beyond what narbench has
+    loaded (`narbench.search_engine._target_child.MAX_MEMORY` by default; 0: no cap). `search` and
+    `explore` share it; `what` starts its help."""
+    from narbench.core.child import format_size, parse_size
+    from narbench.search_engine._target_child import MAX_MEMORY
+
+    parser.add_argument("--max-memory", type=_checked(parse_size, lambda v: v >= 0, "a size like 4G, 512M or 0 (no cap)"),
+                        default=MAX_MEMORY, metavar="SIZE",
+                        help=f"{what} may take beyond what narbench has loaded, e.g. 8G or 512M "
+                             f"(default {format_size(MAX_MEMORY).replace(' GiB', 'G')}; 0: no cap)")
+
+
 def _console(stderr: bool = False, **kwargs):
     """A rich Console; not on a terminal (a log, a pipe) it is 160 columns wide unless COLUMNS says."""
     import os

@@ -11,9 +11,7 @@ LEADERBOARD = "leaderboard"
 
 
 def add_explore_parser(sub, formatter) -> None:
-    from narbench.cli_args import _checked
-    from narbench.core.child import format_size, parse_size
-    from narbench.search_engine._target_child import MAX_MEMORY
+    from narbench.cli_args import add_max_memory
 
     p = sub.add_parser("explore", help="the leaderboard and search as a web page: serve it locally, or export the "
                                        "leaderboard (--static)",
@@ -41,10 +39,7 @@ def add_explore_parser(sub, formatter) -> None:
     p.add_argument("--allow-paths", action="store_true",
                    help="let the search tab read graph files by their path on this machine; refused with a --host "
                         "other than 127.0.0.1")
-    p.add_argument("--max-memory", type=_checked(parse_size, lambda v: v >= 0, "a size like 4G, 512M or 0 (no cap)"),
-                   default=MAX_MEMORY, metavar="SIZE",
-                   help="with --allow-code: memory a model's process may take beyond what narbench has loaded "
-                        f"(default {format_size(MAX_MEMORY).replace(' GiB', 'G')}; 0: no cap; as narbench search)")
+    add_max_memory(p, "with --allow-code: memory a model's process")
     p.add_argument("--no-search", action="store_true", help="serve the leaderboard only (no search tab)")
     p.add_argument("--static", default=None, metavar="DIR",
                    help="write the page, its data and charts into DIR for any web host, and exit")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -155,3 +157,30 @@ def _entry_points_stay(request):
     if missing:
         pytest.exit(f"after {request.module.__name__} the shipped entry points {', '.join(missing)} are gone; "
                     f"narbench metadata now read from: {_metadata_seen()}", returncode=3)
+
+
+@pytest.fixture
+def read_only_folder(tmp_path, monkeypatch):
+    """(folder, reason): an empty folder narbench cannot write in, and the reason its one-line error gives.
+    Root writes anywhere, so there the preflight's probe file stands in for a read-only file system."""
+    import errno
+    import stat
+
+    out = tmp_path / "ro"
+    out.mkdir()
+    if os.geteuid() == 0:
+        import narbench.harness.preflight as preflight
+
+        def read_only(*a, **k):
+            raise OSError(errno.EROFS, "Read-only file system")
+
+        monkeypatch.setattr(preflight.tempfile, "mkstemp", read_only)
+        reason = "Read-only file system"
+    else:
+        out.chmod(stat.S_IRUSR | stat.S_IXUSR)
+        reason = "Permission denied"
+    try:
+        yield out, reason
+    finally:
+        out.chmod(0o755)
+

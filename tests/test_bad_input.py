@@ -469,26 +469,9 @@ def test_index_build_out_a_folder_a_missing_folder_a_file_in_the_way(plugin, tmp
     assert list(cwd.iterdir()) == []
 
 
-def test_index_build_into_a_read_only_folder(plugin, tmp_path, cwd, capsys, monkeypatch):
-    import stat
-
-    out = tmp_path / "ro"
-    out.mkdir()
-    if os.geteuid() == 0:  # root writes anywhere: stand in for a read-only file system
-        import narbench.harness.preflight as preflight
-
-        def read_only(*a, **k):
-            raise OSError(errno.EROFS, "Read-only file system")
-
-        monkeypatch.setattr(preflight.tempfile, "mkstemp", read_only)
-        reason = "Read-only file system"
-    else:
-        out.chmod(stat.S_IRUSR | stat.S_IXUSR)
-        reason = "Permission denied"
-    try:
-        assert _status([*INDEX, "--out", str(out / "x.nari")]) == 2
-    finally:
-        out.chmod(0o755)
+def test_index_build_into_a_read_only_folder(plugin, cwd, capsys, read_only_folder):
+    out, reason = read_only_folder
+    assert _status([*INDEX, "--out", str(out / "x.nari")]) == 2
     _index_error(capsys, f"index file {out / 'x.nari'}: folder {out}: cannot write in {out} ({reason})")
     assert list(out.iterdir()) == []
 

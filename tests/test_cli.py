@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import stat
 
 import pytest
 
@@ -53,24 +52,9 @@ def test_out_that_is_a_file_or_under_a_file(capsys, tmp_path, no_training):
     assert target.read_text() == "keep me" and sorted(p.name for p in tmp_path.iterdir()) == ["results.txt"]
 
 
-def test_out_that_cannot_be_written(capsys, tmp_path, monkeypatch, no_training):
-    out = tmp_path / "ro"
-    out.mkdir()
-    if os.geteuid() == 0:  # root writes anywhere: stand in for a read-only file system
-        import narbench.harness.preflight as preflight
-
-        def read_only(*a, **k):
-            raise OSError(errno.EROFS, "Read-only file system")
-
-        monkeypatch.setattr(preflight.tempfile, "mkstemp", read_only)
-        reason = "Read-only file system"
-    else:
-        out.chmod(stat.S_IRUSR | stat.S_IXUSR)
-        reason = "Permission denied"
-    try:
-        assert main(["run", "--encoder", "random", "--out", str(out / "new")]) == 2
-    finally:
-        out.chmod(0o755)
+def test_out_that_cannot_be_written(capsys, read_only_folder, no_training):
+    out, reason = read_only_folder
+    assert main(["run", "--encoder", "random", "--out", str(out / "new")]) == 2
     _one_error_line(capsys.readouterr().err, f"output folder {out / 'new'}: cannot write in {out} ({reason})")
     assert list(out.iterdir()) == []
 
