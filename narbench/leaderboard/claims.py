@@ -4,7 +4,7 @@ The README's prose says which method ranks first, which are significantly apart 
 scores. Those sentences are written in a small fixed phrasing, with method labels exactly as the
 tables print them and a setting, both in backticks, so they can be checked mechanically:
 
-- "`gps` ranks first on `real unseen`": the highest NDCG@20 mean of that setting's Table 1 block;
+- "`gps` ranks first on `real unseen`": the highest NDCG@20 mean of that setting's Table 1 block among the rows that can rank (training-free, or trained with at least two seeds);
 - "`A` is significantly above `B` on `S`" / "`A` is significantly below `B` on `S`": the means are
   so ordered and the leaderboard's test (`significance.DEFAULT_TEST`) gives p < `ALPHA`;
 - "`A` and `B` are not significantly apart on `S`": that test gives p >= `ALPHA`;
@@ -219,7 +219,8 @@ def _verdict(c: Claim, ev: Evidence) -> str | None:
         shown = f"{mean[0]:.{digits}f}"
         return None if shown == c.value else f"`{c.labels[0]}` scores {shown} on `{c.setting}`, not {c.value}"
     if c.kind == "first":
-        best = max(block.rows, key=lambda r: -math.inf if math.isnan(r.mean[METRIC]) else r.mean[METRIC])
+        ranked = _ranked(block)
+        best = ranked[0] if ranked else rows[0]
         return None if mean[0] >= best.mean[METRIC] else f"`{best.label}` ranks first ({best.mean[METRIC]:.3f})"
     p = ev.p(rows[0], rows[1])
     if c.kind == "apart":
@@ -263,6 +264,14 @@ def _join(rows: list[Row], name: Callable[[Row], str], scores: bool = True) -> s
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+def _ranked(block) -> list[Row]:
+    """The rows of a block that can rank, best NDCG@20 first: a training-free row, or a trained one with
+    at least two seeds (a single seed's variance is unknown). The findings and the check of "ranks
+    first" read the same list, so a folder of single-seed runs cannot make them disagree."""
+    rows = [r for r in block.rows if not math.isnan(r.mean[METRIC]) and (r.n > 1 or r.key.protocol == "any")]
+    return sorted(rows, key=lambda r: -r.mean[METRIC])
+
+
 def findings_markdown(records: list[Record], tables: list[LeaderTable]) -> str:
     """What separates the methods, per headline setting, in the checkable phrasing (every sentence
     is verified by `check` before it is returned)."""
@@ -271,11 +280,9 @@ def findings_markdown(records: list[Record], tables: list[LeaderTable]) -> str:
     for ds, split in COLUMNS:
         setting = f"{ds} {split}"
         block = ev.block(setting)
-        rows = [r for r in (block.rows if block else []) if not math.isnan(r.mean[METRIC]) and r.n > 1
-                or (not math.isnan(r.mean[METRIC]) and r.key.protocol == "any")]
+        rows = _ranked(block) if block else []
         if not rows:
             continue
-        rows.sort(key=lambda r: -r.mean[METRIC])
         best = rows[0]
 
         def name(r: Row, setting: str = setting) -> str:

@@ -133,3 +133,16 @@ def test_a_method_name_finds_its_one_row_and_the_findings_use_it(tmp_path):
     (problem,) = check("`graf-lda (floor)` ranks first on `real unseen`.", records, tables)
     assert "no row" in problem
     assert findings_markdown(records, tables).startswith("- `graf-lda` (")
+
+
+def test_a_single_seed_trained_row_above_the_rest_neither_breaks_nor_wins_the_findings(tmp_path):
+    """A folder of single-seed runs (as `narbench leaderboard --results runs` sees a user's first runs):
+    a trained row with one seed cannot rank, in the findings and in the check of "ranks first" alike."""
+    q = base(0)
+    for s in range(2):
+        write_result(tmp_path / "res", "wl", "none", s, q * 0.8, dataset="real", split="unseen")
+    write_result(tmp_path / "res", "gcn", "none", 0, np.clip(q * 0.8 + 0.1, 0, 1), dataset="real", split="unseen")
+    records, tables = _evidence(tmp_path / "res")
+    text = findings_markdown(records, tables)  # raised "generated findings fail their own check" before
+    assert "`wl (floor)`" in text and "ranks first on `real unseen`" in text
+    assert check("`wl (floor)` ranks first on `real unseen`.", records, tables) == []
