@@ -279,6 +279,18 @@ class DatasetProvider:
         return self.dataset(*loaded)
 
 
+def evaluation_sides(families: np.ndarray, split: "Split", max_corpus: int | None, max_queries: int | None,
+                     seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(corpus, queries): the indices a run scores on `split` of a dataset whose graphs have `families`,
+    with a profile's `max_corpus` / `max_queries` and `seed` (stratified subsets of the fixed split). A
+    query is kept only when its family has at least one corpus item. The one rule the runner, the
+    leaderboard's bounds and its query clusters all read."""
+    fam = np.asarray(families)
+    corpus = stratified_subset(split.train, fam[split.train], max_corpus, seed=seed)
+    queries = stratified_subset(split.test, fam[split.test], max_queries, seed=seed)
+    return corpus, queries[np.isin(fam[queries], fam[corpus])]
+
+
 def load_dataset(name: str, *, root: str | os.PathLike | None = None, refresh: bool = False) -> GraphDataset:
     """Load a registered dataset by name (`nas`, `real`, or a third party's)."""
     from narbench.core import registry

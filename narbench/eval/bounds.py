@@ -44,14 +44,12 @@ class Evaluated:
 def evaluated(families: np.ndarray, split: Any, max_corpus: int | None, max_queries: int | None,
               seed: int) -> Evaluated:
     """What a run scores on `split` (a `Split`) of a dataset whose graphs have `families`, with the
-    profile's `max_corpus` / `max_queries` and `seed`: the same stratified subsets, and the same rule that
-    drops a query whose family has no corpus item, as `narbench.harness.runner.select` (tests compare them)."""
-    from narbench.data.dataset import stratified_subset
+    profile's `max_corpus` / `max_queries` and `seed`: the corpus and queries of
+    `narbench.data.dataset.evaluation_sides`, as `narbench.harness.runner.select` takes them."""
+    from narbench.data.dataset import evaluation_sides
 
     fam = np.asarray(families)
-    corpus = stratified_subset(split.train, fam[split.train], max_corpus, seed=seed)
-    queries = stratified_subset(split.test, fam[split.test], max_queries, seed=seed)
-    queries = queries[np.isin(fam[queries], fam[corpus])]
+    corpus, queries = evaluation_sides(fam, split, max_corpus, max_queries, seed)
     labels, counts = np.unique(fam[corpus], return_counts=True)
     relevant = counts[np.searchsorted(labels, fam[queries])]
     return Evaluated(relevant.astype(np.int64), int(len(corpus)))

@@ -21,7 +21,7 @@ from narbench.harness import curve as curves, preflight
 from narbench.core import jit, registry
 from narbench.harness.confighash import result_hash
 from narbench.harness.runtable import render  # noqa: F401 - `runner.render`, the run table
-from narbench.data.dataset import GraphDataset, UnknownSplitError, load_dataset, stratified_subset
+from narbench.data.dataset import GraphDataset, UnknownSplitError, evaluation_sides, load_dataset, stratified_subset
 from narbench.train.encoder import Encoder, Labels
 from narbench.eval.holdout import HOLDOUT_RULES
 from narbench.eval.metrics import METRICS, score_rankings
@@ -155,10 +155,7 @@ def select(dataset: GraphDataset, profile, seed: int, split: str = "standard") -
     fam = np.array([g.family for g in dataset.graphs])
     split = dataset.get_split(split)
     train = stratified_subset(split.train, fam[split.train], profile.max_train, seed=seed)
-    corpus = stratified_subset(split.train, fam[split.train], profile.max_corpus, seed=seed)
-    queries = stratified_subset(split.test, fam[split.test], profile.max_queries, seed=seed)
-    # A query is only meaningful when its family has at least one corpus item.
-    queries = queries[np.isin(fam[queries], fam[corpus])]
+    corpus, queries = evaluation_sides(fam, split, profile.max_corpus, profile.max_queries, seed)
     return train, corpus, queries
 
 

@@ -201,7 +201,7 @@ def _checked(groups: QueryGroups, n_queries: int, what: str) -> QueryGroups:
 
 def _derive(provider, ds, part: str, split: str, subset: str, sel: tuple) -> QueryGroups:
     """Label the queries of `split` (`subset`) of the loaded dataset `ds` that the runner selected."""
-    from narbench.data.dataset import UnknownSplitError, stratified_subset
+    from narbench.data.dataset import UnknownSplitError, evaluation_sides
 
     name, version = ds.name, ds.version
     if part and (ds.meta.get("parts") or {}).get(split) != part:
@@ -217,9 +217,7 @@ def _derive(provider, ds, part: str, split: str, subset: str, sel: tuple) -> Que
         raise _NotFound(str(exc)) from None
     fam = np.array([g.family for g in ds.graphs])
     max_corpus, max_queries, seed = sel
-    corpus = stratified_subset(sp.train, fam[sp.train], max_corpus, seed=seed or 0)
-    queries = stratified_subset(sp.test, fam[sp.test], max_queries, seed=seed or 0)
-    queries = queries[np.isin(fam[queries], fam[corpus])]
+    _, queries = evaluation_sides(fam, sp, max_corpus, max_queries, seed or 0)
     if subset:  # positions into the run's queries, as the runner records them (`runner._subset_positions`)
         if subset not in sp.subsets:
             raise _NotFound(f"split {split} of {name} {version} has no query subset {subset!r}")
