@@ -712,6 +712,3 @@ def _main(argv: list[str] | None) -> int:
         _error(str(exc))
         return 2
 
-
-if __name__ == "__main__":
-    sys.exit(main())
