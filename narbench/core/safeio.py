@@ -76,6 +76,9 @@ LIMITS: dict[str, Limit] = {lim.kind: lim for lim in (
                                         "million nodes"),
     Limit("taxonomy cache", 1 * GiB, 1, "isomorphism classes and near-duplicate pairs of real: a few MB of JSON"),
     Limit("embeddings", 1 * GiB, 1024, "float16 query embeddings of a run: a few MB"),
+    Limit("ledger", 16 * MiB, 1, "leaderboard/verified.csv: a row of about 300 bytes per re-run result file"),
+    Limit("gate reference", 64 * MiB, 1, "leaderboard/reference.json: 0.2 MB for 432 metrics with their bands"),
+    Limit("launcher job", 16 * MiB, 1, "a sweep job's JSON: a run's configuration and where it writes, a few KB"),
 )}
 
 

@@ -29,6 +29,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from narbench.core import safeio
+
 VERSION = 2
 READABLE = (1, 2)
 #: v1 references without a `tolerance` of their own
@@ -144,7 +146,9 @@ def load(path: str | Path) -> dict[str, Any]:
     """Read and validate a reference file (`GateError` in one line otherwise)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = safeio.read_file(path, "gate reference").decode("utf-8")
+    except safeio.RefusedFileError as exc:
+        raise GateError(f"reference file {exc}") from None
     except FileNotFoundError:
         raise GateError(f"reference file {path} does not exist: the gate compares with a committed reference "
                         "(narbench's is leaderboard/reference.json in its repository); check the path, or restore "

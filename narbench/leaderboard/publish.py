@@ -11,6 +11,7 @@ from pathlib import Path
 from narbench.leaderboard.aggregate import aggregate, write_aggregate
 from narbench.leaderboard.claims import findings_markdown, update_findings
 from narbench.leaderboard.figures import plot_tables, plot_tsne
+from narbench.leaderboard.ledger import FILE_NAME as LEDGER_FILE, Ledger
 from narbench.leaderboard.headline import check_markers, read_ceiling, update_readme
 from narbench.leaderboard.paper import MAP_NOTE, PAPER_LABEL, PROTOCOL_NOTE
 from narbench.leaderboard.records import NothingToShowError, Verifier, collect
@@ -40,7 +41,8 @@ VERIFIED_NOTE = ("Every result file's per-query scores were also checked for val
                  "reciprocal rank, ...) and, on a registered dataset's current version, for values above what the "
                  "query's relevant count |R| allows (MAP@k at most min(k, |R|) / |R|; docs/results.md). Column `verified` of aggregate.csv: `re-run` where `narbench leaderboard "
                  "--verify` re-ran every seed of a training-free encoder's row and got its per-query scores exactly "
-                 "({rerun} files re-run for this page); `unverified` elsewhere: a trained encoder's numbers are "
+                 "({rerun} files; `verified.csv` beside this page lists each file's sha256, so a file changed by "
+                 "one byte is no longer `re-run`); `unverified` elsewhere: a trained encoder's numbers are "
                  "taken as written, since a self-consistent forgery of a trained run cannot be told from a real one "
                  "without training it again.")
 
@@ -52,7 +54,8 @@ def write_leaderboard(results_dirs: Iterable[str | Path] = (), out_dir: str | Pa
                       profiles: Iterable[str] = PAPER_PROFILES, plots: bool = True, tsne: bool = True,
                       stat_test: str = DEFAULT_TEST, redraw: bool = False, datasets: Iterable[KnownDataset] | None = None,
                       readme: str | Path | None = None, console=None,
-                      progress: Callable[[str], None] | None = None, verify: Verifier | None = None) -> Path:
+                      progress: Callable[[str], None] | None = None, verify: Verifier | None = None,
+                      ledger: str | Path | None = None) -> Path:
     """Regenerate `<out_dir>/README.md`, `aggregate.csv/json` and `plots/` from the result files.
 
     Args:
@@ -74,6 +77,9 @@ def write_leaderboard(results_dirs: Iterable[str | Path] = (), out_dir: str | Pa
         verify: re-makes the shown result files it can (`narbench.harness.verify.FloorVerifier`, the CLI's
             `--verify`); a file it re-makes differently is rejected, rows it re-made entirely are `re-run`
             in the aggregate's `verified` column.
+        ledger: the record of files re-made exactly (`narbench.leaderboard.ledger`; default
+            `<out_dir>/verified.csv`): a file in it counts as re-made without `verify` running it again, and
+            a file `verify` re-makes is added to it at once (an interrupted `--verify` keeps what it did).
     Returns:
         The README's path. Raises `RejectedResultsError` (a ValueError) naming every result
         file that fails validation, and `NothingToShowError` when no result file is of a shown
@@ -87,8 +93,9 @@ def write_leaderboard(results_dirs: Iterable[str | Path] = (), out_dir: str | Pa
     dirs = [out_dir / "results"] if (out_dir / "results").is_dir() else []
     dirs += [Path(d) for d in results_dirs]
     say(f"reading and validating the result files in {', '.join(map(str, dirs)) or '(no folder)'}")
+    book = Ledger(out_dir / LEDGER_FILE if ledger is None else ledger)
     every = collect(dirs, datasets=datasets, exclude=[out_dir],  # never its own aggregate.json
-                    verify=verify, keep=lambda r: r.result.profile in profiles)
+                    verify=book.verifier(verify, say), keep=lambda r: r.result.profile in profiles)
     records = [r for r in every if r.result.profile in profiles]
     left_out = Counter(r.result.profile for r in every if r.result.profile not in profiles)
     if not records:

@@ -189,6 +189,64 @@ def test_a_trained_result_is_marked_unverified(floor_run, big, tmp_path):
     assert {row["verified"] for row in json.loads(js.read_text())} == {"re-run", "unverified"}
 
 
+def test_the_ledger_keeps_what_verify_re_ran_and_vouches_only_for_those_bytes(floor_run, big, tmp_path, capsys):
+    from narbench.cli import main
+    from narbench.leaderboard.ledger import Ledger
+
+    good = _copy(floor_run, tmp_path / "res")
+    out = tmp_path / "lb"
+    argv = ["leaderboard", "--results", str(tmp_path / "res"), "--out", str(out), "--profile", "smoke",
+            "--no-plots", "--test", "bootstrap-query"]  # `big` has no clusters of queries
+    assert main(argv) == 0  # no --verify: nothing re-run, no ledger written
+    assert not (out / "verified.csv").exists()
+    assert json.loads((out / "aggregate.json").read_text())[0]["verified"] == "unverified"
+    assert main([*argv, "--verify"]) == 0
+    book = Ledger(out / "verified.csv")
+    (entry,) = book.entries.values()
+    assert (entry.file, entry.encoder, entry.seed) == (good.name, "ophist", 0) and book.knows(good)
+    # a plain regeneration reads the ledger: the row stays `re-run`, nothing is re-run
+    import narbench.harness.runner as runner
+    ran = []
+    original = runner.run
+    runner_run = lambda *a, **k: ran.append(1) or original(*a, **k)  # noqa: E731
+    try:
+        runner.run = runner_run
+        assert main(argv) == 0 and main([*argv, "--verify"]) == 0
+    finally:
+        runner.run = original
+    assert ran == [] and json.loads((out / "aggregate.json").read_text())[0]["verified"] == "re-run"
+    # one byte of the sidecar changed (a consistent rewrite of one score): not the bytes the ledger vouches for
+    def nudge(result, pq):  # one query's NDCG@100 (and the paper's, equal while |R| <= 100) 0.01 lower
+        q = int(np.argmax(pq["ndcg@100"]))
+        for m in ("ndcg@100", "ndcg_paper@100"):
+            pq[m][q] = round(pq[m][q] - 0.01, 6)
+
+    _rewrite(good, nudge)
+    assert not book.knows(good)
+    assert main(argv) == 0
+    assert json.loads((out / "aggregate.json").read_text())[0]["verified"] == "unverified"
+    capsys.readouterr()
+    assert main([*argv, "--verify"]) == 2  # and --verify re-runs it and finds the change
+    assert "re-running training-free encoder 'ophist'" in capsys.readouterr().err
+
+
+def test_ledgers_made_side_by_side_merge_and_a_foreign_csv_is_refused(floor_run, tmp_path):
+    from narbench.leaderboard.ledger import Ledger, merge
+
+    a, b = Ledger(tmp_path / "a.csv"), Ledger(tmp_path / "b.csv")
+    result = RunResult.read(floor_run)
+    a.add(floor_run, result)
+    other = _copy(floor_run, tmp_path / "other")
+    _rewrite(other, lambda r, pq: pq["mrr@20"].__setitem__(0, 1.0 if pq["mrr@20"][0] != 1.0 else 0.5))
+    b.add(other, result)
+    assert merge([tmp_path / "a.csv", tmp_path / "b.csv", tmp_path / "a.csv"], tmp_path / "all.csv") == 2
+    merged = Ledger(tmp_path / "all.csv")
+    assert merged.knows(floor_run) and merged.knows(other) and len(merged) == 2
+    (tmp_path / "foreign.csv").write_text("name,value\nx,1\n")
+    with pytest.raises(ValueError, match="not a ledger of re-run results"):
+        Ledger(tmp_path / "foreign.csv")
+
+
 def test_runs_lists_no_file_that_the_leaderboard_refuses(tmp_path, capsys):
     from narbench.cli import main
     from tests.handmade import write_result
