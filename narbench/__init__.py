@@ -10,10 +10,6 @@ The names below are imported on first use (PEP 562), so that `import narbench.cl
 
 __version__ = "0.1.0"
 
-from narbench import _moved  # noqa: E402 - the old module paths, for one release
-
-_moved.install()
-
 __all__ = ["ArchGraph", "GraphDataset", "GraphError", "RunConfig", "load_dataset", "run", "search"]
 
 _LAZY = {

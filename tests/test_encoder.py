@@ -18,8 +18,8 @@ warnings.simplefilter("always")
 with warnings.catch_warnings(record=True) as seen:
     warnings.simplefilter("always")
     from conftest import toy_graphs
-    from narbench.dataset import GraphDataset, stratified_split
-    from narbench.runner import RunConfig, run
+    from narbench.data.dataset import GraphDataset, stratified_split
+    from narbench.harness.runner import RunConfig, run
     graphs = toy_graphs(per_family=6)
     split = stratified_split([g.family for g in graphs], test_size=0.25, seed=0)
     ds = GraphDataset("toy", "0", [f"op{{i}}" for i in range(8)], graphs, "0" * 64, split)

@@ -3,7 +3,7 @@
 Every import in narbench's code (module level and inside functions alike, read with `ast`) is
 checked against `MAY_IMPORT`; the table itself must point down, part by part (`LAYER`), and
 every subpackage's docstring must say the same as its row. The modules must not import one
-another in a circle. The old module paths (`narbench._moved.MOVED`) warn and re-export.
+another in a circle.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: each part: the modules it holds, by dotted prefix (the longest prefix names a module's part)
 PARTS = {
-    "package": ("narbench", "narbench._moved"),
+    "package": ("narbench",),
     "core": ("narbench.core",),
     "data": ("narbench.data",),
     "train": ("narbench.train",),
@@ -127,7 +127,7 @@ def violations(root: Path) -> list[str]:
         for line, mod in imports(name, path, known):
             there = part_of(mod)
             if there is None:
-                out.append(f"{where}:{line}: imports {mod}, which is in no part (an old path? narbench._moved.MOVED)")
+                out.append(f"{where}:{line}: imports {mod}, which is in no part (a module moved or removed?)")
             elif there != here and there != "package" and there not in MAY_IMPORT[here]:
                 out.append(f"{where}:{line}: {here} imports {mod} ({there}); {here} may import "
                            f"{', '.join(sorted(MAY_IMPORT[here])) or 'nothing of narbench'}")
@@ -203,7 +203,7 @@ def test_the_package_face_imports_nothing_when_imported():
     """`narbench/__init__.py` hands its names on lazily: importing it loads no other part."""
     tree = ast.parse((ROOT / "narbench" / "__init__.py").read_text())
     top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
-    assert [(n.module, [a.name for a in n.names]) for n in top] == [("narbench", ["_moved"])]
+    assert top == []
 
 
 # ----------------------------------------------------------------------------- the check itself
@@ -256,41 +256,7 @@ def test_a_circle_is_found(tmp_path):
     assert cycles(root) == [["narbench.data.a", "narbench.data.b"]]
 
 
-# ----------------------------------------------------------------------------- the old paths
-
-
-def test_every_old_path_warns_and_is_the_moved_module(monkeypatch):
-    from narbench._moved import MOVED
-
-    assert MOVED, "no old path is kept"
-    for old, new in MOVED.items():
-        assert not (ROOT / Path(*old.split("."))).with_suffix(".py").exists(), f"a file stands at {old}"
-        monkeypatch.delitem(sys.modules, old, raising=False)  # warned once per process: another test may have
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            exec(compile(f"import {old}", __file__, "exec"), {})  # an import statement of this file
-            module = importlib.import_module(old)
-        assert module is importlib.import_module(new)
-        assert any(issubclass(w.category, DeprecationWarning) and f"`{old}` moved to `{new}`" in str(w.message)
-                   and w.filename == __file__ for w in caught), (old, [str(w.message) for w in caught])
-
-
-def test_an_old_path_reexports_what_it_had(monkeypatch):
-    import pickle
-
-    import narbench.harness.runner
-    from narbench.data.graph import GraphError
-
-    monkeypatch.delitem(sys.modules, "narbench.trainer", raising=False)  # warned once per process, on first import
-    with pytest.warns(DeprecationWarning, match="`narbench.trainer` moved to `narbench.train.trainer`"):
-        from narbench.trainer import Trainer
-    from narbench.train.trainer import Trainer as moved
-
-    assert Trainer is moved
-    monkeypatch.setattr("narbench.runner.run", "patched")  # the old path patches the module itself
-    assert narbench.harness.runner.run == "patched"
-    old = pickle.dumps(GraphError("x"), protocol=0).replace(b"narbench.data.graph", b"narbench.graph")
-    assert type(pickle.loads(old)) is GraphError  # a pickle that names the old path loads
+# ----------------------------------------------------------------------------- the public face
 
 
 def test_the_public_api_stays_without_a_warning():

@@ -139,7 +139,7 @@ def test_the_cli_turns_resuming_off(monkeypatch):
         seen["resume"] = cfg.resume
         raise SystemExit(0)
 
-    monkeypatch.setattr("narbench.runner.run", fake_run)
+    monkeypatch.setattr("narbench.harness.runner.run", fake_run)
     for flags, expected in (([], True), (["--no-resume"], False)):
         with pytest.raises(SystemExit):
             cli.main(["run", "--encoder", "gcn", "--no-progress", *flags])

@@ -49,7 +49,7 @@ def test_jobs_default_to_the_available_cores_and_reach_the_trainer_from_the_cli(
         seen["jobs"] = cfg.jobs
         raise SystemExit(0)
 
-    monkeypatch.setattr("narbench.runner.run", fake_run)
+    monkeypatch.setattr("narbench.harness.runner.run", fake_run)
     with pytest.raises(SystemExit):
         cli.main(["run", "--encoder", "gcn", "--jobs", "3", "--no-progress"])
     assert seen["jobs"] == 3

@@ -21,7 +21,7 @@ import numpy as np
 
 from narbench.data.graph import ArchGraph
 from narbench.data.store import CorruptFileError, read_graphs, write_graphs
-from narbench.core.cache import cache_dir  # noqa: F401 - re-exported: `narbench.dataset.cache_dir` before 0.2
+from narbench.core.cache import cache_dir  # noqa: F401 - re-exported
 
 
 @dataclass(frozen=True)
