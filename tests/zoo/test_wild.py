@@ -1,0 +1,188 @@
+"""The wild set (`narbench/data/wild-1.0.csv`, `narbench.zoo.wild`): its table's shape, checked without
+the packages installed, and the runner on small models the tests build."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import socket
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from narbench.zoo import wild
+
+DATA = Path(wild.__file__).resolve().parents[1] / "data"
+ZOOS = {"timm", "torchvision", "transformers"}
+
+
+def _column(path: Path, name: str) -> set[str]:
+    with open(path, newline="") as fh:
+        return {rec[name] for rec in csv.DictReader(fh)}
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[wild.WildRow]:
+    return wild.read_table()
+
+
+def test_table_has_the_promised_shape(rows):
+    with open(wild.table_path(), newline="") as fh:
+        assert tuple(next(csv.reader(fh))) == wild.COLUMNS
+    packages = {r.package for r in rows}
+    assert len(rows) >= 30 and len(packages) >= 10
+    assert sum(r.family == wild.NONE for r in rows) >= 7
+    assert sum(r.family != wild.NONE for r in rows) >= 20
+
+
+def test_families_exist_in_the_corpus_taxonomy(rows):
+    corpus = _column(DATA / "taxonomy-real.csv", "family")
+    for r in rows:
+        assert r.family == wild.NONE or set(r.families) <= corpus, (r.identity, r.family)
+        assert wild.NONE not in r.families and len(set(r.families)) == len(r.families), r.identity
+
+
+def test_no_package_is_a_zoo_or_a_crossimpl_package(rows):
+    excluded = ZOOS | _column(DATA / "crossimpl-2.2.csv", "package") | _column(DATA / "crossimpl.csv", "package")
+    assert {r.package for r in rows}.isdisjoint(excluded)
+    assert all(not r.zoo_model for r in rows)
+
+
+def test_every_row_is_pinned_and_says_where_its_code_comes_from(rows):
+    pins = {}
+    for line in (DATA / f"{wild.NAME}-{wild.VERSION}-requirements.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, sep, version = line.strip().partition("==")
+            assert sep and version, f"unpinned requirement {line!r}"
+            pins[name] = version
+    for r in rows:
+        assert pins.get(r.package) == r.version, (r.identity, r.version)
+        assert r.provenance.startswith(f"pip package {r.package}=={r.version}; upstream "), r.identity
+        assert len(r.reason.split()) >= 8, r.identity
+        assert r.inputs, r.identity
+
+
+def test_read_table_names_the_bad_line(tmp_path):
+    good = ["p", "m", "mod:fn", "", "tensor:1x4", "none", "", "a reason", "1.0", "pip package p==1.0; upstream x"]
+
+    def table(*recs):
+        path = tmp_path / "t.csv"
+        with open(path, "w", newline="") as fh:
+            csv.writer(fh).writerows([wild.COLUMNS, *recs])
+        return path
+
+    assert len(wild.read_table(table(good))) == 1
+    for bad, message in ((good[:4] + ["tensor:1xa"] + good[5:], "shape"),
+                         (good[:3] + ["[1]"] + good[4:], "JSON object"),
+                         (good[:7] + [""] + good[8:], "reason"),
+                         (good[:2] + ["fn"] + good[3:], "builder")):
+        with pytest.raises(ValueError, match=rf"t\.csv:3: .*{message}"):
+            wild.read_table(table(good, bad))
+    with pytest.raises(ValueError, match="t.csv:3: p m is listed twice"):
+        wild.read_table(table(good, good))
+    with open(tmp_path / "cols.csv", "w") as fh:
+        fh.write("package,model\n")
+    with pytest.raises(ValueError, match="columns"):
+        wild.read_table(tmp_path / "cols.csv")
+
+
+def test_parse_inputs():
+    specs = wild.parse_inputs("image:1x3x8x8; tokens:1x5:100 ;mask=tensor:1x5")
+    assert specs == (wild.InputSpec("image", (1, 3, 8, 8)), wild.InputSpec("tokens", (1, 5), 100),
+                     wild.InputSpec("tensor", (1, 5), None, "mask"))
+    for bad in ("pixels:1x3", "image:", "image:1x0", "tokens:1x5", "image:1x3:7", "1x=tensor:1", "image:axb"):
+        with pytest.raises(ValueError, match="input"):
+            wild.parse_inputs(bad)
+
+
+def test_make_inputs_gives_ids_in_range_and_keywords():
+    torch = pytest.importorskip("torch")
+    args, kwargs = wild.make_inputs(wild.parse_inputs("tokens:2x64:7;tensor:1x3;state=video:1x2x3x4x4"))
+    ids, x = args
+    assert ids.dtype == torch.int64 and 0 <= int(ids.min()) and int(ids.max()) < 7 and ids.shape == (2, 64)
+    assert x.is_floating_point() and list(kwargs) == ["state"] and kwargs["state"].shape == (1, 2, 3, 4, 4)
+    again, _ = wild.make_inputs(wild.parse_inputs("tokens:2x64:7;tensor:1x3;state=video:1x2x3x4x4"))
+    assert torch.equal(again[1], x) and not torch.equal(wild.make_inputs(wild.parse_inputs("tensor:1x3"), seed=1)[0][0], x)
+
+
+@pytest.fixture()
+def fake_package(tmp_path, monkeypatch):
+    (tmp_path / "narbench_fake_wild.py").write_text(textwrap.dedent(
+        """
+        import torch
+
+        class Config:
+            def __init__(self, width, sizes):
+                self.width, self.sizes = width, sizes
+
+        class Net(torch.nn.Module):
+            def __init__(self, config, act):
+                super().__init__()
+                self.config, self.act = config, act
+                self.lin = torch.nn.Linear(4, config.width)
+
+            def forward(self, x, *, scale):
+                return self.act(self.lin(x)) * scale
+
+        class ZooLayer(torch.nn.Linear):
+            pass
+
+        ZooLayer.__module__ = "timm.layers.fake"
+
+        def zoo_net():
+            return torch.nn.Sequential(ZooLayer(4, 2))
+
+        def frozen():
+            return torch.nn.Identity()
+        """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
+def _row(builder, kwargs, input_):
+    return wild.WildRow("fake", "m", builder, kwargs, input_, "none", "", "r", "1", "p")
+
+
+def test_construct_builds_nested_objects(fake_package):
+    pytest.importorskip("torch")
+    from narbench.zoo.crossimpl import resolve
+
+    kwargs = {"config": {wild.BUILDER_KEY: "narbench_fake_wild:Config", "width": 3, "sizes": [1, [2, 3]]},
+              "act": {wild.BUILDER_KEY: "torch.nn:ReLU"}}
+    net = wild.construct({wild.BUILDER_KEY: "narbench_fake_wild:Net", **kwargs}, resolve)
+    assert net.config.width == 3 and net.config.sizes == (1, (2, 3)) and type(net.act).__name__ == "ReLU"
+
+
+def test_run_row_reports_ok_and_failures(fake_package):
+    pytest.importorskip("torch")
+    kwargs = {"config": {wild.BUILDER_KEY: "narbench_fake_wild:Config", "width": 3, "sizes": []},
+              "act": {wild.BUILDER_KEY: "torch.nn:Tanh"}}
+    ok = wild.run_row(_row("narbench_fake_wild:Net", kwargs, "tensor:2x4;scale=tensor:1"))
+    assert ok.ok and ok.params == 15 and ok.outputs == "[2, 3]" and not ok.error
+    missing = wild.run_row(_row("narbench_fake_wild:Net", kwargs, "tensor:2x4"))
+    assert not missing.ok and "scale" in missing.error and "\n" not in missing.error
+    frozen = wild.run_row(_row("narbench_fake_wild:frozen", {}, "tensor:1x4"))
+    assert not frozen.ok and "depends on a parameter" in frozen.error
+    zoo = wild.run_row(_row("narbench_fake_wild:zoo_net", {}, "tensor:1x4"))
+    assert not zoo.ok and "built from modules of timm" in zoo.error
+
+
+def test_no_network_refuses_connections_and_restores():
+    before = socket.create_connection
+    with wild.no_network():
+        with pytest.raises(OSError, match="offline"):
+            socket.create_connection(("127.0.0.1", 9))
+        with pytest.raises(OSError, match="offline"):
+            socket.socket().connect(("127.0.0.1", 9))
+    assert socket.create_connection is before
+
+
+@pytest.mark.slow
+def test_every_row_builds_and_runs_where_the_packages_are_installed(rows):
+    """Minutes on two cores; needs `pip install --target DIR -r narbench/data/wild-1.0-requirements.txt --no-deps`
+    and PYTHONPATH=DIR (docs/wild.md)."""
+    missing = [r.package for r in rows if importlib.util.find_spec(r.builder.split(":")[0].split(".")[0]) is None]
+    if missing:
+        pytest.skip(f"wild packages not installed: {', '.join(sorted(set(missing)))}")
+    failed = [f"{r.identity}: {r.error}" for r in wild.run_all(rows) if not r.ok]
+    assert not failed, failed
