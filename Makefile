@@ -74,7 +74,7 @@ test-fast: setup
 	$(BIN)/python -m pytest -ra -m "not slow"
 
 bench: setup
-	$(BIN)/python benchmarks/bench.py
+	$(BIN)/python -m benchmarks.speed.bench
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -26,7 +26,7 @@ does not beat them has learnt nothing the graph's op vocabulary did not already 
   a label no training graph holds gets df = 0, as scikit-learn's smooth idf would give it).
   The idf is computed on the exact labels, then the weighted counts are hashed.
 
-All of them embed the whole `real` set in seconds on one core (`python benchmarks/bench.py --only floors`).
+All of them embed the whole `real` set in seconds on one core (`python -m benchmarks.speed.bench --only floors`).
 """
 
 from __future__ import annotations

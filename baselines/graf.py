@@ -246,22 +246,21 @@ def design_table(graphs: list[ArchGraph], labels: np.ndarray, num_ops: int) -> d
     return out
 
 
-def main(argv: list[str] | None = None) -> None:
-    """`python -m narbench.baselines.graf [--out CSV]`: the design table on the `quick` training
-    graphs (seed 0) of nas standard, real standard and real unseen."""
-    import argparse
+#: the settings of `design_csv`: `best-floor`'s validation splits on the `quick` training graphs (seed 0)
+DESIGN_SETTINGS = (("nas", "standard"), ("real", "standard"), ("real", "unseen"))
+
+
+def design_csv() -> str:
+    """The design table (`baselines/graf_design.csv`, `python -m narbench.cli.graf`) as CSV text: every design's
+    validation NDCG@20 on the `quick` training graphs (seed 0) of nas standard, real standard and real unseen."""
     import csv
-    import sys
+    import io
 
     from narbench.data.dataset import load_dataset, stratified_subset
     from narbench.train.profiles import get_profile
 
-    ap = argparse.ArgumentParser(description=main.__doc__)
-    ap.add_argument("--out", help="write the table here as CSV (default: print it)")
-    args = ap.parse_args(argv)
-    settings = (("nas", "standard"), ("real", "standard"), ("real", "unseen"))
     profile, table, datasets = get_profile("quick"), {}, {}
-    for ds, split in settings:
+    for ds, split in DESIGN_SETTINGS:
         dataset = datasets.setdefault(ds, load_dataset(ds))
         sp, fam = dataset.get_split(split), np.array([g.family for g in dataset.graphs])
         train = stratified_subset(sp.train, fam[sp.train], profile.max_train, seed=0)  # as `narbench run` trains
@@ -272,11 +271,8 @@ def main(argv: list[str] | None = None) -> None:
              *(f"{table[c][name]:.5f}" for c in columns),
              f"{np.mean([table[c][name] for c in columns]):.5f}"] for name, scheme, weights in DESIGNS]
     header = ["design", "scheme", "weights", *(f"val_ndcg@20 {c}" for c in columns), "mean"]
-    with (open(args.out, "w", newline="") if args.out else sys.stdout) as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(header)
-        writer.writerows(rows)
-
-
-if __name__ == "__main__":
-    main()
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return text.getvalue()

@@ -23,105 +23,27 @@ of the corpus) and its parts and part keys are kept for the run and in the on-di
 (`narbench.train.partcache`; graphs not in it are split in `Trainer.jobs` processes). Subgraphs and
 context graphs are extracted for all parts of a graph at once (`narbench.train.parts`), and only for
 the first occurrence of each distinct motif.
+
+Here: the two encoders and their stages; the networks they train are in `ours_models`, a motif's
+one-at-a-time inputs (reference extraction, `ours-ft`'s augmented view, its key) in `motif_inputs`.
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import asdict, replace
 
 import numpy as np
 import torch
-from torch import nn
 
 from narbench.train import health, losses
-from narbench.baselines.gnn import GNNStack, gcn_conv
+from narbench.baselines.motif_inputs import augment
+from narbench.baselines.ours_models import FineTunedMacro, MacroModel, MotifPairModel
 from narbench.train.encoder import Encoder, Labels
 from narbench.data.graph import ArchGraph, import_torch_geometric
 from narbench.train.partcache import PartsCache, split_graphs
 from narbench.train.parts import GraphParts, adjacency, induced_subgraphs, neighbourhoods
 from narbench.train.splitter import Partition
 from narbench.train.trainer import Trainer
-
-
-class MacroModel(nn.Module):
-    """F_m and the classifier head f: what stage 2 trains and inference runs."""
-
-    def __init__(self, hidden: int, layers: int, dropout: float, num_classes: int) -> None:
-        super().__init__()
-        self.f_m = GNNStack(gcn_conv, hidden, layers, dropout)
-        self.classifier = nn.Linear(hidden, num_classes)
-
-    def forward(self, batch) -> torch.Tensor:
-        return self.f_m(batch)
-
-
-class MotifPairModel(nn.Module):
-    """F_s and F_c: what stage 1 trains (F_c is discarded after training).
-
-    `last_activation` (F_s and F_c alike): ReLU and dropout after the last layer, as after the
-    others (the Table 5 build) or not (the last layer linear, the usual contrastive head).
-    """
-
-    def __init__(self, num_ops: int, hidden: int, layers: int, dropout: float, last_activation: bool = True) -> None:
-        super().__init__()
-        self.f_s = GNNStack(gcn_conv, hidden, layers, dropout, num_ops, last_activation=last_activation)
-        self.f_c = GNNStack(gcn_conv, hidden, layers, dropout, num_ops, last_activation=last_activation)
-
-
-def induced(graph: ArchGraph, nodes: np.ndarray):
-    """The subgraph of `graph` induced by sorted `nodes`, as a PyG Data with op-id features.
-
-    One part at a time (O(E) per call): the reference for `narbench.train.parts.induced_subgraphs`,
-    which the encoder uses to extract every part of a graph at once.
-    """
-    import_torch_geometric()
-    from torch_geometric.data import Data
-
-    src, dst = graph.edges
-    keep = np.isin(src, nodes) & np.isin(dst, nodes)
-    local = np.searchsorted(nodes, graph.edges[:, keep])
-    return Data(x=torch.as_tensor(graph.ops[nodes]), edge_index=torch.as_tensor(local), num_nodes=len(nodes))
-
-
-def neighbourhood(graph: ArchGraph, nodes: np.ndarray, hops: int) -> np.ndarray:
-    """`nodes` plus every node within `hops` edges of them (either direction), sorted.
-
-    The reference for `narbench.train.parts.neighbourhoods` (all parts at once)."""
-    src, dst = graph.edges
-    current = np.asarray(nodes)
-    for _ in range(hops):
-        touch = np.isin(src, current) | np.isin(dst, current)
-        current = np.union1d(current, np.concatenate([src[touch], dst[touch]]))
-    return current
-
-
-def augment(data, rng: np.random.Generator, drop_node: float, drop_edge: float):
-    """A view of a motif (PyG Data, op-id features) with each node dropped with `drop_node` (while at
-    least two stay; a motif of one or two nodes keeps them) and each remaining edge with `drop_edge`."""
-    from torch_geometric.data import Data
-
-    n = int(data.num_nodes)
-    keep = rng.random(n) >= drop_node if n >= 3 else np.ones(n, dtype=bool)
-    if keep.sum() < 2:
-        keep[:] = True
-    remap = np.full(n, -1, dtype=np.int64)
-    idx = np.nonzero(keep)[0]
-    remap[idx] = np.arange(idx.size)
-    e = data.edge_index.numpy()
-    m = keep[e[0]] & keep[e[1]] & (rng.random(e.shape[1]) >= drop_edge) if e.size else np.zeros(0, dtype=bool)
-    return Data(x=data.x[torch.as_tensor(idx)], edge_index=torch.as_tensor(remap[e[:, m]].reshape(2, -1)),
-                num_nodes=int(idx.size))
-
-
-def data_key(data) -> bytes:
-    """Exact signature of a subgraph Data: equal keys mean equal ops and local edges.
-
-    The same bytes as `narbench.train.parts.subgraph_keys` gives for the same subgraph."""
-    h = hashlib.blake2b(digest_size=16)
-    h.update(data.x.numpy().astype("<i8").tobytes())
-    h.update(data.edge_index.numpy().astype("<i8").tobytes())
-    return h.digest()
 
 
 class MotifEncoder(Encoder):
@@ -349,33 +271,6 @@ class MotifEncoder(Encoder):
         datas = self._macro_datas(graphs, motifs)
         self.stats["mean_parts"] = float(np.mean([p.num_parts for p in motifs])) if motifs else 0.0
         return trainer.embed(self.macro, datas, self.profile.eval_batch_size, desc="embed macro graphs")
-
-
-class FineTunedMacro(nn.Module):
-    """F_s and F_m trained together: a macro graph's nodes are motif ids, embedded by F_s in the
-    forward pass (each distinct motif of a batch once), unit-normalised as in `ours`, then F_m."""
-
-    def __init__(self, f_s: nn.Module, macro: MacroModel, motifs: list) -> None:
-        super().__init__()
-        self.f_s = f_s
-        self.macro = macro
-        self.motifs = motifs  # motif id -> its subgraph (PyG Data); not a module
-
-    @property
-    def classifier(self) -> nn.Module:
-        return self.macro.classifier
-
-    def forward(self, batch) -> torch.Tensor:
-        from types import SimpleNamespace
-
-        from torch_geometric.data import Batch
-
-        ids = batch.x
-        uniq, inverse = torch.unique(ids, return_inverse=True)
-        motif_batch = Batch.from_data_list([self.motifs[i] for i in uniq.tolist()]).to(ids.device)
-        h = torch.nn.functional.normalize(self.f_s(motif_batch), dim=1)
-        macro = SimpleNamespace(x=h[inverse], edge_index=batch.edge_index, batch=batch.batch, num_graphs=batch.num_graphs)
-        return self.macro.f_m(macro)
 
 
 class FineTunedMotifEncoder(MotifEncoder):

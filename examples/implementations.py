@@ -1,7 +1,7 @@
 """Architectures written by hand from their papers, to compare with the zoos' implementations.
 
 Each class is an independent implementation of a design the `real` dataset holds (torchvision,
-timm or transformers wrote theirs); `benchmarks/bench_pairs.py` searches each and reports where
+timm or transformers wrote theirs); `benchmarks/search/bench_pairs.py` searches each and reports where
 its zoo counterpart ranks. GPT-2 and BERT are in `out_of_zoo.py`.
 """
 

@@ -15,21 +15,25 @@ from ._motif_windows import _argsort2, _classes, _ids, _key_less, _mix, _overflo
 
 
 @njit(cache=True)
-def _refine(table, es, ed, ops, n, bounds, seed, seed_count, seed_len, max_classes, scratch):
-    """`MotifSplitter._refine` with the seed {seed: (seed_count, seed_len)}. `scratch`: an int64
-    buffer of at least 2 * (n + 1) entries (peeled cuts)."""
-    S = bounds.shape[0] - 1
-    keys = _ids(table, es, ed, ops, n, bounds)
-    K = _classes(table)
+def _class_stats(keys, bounds, K, seed, seed_count, seed_len):
+    """Per class id: (segments of it, its length), with the seed class raised to `seed_count`
+    segments of `seed_len`."""
     count = np.zeros(K, dtype=np.int64)
     length = np.zeros(K, dtype=np.int64)
-    for i in range(S):
+    for i in range(keys.shape[0]):
         count[keys[i]] += 1
         length[keys[i]] = bounds[i + 1] - bounds[i]
     count[seed] = max(count[seed], seed_count)
     length[seed] = seed_len
-    # classes: count >= 2 and length >= 2, by (-(count-1)*length, -length, key bytes)
-    listed = np.zeros(K, dtype=np.bool_)
+    return count, length
+
+
+@njit(cache=True)
+def _peeling_classes(table, es, ed, ops, n, keys, seed, count, length, max_classes):
+    """The classes that may be peeled, at most `max_classes`: count >= 2 and length >= 2, by
+    (-(count-1)*length, -length, key bytes), listed in order of first appearance (seed last)."""
+    S = keys.shape[0]
+    listed = np.zeros(count.shape[0], dtype=np.bool_)
     cand = np.empty(S + 1, dtype=np.int64)
     nc = 0
     for i in range(S + 1):
@@ -59,15 +63,64 @@ def _refine(table, es, ed, ops, n, bounds, seed, seed_count, seed_len, max_class
                 arr[v], arr[v - 1] = arr[v - 1], arr[v]
                 v -= 1
         i = j
-    ncls = min(nc, max_classes)
-    classes = arr[:ncls]
+    return arr[: min(nc, max_classes)]
+
+
+@njit(cache=True)
+def _peel(table, es, ed, ops, n, s, e, peel, npeel, length, head, tail):
+    """Peel copies of the classes `peel[:npeel]` off both ends of segment s..e-1, first class
+    first, while one fits: (s, e, cuts pushed to `head`, cuts pushed to `tail`)."""
+    nh = 0
+    nt = 0
+    moved = npeel > 0
+    while moved:
+        moved = False
+        for q in range(npeel):
+            c = peel[q]
+            L = length[c]
+            if e - s > L and _window_id(table, es, ed, ops, n, s, s + L) == c:
+                s += L
+                head[nh] = s
+                nh += 1
+                moved = True
+                break
+            if e - s > L and _window_id(table, es, ed, ops, n, e - L, e) == c:
+                tail[nt] = e
+                nt += 1
+                e -= L
+                moved = True
+                break
+    return s, e, nh, nt
+
+
+@njit(cache=True)
+def _repeated(table, es, ed, ops, n, bounds):
+    """Per segment of `bounds`: whether its class occurs at least twice."""
+    fk = _ids(table, es, ed, ops, n, bounds)
+    final = np.zeros(_classes(table), dtype=np.int64)
+    for k in fk:
+        final[k] += 1
+    rep = np.empty(fk.shape[0], dtype=np.bool_)
+    for i in range(fk.shape[0]):
+        rep[i] = final[fk[i]] >= 2
+    return rep
+
+
+@njit(cache=True)
+def _refine(table, es, ed, ops, n, bounds, seed, seed_count, seed_len, max_classes, scratch):
+    """`MotifSplitter._refine` with the seed {seed: (seed_count, seed_len)}. `scratch`: an int64
+    buffer of at least 2 * (n + 1) entries (peeled cuts)."""
+    S = bounds.shape[0] - 1
+    keys = _ids(table, es, ed, ops, n, bounds)
+    count, length = _class_stats(keys, bounds, _classes(table), seed, seed_count, seed_len)
+    classes = _peeling_classes(table, es, ed, ops, n, keys, seed, count, length, max_classes)
     out = np.empty(bounds.shape[0] + 16, dtype=np.int64)
     no = 0
     out[no] = bounds[0]
     no += 1
     head = scratch[: n + 1]
     tail = scratch[n + 1 :]
-    peel = np.empty(ncls, dtype=np.int64)
+    peel = np.empty(classes.shape[0], dtype=np.int64)
     for i in range(S):
         s, e = bounds[i], bounds[i + 1]
         ck = count[keys[i]]
@@ -77,26 +130,7 @@ def _refine(table, es, ed, ops, n, bounds, seed, seed_count, seed_len, max_class
             if count[c] > ck and length[c] < seglen:
                 peel[npeel] = c
                 npeel += 1
-        nh = 0
-        nt = 0
-        moved = npeel > 0
-        while moved:
-            moved = False
-            for q in range(npeel):
-                c = peel[q]
-                L = length[c]
-                if e - s > L and _window_id(table, es, ed, ops, n, s, s + L) == c:
-                    s += L
-                    head[nh] = s
-                    nh += 1
-                    moved = True
-                    break
-                if e - s > L and _window_id(table, es, ed, ops, n, e - L, e) == c:
-                    tail[nt] = e
-                    nt += 1
-                    e -= L
-                    moved = True
-                    break
+        s, e, nh, nt = _peel(table, es, ed, ops, n, s, e, peel, npeel, length, head, tail)
         if no + nh + nt + 1 > out.shape[0]:
             grown = np.empty(2 * out.shape[0] + nh + nt + 1, dtype=np.int64)
             grown[:no] = out[:no]
@@ -110,14 +144,7 @@ def _refine(table, es, ed, ops, n, bounds, seed, seed_count, seed_len, max_class
             out[no] = tail[q]
             no += 1
     res = out[:no].copy()
-    fk = _ids(table, es, ed, ops, n, res)
-    final = np.zeros(_classes(table), dtype=np.int64)
-    for k in fk:
-        final[k] += 1
-    rep = np.empty(fk.shape[0], dtype=np.bool_)
-    for i in range(fk.shape[0]):
-        rep[i] = final[fk[i]] >= 2
-    return res, rep
+    return res, _repeated(table, es, ed, ops, n, res)
 
 
 @njit(cache=True)

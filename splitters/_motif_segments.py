@@ -1,8 +1,9 @@
-"""Compiled (numba) steps 1-2 and 5-6 of the `motif` splitter and its encoded sequence.
+"""Compiled (numba) steps 1-2 and 5-6 of the `motif` splitter.
 
-Anchors (step 1), phase offsets (step 2, then `_motif_phases.best_phase`), recursion (step 5)
-and step choice (step 6): `segment_bounds`; the arrays they read (eq. 2 labels, prefix hashes,
-cut widths, edges by position): `seq_arrays`. See `_motif_windows` for the overview.
+Anchors (step 1: `_best_anchor`), phase offsets (step 2, then `_motif_phases.best_phase`),
+recursion (step 5) and step choice (step 6): `segment_bounds`, on the arrays `_motif_sequence`
+computes (eq. 2 labels, prefix hashes, cut widths, edges by position). See `_motif_windows` for
+the overview.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import numpy as np
 from numba import njit
 
 from ._motif_phases import best_phase, saving
-from ._motif_windows import _argsort2, _lower_bound, _mix
+from ._motif_windows import _argsort2, _lower_bound
 
 
 # -- steps 1-2 and 5-6: anchors, phases, recursion, step choice ---------------------------------
@@ -21,13 +22,10 @@ def _seg_hash(S, Bpow, lo, hi):
 
 
 @njit(cache=True)
-def _best_anchor(dense, S, Bpow, a, b):
-    """`motif._best_anchor`: (found, occurrences, members, length, copies) of the best anchor
-    label of positions a..b-1 (the label saving the most; its group saving the most)."""
-    empty = np.zeros(0, dtype=np.int64)
-    d = dense[a:b]
+def _by_label(d):
+    """Positions 0..N-1 of `d` ordered by label, ascending within a label (a stable counting
+    sort of `d`; labels < N)."""
     N = d.shape[0]
-    # occurrences by label, positions ascending (a stable sort of d: counting sort, labels < n)
     K = 0
     for i in range(N):
         K = max(K, d[i] + 1)
@@ -41,14 +39,18 @@ def _best_anchor(dense, S, Bpow, a, b):
     for i in range(N):
         idx[fill[d[i]]] = i
         fill[d[i]] += 1
-    labs = d[idx]
-    idx = idx + a
+    return idx
+
+
+@njit(cache=True)
+def _stretches(S, Bpow, labs, idx):
+    """The stretches between consecutive occurrences of one label (`labs`, `idx`: occurrences
+    sorted by label, then position): (starts, lengths, labels, content hashes), by label."""
+    N = labs.shape[0]
     M = 0
     for i in range(N - 1):
         if labs[i + 1] == labs[i]:
             M += 1
-    if M == 0:
-        return False, empty, empty, 0, 0
     st = np.empty(M, dtype=np.int64)
     ln = np.empty(M, dtype=np.int64)
     lb = np.empty(M, dtype=np.int64)
@@ -61,8 +63,14 @@ def _best_anchor(dense, S, Bpow, a, b):
             lb[j] = labs[i + 1]
             hh[j] = _seg_hash(S, Bpow, idx[i], idx[i + 1])
             j += 1
-    # np.lexsort((hh, ln, lb)), stable: the stretches already come by label, so sort each
-    # label's stretches by (ln, hh), stably
+    return st, ln, lb, hh
+
+
+@njit(cache=True)
+def _sort_stretches(st, ln, lb, hh):
+    """In place, `np.lexsort((hh, ln, lb))`, stable: the stretches already come by label, so
+    each label's stretches are sorted by (ln, hh), stably."""
+    M = st.shape[0]
     i = 0
     while i < M:
         e = i + 1
@@ -83,6 +91,13 @@ def _best_anchor(dense, S, Bpow, a, b):
                 ln[i:e] = ln[i:e][o]
                 hh[i:e] = hh[i:e][o]
         i = e
+
+
+@njit(cache=True)
+def _stretch_groups(ln, lb, hh):
+    """Groups of equal (label, length, hash) among the sorted stretches: (group of each
+    stretch, first stretch of each group, stretches per group)."""
+    M = ln.shape[0]
     gid = np.empty(M, dtype=np.int64)
     G = 0
     for i in range(M):
@@ -95,7 +110,14 @@ def _best_anchor(dense, S, Bpow, a, b):
         if m[gid[i]] == 0:
             g0[gid[i]] = i
         m[gid[i]] += 1
-    # runs of equal labels in the sorted occurrences: first / last occurrence per label
+    return gid, g0, m
+
+
+@njit(cache=True)
+def _label_runs(labs, idx):
+    """Runs of equal labels in the sorted occurrences: (label, first occurrence, last
+    occurrence) of each."""
+    N = labs.shape[0]
     R = 1
     for i in range(1, N):
         if labs[i] != labs[i - 1]:
@@ -111,6 +133,15 @@ def _best_anchor(dense, S, Bpow, a, b):
             r += 1
             run_lab[r], first_occ[r] = labs[i], idx[i]
     last_occ[R - 1] = idx[N - 1]
+    return run_lab, first_occ, last_occ
+
+
+@njit(cache=True)
+def _group_savings(S, Bpow, a, b, ln, lb, hh, g0, m, run_lab, first_occ, last_occ):
+    """What each group saves, (copies - 1) * length - copies, counting as copies also the equal
+    stretches just before the label's first and just after its last occurrence (inside a..b);
+    `m` (stretches per group) is raised to those copies in place."""
+    G = g0.shape[0]
     contrib = np.zeros(G, dtype=np.int64)
     for g in range(G):
         L = ln[g0[g]]
@@ -123,7 +154,15 @@ def _best_anchor(dense, S, Bpow, a, b):
             m[g] += 1
         if m[g] >= 2:
             contrib[g] = (m[g] - 1) * L - m[g]
-    # score per label (groups are sorted by label): the first label with the highest score
+    return contrib
+
+
+@njit(cache=True)
+def _best_group(st, lb, g0, contrib):
+    """(label, score, group) of the best anchor: the first label with the highest score (the sum
+    of its groups' savings; groups are sorted by label), and its group saving most (ties: the
+    one that appears first)."""
+    G = g0.shape[0]
     best_lab = -1
     best_score = 0
     best_g0 = 0
@@ -138,13 +177,32 @@ def _best_anchor(dense, S, Bpow, a, b):
         if best_lab < 0 or score > best_score:
             best_lab, best_score, best_g0, best_g1 = lb[g0[g]], score, g, e
         g = e
-    if best_score <= 0:
-        return False, empty, empty, 0, 0
-    # D: the group of that label saving most; ties: the one that appears first
     gsel = best_g0
     for g in range(best_g0 + 1, best_g1):
         if contrib[g] > contrib[gsel] or (contrib[g] == contrib[gsel] and st[g0[g]] < st[g0[gsel]]):
             gsel = g
+    return best_lab, best_score, gsel
+
+
+@njit(cache=True)
+def _best_anchor(dense, S, Bpow, a, b):
+    """`motif._best_anchor`: (found, occurrences, members, length, copies) of the best anchor
+    label of positions a..b-1 (the label saving the most; its group saving the most)."""
+    empty = np.zeros(0, dtype=np.int64)
+    d = dense[a:b]
+    idx = _by_label(d)  # occurrences by label, positions ascending
+    labs = d[idx]
+    idx = idx + a
+    st, ln, lb, hh = _stretches(S, Bpow, labs, idx)
+    if st.shape[0] == 0:
+        return False, empty, empty, 0, 0
+    _sort_stretches(st, ln, lb, hh)
+    gid, g0, m = _stretch_groups(ln, lb, hh)
+    run_lab, first_occ, last_occ = _label_runs(labs, idx)
+    contrib = _group_savings(S, Bpow, a, b, ln, lb, hh, g0, m, run_lab, first_occ, last_occ)
+    best_lab, best_score, gsel = _best_group(st, lb, g0, contrib)
+    if best_score <= 0:
+        return False, empty, empty, 0, 0
     occurrences = idx[labs == best_lab]  # ascending positions of the label
     members = st[gid == gsel]  # the group's stretch starts, in group order
     return True, occurrences, members, ln[g0[gsel]], m[gsel]
@@ -261,111 +319,3 @@ def segment_bounds(dense, S, Bpow, cost, es, ed, ops, max_depth, max_phases, max
         if first or score > best_score:
             best, best_score, first = bounds, score, False
     return best
-
-
-
-# -- the encoded sequence (eq. 2) and what the segmentation queries ------------------------------
-@njit(cache=True)
-def seq_arrays(ops, src, dst, order, steps, children, consts):
-    """Everything the segmentation reads, for nodes listed in `order` (positions):
-
-    dense [steps+1, n]: per step, the labels of eq. 2 as dense ids ranked by hash value
-        (`motif.encode_sequence` of each step); S [steps+1, n+1]: prefix hashes of each step's
-        label sequence, S[i] = sum_{j<i} x_j B^-j (mod 2^64); Bpow [n+1]: B^i; cost [n+1]: cut
-        width before each position; es, ed: edges as (producer, consumer) positions sorted by
-        (consumer, producer); ops of the positions.
-    `consts`: uint64 (salt op, salt parent, salt child, salt aggregate, salt child aggregate,
-    self factor, B, B^-1), as `motif.encode_levels` uses them.
-    """
-    salt_op, salt_par, salt_child, salt_agg, salt_cagg = consts[0], consts[1], consts[2], consts[3], consts[4]
-    k_self, base, base_inv = consts[5], consts[6], consts[7]
-    n = ops.shape[0]
-    E = src.shape[0]
-    levels = steps + 1
-    hashes = np.empty((levels, n), dtype=np.uint64)
-    for i in range(n):
-        hashes[0, i] = _mix(np.uint64(ops[i]) ^ salt_op)
-    par = np.empty(n, dtype=np.uint64)
-    chi = np.empty(n, dtype=np.uint64)
-    for lv in range(1, levels):
-        h = hashes[lv - 1]
-        par[:] = 0
-        for j in range(E):  # multiset of parents: commutative sum
-            par[dst[j]] += _mix(h[src[j]] ^ salt_par)
-        if children:
-            chi[:] = 0
-            for j in range(E):
-                chi[src[j]] += _mix(h[dst[j]] ^ salt_child)
-        for i in range(n):
-            new = _mix(h[i] * k_self + _mix(par[i] + salt_agg))
-            if children:
-                new = _mix(new ^ _mix(chi[i] + salt_cagg))
-            hashes[lv, i] = new
-    pos = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        pos[order[i]] = i
-    inv_pow = np.empty(n, dtype=np.uint64)
-    Bpow = np.empty(n + 1, dtype=np.uint64)
-    Bpow[0] = 1
-    for i in range(n):
-        inv_pow[i] = np.uint64(1) if i == 0 else inv_pow[i - 1] * base_inv
-        Bpow[i + 1] = Bpow[i] * base
-    dense = np.empty((levels, n), dtype=np.int64)
-    S = np.empty((levels, n + 1), dtype=np.uint64)
-    x = np.empty(n, dtype=np.uint64)
-    for lv in range(levels):
-        for i in range(n):
-            x[i] = hashes[lv, order[i]]
-        srt = _argsort2(np.zeros(n, dtype=np.int64), x)
-        rank = -1
-        for q in range(n):
-            if q == 0 or x[srt[q]] != x[srt[q - 1]]:
-                rank += 1
-            dense[lv, srt[q]] = rank
-        S[lv, 0] = 0
-        for i in range(n):
-            S[lv, i + 1] = S[lv, i] + x[i] * inv_pow[i]
-    # cut width: cost[t] = producers before t with a consumer at or after t (0 < t < n)
-    last = np.full(n, -1, dtype=np.int64)
-    for j in range(E):
-        ps, pd = pos[src[j]], pos[dst[j]]
-        if pd > last[ps]:
-            last[ps] = pd
-    diff = np.zeros(n + 2, dtype=np.int64)
-    for i in range(n):
-        if last[i] > i:
-            diff[i + 1] += 1
-            diff[last[i] + 1] -= 1
-    cost = np.empty(n + 1, dtype=np.int64)
-    acc = 0
-    for i in range(n + 1):
-        acc += diff[i]
-        cost[i] = acc
-    # edges by (consumer position, producer position): two stable counting sorts
-    cnt = np.zeros(n + 1, dtype=np.int64)
-    for j in range(E):
-        cnt[pos[src[j]] + 1] += 1
-    for i in range(n):
-        cnt[i + 1] += cnt[i]
-    by_ps = np.empty(E, dtype=np.int64)
-    for j in range(E):
-        p = pos[src[j]]
-        by_ps[cnt[p]] = j
-        cnt[p] += 1
-    cnt[:] = 0
-    for j in range(E):
-        cnt[pos[dst[j]] + 1] += 1
-    for i in range(n):
-        cnt[i + 1] += cnt[i]
-    es = np.empty(E, dtype=np.int64)
-    ed = np.empty(E, dtype=np.int64)
-    for q in range(E):
-        j = by_ps[q]
-        p = pos[dst[j]]
-        es[cnt[p]] = pos[src[j]]
-        ed[cnt[p]] = p
-        cnt[p] += 1
-    ops_o = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        ops_o[i] = ops[order[i]]
-    return dense, S, Bpow, cost, es, ed, ops_o

@@ -2,14 +2,16 @@
 
 `narbench.splitters.motif` documents the algorithm. Its kernels run it exactly as the pure
 Python splitter did (kept verbatim in tests/splitters/motif_reference.py; tests compare the two
-cut for cut): same cuts, same tie-breaks. They are three modules, each importing the ones before:
+cut for cut): same cuts, same tie-breaks. They are four modules, each importing the ones before:
 
 * `_motif_windows` (this module): shared helpers and the table of window class ids;
 * `_motif_phases`: steps 3-4 for one phase, the peeling (`MotifSplitter._refine`, up to three
   rounds) and the merging (`_merge`), the phase loop of step 2 (`best_phase`) and the saving
   (`saving`);
-* `_motif_segments`: steps 1-2 and 5-6 (anchors, phases, recursion, step choice) and the
-  encoded sequence itself: `seq_arrays` and `segment_bounds`, what `motif` calls.
+* `_motif_segments`: steps 1-2 and 5-6 (anchors, phases, recursion, step choice):
+  `segment_bounds`, what `motif` calls;
+* `_motif_sequence` (imports `_motif_windows` only): the encoded sequence itself, `seq_arrays`,
+  what `motif` calls first.
 
 Segments are compared as subgraphs: the key of positions lo..hi-1 is the byte string of the
 int64 values (hi - lo, number of internal edges, the ops of lo..hi-1, the internal edges'

@@ -53,7 +53,7 @@ the edges entering them; macro edges follow the data flow), and
 Without any repeat (best saving <= 0) the graph is one part.
 
 **Implementation.** Eq. 2 and steps 1-6 run compiled (numba, `_motif_windows`, `_motif_phases`,
-`_motif_segments`, cached on disk after the first compilation): O((n + E) log n) per phase tried
+`_motif_segments`, `_motif_sequence`, cached on disk after the first compilation): O((n + E) log n) per phase tried
 (at most `max_phases`) and step, with no per-segment Python. Segments are compared through exact
 integer class ids of their keys (`_motif_windows`); the result is the same, cut for cut, as the
 original pure-Python implementation, which tests/splitters/motif_reference.py keeps as the
@@ -77,7 +77,7 @@ from narbench.train.splitter import SplitterConfig
 from narbench.core.jit import setup_numba_cache
 
 setup_numba_cache()
-from . import _motif_phases, _motif_segments, _motif_windows  # noqa: E402
+from . import _motif_phases, _motif_segments, _motif_sequence, _motif_windows  # noqa: E402
 from ._segments import SegmentSplitter, checked_order
 
 __all__ = ["MotifSplitter", "encode_nodes", "encode_sequence"]
@@ -136,7 +136,7 @@ def encode_sequence(
 
 
 _CONSTS = np.array([_SALT_OP, _SALT_PAR, _SALT_CHILD, _SALT_AGG, _SALT_CAGG, _K_SELF, _BASE, _BASE_INV], dtype=_U64)
-_KERNELS = (_motif_windows, _motif_phases, _motif_segments)  # the compiled code: part of `code_version`
+_KERNELS = (_motif_windows, _motif_phases, _motif_segments, _motif_sequence)  # the compiled code: part of `code_version`
 
 
 class MotifSplitter(SegmentSplitter):
@@ -194,7 +194,7 @@ class MotifSplitter(SegmentSplitter):
         src, dst = graph.edges
         # the label sequences of steps 0..s (eq. 2), prefix hashes, cut widths, edges by position;
         # segments are compared as subgraphs: op sequence + internal edges relative to the start
-        dense, S, Bpow, cost, es, ed, ops = _motif_segments.seq_arrays(
+        dense, S, Bpow, cost, es, ed, ops = _motif_sequence.seq_arrays(
             np.ascontiguousarray(graph.ops, dtype=np.int64), np.ascontiguousarray(src), np.ascontiguousarray(dst),
             np.ascontiguousarray(order, dtype=np.int64), int(self.config.steps), bool(self.config.children), _CONSTS)
         # Context (the stem feeding the first block, the cells feeding the next ones) changes

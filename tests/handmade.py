@@ -48,7 +48,7 @@ def write_result(out, encoder, splitter, seed, per_query, *, dataset="nas", obje
         created=created,
     )
     if subsets:
-        from narbench.harness.runner import subset_metrics
+        from narbench.harness.runrecord import subset_metrics
 
         res.subsets = subset_metrics({k: np.asarray(v, dtype=np.int64) for k, v in subsets.items()},
                                      {m: np.round(v, 6) for m, v in pq.items()})

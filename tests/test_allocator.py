@@ -9,6 +9,7 @@ import torch
 
 from narbench.train import allocator
 from narbench import cli
+from narbench.cli import listing
 from narbench.train.allocator import M_MMAP_MAX, M_TRIM_THRESHOLD, TUNED
 
 
@@ -124,7 +125,7 @@ def test_the_cli_turns_it_on_around_its_command(fake_libc, monkeypatch, argv, en
     if env is not None:
         monkeypatch.setenv(allocator.ENV_SWITCH, env)
     seen = []
-    monkeypatch.setattr(cli, "cmd_datasets", lambda args: seen.append(allocator.active()) or 0)
+    monkeypatch.setattr(listing, "run", lambda args: seen.append(allocator.active()) or 0)
     assert cli.main(argv) == 0
     assert seen == [expected] and not allocator.active()
 
@@ -133,7 +134,7 @@ def test_the_cli_turns_it_on_around_its_command(fake_libc, monkeypatch, argv, en
 #: test) leaves large free chunks in glibc's heap, which then serve a large malloc without mmap.
 REAL_GLIBC_CHECK = """
 import ctypes
-from narbench import allocator
+from narbench.train import allocator
 
 
 class MallInfo2(ctypes.Structure):

@@ -88,7 +88,8 @@ def test_sweep_grid_file_that_is_a_folder(tmp_path, cwd, capsys):
 
 
 def test_sweep_api_refuses_bad_seeds_too(tmp_path):
-    from narbench.harness.sweep import GridError, expand, parse_grid
+    from narbench.harness.grid import GridError, parse_grid
+    from narbench.harness.sweepplan import expand
 
     grid = parse_grid({"block": [{"name": "b", "datasets": ["nas"], "models": ["random+none"]}]})
     with pytest.raises(GridError, match="--seeds: seeds must be integers from 0 to 4294967295"):
@@ -519,7 +520,9 @@ def test_index_build_on_cuda_without_cuda(plugin, tmp_path, cwd, capsys, monkeyp
 
 
 def test_a_zero_dimensional_index_is_refused_built_and_read(tmp_path, toy_dataset, capsys):
-    from narbench.search_engine.index import IndexConfig, IndexFileError, build_index, read_index, write_index
+    from narbench.search_engine.index import IndexFileError
+    from narbench.search_engine.index_build import IndexConfig, build_index
+    from narbench.search_engine.index_file import read_index, write_index
 
     with pytest.raises(ValueError, match="max_dim must be a positive integer"):
         build_index(IndexConfig(encoder="wl", max_dim=0, progress=False), dataset=toy_dataset)
@@ -553,7 +556,8 @@ def test_index_build_on_nas_records_no_torch_versions(tmp_path):
     """`--dataset nas` crashed reading real's canonical op table from nas's op list: an index of nas
     graphs records no canonical rules and no torch versions (they are not traced from torch)."""
     from narbench.data.dataset import GraphDataset, stratified_split
-    from narbench.search_engine.index import IndexConfig, build_index, read_index, write_index
+    from narbench.search_engine.index_build import IndexConfig, build_index
+    from narbench.search_engine.index_file import read_index, write_index
     from tests.conftest import toy_graphs
 
     graphs, ops = toy_graphs(), [f"op{i}" for i in range(8)]

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from narbench.data import ops as opsmod
-from narbench.data.canonical import FOLDED_OPS, canonical_vocabulary, canonicalize
+from narbench.data.canonical import canonical_vocabulary, canonicalize
+from narbench.data.canonical_rewrite import FOLDED_OPS
 
 
 def raw(nodes: list[str], edges: list[tuple[int, int]]):

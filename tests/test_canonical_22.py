@@ -13,7 +13,8 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 F = torch.nn.functional
 
-from narbench.data.canonical import CanonicalError, canonical_vocabulary, canonicalize, rules, split_name  # noqa: E402
+from narbench.data.canonical import CanonicalError, canonical_vocabulary, canonicalize, split_name  # noqa: E402
+from narbench.data.canonical_rules import rules  # noqa: E402
 from narbench.zoo.extract import extract_graph  # noqa: E402
 
 D, H, T, P = 16, 2, 8, 4  # width, heads, tokens, patch size

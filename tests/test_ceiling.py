@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from narbench import cli_ceiling as D
+from narbench.cli import ceiling as D
 from narbench.eval import ceiling as C
 from narbench.eval.metrics import score_rankings
 from tests.conftest import chain_graph, edge_list_graph

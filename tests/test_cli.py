@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from narbench import cli
-from narbench.cli import build_parser, main
+from narbench.cli import build_parser, leaderboard, listing, main
+from narbench.cli import run as run_command
 
 TOY = ["--dataset", "toy", "--profile", "smoke", "--no-progress"]
 
@@ -149,7 +149,7 @@ def test_listing_commands(capsys, plugin, monkeypatch):
 
 def test_datasets_lists_version_size_families_and_splits(capsys, plugin, monkeypatch):
     monkeypatch.setenv("COLUMNS", "250")
-    assert cli.cmd_datasets(build_parser().parse_args(["datasets"])) == 0
+    assert listing.run(build_parser().parse_args(["datasets"])) == 0
     rows = {ln.split("│")[1].strip(): [c.strip() for c in ln.split("│")[1:-1]]
             for ln in capsys.readouterr().out.splitlines() if ln.count("│") > 5}
     for name in ("real", "real-2.2"):  # the current version, and pinned by its version's name
@@ -163,7 +163,7 @@ def test_datasets_lists_version_size_families_and_splits(capsys, plugin, monkeyp
 
 def test_run_through_the_handler_with_a_third_party_plugin(plugin, tmp_path, capsys):
     args = build_parser().parse_args(["run", "--encoder", "nodefreq", *TOY, "--out", str(tmp_path)])
-    assert args.func is cli.cmd_run and cli.cmd_run(args) == 0
+    assert args.func is run_command.run and run_command.run(args) == 0
     (path,) = [p for p in tmp_path.iterdir() if p.suffix == ".json"]
     data = json.loads(path.read_text())
     assert data["encoder"] == "nodefreq" and data["dataset"]["name"] == "toy" and len(data["dataset"]["sha256"]) == 64
@@ -188,7 +188,7 @@ def test_leaderboard_handler_prints_progress_and_a_compact_table(tmp_path, capsy
         assert main(["run", "--encoder", "nodefreq", *TOY, "--seed", str(seed), "--out", str(tmp_path / "lb" / "results")]) == 0
     capsys.readouterr()
     args = build_parser().parse_args(["leaderboard", "--out", str(tmp_path / "lb"), "--no-tsne", "--profile", "smoke"])
-    assert args.func is cli.cmd_leaderboard and cli.cmd_leaderboard(args) == 0
+    assert args.func is leaderboard.run and leaderboard.run(args) == 0
     captured = capsys.readouterr()
     assert "reading and validating" in captured.err and "done in" in captured.err
     assert "NDCG@20" in captured.out and "MRR@20" in captured.out and "NDCG@100" not in captured.out

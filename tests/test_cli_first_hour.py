@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from narbench import cli, process
+from narbench import process
+from narbench.cli import args as cli_args
+from narbench.cli import listing
 from narbench.harness import preflight
 from narbench.cli import main
 
@@ -61,13 +63,13 @@ def test_out_of_range_options_are_refused_in_one_line(argv, expected, capsys, no
 
 
 def test_input_shape_still_takes_both_spellings():
-    assert cli._shape("1,3,224,224") == cli._shape("1x3x224x224") == (1, 3, 224, 224)
+    assert cli_args.shape("1,3,224,224") == cli_args.shape("1x3x224x224") == (1, 3, 224, 224)
 
 
 def test_seed_range_is_the_runners(no_training, cache):
     from narbench.harness.runner import MAX_SEED, ConfigError, RunConfig, run
 
-    assert cli.MAX_SEED == MAX_SEED
+    assert cli_args.MAX_SEED == MAX_SEED
     for bad in ({"seed": -1}, {"seed": MAX_SEED + 1}, {"jobs": 0}):
         with pytest.raises(ConfigError):
             run(RunConfig(encoder="gcn", out=None, **bad))
@@ -154,7 +156,7 @@ def test_sigterm_closes_the_progress_bar_and_gives_the_cursor_back(capsys, monke
             os.kill(os.getpid(), signal.SIGTERM)
             raise AssertionError("SIGTERM did not stop the handler")
 
-    monkeypatch.setattr(cli, "cmd_datasets", handler)
+    monkeypatch.setattr(listing, "run", handler)
     before = signal.getsignal(signal.SIGTERM)
     assert main(["datasets"]) == process.TERMINATED
     text = screen.getvalue()

@@ -28,9 +28,12 @@ COMMANDS = [[], ["run"], ["build-real"], ["build-crossimpl"], ["datasheet"], ["l
             ["runs"], ["search"], ["index"], ["index", "build"], ["index", "info"], ["explore"], ["check"],
             ["datasets"], ["encoders"], ["splitters"]]
 
-#: the documented `python -m` build and report scripts (README, docs/): their --help
-MODULES = ["narbench.zoo.taxonomy_build", "narbench.leaderboard.curves", "narbench.leaderboard.declared",
-           "narbench.cli_ceiling"]
+#: the documented `python -m` build and report scripts (README, docs/): their --help, by the snapshot's key
+#: (the module path when the snapshot was taken) -> the module that answers now (inside `narbench/cli/`)
+MODULES = {"narbench.zoo.taxonomy_build": "narbench.cli.taxonomy_build",
+           "narbench.leaderboard.curves": "narbench.cli.curves",
+           "narbench.leaderboard.declared": "narbench.cli.declared",
+           "narbench.cli_ceiling": "narbench.cli.ceiling"}
 
 _MISSING = "/nonexistent-narbench-snapshot"
 
@@ -96,6 +99,15 @@ def _module_help(module: str) -> str:
     return _clean(done.stdout)
 
 
+def _renamed(text: str, old: str, new: str) -> str:
+    """A module's help with the program name `python -m <old>` read as `python -m <new>`, and its usage block
+    (up to the first blank line) with the whitespace folded: argparse wraps the usage to the program name's
+    length, so only the name and where the usage lines break may differ from the snapshot."""
+    text = text.replace(f"python -m {old}", f"python -m {new}")
+    usage, blank, rest = text.partition("\n\n")
+    return " ".join(usage.split()) + blank + rest
+
+
 def capture(modules: bool = True) -> dict:
     """The snapshot as it stands now: {"help": {...}, "modules": {...}, "exits": {...}}."""
     snap: dict = {"help": {}, "modules": {}, "exits": {}}
@@ -107,8 +119,8 @@ def capture(modules: bool = True) -> dict:
         code, _, err = _main(argv)
         snap["exits"][" ".join(argv) or "(no arguments)"] = {"code": code, "stderr": err}
     if modules:
-        for module in MODULES:
-            snap["modules"][module] = _module_help(module)
+        for key, module in MODULES.items():
+            snap["modules"][key] = _module_help(module)
     return snap
 
 
@@ -137,9 +149,10 @@ def test_exit_status_and_error_are_the_snapshot(argv, snapshot, columns, no_trai
     assert (code, err) == (expected["code"], expected["stderr"])
 
 
-@pytest.mark.parametrize("module", MODULES)
-def test_documented_module_help_is_the_snapshot(module, snapshot):
-    assert _module_help(module) == snapshot["modules"][module]
+@pytest.mark.parametrize("key", MODULES)
+def test_documented_module_help_is_the_snapshot(key, snapshot):
+    module = MODULES[key]
+    assert _renamed(_module_help(module), module, module) == _renamed(snapshot["modules"][key], key, module)
 
 
 if __name__ == "__main__":  # python -m tests.test_cli_snapshot --write

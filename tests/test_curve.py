@@ -12,7 +12,8 @@ from rich.console import Console
 from narbench.harness.confighash import config_hash, result_hash
 from narbench.harness.curve import hold_out
 from narbench.harness.runner import SNAPSHOTS, ConfigError, RunConfig, run
-from narbench.harness.sweep import GridError, expand, parse_grid, planned_fields, task_of
+from narbench.harness.grid import GridError, parse_grid
+from narbench.harness.sweepplan import expand, planned_fields, task_of
 from narbench.train.profiles import TrainConfig
 from narbench.train.resume import Snapshots
 from narbench.train.trainer import Trainer, seed_everything
@@ -111,7 +112,8 @@ def test_a_killed_curve_run_keeps_the_curve_of_the_epochs_before_the_kill(toy_da
 
 
 def test_a_sweep_block_plans_curve_runs_whose_command_line_has_their_hash(plugin, tmp_path):
-    from narbench.cli import build_parser, run_config
+    from narbench.cli import build_parser
+    from narbench.cli.run import run_config
 
     grid = parse_grid({"seeds": [0], "profile": "smoke", "block": [
         {"name": "curves", "datasets": ["toy"], "epochs": 4, "curve": True, "models": ["gcn+none"]},
@@ -130,6 +132,7 @@ def test_a_sweep_block_plans_curve_runs_whose_command_line_has_their_hash(plugin
 
 
 def test_the_curves_page_tables_and_plots_each_setting(toy_dataset, tmp_path):
+    from narbench.cli import curves as curves_command
     from narbench.leaderboard import curves
     from narbench.leaderboard.records import Record
 
@@ -139,7 +142,7 @@ def test_the_curves_page_tables_and_plots_each_setting(toy_dataset, tmp_path):
             run(RunConfig(encoder=encoder, profile="smoke", seed=seed, out=str(runs), progress=False, curve=True,
                           epochs=3), dataset=toy_dataset)
     plain = _run(toy_dataset, runs)  # not a curve run: skipped
-    assert curves.main([str(runs), "--out", str(tmp_path / "lb")]) == 0
+    assert curves_command.main([str(runs), "--out", str(tmp_path / "lb")]) == 0
     page = (tmp_path / "lb" / "curves.md").read_text()
     assert "## toy / standard (smoke, epochs 1-3)" in page
     assert "| gcn | 2 |" in page and "| gin | 2 |" in page and page.count("| gcn |") == 1
@@ -155,7 +158,7 @@ def test_the_curves_page_tables_and_plots_each_setting(toy_dataset, tmp_path):
     from narbench.eval.result import RunResult
 
     assert Record(curve_file, RunResult.read(curve_file)).variant == "epochs=3,curve=True"
-    assert curves.main([str(tmp_path / "empty")]) == 2
+    assert curves_command.main([str(tmp_path / "empty")]) == 2
 
 
 def test_curves_of_two_versions_of_a_dataset_are_never_grouped(toy_dataset, tmp_path):
@@ -163,6 +166,7 @@ def test_curves_of_two_versions_of_a_dataset_are_never_grouped(toy_dataset, tmp_
     the same seed of the other in one curve; each version is its own setting, labelled by its version."""
     import dataclasses
 
+    from narbench.cli import curves as curves_command
     from narbench.leaderboard import curves
 
     runs = tmp_path / "runs"
@@ -174,18 +178,18 @@ def test_curves_of_two_versions_of_a_dataset_are_never_grouped(toy_dataset, tmp_
     loaded = curves.load_curves(runs)
     assert sorted(c.dataset for c in loaded) == [f"toy {toy_dataset.version}", "toy 9.9"]
     assert all(len(c.seeds) == 1 for c in loaded)
-    assert curves.main([str(runs), "--out", str(tmp_path / "lb")]) == 0
+    assert curves_command.main([str(runs), "--out", str(tmp_path / "lb")]) == 0
     assert (tmp_path / "lb" / "plots" / "curves-toy-9.9-standard-smoke.png").is_file()
 
 
 def test_curves_of_the_budget_alone_have_one_column_per_side(toy_dataset, tmp_path):
     """Curves that stop at the profile's budget: no second column, no order 'holding' at the same epoch."""
-    from narbench.leaderboard import curves
+    from narbench.cli import curves as curves_command
 
     runs = tmp_path / "runs"
     for encoder in ("gcn", "gin"):
         run(RunConfig(encoder=encoder, profile="smoke", out=str(runs), progress=False, curve=True), dataset=toy_dataset)
-    assert curves.main([str(runs), "--out", str(tmp_path / "lb")]) == 0
+    assert curves_command.main([str(runs), "--out", str(tmp_path / "lb")]) == 0
     page = (tmp_path / "lb" / "curves.md").read_text()
     assert "| encoder | n | val @2 | best val epoch | test @2 |" in page and "holds at" not in page
 
@@ -238,7 +242,8 @@ def test_a_family_holdout_hashes_as_before_the_option(toy_dataset):
 
 
 def test_a_sweep_block_plans_cross_source_curves(plugin, tmp_path):
-    from narbench.cli import build_parser, run_config
+    from narbench.cli import build_parser
+    from narbench.cli.run import run_config
 
     grid = parse_grid({"seeds": [0], "profile": "smoke", "block": [
         {"name": "x", "datasets": ["toy"], "curve": True, "holdout": "cross-source", "models": ["gcn+none"]}]})

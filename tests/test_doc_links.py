@@ -50,3 +50,13 @@ def test_every_relative_link_exists():
             if relative(target) and not (md.parent / target).exists():
                 dead.append(f"{md.relative_to(ROOT)}: {target}")
     assert dead == []
+
+
+def test_every_benchmark_script_is_listed_in_the_benchmarks_readme():
+    """benchmarks/README.md names every script (and grid) under benchmarks/, records of past runs aside."""
+    readme = (ROOT / "benchmarks" / "README.md").read_text()
+    scripts = [p for p in (ROOT / "benchmarks").rglob("*") if p.suffix in (".py", ".sh", ".toml")
+               and p.name != "__init__.py" and "results" not in p.relative_to(ROOT / "benchmarks").parts
+               and "__pycache__" not in p.parts]
+    assert scripts, "no benchmark script found"
+    assert [str(p.relative_to(ROOT)) for p in scripts if p.name not in readme] == []

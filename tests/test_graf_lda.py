@@ -143,7 +143,7 @@ def test_sources_and_holdout_params_choose_on_their_split_and_hash_apart(toy_dat
 
     from narbench.harness.confighash import config_hash
     from narbench.harness.runner import RunConfig, run
-    from narbench.harness.sweep import planned_fields
+    from narbench.harness.sweepplan import planned_fields
 
     graphs = [dc_replace(g, source=("zoo-a" if i % 3 else "zoo-b")) for i, g in enumerate(toy_dataset.graphs)]
     data = GraphDataset("toy", "0", list(toy_dataset.vocab), graphs, "0" * 64, toy_dataset.split)
@@ -173,7 +173,7 @@ def test_wl_rounds_appends_the_wl_binary_floor_as_one_more_block_and_hashes_apar
     from narbench.baselines.floors import wl_weighted_features
     from narbench.harness.confighash import config_hash
     from narbench.harness.runner import RunConfig
-    from narbench.harness.sweep import planned_fields
+    from narbench.harness.sweepplan import planned_fields
 
     graphs = toy_graphs(per_family=6)
     fam = _family_ids(graphs)

@@ -25,7 +25,8 @@ def toy():
 @pytest.mark.slow  # every registered encoder trained at smoke (about half a minute on 2 cores)
 @pytest.mark.parametrize("name", registry.names("encoder"))
 def test_an_index_embeds_a_query_as_it_embedded_the_corpus(name, toy, tmp_path):
-    from narbench.search_engine.index import IndexConfig, build_index, read_index, write_index
+    from narbench.search_engine.index_build import IndexConfig, build_index
+    from narbench.search_engine.index_file import read_index, write_index
 
     built = build_index(IndexConfig(encoder=name, profile="smoke", progress=False), dataset=toy)
     write_index(built, tmp_path / "toy.nari")
@@ -55,7 +56,8 @@ def test_fitted_state_round_trips_through_a_state_dict(toy):
 def test_an_index_of_a_fused_best_floor_embeds_a_query_as_it_embedded_the_corpus(toy, tmp_path):
     """`best-floor` with `fuse` > 1 saves its members (`chosen.<i>.*`) and their weights; the index
     rebuilds the fusion from the file alone."""
-    from narbench.search_engine.index import IndexConfig, build_index, read_index, write_index
+    from narbench.search_engine.index_build import IndexConfig, build_index
+    from narbench.search_engine.index_file import read_index, write_index
 
     built = build_index(IndexConfig(encoder="best-floor", profile="smoke", params={"fuse": 3}, progress=False),
                         dataset=toy)

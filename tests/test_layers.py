@@ -3,7 +3,9 @@
 Every import in narbench's code (module level and inside functions alike, read with `ast`) is
 checked against `MAY_IMPORT`; the table itself must point down, part by part (`LAYER`), and
 every subpackage's docstring must say the same as its row. The modules must not import one
-another in a circle.
+another in a circle. Every room is one a reader takes in at a sitting: no module over 420 lines, no
+function over 100 (the package, its plugins and benchmarks/), and argument parsing only in the
+command line's rooms, `narbench/cli/`.
 """
 
 from __future__ import annotations
@@ -35,8 +37,7 @@ PARTS = {
     "leaderboard": ("narbench.leaderboard",),
     "search_engine": ("narbench.search_engine",),
     "explorer": ("narbench.explorer",),
-    "faces": ("narbench.__main__", "narbench.cli", "narbench.cli_sweep", "narbench.cli_ceiling", "narbench.cli_args",
-              "narbench.cli_explore",
+    "faces": ("narbench.__main__", "narbench.cli",
               "narbench.process",
               "narbench.pytest_plugin", "narbench.encoder"),
 }
@@ -268,3 +269,74 @@ def test_the_public_api_stays_without_a_warning():
 
         assert Encoder is defined
         assert callable(narbench.search) and callable(narbench.run) and callable(narbench.load_dataset)
+
+
+# ----------------------------------------------------------------------------- the rooms' size
+
+#: the most lines of a module, and of a function (its `def` to its last line, docstring included): a room
+#: a reader takes in at one sitting (issue 61)
+MAX_MODULE_LINES, MAX_FUNCTION_LINES = 420, 100
+#: the folders whose modules are held to those sizes: the package, its plugins, the benchmark scripts
+SIZED = ("narbench", "baselines", "splitters", "benchmarks")
+#: argument parsing lives in the command line's rooms only
+CLI_FOLDER = "narbench/cli"
+
+
+def _sources(root: Path, folders=SIZED):
+    for folder in folders:
+        for path in sorted((root / folder).rglob("*.py")):
+            yield path.relative_to(root), path.read_text()
+
+
+def oversized(root: Path) -> list[str]:
+    """Each module over MAX_MODULE_LINES and each function over MAX_FUNCTION_LINES, one line each."""
+    out = []
+    for rel, text in _sources(root):
+        lines = len(text.splitlines())
+        if lines > MAX_MODULE_LINES:
+            out.append(f"{rel}: {lines} lines (at most {MAX_MODULE_LINES}: split it by concept)")
+        for node in ast.walk(ast.parse(text, str(rel))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    out.append(f"{rel}:{node.lineno}: function {node.name} is {length} lines "
+                               f"(at most {MAX_FUNCTION_LINES})")
+    return out
+
+
+def argparse_outside_cli(root: Path) -> list[str]:
+    """Each import of argparse in the package (narbench, baselines, splitters) outside narbench/cli/."""
+    out = []
+    for rel, text in _sources(root, ("narbench", "baselines", "splitters")):
+        if rel.as_posix().startswith(CLI_FOLDER + "/"):
+            continue
+        for node in ast.walk(ast.parse(text, str(rel))):
+            names = [a.name for a in node.names] if isinstance(node, (ast.Import, ast.ImportFrom)) else []
+            if (isinstance(node, ast.Import) and "argparse" in names) or \
+                    (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "argparse"):
+                out.append(f"{rel}:{node.lineno}: imports argparse (argument parsing belongs in {CLI_FOLDER}/)")
+    return out
+
+
+def test_no_module_or_function_is_larger_than_a_room():
+    assert oversized(ROOT) == []
+
+
+def test_argument_parsing_is_only_in_the_command_line():
+    assert argparse_outside_cli(ROOT) == []
+
+
+def test_an_oversized_module_or_function_and_a_stray_argparse_are_found(tmp_path):
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
+    root = _tree(tmp_path, {"narbench/data/long.py": f"def long():\n{body}\n",
+                            "narbench/data/ok.py": "x = 1\n" * MAX_MODULE_LINES,
+                            "narbench/data/big.py": "x = 1\n" * (MAX_MODULE_LINES + 1),
+                            "narbench/data/parse.py": "from argparse import ArgumentParser\n",
+                            "narbench/cli/run.py": "import argparse\n"})
+    for folder in ("benchmarks",):
+        (root / folder).mkdir(exist_ok=True)
+    found = oversized(root)
+    assert found == [f"narbench/data/big.py: {MAX_MODULE_LINES + 1} lines (at most {MAX_MODULE_LINES}: split it by concept)",
+                     f"narbench/data/long.py:1: function long is {MAX_FUNCTION_LINES + 1} lines (at most {MAX_FUNCTION_LINES})"]
+    assert argparse_outside_cli(root) == ["narbench/data/parse.py:1: imports argparse (argument parsing belongs in "
+                                          "narbench/cli/)"]

@@ -103,7 +103,7 @@ def _toy_dataset():
 
 
 def test_index_build_refuses_non_finite_corpus_embeddings(nonfinite):
-    from narbench.search_engine.index import IndexConfig, build_index
+    from narbench.search_engine.index_build import IndexConfig, build_index
 
     with pytest.raises(EmbeddingError, match=r"for 2 of \d+ corpus graphs"):
         build_index(IndexConfig(encoder="nonfinite", progress=False), dataset=_toy_dataset())
@@ -114,7 +114,8 @@ def test_search_refuses_a_non_finite_query_embedding(nonfinite, monkeypatch, cap
     from narbench.cli import main
     from narbench.data.store import write_graphs
     from narbench.search_engine.engine import search
-    from narbench.search_engine.index import IndexConfig, build_index, write_index
+    from narbench.search_engine.index_build import IndexConfig, build_index
+    from narbench.search_engine.index_file import read_index, write_index
 
     ds = _toy_dataset()
     index = build_index(IndexConfig(encoder="wl", progress=False), dataset=ds)
@@ -127,7 +128,7 @@ def test_search_refuses_a_non_finite_query_embedding(nonfinite, monkeypatch, cap
     monkeypatch.setattr(index_module, "_rebuild_encoder", lambda idx: NonFiniteEncoder(len(idx.vocab), 4, None))
     with pytest.raises(EmbeddingError, match=r"encoder 'wl' returned non-finite embeddings \(NaN or inf\) for 1 of 1 "
                                              r"query graphs"):
-        search(str(target), index=index_module.read_index(path), k=3)
+        search(str(target), index=read_index(path), k=3)
     assert main(["search", str(target), "--index", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("narbench search: error: encoder 'wl' returned non-finite"), err

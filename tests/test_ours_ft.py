@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from narbench.baselines.ours import FineTunedMacro, FineTunedMotifEncoder, MotifEncoder
+from narbench.baselines.ours import FineTunedMotifEncoder, MotifEncoder
+from narbench.baselines.ours_models import FineTunedMacro
 from narbench.core import registry
 from narbench.splitters.motif import MotifSplitter
 from narbench.train.encoder import Labels

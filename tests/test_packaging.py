@@ -43,7 +43,7 @@ def test_wheel_install_imports_namespaced_packages(tmp_path):
                    capture_output=True)
     assert not (site / "baselines").exists() and not (site / "splitters").exists()
     code = (
-        "import narbench.baselines.gnn, narbench.splitters.none, narbench.datasets.nas;"
+        "import narbench.baselines.gnn, narbench.splitters.none, narbench.datasets.nas, narbench.cli.run;"
         "from importlib.metadata import entry_points;"
         "print(narbench.baselines.gnn.__file__);"
         "print(sorted(e.name for e in entry_points(group='narbench.encoders') if e.dist.name == 'narbench'));"

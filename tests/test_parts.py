@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from narbench.baselines.ours import MotifEncoder, data_key, induced, neighbourhood
+from narbench.baselines.motif_inputs import data_key, induced, neighbourhood
+from narbench.baselines.ours import MotifEncoder
 from narbench.train.encoder import Labels
 from narbench.data.graph import ArchGraph
 from narbench.train.partcache import PartsCache, decode_parts, encode_parts, split_graphs, splitter_id

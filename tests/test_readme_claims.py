@@ -95,7 +95,7 @@ def test_the_declared_file_is_what_the_selection_gives(monkeypatch):
 
     monkeypatch.chdir(ROOT)  # the file names its sources relative to the repository
     assert DECLARED.read_text() == to_csv(select()), \
-        "leaderboard/declared.csv is stale: run `python -m narbench.leaderboard.declared`"
+        "leaderboard/declared.csv is stale: run `python -m narbench.cli.declared`"
 
 
 def test_the_docs_name_the_declared_choices_that_are_not_the_test_best(evidence):

@@ -14,8 +14,10 @@ import narbench
 from narbench.search_engine.backends import ExactBackend, make_backend
 from narbench.cli import main
 from narbench.search_engine.engine import explain, search
-from narbench.search_engine.index import SHIPPED, IndexFileError, load_index, read_index, shipped_path
-from narbench.search_engine.target import TargetError, resolve_target, splice
+from narbench.search_engine.index import SHIPPED, IndexFileError, shipped_path
+from narbench.search_engine.index_file import load_index, read_index
+from narbench.data.mapping import splice
+from narbench.search_engine.target import TargetError, resolve_target
 
 HERE = Path(__file__).resolve().parent
 MODELS = HERE / "search_models.py"
@@ -60,7 +62,7 @@ def test_damaged_and_unpinned_index_files_are_refused(tmp_path):
 def toy_index():
     """A `wl` index of the four toy families (no training: built in well under a second)."""
     from narbench.data.dataset import GraphDataset, stratified_split
-    from narbench.search_engine.index import IndexConfig, build_index
+    from narbench.search_engine.index_build import IndexConfig, build_index
     from tests.conftest import toy_graphs
 
     graphs = toy_graphs()
@@ -70,7 +72,7 @@ def toy_index():
 
 
 def test_a_flipped_bit_or_inconsistent_arrays_make_an_index_unreadable(toy_index, tmp_path):
-    from narbench.search_engine.index import write_index
+    from narbench.search_engine.index_file import write_index
 
     path = tmp_path / "toy.nari"
     digest = write_index(toy_index, path)
@@ -153,7 +155,7 @@ def test_input_shape_override(index):
 
 
 def test_normalise_inputs():
-    from narbench.search_engine.target import normalise_inputs
+    from narbench.search_engine._target_inputs import normalise_inputs
 
     x, y = torch.zeros(1), torch.ones(1)
     assert normalise_inputs(x) == ((x,), {})
@@ -233,7 +235,7 @@ def test_saved_graph_and_index_name(index, tmp_path):
 
 def test_exact_duplicate_is_found(index):
     from narbench.data.dataset import GraphDataset, stratified_split
-    from narbench.search_engine.index import IndexConfig, build_index
+    from narbench.search_engine.index_build import IndexConfig, build_index
 
     q = resolve_target(f"{MODELS}:TinyCNN", index)
     other = resolve_target(f"{MODELS}:TinyTagger", index)
@@ -300,7 +302,7 @@ def test_zoo_not_installed_and_unknown_zoo_name(monkeypatch, capsys):
 
 def _fake_transformers() -> dict[str, str]:
     """A transformers whose auto mappings load but whose model class fails on first access."""
-    from narbench.zoo.sources import TRANSFORMERS_HEADS
+    from narbench.zoo.tables import TRANSFORMERS_HEADS
 
     mappings = "\n".join(f"{m} = {{'bert': 'BertModel'}}" for m in TRANSFORMERS_HEADS.values())
     return {"transformers/__init__.py": "def __getattr__(name):\n"
@@ -383,7 +385,7 @@ def test_splice_connects_producers_to_consumers():
 
 
 def test_weak_threshold_is_a_quantile_of_the_nearest_other_model():
-    from narbench.search_engine.index import weak_threshold
+    from narbench.search_engine.weak import weak_threshold
 
     # unit vectors at angles 0, 10, 60 and 150 degrees; a and a' are one model
     emb = np.array([[np.cos(a), np.sin(a)] for a in np.radians([0, 10, 60, 150])], dtype=np.float32)
@@ -397,7 +399,7 @@ def test_weak_threshold_is_a_quantile_of_the_nearest_other_model():
 
 
 def test_a_built_index_records_its_weak_threshold(toy_index):
-    from narbench.search_engine.index import weak_threshold
+    from narbench.search_engine.weak import weak_threshold
 
     weak = toy_index.header["weak_below"]
     assert weak["quantile"] == 0.05 and weak["sample"] == len(toy_index) and toy_index.weak_below == weak["cosine"]
@@ -407,7 +409,7 @@ def test_a_built_index_records_its_weak_threshold(toy_index):
 
 def test_models_are_grouped_as_the_unseen_split_groups_them():
     from narbench.datasets.real import model_group as unseen_group
-    from narbench.search_engine.index import model_group
+    from narbench.search_engine.weak import model_group
     from tests.conftest import toy_graphs
 
     graphs = toy_graphs(per_family=2)
@@ -451,7 +453,7 @@ def test_shipped_weak_threshold(index):
     """The shipped index's threshold (in its header) is what `weak_threshold` gives on its
     embeddings and the `real` dataset's models."""
     from narbench.data.dataset import load_dataset
-    from narbench.search_engine.index import model_group, weak_threshold
+    from narbench.search_engine.weak import model_group, weak_threshold
 
     graphs = load_dataset("real").core_graphs
     row = {n: i for i, n in enumerate(index.names)}
@@ -514,7 +516,8 @@ def test_faiss_missing_is_a_clear_error(monkeypatch, capsys):
 
 @pytest.mark.parametrize("encoder", ["gcn", "ophist"])
 def test_built_index_round_trips_and_embeds_queries_as_the_corpus(encoder, toy_dataset, tmp_path, monkeypatch):
-    from narbench.search_engine.index import IndexConfig, build_index, write_index
+    from narbench.search_engine.index_build import IndexConfig, build_index
+    from narbench.search_engine.index_file import write_index
 
     monkeypatch.setenv("NARBENCH_NO_PROGRESS", "1")
     built = build_index(IndexConfig(encoder=encoder, profile="smoke", device="cpu", progress=False),

@@ -14,7 +14,7 @@ from narbench.data.canonical import canonical_vocabulary  # noqa: E402
 from narbench.data.dataset import GraphDataset, stratified_split  # noqa: E402
 from narbench.data.graph import ArchGraph  # noqa: E402
 from narbench.search_engine.engine import search  # noqa: E402
-from narbench.search_engine.index import IndexConfig, build_index  # noqa: E402
+from narbench.search_engine.index_build import IndexConfig, build_index  # noqa: E402
 from narbench.search_engine.target import resolve_target  # noqa: E402
 from narbench.zoo.extract import ATTRIBUTES_ENV, extract_graph, recording_attributes  # noqa: E402
 from tests.test_canonical_22 import T, TextModel  # noqa: E402
@@ -80,7 +80,7 @@ def test_a_causal_mask_buffer_is_read_off_the_meta_device():
     """A model built on meta for search holds its `tril` mask buffer there, with no values to read: on a
     2.2 index search runs it where the buffer has them (the CPU), so the causal mask is kept; a model
     without such a buffer stays on meta."""
-    from narbench.search_engine.index import load_index
+    from narbench.search_engine.index_file import load_index
 
     shipped = load_index()
     assert shipped.canonical_version == "2.2"

@@ -17,7 +17,7 @@ import pytest
 
 from narbench.cli import main
 from narbench.search_engine.engine import search
-from narbench.search_engine.index import load_index
+from narbench.search_engine.index_file import load_index
 from narbench.search_engine.target import TargetError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -150,7 +150,7 @@ def test_seed_matrix_refuses_seeds_on_other_queries(tmp_path):
 
 
 def test_the_cli_offers_every_test_with_the_default_first():
-    from narbench.cli import LEADERBOARD_TESTS
+    from narbench.cli.leaderboard import LEADERBOARD_TESTS
     from narbench.leaderboard.significance import DEFAULT_TEST, TESTS
 
     assert set(LEADERBOARD_TESTS) == set(TESTS) and LEADERBOARD_TESTS[0] == DEFAULT_TEST

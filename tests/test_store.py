@@ -121,7 +121,7 @@ def _flip(path, bit):
 def test_every_flipped_bit_is_found(tmp_path):
     """One bit changed anywhere (magic, checksum, frame) raises, naming the file; none loads.
 
-    A seeded sample of bits (every bit of every byte: `python benchmarks/bench_bitflip.py`)."""
+    A seeded sample of bits (every bit of every byte: `python -m benchmarks.validity.bench_bitflip`)."""
     from narbench.data.store import CONTAINER_MAGIC
 
     path = tmp_path / "d.narg"

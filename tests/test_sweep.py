@@ -22,10 +22,14 @@ from rich.console import Console
 from narbench.core import registry
 from narbench.cli import main
 from narbench.harness.confighash import config_hash, result_hash
-from narbench.harness.launchers import LocalLauncher, SlurmOptions, SubmititLauncher, Task, execute
+from narbench.harness.launchers import Task, execute
+from narbench.harness.local_launcher import LocalLauncher
 from narbench.eval.result import RunResult
 from narbench.harness.runner import ConfigError, RunConfig, run
-from narbench.harness.sweep import GridError, expand, load_grid, parse_grid, planned_fields, run_sweep, scan, weights_of
+from narbench.harness.grid import GridError, load_grid, parse_grid
+from narbench.harness.slurm_launcher import SlurmOptions, SubmititLauncher
+from narbench.harness.sweep import run_sweep
+from narbench.harness.sweepplan import expand, planned_fields, scan, weights_of
 
 ROOT = Path(__file__).resolve().parents[1]
 QUIET = Console(stderr=True, quiet=True)
@@ -156,8 +160,9 @@ def test_planned_hash_is_the_hash_of_the_result_it_writes(toy_env):
 def test_a_planned_runs_command_line_reproduces_its_configuration(toy_env):
     """Every field the hash covers reaches `narbench run` (the encoder's params were once dropped: an
     ablation ran as the plain encoder and was counted done)."""
-    from narbench.cli import build_parser, run_config
-    from narbench.harness.sweep import task_of
+    from narbench.cli import build_parser
+    from narbench.cli.run import run_config
+    from narbench.harness.sweepplan import task_of
 
     grid = parse_grid({"seeds": [2], "profile": "smoke", "block": [
         {"name": "abl", "datasets": ["toy"], "protocols": ["paper"], "objectives": ["ce"], "models": [
@@ -189,7 +194,7 @@ def test_committed_results_are_recognised():
     done for the current one."""
     from narbench.core import registry
     from narbench.harness.confighash import result_fields
-    from narbench.harness.sweep import planned_fields
+    from narbench.harness.sweepplan import planned_fields
 
     current = {_registered(name) for name in registry.names("dataset")}
     plans = [expand(load_grid(ROOT / "leaderboard" / "grid.toml"), out=ROOT / "leaderboard" / "results", profile=p,
@@ -344,7 +349,7 @@ def test_execute_reports_a_crash(tmp_path):
 def test_ray_launcher(toy_env):
     """The ray launcher on a Ray started on this machine (skipped where Ray is not installed)."""
     ray = pytest.importorskip("ray")
-    from narbench.harness.launchers import RayLauncher
+    from narbench.harness.ray_launcher import RayLauncher
 
     grid, out = parse_grid(toy_grid(seeds=[0])), toy_env / "out"
     try:
@@ -372,7 +377,7 @@ def _claim_file(path: Path, pids: list[int], host: str | None = None, age: float
 
 
 def test_a_claim_is_held_by_one_process_and_released(tmp_path):
-    from narbench.harness.launchers import Claim, claim_holder
+    from narbench.harness.claims import Claim, claim_holder
 
     path = tmp_path / "claims" / "abc"
     claim = Claim.take(path)
@@ -395,7 +400,7 @@ def test_a_claim_is_held_by_one_process_and_released(tmp_path):
     ("another-host", 3600.0, True),  # another host's, not touched for an hour
 ])
 def test_a_stale_claim_is_taken_over(tmp_path, host, age, stale):
-    from narbench.harness.launchers import Claim
+    from narbench.harness.claims import Claim
 
     path = tmp_path / "claims" / "abc"
     _claim_file(path, [_dead_pid()], host, age)
@@ -426,7 +431,8 @@ def test_execute_leaves_a_claimed_run_and_its_log_alone(tmp_path):
 
 
 def test_a_sweep_skips_runs_claimed_elsewhere(toy_env, capsys):
-    from narbench.harness.sweep import WORK_DIR, claim_path, render_report
+    from narbench.harness.sweep import render_report
+    from narbench.harness.sweepplan import WORK_DIR, claim_path
 
     out = toy_env / "out"
     plan = expand(parse_grid(toy_grid(models=["ophist+none"], seeds=[0, 1])), out=out, console=QUIET)

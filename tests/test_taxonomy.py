@@ -9,6 +9,9 @@ import pytest
 
 from collections import Counter
 
+from narbench.datasets import exact_cosine, taxonomy_sheet
+from narbench.datasets import isomorphism as iso
+from narbench.datasets import near_duplicates as nd
 from narbench.datasets import taxonomy as tx
 from narbench.data.dataset import Split
 from narbench.data.graph import ArchGraph
@@ -83,19 +86,19 @@ def test_relabel_sets_family_coarse_identity_and_checks_first():
 def test_canonical_hash_is_invariant_to_numbering_and_tells_graphs_apart():
     a, b = _diamond(), _diamond(perm=[4, 2, 3, 1, 0])
     assert a.content_hash() != b.content_hash()
-    assert tx.canonical_hash(a) == tx.canonical_hash(b)
+    assert iso.canonical_hash(a) == iso.canonical_hash(b)
     other = _graph([0, 1, 2, 3, 2], [[0, 0, 1, 2, 3], [1, 2, 3, 3, 4]])
-    assert tx.canonical_hash(other) != tx.canonical_hash(a)
+    assert iso.canonical_hash(other) != iso.canonical_hash(a)
 
 
 def test_isomorphic_graphs_in_two_families_are_a_violation():
     graphs = [_diamond(family="x"), _diamond(perm=[4, 2, 3, 1, 0], family="y"),
               _graph([0, 1, 2], [[0, 1], [1, 2]], family="z")]
-    classes = tx.isomorphic_classes(graphs)
+    classes = iso.isomorphic_classes(graphs)
     assert classes == [[0, 1]]
-    assert tx.isomorphism_violations(graphs, classes) == [("x", "y")]
+    assert iso.isomorphism_violations(graphs, classes) == [("x", "y")]
     graphs[1].family = "x"
-    assert tx.isomorphism_violations(graphs) == []
+    assert iso.isomorphism_violations(graphs) == []
 
 
 # ----------------------------------------------------------------------------- invariant (b)
@@ -103,16 +106,16 @@ def test_isomorphic_graphs_in_two_families_are_a_violation():
 
 def test_cross_family_near_duplicates_must_be_listed_with_a_reason():
     counts = np.array([[1000, 0, 0], [1000, 1, 0], [0, 1000, 0], [0, 1000, 1], [0, 0, 1]])
-    pairs = tx.near_duplicate_pairs(counts, chunk=2)
+    pairs = nd.near_duplicate_pairs(counts, chunk=2)
     assert pairs.tolist() == [[0, 1], [2, 3]]
     graphs = [_diamond(family=f) for f in ("a", "b", "c", "c", "d")]
-    assert tx.cross_family_pairs(graphs, pairs) == {("a", "b"): 1}
-    assert tx.twin_share(graphs, pairs) == pytest.approx(2 / 5)
-    assert tx.unlisted_near_duplicates(graphs, pairs, {}) == {("a", "b"): 1}
-    assert tx.unlisted_near_duplicates(graphs, pairs, {("a", "b"): " "}) == {("a", "b"): 1}
-    assert tx.unlisted_near_duplicates(graphs, pairs, {("a", "b"): "same block"}) == {}
+    assert nd.cross_family_pairs(graphs, pairs) == {("a", "b"): 1}
+    assert nd.twin_share(graphs, pairs) == pytest.approx(2 / 5)
+    assert nd.unlisted_near_duplicates(graphs, pairs, {}) == {("a", "b"): 1}
+    assert nd.unlisted_near_duplicates(graphs, pairs, {("a", "b"): " "}) == {("a", "b"): 1}
+    assert nd.unlisted_near_duplicates(graphs, pairs, {("a", "b"): "same block"}) == {}
     graphs[1].family = "a"  # merged
-    assert tx.unlisted_near_duplicates(graphs, pairs, {}) == {}
+    assert nd.unlisted_near_duplicates(graphs, pairs, {}) == {}
 
 
 def test_the_near_duplicate_cosine_is_decided_exactly_at_the_threshold():
@@ -121,11 +124,11 @@ def test_the_near_duplicate_cosine_is_decided_exactly_at_the_threshold():
     = 1999 * 10^6 + 1)."""
     a = [1, 0, 0, 0, 0]
     at, below, above = [999, 43, 11, 5, 2], [999000, 44710, 126, 5, 0], [999000, 44710, 125, 15, 7]
-    assert tx.cosine_at_least(np.array([a]), np.array([at, below, above]), 0.999).tolist() == [[True, False, True]]
-    assert tx.near_duplicate_pairs(np.array([a, below, above, [0] * 5]), chunk=2).tolist() == [[0, 2], [1, 2]]
-    assert tx.near_duplicate_pairs(np.array([a, below, above]), threshold=0.998999).tolist() == [[0, 1], [0, 2], [1, 2]]
+    assert exact_cosine.cosine_at_least(np.array([a]), np.array([at, below, above]), 0.999).tolist() == [[True, False, True]]
+    assert nd.near_duplicate_pairs(np.array([a, below, above, [0] * 5]), chunk=2).tolist() == [[0, 2], [1, 2]]
+    assert nd.near_duplicate_pairs(np.array([a, below, above]), threshold=0.998999).tolist() == [[0, 1], [0, 2], [1, 2]]
     with pytest.raises(ValueError, match="integer counts"):
-        tx.near_duplicate_pairs(np.array([[0.5, 1.0], [1.0, 0.5]]))
+        nd.near_duplicate_pairs(np.array([[0.5, 1.0], [1.0, 0.5]]))
 
 
 # ----------------------------------------------------------------------------- invariant (c)
@@ -166,7 +169,7 @@ def test_identities_need_relabelled_graphs():
 
 
 def test_build_rows_applies_rules_aliases_isomorphism_and_coarse(tmp_path):
-    from narbench.zoo import taxonomy_build as tb
+    from narbench.zoo import taxonomy_rules as tr
 
     rules_csv = tmp_path / "rules.csv"
     rules_csv.write_text("source,module,model,family,identity,coarse,reason\n"
@@ -190,8 +193,8 @@ def test_build_rows_applies_rules_aliases_isomorphism_and_coarse(tmp_path):
               g("transformers", "clip", "clip", "attention", ops=(2,)), g("transformers", "clip_text_model", "clip_text_model", "other", ops=(3,)),
               g("transformers", "mamba2", "mamba2", "cnn", ops=(1, 2)),
               g("transformers", "hybrid", "hybrid", "other", ops=(2, 2)), g("transformers", "hybrid", "hybrid", "attention", ops=(3, 3))]
-    classes = tx.isomorphic_classes(graphs)
-    rows = {(r.source, r.model): r for r in tb.build_rows(graphs, tb.read_rules(rules_csv), tb.read_aliases(aliases_csv), classes)}
+    classes = iso.isomorphic_classes(graphs)
+    rows = {(r.source, r.model): r for r in tr.build_rows(graphs, tr.read_rules(rules_csv), tr.read_aliases(aliases_csv), classes)}
     assert rows[("timm", "mobilenetv2_100")].family == "mobilenetv2"
     assert rows[("timm", "mobilenetv2_100")].reason == "MobileNetV2 paper"
     assert rows[("timm", "efficientnet_b0")].family == "efficientnet" and not rows[("timm", "efficientnet_b0")].reason
@@ -207,50 +210,50 @@ def test_build_rows_applies_rules_aliases_isomorphism_and_coarse(tmp_path):
 
 
 def _reasons_csv(tmp_path, text: str):
-    from narbench.zoo import taxonomy_build as tb
+    from narbench.zoo import near_duplicate_table as ndt
 
     path = tmp_path / "reasons.csv"
     path.write_text("families_a,families_b,group,reason\n# a comment\n" + text)
-    return tb.read_pair_reasons(path)
+    return ndt.read_pair_reasons(path)
 
 
 def test_pair_reason_takes_the_first_row_listing_both_families(tmp_path):
-    from narbench.zoo import taxonomy_build as tb
+    from narbench.zoo import near_duplicate_table as ndt
 
     reasons = _reasons_csv(tmp_path, "a,b,specific,a and b share one block\n"
                                      "a b c,a b c,general,one block for all three\n")
-    assert tb.pair_reason("b", "a", reasons) == ("specific", "a and b share one block")
-    assert tb.pair_reason("a", "c", reasons) == ("general", "one block for all three")
-    assert tb.pair_reason("a", "z", reasons) == ("", "")
+    assert ndt.pair_reason("b", "a", reasons) == ("specific", "a and b share one block")
+    assert ndt.pair_reason("a", "c", reasons) == ("general", "one block for all three")
+    assert ndt.pair_reason("a", "z", reasons) == ("", "")
     with pytest.raises(ValueError, match="unquoted comma"):
         _reasons_csv(tmp_path, "a,b,group,a reason, with a comma\n")
     assert _reasons_csv(tmp_path, 'a,b,group,"a reason, quoted"\n')[0][3] == "a reason, quoted"
 
 
 def test_near_duplicate_table_counts_pairs_and_gives_reasons(tmp_path):
-    from narbench.zoo import taxonomy_build as tb
+    from narbench.zoo import near_duplicate_table as ndt
 
     reasons = _reasons_csv(tmp_path, "a,b,shared block,a and b share one block\n")
     graphs = [_diamond(family="a"), _diamond(family="b"), _diamond(family="b"),
               _diamond(family="c", variant={"depth": 1}), _diamond(family="d"), _diamond(family="e")]
     pairs = np.array([[0, 1], [0, 2], [1, 2], [3, 4], [4, 5]])
-    text = tb.near_duplicate_table(graphs, pairs, reasons, merged=Counter({("a", "b"): 4, ("a", "z"): 2}))
+    text = ndt.near_duplicate_table(graphs, pairs, reasons, merged=Counter({("a", "b"): 4, ("a", "z"): 2}))
     rows = {(r["family_a"], r["family_b"]): r for r in csv.DictReader(text.splitlines())}
     # most graph pairs first; (b, b) is one family; (a, z) met only at the dedup
     assert list(rows) == [("a", "b"), ("c", "d"), ("d", "e"), ("a", "z")]
     assert (rows[("a", "b")]["merged"], rows[("a", "z")]["merged"], rows[("a", "z")]["pairs"]) == ("4", "2", "0")
     ab = rows[("a", "b")]
     assert (ab["pairs"], ab["graphs"], ab["group"]) == ("2", "3", "shared block")
-    assert rows[("c", "d")]["group"] == tb.TRUNCATED_GROUP and rows[("c", "d")]["truncated_pairs"] == "1"
-    assert rows[("d", "e")]["reason"] == "" and tb._unexplained(text) == [("d", "e", 1), ("a", "z", 0)]
+    assert rows[("c", "d")]["group"] == ndt.TRUNCATED_GROUP and rows[("c", "d")]["truncated_pairs"] == "1"
+    assert rows[("d", "e")]["reason"] == "" and ndt.unexplained(text) == [("d", "e", 1), ("a", "z", 0)]
     path = tmp_path / "dups.csv"
     path.write_text(text)
-    assert tx.read_near_duplicates(path)[("a", "b")] == "a and b share one block"
-    groups = tx.near_duplicate_groups(tx.read_near_duplicate_rows(path))
+    assert nd.read_near_duplicates(path)[("a", "b")] == "a and b share one block"
+    groups = nd.near_duplicate_groups(nd.read_near_duplicate_rows(path))
     assert [(g, nf, ng, nm) for g, nf, ng, nm, _ in groups] == [("shared block", 1, 2, 4), ("(no reason)", 2, 1, 2),
-                                                                 (tb.TRUNCATED_GROUP, 1, 1, 0)]
+                                                                 (ndt.TRUNCATED_GROUP, 1, 1, 0)]
     assert groups[0][4] == [("a and b share one block", 1, 2, 4)]
-    md = tx.markdown(near_duplicates=path, top=1, straddling=0)
+    md = taxonomy_sheet.markdown(near_duplicates=path, top=1, straddling=0)
     assert "| shared block | 1 | 2 | 4 |\n" in md and "| shared block | 1 | 2 | 4 | a and b share one block |" in md
     assert "| (no reason) | 2 | 1 | 2 | (none) |" in md
     assert "| a | b | 2 | 3 | 0 | 4 | shared block |" in md and "the other 3 pairs" in md and "measured: 0" in md
@@ -260,7 +263,7 @@ def test_a_near_duplicate_table_without_its_columns_is_rejected(tmp_path):
     path = tmp_path / "dups.csv"
     path.write_text("family_a,family_b,pairs,graphs,truncated_pairs,merged,reason\na,b,1,2,0,0,why\n")
     with pytest.raises(ValueError, match="missing column.*group"):
-        tx.read_near_duplicate_rows(path)
+        nd.read_near_duplicate_rows(path)
 
 
 # ----------------------------------------------------------------------------- the shipped data
@@ -291,14 +294,14 @@ def test_every_shipped_model_has_a_row_and_invariants_hold(shipped):
     provider, graphs = shipped
     new = tx.relabel(graphs)  # raises on a missing row
     assert len({(g.source, tx.graph_model(g)) for g in graphs}) == len(tx.load())
-    classes = tx.isomorphic_classes(graphs)
+    classes = iso.isomorphic_classes(graphs)
     assert classes, "real 1.0 holds isomorphic pairs (timm vs torchvision RegNets)"
-    assert tx.isomorphism_violations(new, classes) == []
+    assert iso.isomorphism_violations(new, classes) == []
     # the committed table is what the build makes from the committed rules (regenerable, reviewed as data)
-    from narbench.zoo import taxonomy_build as tb
+    from narbench.zoo import taxonomy_rules as tr
 
-    rebuilt = tb.build_rows(graphs, tb.read_rules(), tb.read_aliases(), classes)
-    assert tb.write_table(rebuilt) == tx.data_path().read_text()
+    rebuilt = tr.build_rows(graphs, tr.read_rules(), tr.read_aliases(), classes)
+    assert tr.write_table(rebuilt) == tx.data_path().read_text()
     relabelled, split = provider.identity_unseen(graphs)
     assert len(split.test) > 1000 and tx.straddling_identities(relabelled, split) == []
     # real 1.0's committed unseen split is unchanged (1,836 queries, docs/datasets.md) and differs from this one
@@ -316,9 +319,9 @@ def test_shipped_canonical_graphs_keep_the_invariants(shipped_2_x):
     graphs = ds.core_graphs
     assert ds.meta["taxonomy_sha256"] == hashlib.sha256(tx.data_path().read_bytes()).hexdigest()
     assert tb.label_differences(graphs, tx.load()) == []
-    classes = tx.isomorphic_classes(graphs)
+    classes = iso.isomorphic_classes(graphs)
     assert classes, "2.1 holds isomorphic canonical graphs (renamed copies of one family)"
-    assert tx.isomorphism_violations(graphs, classes) == []
+    assert iso.isomorphism_violations(graphs, classes) == []
     unseen = ds.splits["unseen"]
     assert len(unseen.test) > 1000 and tx.straddling_identities(graphs, unseen) == []
     from narbench.datasets.datasheet import _taxonomy_section
@@ -330,29 +333,30 @@ def test_shipped_canonical_graphs_keep_the_invariants(shipped_2_x):
 def test_every_shipped_cross_family_near_duplicate_is_listed(shipped_2_x):
     """Invariant (b) on the newest real: the committed near-duplicate table is what the build measures (WL pairs of the
     shipped graphs, source graphs merged by the dedup across families), every row has a reason."""
+    from narbench.zoo import near_duplicate_table as ndt
     from narbench.zoo import taxonomy_build as tb
 
     graphs = shipped_2_x.core_graphs
     raw, raw_vocab = tb.raw_graphs()
-    merged = tb.merged_cross_family(raw, tb.derivation_work(raw, raw_vocab), graphs, tx.load())
+    merged = ndt.merged_cross_family(raw, tb.derivation_work(raw, raw_vocab), graphs, tx.load())
     assert len(merged) > 50  # identical canonical graphs of two families (e.g. Qwen2 = LLaMA once biases are elided)
-    pairs = tx.near_duplicate_pairs(tx.wl_counts(graphs))
-    assert tx.unlisted_near_duplicates(graphs, pairs, tx.read_near_duplicates()) == {}
-    rows = tx.read_near_duplicate_rows()
-    listed = {tx.family_pair(r["family_a"], r["family_b"]): int(r["pairs"]) for r in rows}
-    assert {fp: n for fp, n in listed.items() if n} == dict(tx.cross_family_pairs(graphs, pairs))
-    assert {tx.family_pair(r["family_a"], r["family_b"]): int(r["merged"]) for r in rows if int(r["merged"])} == merged
+    pairs = nd.near_duplicate_pairs(nd.wl_counts(graphs))
+    assert nd.unlisted_near_duplicates(graphs, pairs, nd.read_near_duplicates()) == {}
+    rows = nd.read_near_duplicate_rows()
+    listed = {nd.family_pair(r["family_a"], r["family_b"]): int(r["pairs"]) for r in rows}
+    assert {fp: n for fp, n in listed.items() if n} == dict(nd.cross_family_pairs(graphs, pairs))
+    assert {nd.family_pair(r["family_a"], r["family_b"]): int(r["merged"]) for r in rows if int(r["merged"])} == merged
     assert all(r["group"].strip() and r["reason"].strip() for r in rows)
-    rebuilt = tb.near_duplicate_table(graphs, pairs, tb.read_pair_reasons(), merged)
-    assert rebuilt == tx.data_path(tx.NEAR_DUPLICATES).read_text()
+    rebuilt = ndt.near_duplicate_table(graphs, pairs, ndt.read_pair_reasons(), merged)
+    assert rebuilt == tx.data_path(nd.NEAR_DUPLICATES).read_text()
 
 
 def test_tower_rule_takes_the_longest_model_type_that_exists():
-    from narbench.zoo.taxonomy_build import _tower_base
+    from narbench.zoo.taxonomy_rules import tower_base
 
     pattern = r"(.+?)_(text|encoder|audio_encoder)"
     known = {"qwen2", "qwen2_audio", "gemma3"}
-    assert _tower_base(pattern, "qwen2_audio_encoder", known) == "qwen2_audio"
-    assert _tower_base(pattern, "gemma3_text", known) == "gemma3"
-    assert _tower_base(pattern, "qwen2_audio", known) is None  # a model of its own, not a tower of qwen2
-    assert _tower_base(pattern, "llama4_text", known) is None  # no llama4 model type in the data
+    assert tower_base(pattern, "qwen2_audio_encoder", known) == "qwen2_audio"
+    assert tower_base(pattern, "gemma3_text", known) == "gemma3"
+    assert tower_base(pattern, "qwen2_audio", known) is None  # a model of its own, not a tower of qwen2
+    assert tower_base(pattern, "llama4_text", known) is None  # no llama4 model type in the data

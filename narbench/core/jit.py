@@ -41,7 +41,8 @@ def setup_numba_cache() -> None:
 #: every run; the graph-part kernels and the motif splitter's serve runs with a splitter.
 METRIC_KERNELS = (("ranx", "metrics", ("reciprocal_rank", "average_precision", "ndcg")),)
 SPLIT_KERNELS = (("narbench.train", "", ("_parts_kernels",)),
-                 ("narbench.splitters", "", ("_motif_windows", "_motif_phases", "_motif_segments")))
+                 ("narbench.splitters", "", ("_motif_windows", "_motif_phases", "_motif_segments",
+                                         "_motif_sequence")))
 FIRST_COMPILE = "compiling numba kernels, once per machine (about 1 min); later runs load them from disk"
 
 

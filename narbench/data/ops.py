@@ -30,7 +30,7 @@ from pathlib import Path
 #: Version of the canonical vocabulary and rewrite rules (`real` 2.0 is built with it).
 OPS_VERSION = "2.1"
 #: torch versions (major.minor) under which canonical graphs were checked to be identical
-#: (tests/test_canonical_models.py pins, benchmarks/bench_reextract.py); the index records them
+#: (tests/test_canonical_models.py pins, benchmarks/validity/bench_reextract.py); the index records them
 #: and `narbench search` warns outside them. pyproject.toml's torch range is the same.
 TORCH_CHECKED = ("2.13", "2.14", "2.15")
 #: The canonical op of a raw name that is not in the table.

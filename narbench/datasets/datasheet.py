@@ -42,7 +42,7 @@ class Datasheet:
     header: dict[str, Any] = field(default_factory=dict)
     #: per split name: its rule, corpus/query/family counts and the near-duplicate share
     splits: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: the `real` taxonomy's section (`narbench.datasets.taxonomy.markdown`), appended to the Markdown
+    #: the `real` taxonomy's section (`narbench.datasets.taxonomy_sheet.markdown`), appended to the Markdown
     taxonomy_markdown: str = ""
     #: the registered name it was generated from, where not `name` (`real-2.1` is `real` 2.1)
     registered: str = ""
@@ -132,7 +132,7 @@ def near_duplicate_share(ds: GraphDataset, split) -> float:
     split measures near-duplicate detection rather than retrieval of related designs.
     """
     from narbench.baselines.floors import op_counts
-    from narbench.datasets.taxonomy import cosine_at_least
+    from narbench.datasets.exact_cosine import cosine_at_least
 
     if len(split.test) == 0:
         return 0.0
@@ -193,7 +193,7 @@ def _taxonomy_section(ds: GraphDataset) -> str:
     Invariant (c) is measured here on the loaded data: identities with graphs on both sides of `unseen`."""
     if ds.name != "real":
         return ""
-    from narbench.datasets import taxonomy
+    from narbench.datasets import taxonomy, taxonomy_sheet
 
     built_with = (ds.meta or {}).get("taxonomy_sha256")
     if built_with and built_with != taxonomy.table_sha256():
@@ -204,7 +204,7 @@ def _taxonomy_section(ds: GraphDataset) -> str:
     graphs = ds.core_graphs
     if "unseen" in ds.splits and graphs and all("identity" in g.meta for g in graphs):
         straddling = len(taxonomy.straddling_identities(graphs, ds.splits["unseen"]))
-    return taxonomy.markdown(straddling=straddling)
+    return taxonomy_sheet.markdown(straddling=straddling)
 
 
 @dataclass(frozen=True)

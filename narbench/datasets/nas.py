@@ -106,19 +106,42 @@ def generate(
     if max_distance < 1:
         raise ValueError("max_distance must be >= 1")
     rng = np.random.default_rng(seed)
+    cen_i, cen_o = _centres(rng, pool_size, n_classes)
+    samples = _samples(rng, cen_i, cen_o, n_classes, per_class, (lo_cells, hi_cells), max_distance)
+    s_cells = np.array([s[3] for s in samples])
+    s_inp = np.array([s[1] for s in samples]).reshape(-1, N_PAIRS)
+    s_op = np.array([s[2] for s in samples]).reshape(-1, N_PAIRS)
+    graphs = _graphs(samples, s_cells, s_inp, s_op, (lo_cells, hi_cells), n_classes)
+    params = {
+        "seed": int(seed), "n_classes": int(n_classes), "per_class": int(per_class),
+        "cells": [lo_cells, hi_cells], "max_distance": int(max_distance), "pool_size": int(pool_size),
+    }
+    s_cls = np.array([s[0] for s in samples])
+    stats = _class_stats(s_inp, s_op, s_cls, cen_i, cen_o, n_classes, max_distance)
+    return graphs, list(VOCAB), _header(params, cen_i, cen_o, n_classes, stats)
 
-    # 1. centres: greedy farthest-point selection over a pool of distinct random cells
+
+#: a kept network: (class, inputs, ops, cell count, edit distance to its centre)
+Sample = tuple[int, np.ndarray, np.ndarray, int, int]
+
+
+def _centres(rng: np.random.Generator, pool_size: int, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Step 1: the class centres (inputs, ops), by greedy farthest-point selection over a pool of distinct random
+    cells."""
     pool_i, pool_o = _random_genotypes(rng, pool_size)
     _, first = np.unique(_iso_keys(pool_i, pool_o), return_index=True)
     keep = np.sort(first)
     pool_i, pool_o = pool_i[keep], pool_o[keep]
     chosen = _select_centres(pool_i, pool_o, n_classes)
-    cen_i, cen_o = pool_i[chosen], pool_o[chosen]
-    cdist = _distances(cen_i, cen_o, cen_i, cen_o)
+    return pool_i[chosen], pool_o[chosen]
 
-    # 2. samples around each centre
+
+def _samples(rng: np.random.Generator, cen_i: np.ndarray, cen_o: np.ndarray, n_classes: int, per_class: int,
+             cells: tuple[int, int], max_distance: int) -> list[Sample]:
+    """Step 2: `per_class` networks around each centre, in draw order (the rules (a)-(d) of the module docstring)."""
+    lo_cells, hi_cells = cells
     iso_class: dict[int, int] = {}  # iso key -> class that owns it
-    samples: list[tuple[int, np.ndarray, np.ndarray, int, int]] = []  # (class, inp, op, cells, d)
+    samples: list[Sample] = []
     batch = max(64, 2 * per_class)
     for c in range(n_classes):
         seen: set[tuple[int, int]] = set()
@@ -144,12 +167,14 @@ def generate(
                 kept += 1
                 if kept == per_class:
                     break
+    return samples
 
-    # 3. graphs, built per cell count in one vectorised pass
+
+def _graphs(samples: list[Sample], s_cells: np.ndarray, s_inp: np.ndarray, s_op: np.ndarray,
+            cells: tuple[int, int], n_classes: int) -> list[ArchGraph]:
+    """Step 3: the samples' network graphs, built per cell count in one vectorised pass, named per class."""
+    lo_cells, hi_cells = cells
     graphs: list[ArchGraph | None] = [None] * len(samples)
-    s_cells = np.array([s[3] for s in samples])
-    s_inp = np.array([s[1] for s in samples]).reshape(-1, N_PAIRS)
-    s_op = np.array([s[2] for s in samples]).reshape(-1, N_PAIRS)
     for n in range(lo_cells, hi_cells + 1):
         idx = np.flatnonzero(s_cells == n)
         if idx.size == 0:
@@ -176,9 +201,12 @@ def generate(
         counters[s[0]] += 1
     if len({g.content_hash() for g in graphs}) != len(graphs):  # guaranteed by construction
         raise RuntimeError("duplicate graphs generated")
+    return graphs
 
-    # 4. statistics for the header
-    s_cls = np.array([s[0] for s in samples])
+
+def _class_stats(s_inp: np.ndarray, s_op: np.ndarray, s_cls: np.ndarray, cen_i: np.ndarray, cen_o: np.ndarray,
+                 n_classes: int, max_distance: int) -> list[dict[str, Any]]:
+    """Step 4: per class, the distances of its members to their own centre and to the nearest other one."""
     all_d = _distances(s_inp, s_op, cen_i, cen_o)
     per_class_stats = []
     for c in range(n_classes):
@@ -197,14 +225,20 @@ def generate(
             "nearest_other_mean": round(float(other.mean()), 4),
             "margin_min": int((other - own).min()),
         })
+    return per_class_stats
+
+
+def _header(params: dict[str, Any], cen_i: np.ndarray, cen_o: np.ndarray, n_classes: int,
+            per_class_stats: list[dict[str, Any]]) -> dict[str, Any]:
+    """The file header: every parameter, the centres and the distance statistics."""
+    cdist = _distances(cen_i, cen_o, cen_i, cen_o)
     off = cdist[~np.eye(n_classes, dtype=bool)] if n_classes > 1 else np.zeros(1, dtype=np.int64)
-    header = {
+    return {
         "generator": "narbench.datasets.nas.generate",
         "description": "DARTS-space networks (op nodes on every edge), clustered by cell edit distance "
                        "around farthest-point centres; family == coarse (one label level)",
         "params": {
-            "seed": int(seed), "n_classes": int(n_classes), "per_class": int(per_class),
-            "cells": [lo_cells, hi_cells], "max_distance": int(max_distance), "pool_size": int(pool_size),
+            **params,
             "rng": "numpy.random.default_rng(seed).integers",
             "mutations": "budget uniform 1..max_distance; each op change or input change with p=1/2",
             "distance": "cell GED upper bound, natural correspondence, min over each ADD's 2 input matchings",
@@ -221,7 +255,6 @@ def generate(
             "per_class": per_class_stats,
         },
     }
-    return graphs, list(VOCAB), header
 
 
 class NASDataset(DatasetProvider):

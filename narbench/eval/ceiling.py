@@ -37,11 +37,11 @@ only up to structure: graphs in one *structure class* are interchangeable to it.
   expectation over tie orders is computed in closed form too (`expected_metrics`) and the largest
   gap between the two is reported (`exact_gap`).
 
-`narbench.cli_ceiling` (`python -m narbench.cli_ceiling`) computes the structure classes
+`narbench.cli.ceiling` (`python -m narbench.cli.ceiling`) computes the structure classes
 (`taxonomy.canonical_hash`, near-duplicate pairs), loads the splits and writes `leaderboard/ceiling.csv` (per dataset, split and
 resolution, beside the best committed result of the split) and `leaderboard/ceiling-families.csv`
-(per family on `real` unseen); `--splits real:crossimpl` recomputes only those rows (the others
-are kept). docs/datasets.md, "The ceiling", reads the tables.
+(per family on `real` unseen; the rows: `narbench.leaderboard.ceiling`); `--splits real:crossimpl`
+recomputes only those rows (the others are kept). docs/datasets.md, "The ceiling", reads the tables.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ page with its own widgets and fetch its front end's assets at start. The page it
 Routes: `/` the page, `/views.json` the payload (`views.load_views`), `/views/<id>.csv` one view
 as CSV, `/plots/<name>` a bar chart a view names (no other file under the plots folder is
 reachable), `/static/*` the page's script, style and vendored libraries; `/api/search?q=TARGET&k=N`
-(GET: index graph names; POST: any target the server allows, `searching.Searcher.allowed`), a graph
+(GET: index graph names; POST: any target the server allows, `searching.Searcher.search`), a graph
 file as the body of a POST without `q` (`?filename=`), `/api/pair?query=ID&hit=NAME`. Every route sits
 behind `access.guard` (token, Host, origin; security headers). Searches run on their own thread
 (`jobs.SearchQueue`), so the page never waits on one. Errors: a JSON message with 400 (a bad target

@@ -4,7 +4,8 @@
 the index was built from (loaded on the first side-by-side view, to draw a hit), and the graphs of
 recent queries, by id, so that the page can ask for "query q beside hit h" after the search.
 
-What a target may be (`kind_of`, decided from the text alone, no file looked at):
+What a target may be (`narbench.search_engine.target_text.kind_of`, decided from the text alone, no file
+looked at), and how each is searched (`narbench.search_engine.target_check.Served`):
 
 * `index`: a graph name of the index; always, GET or POST. Uploaded graph files (bytes a client
   sends; written to a temp file and read as data, never run) always too.
@@ -14,8 +15,8 @@ What a target may be (`kind_of`, decided from the text alone, no file looked at)
   `MODULE:CLASS` only when they name an `nn.Module` subclass defined in that file or module
   (`narbench.search_engine.target_check`, checked after the import and before anything is called).
   The model becomes a graph in a forked child process in a process group of its own
-  (`_resolve_apart`); at `timeout` seconds the whole group is killed: a forward that never returns
-  costs one search its answer (a 400 saying so), not the server.
+  (`narbench.search_engine._target_child`); at `timeout` seconds the whole group is killed: a forward
+  that never returns costs one search its answer (a 400 saying so), not the server.
 * `path`: anything else names a file on the server. Only with `allow_paths` (`--allow-paths`), only by
   POST; a regular file of at most `MAX_UPLOAD` bytes; every failure is the same line, which never
   says whether the file exists nor quotes its bytes.
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import tempfile
 import threading
 from collections import OrderedDict
@@ -57,19 +57,6 @@ class NotFound(KeyError):
         return str(self.args[0])
 
 
-def kind_of(target: str, index) -> str:
-    """The target's kind, `index`, `code` or `path` (module docstring), from its text and the index's names."""
-    from narbench.search_engine.target import ZOOS, _parse_colon
-    from narbench.search_engine.target_check import code_target
-
-    if index.row_of(target) is not None:
-        return "index"
-    colon = _parse_colon(target)
-    if (colon and colon[0] in ZOOS) or code_target(target) is not None or target.endswith(".py"):
-        return "code"
-    return "path"
-
-
 _REFUSED = {
     "code": ("models given as code (FILE.py:CLASS, MODULE:CLASS, timm:NAME) are not run by this server: "
              "start it with --allow-code (on 127.0.0.1 only) to allow them; upload a saved graph file instead"),
@@ -97,7 +84,7 @@ class Searcher:
 
     def index(self):
         if self._index is None:
-            from narbench.search_engine.index import load_index
+            from narbench.search_engine.index_file import load_index
 
             self._index = load_index()
         return self._index
@@ -111,66 +98,60 @@ class Searcher:
             self._corpus = ({g.name: g for g in ds.graphs}, list(ds.vocab))
         return self._corpus
 
-    def allowed(self, target: str, posted: bool) -> str:
-        """The target's kind (`kind_of`) when this server may search it by this method, else SearchRefused(403)."""
-        kind = kind_of(target, self.index())
-        if kind == "index":
-            return kind
-        if not (self.allow_code if kind == "code" else self.allow_paths):
-            raise SearchRefused((_not_index(target, self.index()) if kind == "path" else "") + _REFUSED[kind], 403)
-        if not posted:
-            raise SearchRefused(_BY_POST.format(what="a model given as code" if kind == "code" else "a server path"),
-                                403)
-        return kind
-
     def search(self, target: str, k: int = 10, posted: bool = False) -> dict[str, Any]:
-        """The hits of `target` (`narbench.search_engine.engine.search`, as JSON) and the query's id;
-        `posted`: the request was a POST (code and paths are never searched from a GET)."""
-        from narbench.search_engine.engine import search
-        from narbench.search_engine.target import Query
+        """The hits of `target` (`narbench.search_engine.engine.run_search`, as JSON) and the query's id;
+        `posted`: the request was a POST (code and paths are never searched from a GET). What this server
+        does not search is `SearchRefused` (403) before anything is read or run (`_refusal`)."""
+        from narbench.search_engine.target import TargetError
+        from narbench.search_engine.target_check import Served, TargetRefused
 
         target = target.strip()
         if not target:
             raise SearchRefused("give a target: a graph name of the index, FILE.py:CLASS, MODULE:CLASS or a zoo name")
-        kind = self.allowed(target, posted)
-        index = self.index()
-        with self._lock:
-            if kind == "code":
-                query = _resolve_apart(target, index, self.timeout, self.max_memory)
-            elif kind == "path":
-                query = _read_path(target, index)
-            else:  # built here, not by resolve_target: an index name never touches the file system
-                row = index.row_of(target)
-                query = Query(target, "index", row=row, ops=index.op_counts(row), coarse=index.record(row)["coarse"])
-            result = search(query, k, index=index, progress=False)
-        return self._keep(query, result)
+        served = Served(code=self.allow_code and posted, paths=self.allow_paths and posted, max_file=MAX_UPLOAD)
+        try:
+            return self._search(target, k, served=served, timeout=self.timeout, max_memory=self.max_memory)
+        except TargetRefused as exc:
+            raise SearchRefused(*self._refusal(exc, posted)) from None
+        except TargetError as exc:  # a model given as code: its line, without the server's temp folders
+            raise TargetError(_without_temp(str(exc))) from None
+
+    def _refusal(self, exc, posted: bool) -> tuple[str, int]:
+        """What this server says of a target it does not search (`TargetRefused`), and the HTTP status."""
+        if exc.unreadable:  # one and the same line, whatever the reason: it says nothing of the file
+            return (f"{exc.target!r} is not a narbench graph file this server can read (a regular file of at most "
+                    f"{MAX_UPLOAD >> 20} MiB written by narbench.data.store.write_graphs, or an index graph name)", 400)
+        if not (self.allow_code if exc.kind == "code" else self.allow_paths):
+            return (_not_index(exc.target, self.index()) if exc.kind == "path" else "") + _REFUSED[exc.kind], 403
+        return _BY_POST.format(what="a model given as code" if exc.kind == "code" else "a server path"), 403
 
     def search_upload(self, data: bytes, filename: str = "upload.narg", k: int = 10) -> dict[str, Any]:
         """The hits of a graph file sent by a client: read as data (`narbench.data.store`), never run."""
         from narbench.data.store import CorruptFileError
-        from narbench.search_engine.engine import search
-        from narbench.search_engine.target import TargetError, resolve_target
+        from narbench.search_engine.target import TargetError
 
         if len(data) > MAX_UPLOAD:
             raise SearchRefused(f"the graph file is {len(data) >> 20} MiB; the limit is {MAX_UPLOAD >> 20} MiB", 413)
         if not data:
             raise SearchRefused("the uploaded graph file is empty")
-        index = self.index()
         with tempfile.TemporaryDirectory(prefix="narbench-upload-") as tmp:
             path = os.path.join(tmp, "graph" + (os.path.splitext(filename)[1] or ".narg"))
             with open(path, "wb") as fh:
                 fh.write(data)
             try:
-                with self._lock:
-                    query = resolve_target(path, index)
-                    result = search(query, k, index=index, progress=False)
+                return self._search(path, k, label=filename)
             except (TargetError, CorruptFileError) as exc:  # said with the client's file name, not the temp path
                 raise SearchRefused(_without_temp(str(exc).replace(path, filename), filename)) from None
-        result.query = filename
-        return self._keep(query, result)
 
-    def _keep(self, query, result) -> dict[str, Any]:
+    def _search(self, target: str, k: int, label: str | None = None, **options: Any) -> dict[str, Any]:
+        """One search under the lock (`narbench.search_engine.engine.run_search`), as JSON with the id its query
+        is kept by for side-by-side views (`pair`; the last `KEEP`); `label`: the name the query goes by."""
+        from narbench.search_engine.engine import run_search
+
         index = self.index()
+        with self._lock:
+            query, result = run_search(target, k, index=index, progress=False, **options)
+        result.query = label or result.query
         if query.graph is not None:
             graph, vocab = query.graph, list(index.vocab)
         else:
@@ -201,9 +182,9 @@ class Searcher:
 
 def _not_index(target: str, index) -> str:
     """'X is not a graph name of the index (close names: ...); ' for a target that may be a misspelt name."""
-    import difflib
+    from narbench.search_engine.target import close_names
 
-    near = difflib.get_close_matches(target, index.names, n=3, cutoff=0.8) if "/" in target else []
+    near = close_names(target, index) if "/" in target else []
     return f"{target!r} is not a graph name of the index" + (f" (close names: {', '.join(near)})" if near else "") + "; "
 
 
@@ -211,49 +192,3 @@ def _without_temp(message: str, name: str = "the file") -> str:
     """`message`'s first line with any path under the temp folder replaced by `name`."""
     first = message.splitlines()[0] if message else "error"
     return re.sub(re.escape(tempfile.gettempdir()) + r"/[^\s:'\"]*", name, first)
-
-
-def _read_path(target: str, index):
-    """A graph file on the server (`FILE` or `FILE:NAME`), read only when it is a regular file of at most
-    `MAX_UPLOAD` bytes. Every failure is one and the same line: it says nothing of the file."""
-    from narbench.data.store import CorruptFileError
-    from narbench.search_engine.target import TargetError, _parse_colon, resolve_target
-
-    colon = _parse_colon(target)
-    candidates = [target] + ([colon[0]] if colon else [])
-    refused = SearchRefused(f"{target!r} is not a narbench graph file this server can read (a regular file of at "
-                            f"most {MAX_UPLOAD >> 20} MiB written by narbench.data.store.write_graphs, or an index "
-                            "graph name)")
-    for path in candidates:
-        try:
-            st = os.stat(path)
-        except (OSError, ValueError):
-            continue
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_UPLOAD:
-            raise refused
-        break
-    else:
-        raise refused
-    try:
-        return resolve_target(target, index)
-    except (TargetError, CorruptFileError, OSError, ValueError):
-        raise refused from None
-
-
-def _resolve_apart(target: str, index, timeout: float, max_memory: int):
-    """`resolve_target` for a model given as code, in a forked child under `narbench search`'s limits
-    (`narbench.search_engine._target_child.resolve_apart`: its own process group, killed with every
-    process it started after `timeout` s or once the answer is in; `max_memory` bytes beyond the fork).
-    The child checks the target (`check_code_target`) before anything is built; a zoo name is built from
-    its zoo's table instead."""
-    from narbench.search_engine._target_child import resolve_apart
-    from narbench.search_engine.target import TargetError
-    from narbench.search_engine.target_check import check_code_target, code_target
-
-    check = check_code_target if code_target(target) is not None else None
-    try:
-        return resolve_apart(target, index, timeout=timeout, max_memory=max_memory, check=check)
-    except TargetError as exc:
-        raise TargetError(_without_temp(str(exc))) from None
-
-

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from narbench.core import safeio
 from narbench.harness.reference import FACTOR, FLOOR, GateError, finite
 
 #: FACTOR and FLOOR (`narbench.harness.reference`, which refuses a reference whose bands follow another rule):
@@ -93,7 +94,9 @@ def read_measurement(path: str | Path) -> dict[str, Any]:
     """A `--record` file (`GateError` in one line when it is not one)."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(safeio.read_file(path, "gate reference").decode("utf-8"))
+    except safeio.RefusedFileError as exc:
+        raise GateError(f"measurement file {exc}") from None
     except FileNotFoundError:
         raise GateError(f"measurement file {path} does not exist (write one with `narbench check --record FILE`)") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

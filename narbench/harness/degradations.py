@@ -7,7 +7,7 @@ Each degradation is a change a careless commit could make: train one epoch fewer
 the training labels, drop a message-passing layer, rank by dot product instead of cosine. They
 patch the run path (`narbench.harness.runner`) for the duration of the block only.
 `tests/test_gate_sensitivity.py` asserts the gate fails on each for every trained encoder;
-`benchmarks/gate_sensitivity.py` prints the largest drop of each against its band.
+`benchmarks/validity/gate_sensitivity.py` prints the largest drop of each against its band.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ metrics with a committed reference (`leaderboard/reference.json`).
     narbench check --record FILE          # also write this run as a measurement of this environment
     python -m narbench check ...          # the same without the `narbench` command
 
-The command line lives in `narbench.cli`; this module is the Python API (`check`, `render`).
+The command line lives in `narbench.cli`; this module is the Python API (`check`; its table:
+`narbench.harness.gatetable.render`).
 
 Each (dataset, encoder) pair runs the `smoke` profile with seed 0 on the CPU, with
 `torch.use_deterministic_algorithms(True)` and a fixed number of CPU threads, so the same code
@@ -48,7 +49,7 @@ GATE_DEVICE = "cpu"
 GATE_THREADS = 2
 STATUSES = ("dropped", "improved", "unchanged", "new")
 
-__all__ = ["GateError", "Cell", "GateReport", "check", "render", "compare", "load_reference", "write_reference",
+__all__ = ["GateError", "Cell", "GateReport", "check", "compare", "load_reference", "write_reference",
            "make_entry", "entry_key", "result_metrics", "deterministic", "DEFAULT_TOLERANCE", "check_writable",
            "check_derivations"]
 
@@ -233,30 +234,13 @@ def check(
     from narbench.core import registry
     from narbench.data.dataset import load_dataset
     from narbench.harness import bands
-    from narbench.eval.retrieval import EmbeddingError
-    from narbench.harness.runner import ConfigError, run
 
     if tolerance is not None and not (isinstance(tolerance, (int, float)) and 0 <= tolerance < float("inf")):
         raise GateError(f"tolerance must be a finite number >= 0, got {tolerance!r}")
     reference_path = Path(reference_path)
-    reference: dict[str, Any] = {"version": REFERENCE_VERSION, "entries": {}}
-    if compare_with_reference or update:
-        try:
-            reference = load_reference(reference_path)
-        except GateError:
-            if not update:
-                raise
-            if reference_path.exists():  # --update never silently replaces a file it cannot read
-                raise
+    reference = _reference(reference_path, read=compare_with_reference or update, update=update)
     report = GateReport(reference_path, tolerance, allow_improvements=allow_improvements)
-
-    known_enc, known_ds = registry.names("encoder"), registry.names("dataset")
-    enc_names = _split_names(encoders) or known_enc
-    ds_names = _split_names(datasets) or [n for n in known_ds if _current(n)]
-    for kind, names, known in (("encoder", enc_names, known_enc), ("dataset", ds_names, known_ds)):
-        for name in names:
-            if name not in known:
-                raise registry.UnknownNameError(kind, name, known)
+    enc_names, ds_names = _selected(encoders, datasets)
     if reference.get("version") == 2 and not update:
         refmod.check_derivations(reference, enc_names)
 
@@ -275,54 +259,104 @@ def check(
             report.skipped.append((ds_name, f"dataset not available: {exc}"))
             continue
         for enc_name in enc_names:
-            label = f"{ds_name}/{enc_name}"
-            t = time.perf_counter()
-            try:
-                with deterministic(threads):
-                    ev = run(
-                        _gate_config(enc_name, ds_name, profile, seed),
-                        dataset=dataset,
-                        console=console,
-                    )
-            except (registry.RegistryError, ConfigError, EmbeddingError) as exc:  # that entry fails, the rest runs
-                report.errors.append((label, str(exc)))
+            result = _run_entry(report, dataset, ds_name, enc_name, profile, seed, threads, console)
+            if result is None:
                 continue
-            result = ev.result
             key = entry_key(result)
-            report.timings[key] = time.perf_counter() - t
-            entry = make_entry(result)
-            report.entries[key] = entry
             trained[key] = bool(getattr(registry.load("encoder", enc_name), "trainable", True))
-            if not compare_with_reference:
-                continue
-            ref_entry = reference["entries"].get(key)
-            ref_sha = ((ref_entry or {}).get("config") or {}).get("dataset_sha256")
-            if ref_sha and ref_sha != result.dataset.get("sha256") and not update:  # --update rewrites it
-                report.errors.append((key, f"dataset content changed: the reference was made on sha256 "
-                                           f"{ref_sha[:16]}..., this run used {str(result.dataset.get('sha256'))[:16]}...; "
-                                           f"metrics are not comparable (rewrite the entry with --update if intended)"))
-                continue
-            if ref_entry is None:
-                report.missing.append(key)
-                report.cells.extend(compare(key, entry["metrics"], None, 0.0))
-                continue
-            report.cells.extend(compare(key, entry["metrics"], ref_entry["metrics"],
-                                        refmod.bands_of(reference, key, tolerance)))
-            report.missing_metrics.extend((key, m) for m in ref_entry["metrics"] if m not in entry["metrics"])
+            if compare_with_reference:
+                _compare_entry(report, reference, key, result, tolerance, update)
 
     if update and not report.errors:
-        spread = list(spread)
-        entries, envs = bands.derive(report.entries, env, spread, trained, previous=reference)
-        kept = {k: v for k, v in reference["entries"].items() if k not in entries and reference.get("version") == 2}
-        all_entries = {**kept, **entries}
-        env_list = bands.measured_environments(reference, envs, all_entries)
-        refmod.write(reference_path, {"version": REFERENCE_VERSION,
-                                      "bands": {"rule": bands.RULE, "factor": bands.FACTOR, "floor": bands.FLOOR,
-                                                "environments": env_list},
-                                      "entries": all_entries})
-        report.entries = entries
-        report.updated = True
+        _update_reference(report, reference, reference_path, env, list(spread), trained)
     return report
+
+
+def _reference(path: Path, *, read: bool, update: bool) -> dict[str, Any]:
+    """The reference to compare with (an empty one when not `read`; `--update` may start a missing file)."""
+    reference: dict[str, Any] = {"version": REFERENCE_VERSION, "entries": {}}
+    if read:
+        try:
+            reference = load_reference(path)
+        except GateError:
+            if not update:
+                raise
+            if path.exists():  # --update never silently replaces a file it cannot read
+                raise
+    return reference
+
+
+def _selected(encoders: Iterable[str] | str | None, datasets: Iterable[str] | str | None) -> tuple[list[str], list[str]]:
+    """The encoders and datasets the gate runs: those named, else every registered one (the current
+    version of each dataset); `registry.UnknownNameError` for a name not registered."""
+    from narbench.core import registry
+
+    known_enc, known_ds = registry.names("encoder"), registry.names("dataset")
+    enc_names = _split_names(encoders) or known_enc
+    ds_names = _split_names(datasets) or [n for n in known_ds if _current(n)]
+    for kind, names, known in (("encoder", enc_names, known_enc), ("dataset", ds_names, known_ds)):
+        for name in names:
+            if name not in known:
+                raise registry.UnknownNameError(kind, name, known)
+    return enc_names, ds_names
+
+
+def _run_entry(report: GateReport, dataset, ds_name: str, enc_name: str, profile: str, seed: int,
+               threads: int | None, console: Console | None):
+    """Run one (dataset, encoder) pair deterministically and keep its entry and time in `report`; the
+    `RunResult`, or None when the run failed (its error is in `report`: that entry fails, the rest runs)."""
+    from narbench.core import registry
+    from narbench.eval.retrieval import EmbeddingError
+    from narbench.harness.runner import ConfigError, run
+
+    t = time.perf_counter()
+    try:
+        with deterministic(threads):
+            ev = run(_gate_config(enc_name, ds_name, profile, seed), dataset=dataset, console=console)
+    except (registry.RegistryError, ConfigError, EmbeddingError) as exc:
+        report.errors.append((f"{ds_name}/{enc_name}", str(exc)))
+        return None
+    result = ev.result
+    key = entry_key(result)
+    report.timings[key] = time.perf_counter() - t
+    report.entries[key] = make_entry(result)
+    return result
+
+
+def _compare_entry(report: GateReport, reference: Mapping[str, Any], key: str, result, tolerance: float | None,
+                   update: bool) -> None:
+    """Compare the entry `key` of this run with the reference's: its cells, or why it cannot be compared."""
+    entry = report.entries[key]
+    ref_entry = reference["entries"].get(key)
+    ref_sha = ((ref_entry or {}).get("config") or {}).get("dataset_sha256")
+    if ref_sha and ref_sha != result.dataset.get("sha256") and not update:  # --update rewrites it
+        report.errors.append((key, f"dataset content changed: the reference was made on sha256 "
+                                   f"{ref_sha[:16]}..., this run used {str(result.dataset.get('sha256'))[:16]}...; "
+                                   f"metrics are not comparable (rewrite the entry with --update if intended)"))
+        return
+    if ref_entry is None:
+        report.missing.append(key)
+        report.cells.extend(compare(key, entry["metrics"], None, 0.0))
+        return
+    report.cells.extend(compare(key, entry["metrics"], ref_entry["metrics"], refmod.bands_of(reference, key, tolerance)))
+    report.missing_metrics.extend((key, m) for m in ref_entry["metrics"] if m not in entry["metrics"])
+
+
+def _update_reference(report: GateReport, reference: dict[str, Any], path: Path, env, spread: list, trained: dict[str, bool]) -> None:
+    """`--update`: write this run's entries, with bands derived from it and `spread`, into the reference
+    (keeping a v2 reference's entries not run now)."""
+    from narbench.harness import bands
+
+    entries, envs = bands.derive(report.entries, env, spread, trained, previous=reference)
+    kept = {k: v for k, v in reference["entries"].items() if k not in entries and reference.get("version") == 2}
+    all_entries = {**kept, **entries}
+    env_list = bands.measured_environments(reference, envs, all_entries)
+    refmod.write(path, {"version": REFERENCE_VERSION,
+                        "bands": {"rule": bands.RULE, "factor": bands.FACTOR, "floor": bands.FLOOR,
+                                  "environments": env_list},
+                        "entries": all_entries})
+    report.entries = entries
+    report.updated = True
 
 
 def _current(name: str) -> bool:
@@ -343,60 +377,3 @@ def _gate_config(encoder: str, dataset: str, profile: str, seed: int):
 
     return RunConfig(encoder=encoder, splitter=None, dataset=dataset, profile=profile, seed=seed,
                      device=GATE_DEVICE, out=None, progress=False)
-
-
-def render(report: GateReport, console: Console, *, strict: bool = False, verbose: bool = True) -> None:
-    """Print the report: warnings, skipped datasets, one table of every compared metric, the verdict."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    for line in report.warnings:
-        console.print(f"[yellow]warning:[/yellow] {escape(line)}")
-    for name, reason in report.skipped:
-        console.print(f"[yellow]warning:[/yellow] skipped dataset {escape(name)}: {escape(reason)}")
-    for key, message in report.errors:
-        console.print(f"[red]error:[/red] {escape(key)}: {escape(message)}")
-    styles = {"dropped": "bold red", "improved": "green", "unchanged": "dim", "new": "cyan"}
-    shown = [c for c in report.cells if verbose or c.status != "unchanged"]
-    if shown and not report.updated:
-        how = f"tolerance {report.tolerance:g}" if report.tolerance is not None else "band per metric"
-        table = Table(title=f"narbench check vs {report.reference_path} ({how})")
-        for col, justify in (("entry", "left"), ("metric", "left"), ("reference", "right"), ("current", "right"),
-                             ("delta", "right"), ("band", "right"), ("status", "left")):
-            table.add_column(col, justify=justify)
-        for cell in shown:
-            ref = "-" if cell.reference is None else f"{cell.reference:.6f}"
-            delta = "-" if cell.delta is None else f"{cell.delta:+.6f}"
-            style = styles[cell.status]
-            table.add_row(cell.key, cell.metric, ref, f"{cell.current:.6f}", delta, f"{cell.tolerance:.1e}",
-                          f"[{style}]{cell.status}[/{style}]")
-        console.print(table)
-    how = "fails with --strict" if strict else "not a failure; --strict makes it one"
-    for key in ([] if report.updated else report.missing):
-        console.print(f"[cyan]note:[/cyan] no reference entry for {escape(key)} ({how})")
-    for key, metric in report.missing_metrics:
-        console.print(f"[cyan]note:[/cyan] {escape(key)} {escape(metric)} is in the reference but this run has no such "
-                      f"metric ({how})")
-    new_metrics = [] if report.updated else [c for c in report.new if c.key not in report.missing]
-    for c in new_metrics:
-        console.print(f"[cyan]note:[/cyan] {escape(c.key)} {escape(c.metric)} has no reference value ({how})")
-    if report.timings:
-        total = sum(report.timings.values())
-        console.print("timings (s): " + ", ".join(f"{k} {v:.1f}" for k, v in report.timings.items()) + f"; total {total:.1f}")
-    drops = report.dropped
-    if report.updated:
-        console.print(f"[bold]reference updated:[/bold] {len(report.entries)} entries written to {report.reference_path}")
-    elif report.passed(strict):
-        console.print(f"[bold green]gate passed[/bold green]: {len(report.improved)} improved, "
-                      f"{sum(c.status == 'unchanged' for c in report.cells)} unchanged, no drops")
-    else:
-        incomplete = len(report.missing) + len(report.missing_metrics) + len(new_metrics)
-        ups = [] if report.allow_improvements else report.improved
-        console.print(f"[bold red]gate failed[/bold red]: {len(drops)} metric(s) dropped"
-                      + (f", {len(ups)} rose above their band (behaviour changed: `narbench check --update` if "
-                         f"intended, `--allow-improvements` to let rises pass)" if ups else "")
-                      + (f", {len(report.errors)} error(s)" if report.errors else "")
-                      + (f", {incomplete} missing reference entr(y/ies) or metric(s)" if strict and incomplete else ""))
-        for c in drops + ups:
-            console.print(f"  [red]{escape(c.key)} {c.metric}: {c.reference:.6f} -> {c.current:.6f} ({c.delta:+.6f}; "
-                          f"band {c.tolerance:.1e})[/red]")

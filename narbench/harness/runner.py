@@ -9,7 +9,6 @@ from __future__ import annotations
 import platform
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +19,15 @@ from narbench.train import checkpoint, distributed
 from narbench.harness import curve as curves, preflight
 from narbench.core import jit, registry
 from narbench.harness.confighash import result_hash
+from narbench.harness.runrecord import Record, Setup, Sides, make_result, subset_metrics, subset_positions
 from narbench.harness.runtable import render  # noqa: F401 - `runner.render`, the run table
 from narbench.data.dataset import GraphDataset, UnknownSplitError, evaluation_sides, load_dataset, stratified_subset
 from narbench.train.encoder import Encoder, Labels
 from narbench.eval.holdout import HOLDOUT_RULES
-from narbench.eval.metrics import METRICS, score_rankings
+from narbench.eval.metrics import score_rankings
 from narbench.train.profiles import get_profile
 from narbench.train.protocol import DEFAULT_PROTOCOL, Protocol, get_protocol
-from narbench.eval.result import SIDECAR_SUFFIX, RunResult, environment, git_commit, package_versions, write_embeddings
+from narbench.eval.result import SIDECAR_SUFFIX, RunResult, git_commit, package_versions, write_embeddings
 from narbench.eval.retrieval import check_finite, tiebreak_keys, top_k_cosine
 from narbench.train.splitter import Splitter
 from narbench.train.resume import Snapshots
@@ -189,6 +189,63 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     console = console or Console(stderr=True)
     timings: dict[str, float] = {}
     t_start = time.perf_counter()
+    setup = _preflight(cfg, dataset_given=dataset is not None, console=console)
+
+    t = time.perf_counter()
+    dataset, sides = _load_data(cfg, dataset, setup.profile)
+    timings["data"] = time.perf_counter() - t
+
+    graphs = dataset.graphs
+    fam_ids = dataset.family_ids()
+    _hold_out(cfg, sides, fam_ids, graphs)
+    labels, label_record = make_labels(dataset, setup.protocol, setup.encoder_cls, sides.train)
+
+    seed_everything(cfg.seed)
+    commit = git_commit()
+    snapshots = _snapshots(cfg, dataset, setup.profile, commit)
+    trainer = Trainer(cfg.device, cfg.seed, progress=cfg.progress, console=console, jobs=cfg.jobs, compile=cfg.compile,
+                      snapshots=snapshots)
+    encoder, init = _build_encoder(cfg, setup, dataset, labels)
+    if sides.held_out is not None:
+        trainer.epoch_eval = _curve_probe(cfg, encoder, trainer, graphs, fam_ids, sides)
+
+    t = time.perf_counter()
+    _train(cfg, encoder, trainer, [graphs[i] for i in sides.train], labels)
+    timings["train"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    corpus_graphs = [graphs[i] for i in sides.corpus]
+    corpus_emb = _embed(cfg, encoder, trainer, corpus_graphs, "corpus")
+    query_graphs = [graphs[i] for i in sides.queries]
+    query_emb = _embed(cfg, encoder, trainer, query_graphs, "query")
+    timings["embed"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    ranked, _ = top_k_cosine(query_emb, corpus_emb, cfg.top_k, device=trainer.device,
+                             tiebreak=tiebreak_keys(corpus_graphs))
+    timings["retrieve"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    means, per_query = score_rankings(fam_ids[sides.queries], fam_ids[sides.corpus], ranked.numpy())
+    timings["score"] = time.perf_counter() - t
+    timings["total"] = time.perf_counter() - t_start
+
+    options = {k: v for k, v in asdict(cfg).items() if k not in NOT_CONFIGURATION}
+    record = Record(label_record, init, snapshots, commit)
+    result = make_result(options, setup, dataset, sides, encoder, trainer, record, means, timings)
+    result.subsets = subset_metrics(subset_positions(dataset.get_split(cfg.split), sides.queries), per_query)
+    result.config_hash = result_hash(result)
+    evaluation = Evaluation(result, None, query_emb, corpus_emb, ranked.numpy(), per_query)
+    if cfg.out and distributed.is_main():  # torchrun: rank 0 writes
+        evaluation.path = _write(cfg, evaluation, encoder, dataset, query_graphs)
+    if snapshots is not None:  # the result is written: nothing is left to resume
+        snapshots.clear()
+    return evaluation
+
+
+def _preflight(cfg: RunConfig, *, dataset_given: bool, console: Console) -> Setup:
+    """Check the options and resolve them (encoder, splitter, profile, protocol), then everything
+    `narbench.harness.preflight` can check before loading or training anything."""
     check_config(cfg)
     encoder_cls, splitter, splitter_name = resolve(cfg)
     if cfg.curve and not encoder_cls.trainable:
@@ -205,40 +262,47 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
         protocol = get_protocol(cfg.protocol)
     except (KeyError, ValueError) as exc:
         raise ConfigError(str(exc.args[0])) from exc
-    preflight.check(cfg, dataset_given=dataset is not None)
+    preflight.check(cfg, dataset_given=dataset_given)
     if cfg.progress:
         jit.announce_first_compile(console, jit.modules_of(splitter_name != "none"))
+    return Setup(encoder_cls, splitter, splitter_name, profile, protocol)
 
-    t = time.perf_counter()
+
+def _load_data(cfg: RunConfig, dataset: GraphDataset | None, profile) -> tuple[GraphDataset, Sides]:
+    """The dataset (`cfg.dataset` loaded by name unless given) and the profile's subsets of its split."""
     if dataset is None:
         dataset = load_dataset(cfg.dataset)
     try:
         train_idx, corpus_idx, query_idx = select(dataset, profile, cfg.seed, cfg.split)
     except UnknownSplitError as exc:
         raise ConfigError(str(exc)) from exc
-    timings["data"] = time.perf_counter() - t
+    return dataset, Sides(train_idx, corpus_idx, query_idx)
 
-    graphs = dataset.graphs
-    fam_ids = dataset.family_ids()
-    held_out = None
-    if cfg.curve:  # train on the pool; the validation queries are what the curve may choose on
-        try:
-            held_out = curves.hold_out(train_idx, fam_ids, np.array([g.source for g in graphs]), cfg.holdout)
-        except ValueError as exc:
-            raise ConfigError(f"--curve: {exc}") from exc
-        train_idx = held_out.pool
-    labels, label_record = make_labels(dataset, protocol, encoder_cls, train_idx)
 
-    seed_everything(cfg.seed)
-    commit = git_commit()
-    snapshots = None
+def _hold_out(cfg: RunConfig, sides: Sides, fam_ids: np.ndarray, graphs: list) -> None:
+    """`--curve`: hold the validation queries out of the training graphs (`sides.train` becomes the pool
+    it trains on; the validation queries are what the curve may choose on)."""
+    if not cfg.curve:
+        return
+    try:
+        sides.held_out = curves.hold_out(sides.train, fam_ids, np.array([g.source for g in graphs]), cfg.holdout)
+    except ValueError as exc:
+        raise ConfigError(f"--curve: {exc}") from exc
+    sides.train = sides.held_out.pool
+
+
+def _snapshots(cfg: RunConfig, dataset: GraphDataset, profile, commit: str | None) -> Snapshots | None:
+    """The run's epoch snapshots (`narbench.train.resume`), when it resumes and writes a result (rank 0)."""
     if cfg.resume and cfg.out and distributed.is_main():
         key = snapshot_key(cfg, dataset, profile)
-        snapshots = Snapshots(Path(cfg.out) / SNAPSHOTS / key, key, {"git_commit": commit, "host": platform.node()})
-    trainer = Trainer(cfg.device, cfg.seed, progress=cfg.progress, console=console, jobs=cfg.jobs, compile=cfg.compile,
-                      snapshots=snapshots)
+        return Snapshots(Path(cfg.out) / SNAPSHOTS / key, key, {"git_commit": commit, "host": platform.node()})
+    return None
+
+
+def _build_encoder(cfg: RunConfig, setup: Setup, dataset: GraphDataset, labels: Labels) -> tuple[Encoder, dict | None]:
+    """The encoder, with its parameters set and (`--init-from`) its saved weights loaded, and their record."""
     with registry.plugin_call("encoder", cfg.encoder, "its constructor"):  # a plugin's error: one line naming it
-        encoder = encoder_cls(len(dataset.vocab), labels.num_ce_classes, profile, splitter)
+        encoder = setup.encoder_cls(len(dataset.vocab), labels.num_ce_classes, setup.profile, setup.splitter)
         encoder.use_vocabulary(dataset.vocab)
     if cfg.encoder_params:
         try:
@@ -246,93 +310,32 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
         except ValueError as exc:
             raise ConfigError(str(exc)) from exc
     init = checkpoint.load_into(encoder, cfg.encoder, dataset.vocab, cfg.init_from) if cfg.init_from else None
-    if held_out is not None:
-        def embed_now(gs):
-            encoder.weights_changed()  # an encoder caching embeddings of a part of itself recomputes them
-            return encoder.embed(trainer, gs)
+    return encoder, init
 
-        trainer.epoch_eval = curves.probe(embed_now, graphs, fam_ids, held_out, corpus_idx, query_idx, cfg.top_k)
 
-    t = time.perf_counter()
+def _curve_probe(cfg: RunConfig, encoder: Encoder, trainer: Trainer, graphs: list, fam_ids: np.ndarray,
+                 sides: Sides):
+    """The learning curve's per-epoch probe (`Trainer.epoch_eval`)."""
+    def embed_now(gs):
+        encoder.weights_changed()  # an encoder caching embeddings of a part of itself recomputes them
+        return encoder.embed(trainer, gs)
+
+    return curves.probe(embed_now, graphs, fam_ids, sides.held_out, sides.corpus, sides.queries, cfg.top_k)
+
+
+def _train(cfg: RunConfig, encoder: Encoder, trainer: Trainer, graphs: list, labels: Labels) -> None:
+    """Fit the encoder on the training graphs, then detach the learning curve's probe (if any)."""
     with registry.plugin_call("encoder", cfg.encoder, "fit()"):
-        encoder.fit(trainer, [graphs[i] for i in train_idx], labels)
+        encoder.fit(trainer, graphs, labels)
     trainer.epoch_eval = None
-    timings["train"] = time.perf_counter() - t
 
-    t = time.perf_counter()
-    corpus_graphs = [graphs[i] for i in corpus_idx]
-    with registry.plugin_call("encoder", cfg.encoder, "embed() of the corpus"):
-        corpus_emb = encoder.embed(trainer, corpus_graphs)
-    check_finite(corpus_emb, cfg.encoder, "corpus", corpus_graphs)
-    query_graphs = [graphs[i] for i in query_idx]
-    with registry.plugin_call("encoder", cfg.encoder, "embed() of the queries"):
-        query_emb = encoder.embed(trainer, query_graphs)
-    check_finite(query_emb, cfg.encoder, "query", query_graphs)
-    timings["embed"] = time.perf_counter() - t
 
-    t = time.perf_counter()
-    ranked, _ = top_k_cosine(query_emb, corpus_emb, cfg.top_k, device=trainer.device,
-                             tiebreak=tiebreak_keys(corpus_graphs))
-    timings["retrieve"] = time.perf_counter() - t
-
-    t = time.perf_counter()
-    means, per_query = score_rankings(fam_ids[query_idx], fam_ids[corpus_idx], ranked.numpy())
-    timings["score"] = time.perf_counter() - t
-    timings["total"] = time.perf_counter() - t_start
-
-    now = datetime.now(timezone.utc)
-    variant = encoder.variant() if encoder.PARAMS else ""
-    method = cfg.encoder + (f"+{variant.replace('=', '.').replace(',', '+')}" if variant else "")
-    run_id = (f"{dataset.name}-{cfg.split}-{method}-{splitter_name}-{cfg.profile}-{protocol.name}-s{cfg.seed}-"
-              f"{now:%Y%m%dT%H%M%S%fZ}")
-    config = {
-        "run": {**{k: v for k, v in asdict(cfg).items() if k not in NOT_CONFIGURATION},
-                "dataset": dataset.name},
-        "profile": asdict(profile),
-        "labels": label_record,
-        "encoder": encoder.config(),
-        "splitter": {"name": splitter_name, "params": splitter.params()},
-        "training_history": [{k: v for k, v in asdict(h).items() if k != "evals"} for h in trainer.histories],
-        "encoder_stats": dict(getattr(encoder, "stats", {})),
-        "init": init,
-    }
-    if held_out is not None:  # the curve: the last stage's per-epoch validation and test metrics
-        config["learning_curve"] = {**held_out.record(), "stage": trainer.histories[-1].stage,
-                                    "epochs": trainer.histories[-1].evals}
-    if snapshots is not None and snapshots.resumed:  # stages that went on from a killed run's epoch snapshot
-        config["resumed"] = snapshots.resumed
-    if cfg.compile:  # why it ran eager after all (torch.compile failed), None when it compiled
-        config["compile_failure"] = trainer.compile_failure
-    result = RunResult(
-        run_id=run_id,
-        encoder=cfg.encoder,
-        splitter=splitter_name,
-        dataset=dataset.describe(cfg.split),
-        split=cfg.split,
-        protocol=protocol.name,
-        profile=cfg.profile,
-        seed=cfg.seed,
-        config=config,
-        metrics={m: means[m] for m in METRICS},
-        metrics_extra={m: v for m, v in means.items() if m not in METRICS},
-        timings={k: round(v, 4) for k, v in timings.items()},
-        device=str(trainer.device) + (f" ({_device_name(trainer.device)})" if trainer.device.type == "cuda" else ""),
-        num_queries=int(len(query_idx)),
-        num_corpus=int(len(corpus_idx)),
-        num_train=int(len(train_idx)),
-        environment={**environment(), "entry_points": {"encoder": registry.origin("encoder", cfg.encoder),
-                                                       "splitter": registry.origin("splitter", splitter_name)}},
-        git_commit=commit,
-        created=now.isoformat(),
-    )
-    result.subsets = subset_metrics(_subset_positions(dataset.get_split(cfg.split), query_idx), per_query)
-    result.config_hash = result_hash(result)
-    evaluation = Evaluation(result, None, query_emb, corpus_emb, ranked.numpy(), per_query)
-    if cfg.out and distributed.is_main():  # torchrun: rank 0 writes
-        evaluation.path = _write(cfg, evaluation, encoder, dataset, query_graphs)
-    if snapshots is not None:  # the result is written: nothing is left to resume
-        snapshots.clear()
-    return evaluation
+def _embed(cfg: RunConfig, encoder: Encoder, trainer: Trainer, graphs: list, side: str):
+    """The embeddings of the corpus or the queries (`side`); `EmbeddingError` when any is NaN or inf."""
+    with registry.plugin_call("encoder", cfg.encoder, f"embed() of the {'queries' if side == 'query' else 'corpus'}"):
+        emb = encoder.embed(trainer, graphs)
+    check_finite(emb, cfg.encoder, side, graphs)
+    return emb
 
 
 def snapshot_key(cfg: RunConfig, dataset: GraphDataset, profile) -> str:
@@ -350,24 +353,6 @@ def snapshot_key(cfg: RunConfig, dataset: GraphDataset, profile) -> str:
                        "narbench": package_versions().get("narbench"), "torch": torch.__version__},
                       sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def _subset_positions(split, query_idx: np.ndarray) -> dict[str, np.ndarray]:
-    """The split's query subsets as positions into the queries this run scored (a profile may take fewer)."""
-    where = {int(q): i for i, q in enumerate(np.asarray(query_idx).tolist())}
-    return {name: np.array([where[q] for q in split.test[np.asarray(pos, dtype=np.int64)].tolist() if q in where],
-                           dtype=np.int64) for name, pos in split.subsets.items()}
-
-
-def subset_metrics(subsets: dict[str, np.ndarray], per_query: dict[str, np.ndarray]) -> dict[str, dict]:
-    """Per named query subset (positions in query order): its size, positions and the mean of every metric over it."""
-    out = {}
-    for name, positions in subsets.items():
-        pos = np.asarray(positions, dtype=np.int64)
-        out[name] = {"queries": int(len(pos)), "positions": pos.tolist(),
-                     "metrics": {m: (float(np.asarray(v)[pos].mean()) if len(pos) else float("nan"))
-                                 for m, v in sorted(per_query.items())}}
-    return out
 
 
 def _write(cfg: RunConfig, ev: Evaluation, encoder: Encoder, dataset: GraphDataset, queries: list) -> Path:
@@ -389,8 +374,3 @@ def _write(cfg: RunConfig, ev: Evaluation, encoder: Encoder, dataset: GraphDatas
             raise ResultWriteError(ev, cfg.out, exc) from exc
         raise
 
-
-def _device_name(device) -> str:
-    import torch
-
-    return torch.cuda.get_device_name(device)

@@ -29,6 +29,8 @@ The modules, in the order data flows through them:
 - `publish`: `write_leaderboard`, the README; only `quick` and `paper` results by default.
 - `curves`: the learning curves of `narbench run --curve` runs (`curves.md`, its own command;
   a curve run is a row of its own in the tables, `Record.variant`).
+- `ceiling`: the ceiling tables (`ceiling.csv`, `ceiling-families.csv`): the oracle of
+  `narbench.eval.ceiling` beside the best committed result (written by `python -m narbench.cli.ceiling`).
 
 May import: narbench.core, narbench.data, narbench.train, narbench.eval.
 """

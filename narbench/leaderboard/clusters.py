@@ -218,7 +218,7 @@ def _derive(provider, ds, part: str, split: str, subset: str, sel: tuple) -> Que
     fam = np.array([g.family for g in ds.graphs])
     max_corpus, max_queries, seed = sel
     _, queries = evaluation_sides(fam, sp, max_corpus, max_queries, seed or 0)
-    if subset:  # positions into the run's queries, as the runner records them (`runner._subset_positions`)
+    if subset:  # positions into the run's queries, as the runner records them (`runrecord.subset_positions`)
         if subset not in sp.subsets:
             raise _NotFound(f"split {split} of {name} {version} has no query subset {subset!r}")
         where = {int(q): i for i, q in enumerate(queries.tolist())}

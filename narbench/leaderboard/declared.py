@@ -26,16 +26,14 @@ The rule, per method and dataset (the newest version with records, profile `quic
    split is never chosen: where none but the reference has one, the file says `default: no
    validation record`.
 
-    python -m narbench.leaderboard.declared            # rewrites leaderboard/declared.csv
-    python -m narbench.leaderboard.declared --check    # exit 1 when the file is not what the rule gives
+    python -m narbench.cli.declared            # rewrites leaderboard/declared.csv
+    python -m narbench.cli.declared --check    # exit 1 when the file is not what the rule gives
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
-import sys
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -338,26 +336,3 @@ def is_declared(key: Key, declared: dict[tuple[str, str], Config]) -> bool | Non
         return None
     return key.init == SCRATCH and Config(key.splitter, key.objective, key.variant) == config
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m narbench.leaderboard.declared", description=__doc__.split("\n")[0])
-    parser.add_argument("--results", type=Path, nargs="+", default=[RESULTS_DIR], help="folders of result files")
-    parser.add_argument("--curves", type=Path, nargs="+", default=[CURVES_DIR], help="folders of curve runs")
-    parser.add_argument("--out", type=Path, default=DECLARED_CSV)
-    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when --out differs")
-    args = parser.parse_args(argv)
-    text = to_csv(select(args.results, args.curves))
-    if args.check:
-        same = args.out.is_file() and args.out.read_text() == text
-        print(f"{args.out}: " + ("as the rule gives" if same else "differs from what the rule gives; run "
-                                 "`python -m narbench.leaderboard.declared`"))
-        return 0 if same else 1
-    from narbench.data.store import atomic_write_bytes
-
-    atomic_write_bytes(args.out, text.encode())
-    print(f"{args.out}: {text.count(chr(10)) - 1} methods x datasets")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -121,7 +121,7 @@ def display_labels(rows: list[Row]) -> dict[Key, str]:
 
 def read_ceiling(path: str | Path) -> dict[tuple[str, str, str, str], float]:
     """(dataset, version, split, resolution) -> the oracle's METRIC under the `label` rule, from
-    `leaderboard/ceiling.csv` (`python -m narbench.cli_ceiling`); empty when the file is missing."""
+    `leaderboard/ceiling.csv` (`python -m narbench.cli.ceiling`); empty when the file is missing."""
     import csv
 
     path = Path(path)

@@ -26,7 +26,7 @@ from narbench.leaderboard.records import Record, select_runs
 from narbench.leaderboard.significance import DEFAULT_TEST
 from narbench.leaderboard.tables import Block, LeaderTable, Row, build_tables, ci_note, mark_block, rule_note
 
-if TYPE_CHECKING:  # `declared` loads on first use: `python -m narbench.leaderboard.declared` runs it as a script
+if TYPE_CHECKING:  # `declared` loads on first use
     from narbench.leaderboard.declared import Config
 
 DECLARED_CSV = Path("leaderboard/declared.csv")
@@ -37,7 +37,7 @@ VARIANTS_TITLE = ("Variants of Table 1's methods (not a paper table): every conf
                   "one in a setting, its declared one (Table 1's row, chosen on validation: "
                   "`leaderboard/declared.csv`) among them")
 DECLARED_NOTE = ("One row per method: its declared configuration, chosen on validation records only "
-                 "(`leaderboard/declared.csv`, `python -m narbench.leaderboard.declared`); a method's other "
+                 "(`leaderboard/declared.csv`, `python -m narbench.cli.declared`); a method's other "
                  f"configurations are in Table {VARIANTS}.")
 
 
@@ -164,8 +164,8 @@ def declared_markdown(path: str | Path, tables: list[LeaderTable]) -> str:
         rows = list(csv.DictReader(fh))
     lines = ["## Declared configurations", "",
              "Table 1 and the README's headline show one configuration per method and dataset, declared by "
-             "`python -m narbench.leaderboard.declared` from validation records only (the rule: that module and "
-             "docs/leaderboard.md); every other configuration is in Table " + str(VARIANTS) + ". Validation "
+             "`python -m narbench.cli.declared` from validation records only (the rule: `narbench.leaderboard.declared` "
+             "and docs/leaderboard.md); every other configuration is in Table " + str(VARIANTS) + ". Validation "
              "NDCG@20: the mean over the records (runs) behind it, on the hold-out named; `declared.csv` also lists "
              "what was compared and where each score comes from.", "",
              "| method | dataset | declared | validation NDCG@20 | records | hold-out | why |",

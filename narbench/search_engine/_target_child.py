@@ -2,12 +2,13 @@
 a process group of its own.
 
 `narbench search` and `narbench.search` import and run a model given as code (`FILE.py:CLASS`,
-`MODULE:CLASS`, a zoo name; `runs_code`) this way, with the user's rights: the child resolves
-it (`narbench.search_engine.target.resolve_target`) and sends the `Query` back as JSON; the parent
-embeds and ranks it. The child may add `max_memory` bytes to its address space (default
-`MAX_MEMORY`; RLIMIT_AS, so a `torch.empty` of that size counts even before it is touched); at the
-time limit the parent ends the child's whole process group (SIGTERM, then SIGKILL), so a process
-the model started does not outlive it; it ends the group after an answer too.
+`MODULE:CLASS`, a zoo name; `Target.runs_code`) this way, with the user's rights: the parent resolves
+it (`narbench.search_engine.target.resolve`, nothing run), the child makes its graph (`query_of`: the
+model built, traced, mapped) and sends the `Query` back as JSON; the parent embeds and ranks it.
+The child may add `max_memory` bytes to its address space (default `MAX_MEMORY`; RLIMIT_AS, so a
+`torch.empty` of that size counts even before it is touched); at the time limit the parent ends the
+child's whole process group (SIGTERM, then SIGKILL), so a process the model started does not outlive
+it; it ends the group after an answer too.
 
 The parent never runs the model, so a time-out cannot crash it. It did when the parent ran it:
 `narbench search FILE.py:InfiniteLoop --timeout 5`, a forward looping `x = x + 1`, printed its line
@@ -24,12 +25,14 @@ has no `os.fork`).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
-import sys
-from pathlib import PurePath
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from narbench.search_engine.target import Query, Target
 
 #: bytes a model may add to the child's address space (`--max-memory`, `max_memory=`); 0 or None: no cap.
 #: The 64-layer transformer of docs/search.md (2,438 ops, on meta) and GPT2Decoder (on the CPU) of
@@ -40,42 +43,30 @@ MAX_MEMORY = 4 << 30
 _OOM_TEXT = ("can't allocate memory", "cannot allocate memory", "out of memory", "bad_alloc")
 
 
-def runs_apart(target: Any, index, isolate: bool | None, timeout: float | None) -> bool:
-    """Whether `narbench.search` resolves `target` in a child: code always (unless `isolate=False`);
-    a model instance when `isolate=True`, or with a time limit (`timeout`) unless `isolate=False`."""
-    from narbench.search_engine.target import runs_code
-
+def runs_apart(target: Target, isolate: bool | None, timeout: float | None) -> bool:
+    """Whether `narbench.search` makes the graph of resolved `target` in a child: a client's code target
+    always; code (`Target.runs_code`) unless `isolate=False`; a model instance when `isolate=True`, or
+    with a time limit (`timeout`) unless `isolate=False`."""
+    if target.kind == "code":
+        return True
     if isolate is False or not hasattr(os, "fork"):  # no fork (Windows): in this process, as before
         return False
-    if runs_code(target, index):
-        return True
-    torch = sys.modules.get("torch")  # an nn.Module instance means torch is loaded; a graph needs no torch here
-    return torch is not None and isinstance(target, torch.nn.Module) and bool(isolate or timeout)
+    return target.runs_code or (target.kind == "module" and bool(isolate or timeout))
 
 
-def resolve_apart(target: Any, index, *, kwargs: dict[str, Any] | None = None, input_shape=None, inputs: Any = None,
-                  timeout: float | None = None, max_memory: int | None = MAX_MEMORY,
-                  check: Callable[[Any], Any] | None = None):
-    """`resolve_target` in a forked child under the limits (module docstring); a `TargetError` with one
-    line when it fails, runs out of time or memory, or its process ends without an answer.
-
-    `check(target)`: called in the child first (a server's test of what a code target names,
-    `narbench.search_engine.target_check.check_code_target`); a `TargetError` it raises is the answer."""
+def resolve_apart(target: Target, index, *, timeout: float | None = None, max_memory: int | None = MAX_MEMORY) -> Query:
+    """`query_of(target)` in a forked child under the limits (module docstring); a `TargetError` with one
+    line when it fails, runs out of time or memory, or its process ends without an answer."""
     from narbench.core.child import run_forked
-    from narbench.search_engine._target_run import warm_up
+    from narbench.search_engine._target_run import timeout_line, warm_up
     from narbench.search_engine.target import TargetError
 
-    label = str(target) if isinstance(target, (str, PurePath)) else type(target).__name__
+    label = target.label
     warm_up()  # torch and its meta kernels loaded here, before the clock: the child starts warm
-
-    def work(send) -> None:
-        _resolve_in_child(send, target, index, kwargs, input_shape, inputs, check)
-
+    work = functools.partial(_query_in_child, target, index)  # the child's work: the parent sees only its answer
     outcome = run_forked(work, timeout=timeout, max_memory=max_memory or None)
     where = (outcome.last("stage") or b"").decode(errors="replace")
     if outcome.timed_out:
-        from narbench.search_engine._target_run import timeout_line
-
         raise TargetError(timeout_line(label, timeout, where))
     reply = outcome.last("query")
     if reply is not None:
@@ -117,13 +108,13 @@ def _no_answer(label: str, outcome, where: str, max_memory: int | None) -> str:
             f"a crash in native code or an os._exit() in the model{cap}")
 
 
-def _resolve_in_child(send, target, index, kwargs, input_shape, inputs, check) -> None:
-    """In the child: the resolved `Query` as JSON (`query`), or one line (`error`, or `memory` when
-    an allocation failed); the stage it is in as it goes (`stage`)."""
+def _query_in_child(target: Target, index, send) -> None:
+    """In the child: the `Query` of `target` as JSON (`query`), or one line (`error`, or `memory` when an
+    allocation failed); the stage it is in as it goes (`stage`)."""
     import torch
 
     from narbench.search_engine._target_run import _STAGE, on_stage, one_line
-    from narbench.search_engine.target import TargetError, resolve_target
+    from narbench.search_engine.target import TargetError, query_of
 
     # One intra-op thread, as torch's DataLoader workers do: the fork copied none of the parent's
     # OpenMP threads, and a parallel region here would wait for them forever (a CPU pass of a model,
@@ -131,9 +122,7 @@ def _resolve_in_child(send, target, index, kwargs, input_shape, inputs, check) -
     torch.set_num_threads(1)
     on_stage(lambda text: send("stage", text.encode()))
     try:
-        if check is not None:
-            check(target)
-        query = resolve_target(target, index, kwargs=kwargs, input_shape=input_shape, inputs=inputs)
+        query = query_of(target, index)
     except (TargetError, MemoryError) as exc:
         oom = _out_of_memory(exc)
         if oom is not None:
@@ -171,7 +160,7 @@ def _query_to_json(query) -> dict[str, Any]:
             "unknown_ops": query.unknown_ops, "coarse": query.coarse, "info": query.info}
 
 
-def _query_from_json(data: dict[str, Any]):
+def _query_from_json(data: dict[str, Any]) -> Query:
     import numpy as np
 
     from narbench.data.graph import ArchGraph

@@ -1,9 +1,9 @@
 """The example input of a search target model (`narbench.search_engine.target`): chosen as the `real` build does,
 shaped as the caller says (`shapes`), or given by the caller (`normalise_inputs`).
 
-`TargetError`, the error of every step from a target to its graph, is defined here, under
-`narbench.search_engine._target_run` and `narbench.search_engine.target`, so that the three
-import one another in one direction only."""
+`TargetError`, the error of every step from a target to its graph, is defined here, under the modules
+of those steps (`_target_run`, `_target_model`, `target_check`, `target`), so that they import one
+another in one direction only."""
 
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ def _one_input(model, device: str, shape: tuple[int, ...] | None) -> tuple[tuple
 
     config = getattr(model, "config", None)
     if config is not None and hasattr(config, "model_type") and hasattr(model, "main_input_name"):
-        from narbench.zoo.sources import transformers_inputs
+        from narbench.zoo.transformers_zoo import transformers_inputs
 
         kw = transformers_inputs(model, config, "base", device, shape)
         main = next(iter(kw.values()))

@@ -1,10 +1,12 @@
-"""Running a search target's model once (`narbench.search_engine.target`): on which device, in which order.
+"""Running a search target's model once and tracing it (`extract`, for `narbench.search_engine._target_model`):
+on which device, in which order, under which limits.
 
 Every model runs on the meta device first: it costs no memory, and `narbench.zoo.metacache`
 makes its repeated blocks cheap (a 224 x 224 ViT-B in ~12 ms on one core where the CPU needs
-~0.6 s; `benchmarks/bench_search.py`). A model narbench builds (a file, an import) is built
-there; an instance the caller passes keeps its weights where they are and runs on meta with
-empty meta copies swapped in for the pass (`_meta_weights`). If meta fails (a forward that reads
+~0.6 s; `benchmarks/speed/bench_search.py`). A model narbench builds (a file, an import) is built
+there, and prepared for the pass by the tracer (`narbench.zoo.extract.extract_graph`); an instance the
+caller passes keeps its weights, mode and flags and runs on meta with empty meta copies swapped in for
+the pass (`_untouched`, `_meta_weights`). If meta fails (a forward that reads
 a value, `.item()`), the model runs on the CPU (an instance: on its own device).
 
 User code may also hang or quit. `narbench search` and `narbench.search` run a model given as
@@ -46,6 +48,16 @@ def exited(what: str, exc: SystemExit) -> TargetError:
     """The error of user code that called `sys.exit()` (it would otherwise end search silently)."""
     code = "" if exc.code is None else repr(exc.code)
     return TargetError(f"{what} called sys.exit({code}); a model must raise an exception instead of exiting")
+
+
+@contextlib.contextmanager
+def _no_exit(what: str):
+    """A `sys.exit()` of user code in the block is a `TargetError` naming `what` was doing it: it would
+    otherwise end search with the model's status and no word."""
+    try:
+        yield
+    except SystemExit as exc:
+        raise exited(what, exc) from None
 
 
 def stage(text: str) -> None:
@@ -166,16 +178,15 @@ def _no_temp_litter():
 
 
 def _construct(label: str, build: Callable[[], Any], dev: str):
+    """The model `build()` returns, built on `dev` (prepared for the pass by the tracer, after its input is made)."""
     import torch
-
-    from narbench.zoo.extract import prepare_model
 
     with torch.device(dev):
         model = build()
     if not isinstance(model, torch.nn.Module):
         raise TargetError(f"{label} returned a {type(model).__name__}, not a torch.nn.Module; "
                           "point at a class or function that returns one")
-    return prepare_model(model)
+    return model
 
 
 def _own_device(model) -> str:
@@ -208,8 +219,6 @@ def _extract(label, build, instance, shape, inputs):
 
     errors: list[tuple[str, str, BaseException]] = []
     described, fallback = None, None
-    doing = {"construct": f"constructing {label}", "input": f"making the example input of {label}",
-             "forward": f"{label}.forward"}
     devices = _devices(instance)
     for dev in devices:
         step = "construct"
@@ -217,19 +226,22 @@ def _extract(label, build, instance, shape, inputs):
         try:
             if instance is None:
                 stage(f"its constructor, on {dev}")
-                model = _construct(label, build, dev)
+                with _no_exit(f"constructing {label}"):
+                    model = _construct(label, build, dev)
             else:
                 model = instance
             step = "input"
-            if inputs is None:
-                args, kwargs, described = example_inputs(model, dev, shape)
-            else:
-                (args, kwargs), described = to_device(inputs, dev), describe(*inputs)
+            with _no_exit(f"making the example input of {label}"):
+                if inputs is None:
+                    args, kwargs, described = example_inputs(model, dev, shape)
+                else:
+                    (args, kwargs), described = to_device(inputs, dev), describe(*inputs)
             step = "forward"
             stage(f"its forward pass, on {dev}")
             if dev == "cpu":  # one small forward pass: intra-op threads only add overhead
                 torch.set_num_threads(1)
-            raw = _run(label, model, instance is not None, dev, args, kwargs)
+            with _no_exit(f"{label}.forward"):
+                raw = _run(label, model, instance is not None, dev, args, kwargs)
             if dev == "meta" and raw.meta.get("unread_masks") and dev != devices[-1]:
                 # design attributes asked for (a 2.2 index) and a square buffer, perhaps a causal mask, has no
                 # values on meta: run where it has them, keeping this graph if that fails
@@ -238,8 +250,6 @@ def _extract(label, build, instance, shape, inputs):
             return raw, {"device": dev, "input": described}
         except TargetError:
             raise
-        except SystemExit as exc:  # would end search with the model's status and no word
-            raise exited(doing[step], exc) from None
         except Exception as exc:  # noqa: BLE001 - user code may raise anything; try the other device, then report
             errors.append((dev, step, exc))
         finally:
@@ -263,17 +273,25 @@ def _extract(label, build, instance, shape, inputs):
 
 
 def _run(label: str, model, is_instance: bool, dev: str, args, kwargs):
+    """One forward pass traced (`narbench.zoo.extract.extract_graph`): a model built here is prepared for it
+    (eval mode, every weight recording); the caller's own is left as it was (`_untouched`)."""
     from narbench.zoo.extract import extract_graph
 
-    with _checked_output(label, model):
-        if not is_instance:  # built by `_construct`, already prepared
-            return extract_graph(model, args, kwargs, prepare=False)
-        modules = list(model.modules())
-        if dev == "meta" != _own_device(model):  # the caller's weights stay where they are
-            with _eval(modules), _meta_weights(modules):
-                return extract_graph(model, args, kwargs, prepare=False)
-        with _eval(modules), _grad_params(model):
-            return extract_graph(model, args, kwargs, prepare=False)
+    with _checked_output(label, model), _untouched(model, is_instance, dev):
+        return extract_graph(model, args, kwargs, prepare=not is_instance)
+
+
+@contextlib.contextmanager
+def _untouched(model, is_instance: bool, dev: str):
+    """An instance the caller passed, in eval mode for the pass with every weight recording, its own mode,
+    flags and weights back after: on meta, empty meta copies of its weights (`_meta_weights`) stand in."""
+    if not is_instance:
+        yield
+        return
+    modules = list(model.modules())
+    own = _meta_weights(modules) if dev == "meta" != _own_device(model) else _grad_params(model)
+    with _eval(modules), own:
+        yield
 
 
 @contextlib.contextmanager

@@ -4,7 +4,7 @@ Resolve the target to a graph (`narbench.search_engine.target`), embed it with t
 (`narbench.search_engine.index`), rank the index's graphs by cosine similarity (`narbench.search_engine.backends`), and say
 why the top hit is close (the op types the two share most), whether the query's graph is in
 the index itself (an exact duplicate, ranked first), and which hits are weak (a cosine below the
-index's `weak_below`, `narbench.search_engine.index.weak_threshold`).
+index's `weak_below`, `narbench.search_engine.weak.weak_threshold`).
 
 The first search in a process pays for importing torch, `torch._dynamo` (torch's meta kernels
 import it) and the index's encoder: 6-7 s on a busy 2-core CPU, where the next search takes tens
@@ -21,11 +21,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from narbench.data.ops import UNKNOWN_OP
 from narbench.search_engine._target_child import MAX_MEMORY, resolve_apart, runs_apart
 from narbench.search_engine.backends import exact_scores
-from narbench.search_engine.index import SearchIndex, load_index
-from narbench.search_engine.target import Query, resolve_target
-from narbench.data.ops import UNKNOWN_OP
+from narbench.search_engine.index import SearchIndex
+from narbench.search_engine.index_file import load_index
+from narbench.search_engine.target import Query, query_of, resolve
+from narbench.search_engine.target_check import Served
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -190,57 +192,86 @@ def search(
     `narbench.eval.retrieval.EmbeddingError` when the index's encoder embeds the target's graph
     as NaN or inf (nothing to rank it by).
     """
+    return run_search(target, k, encoder=encoder, index=index, backend=backend, input_shape=input_shape, kwargs=kwargs,
+                      inputs=inputs, timeout=timeout, max_memory=max_memory, isolate=isolate, progress=progress)[1]
+
+
+def run_search(target: Any, k: int = 10, *, encoder: str | None = None, index: SearchIndex | str | Path | None = None,
+               backend: str = "exact", input_shape=None, kwargs: dict[str, Any] | None = None, inputs: Any = None,
+               timeout: float | None = None, max_memory: int | None = MAX_MEMORY, isolate: bool | None = None,
+               progress: bool = True, served: Served | None = None) -> tuple[Query, SearchResult]:
+    """The one way through search (`search`, the CLI's `narbench search` and the explorer's `Searcher` go
+    through it), and the query with the result: resolve the target (`narbench.search_engine.target.resolve`)
+    -> build its model in a child (`_target_child.resolve_apart`) or here (`target.query_of`) -> trace it
+    (`narbench.zoo.extract`) -> its graph over the index's vocabulary (`narbench.data.mapping`) -> embed
+    it (`SearchIndex.embed`) -> rank the index's graphs (`narbench.search_engine.backends`).
+
+    Arguments as `search`; `served`: a target a client sent, searched as a server allows (`Served`).
+    """
     t0 = time.perf_counter()
     if not isinstance(index, SearchIndex):
         index = load_index(encoder, index)
     t_index = time.perf_counter() - t0
     if progress:
         _announce(index)
-    if isinstance(target, Query):  # resolved already (the explorer keeps the query's graph to draw it)
+    if isinstance(target, Query):  # resolved already (`resolve_target`)
         query = target
-    elif runs_apart(target, index, isolate, timeout):
-        query = resolve_apart(target, index, kwargs=kwargs, input_shape=input_shape, inputs=inputs, timeout=timeout,
-                              max_memory=max_memory)
     else:
-        query = resolve_target(target, index, kwargs=kwargs, input_shape=input_shape, inputs=inputs, timeout=timeout)
+        plan = resolve(target, index, kwargs=kwargs, input_shape=input_shape, inputs=inputs, served=served)
+        if runs_apart(plan, isolate, timeout):
+            query = resolve_apart(plan, index, timeout=timeout, max_memory=max_memory)
+        else:
+            query = query_of(plan, index, timeout)
     t1 = time.perf_counter()
     as_other = UNKNOWN_OP in index.vocab  # a canonical vocabulary: unknown raw names are `other` nodes
+    digest = None  # the query graph's content hash: an index graph with the same is an exact duplicate
     if query.row is not None:
-        vec, exclude = index.arrays["embeddings"][query.row].astype("float32"), {query.row}
-        duplicates = [query.row]
+        vec = index.arrays["embeddings"][query.row].astype("float32")
         size = index.record(query.row)
         num_nodes, num_edges = size["num_nodes"], size["num_edges"]
     else:
-        vec, exclude = index.embed([query.graph])[0], set()
-        duplicates = [] if query.unknown_ops and not as_other else index.duplicates(query.graph)
+        vec = index.embed([query.graph])[0]
+        if as_other or not query.unknown_ops:
+            digest = query.graph.content_hash()
         num_nodes, num_edges = query.graph.num_nodes, query.graph.num_edges
         if not as_other:
             num_nodes += sum(query.unknown_ops.values())
     t_embed = time.perf_counter() - t1
-    first = [r for r in duplicates if r not in exclude]  # an exact duplicate is the closest graph there is
+    hits, duplicates = _rank(index, vec, query.row, digest, k, backend)
+    why = explain(query.ops, index.op_counts(index.row_of(hits[0].name))) if hits else ""
+    timings = {"index": t_index, "target": query.info.pop("seconds", 0.0), "embed": t_embed,
+               "total": time.perf_counter() - t0}
+    return query, SearchResult(
+        query=query.label, kind=query.kind, hits=hits, num_nodes=num_nodes, num_edges=num_edges,
+        coarse=query.coarse, why=why, duplicate_of=[index.names[r] for r in duplicates],
+        unknown_ops=query.unknown_ops, unknown_as="other" if as_other else "spliced", index=index.describe(),
+        backend=backend, warnings=[w for w in [torch_warning(index)] if w and query.row is None],
+        info={**query.info, "seconds": {k_: round(v, 4) for k_, v in timings.items()}}, weak_below=index.weak_below,
+        index_pinned=index.pinned,
+    )
+
+
+def _rank(index: SearchIndex, vec, row: int | None, digest: str | None, k: int,
+          backend: str) -> tuple[list[Hit], list[int]]:
+    """The `k` hits of query embedding `vec`, best first, and the index rows of the query's exact duplicates:
+    the query's own `row` (left out of its hits), or the rows whose graph has content hash `digest`
+    (ranked first: an exact duplicate is the closest graph there is)."""
+    exclude = {row} if row is not None else set()
+    duplicates = [row] if row is not None else index.duplicates(digest) if digest is not None else []
+    first = [r for r in duplicates if r not in exclude]
     rows, scores = _backend(index, backend).search(vec[None], k + len(exclude) + len(first))
     ranked = dict(zip(rows[0].tolist(), scores[0].tolist()))
     for r in first:
         ranked.setdefault(r, float(exact_scores(index.arrays["embeddings"][r][None], vec)[0]))
     hits, weak_below = [], index.weak_below
-    for row in first + [r for r in ranked if r not in first]:
-        if row in exclude or row < 0 or len(hits) == k:
+    for r in first + [r for r in ranked if r not in first]:
+        if r in exclude or r < 0 or len(hits) == k:
             continue
         # rows are stored as float16, so a row's norm is 1 +- 5e-4: an exact twin can score 1.0003
-        sim = round(min(max(float(ranked[row]), -1.0), 1.0), 4)
+        sim = round(min(max(float(ranked[r]), -1.0), 1.0), 4)
         hits.append(Hit(rank=len(hits) + 1, similarity=sim, weak=weak_below is not None and sim < weak_below,
-                        **index.record(row)))
-    why = explain(query.ops, index.op_counts(index.row_of(hits[0].name))) if hits else ""
-    timings = {"index": t_index, "target": query.info.pop("seconds", 0.0), "embed": t_embed,
-               "total": time.perf_counter() - t0}
-    return SearchResult(
-        query=query.label, kind=query.kind, hits=hits, num_nodes=num_nodes, num_edges=num_edges,
-        coarse=query.coarse, why=why, duplicate_of=[index.names[r] for r in duplicates],
-        unknown_ops=query.unknown_ops, unknown_as="other" if as_other else "spliced", index=index.describe(),
-        backend=backend, warnings=[w for w in [torch_warning(index)] if w and query.row is None],
-        info={**query.info, "seconds": {k_: round(v, 4) for k_, v in timings.items()}}, weak_below=weak_below,
-        index_pinned=index.pinned,
-    )
+                        **index.record(r)))
+    return hits, duplicates
 
 
 _announced = False  # `_announce` has run in this process

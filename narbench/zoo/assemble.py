@@ -11,7 +11,7 @@ from narbench.data.canonical import canonical_vocabulary
 from narbench.data.graph import ArchGraph
 from narbench.data.store import atomic_write_bytes
 from narbench.zoo.results import FAILED, NOT_APPLICABLE, OK, read_result
-from narbench.zoo.sources import Spec
+from narbench.zoo.spec import Spec
 
 DATASET_NAME = "real"
 DATASET_VERSION = "2.1"

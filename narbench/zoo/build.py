@@ -32,7 +32,7 @@ from typing import Any, Iterable, Sequence
 from narbench.data.store import atomic_write_bytes
 from narbench.zoo.assemble import DATASET_NAME, DATASET_VERSION, MAX_NODES, print_summary, summarize
 from narbench.zoo.results import FAILED, NOT_APPLICABLE, OK, RESULT_SUFFIX, read_result, result_path, write_result
-from narbench.zoo.sources import SOURCES, Spec
+from narbench.zoo.spec import SOURCES, Spec
 from narbench.zoo.worker import run_workers
 
 __all__ = ["DATASET_NAME", "DATASET_VERSION", "FAILED", "MAX_NODES", "NOT_APPLICABLE", "OK", "RESULT_SUFFIX",

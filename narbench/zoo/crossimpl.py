@@ -7,7 +7,7 @@ the graph is canonicalised (`narbench.data.canonical`), mapped onto the canonica
 labelled by the table: family from the table, coarse label by `coarse_label` of the canonical graph,
 source = the package, identity `crossimpl/<package>/<model>`. A query whose share of `other` nodes
 exceeds `MAX_OTHER_SHARE` fails the build, naming its unknown ops. Each query's
-`meta["corpus_twins"]` lists the shipped `real` graphs isomorphic to it (`taxonomy.canonical_hash`):
+`meta["corpus_twins"]` lists the shipped `real` graphs isomorphic to it (`isomorphism.canonical_hash`):
 those queries form the `exact` subset. Needs the optional `crossimpl` extra:
 
     pip install 'narbench[crossimpl]' && narbench build-crossimpl --out build/crossimpl
@@ -23,7 +23,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Callable
 
-from narbench.data.canonical import DEFAULT_VERSION, canonical_vocabulary, check_version, rules_sha256
+from narbench.data.canonical import DEFAULT_VERSION, canonical_vocabulary, check_version
+from narbench.data.canonical_rules import rules_sha256
 from narbench.datasets.crossimpl import (ARTIFACT, MAX_OTHER_SHARE, NAME, VERSION, Row, functions_path, other_share,
                                          read_functions, read_table, table_path)
 from narbench.data.graph import ArchGraph
@@ -96,8 +97,9 @@ def extract_row(row: Row, version: str = DEFAULT_VERSION) -> tuple[ArchGraph, di
     was extracted (device, parameters); from 2.2 on, extracted with design attributes."""
     import torch
 
-    from narbench.zoo.extract import coarse_label, extract_graph
-    from narbench.zoo.sources import _try_devices
+    from narbench.data.coarse import coarse_label
+    from narbench.zoo.extract import extract_graph
+    from narbench.zoo.devices import try_devices
 
     build = resolve(row.builder)
 
@@ -108,7 +110,7 @@ def extract_row(row: Row, version: str = DEFAULT_VERSION) -> tuple[ArchGraph, di
         return (extract_graph(model, x, attributes=version >= "2.2"),
                 {"params": int(sum(p.numel() for p in model.parameters()))})
 
-    raw, info = _try_devices(["meta", "cpu"], run)
+    raw, info = try_devices(["meta", "cpu"], run)
     functions = read_functions()
     renamed = {op: n for op, n in raw.op_counts().items() if op in functions}
     raw.ops = [functions.get(op, op) for op in raw.ops]
@@ -140,7 +142,7 @@ def mark_corpus_twins(queries: list[ArchGraph], corpus: tuple[str, list[ArchGrap
 
     `corpus` is (description, graphs); default the shipped `real` file. Returns the description.
     """
-    from narbench.datasets.taxonomy import canonical_hash
+    from narbench.datasets.isomorphism import canonical_hash
 
     if corpus is None:
         from narbench.datasets import real
@@ -219,18 +221,9 @@ def build(out: str | Path, rows: list[Row] | None = None, *, progress: Callable[
             "exact": exact, "renamed": {g.name: g.meta["renamed_functions"] for g in graphs if "renamed_functions" in g.meta}}
 
 
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    ap = argparse.ArgumentParser(prog="narbench build-crossimpl", description=__doc__.split("\n")[0])
-    ap.add_argument("--out", type=Path, required=True, help=f"folder for {ARTIFACT}")
-    ap.add_argument("--canonical-version", default=DEFAULT_VERSION, help="canonical rules (2.2 needs --corpus)")
-    ap.add_argument("--corpus", type=Path, default=None, help="real graph file of that version (corpus twins)")
-    args = ap.parse_args(argv)
-    return run_cli(args.out, args.canonical_version, args.corpus)
-
-
 def run_cli(out: Path, version: str = DEFAULT_VERSION, corpus_file: Path | None = None) -> int:
+    """What `narbench build-crossimpl` runs: `build` into `out` (progress on stderr, `corpus_file` the real
+    graphs of `version` for the corpus twins), then its summary on stdout; 0."""
     corpus = None
     if corpus_file is not None:
         from narbench.data.store import read_graphs
@@ -242,7 +235,3 @@ def run_cli(out: Path, version: str = DEFAULT_VERSION, corpus_file: Path | None 
     print(f"custom autograd functions renamed in {len(summary['renamed'])} queries; "
           f"{len(summary['exact'])} queries isomorphic to a corpus graph (subset `exact`)")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -4,10 +4,10 @@
 `narbench.zoo.extract`). Labels come from the taxonomy table (`narbench.datasets.taxonomy`: family per
 paper, coarse label, model identity). Canonicalisation (`narbench.data.canonical`) reads nothing but op names and
 edges, so the canonical graph of a 1.0 graph is the canonical graph a fresh extraction of the same
-spec gives (`benchmarks/bench_reextract.py` checks that under other torch versions); deriving 2.0
+spec gives (`benchmarks/validity/bench_reextract.py` checks that under other torch versions); deriving 2.0
 from 1.0 therefore equals `narbench build-real` with canonical assembly, without hours of
 re-extraction. Except for the 1,227 graphs of 1.0 that hold a `CopySlices`: a fresh extraction
-records the in-place op it wraps (`narbench.zoo.extract.InPlaceOnViews`), which 1.0 did not keep;
+records the in-place op it wraps (`narbench.zoo.inplace.InPlaceOnViews`), which 1.0 did not keep;
 their new form needs a re-extraction (docs/canonical-graphs.md, "`real` 2.1"). The 1.0 file lists graphs in spec order (the first spec of each graph), so keeping
 the first of each canonical duplicate keeps the first spec, as assembly does.
 
@@ -23,7 +23,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
-from narbench.data.canonical import DEFAULT_VERSION, canonical_vocabulary, check_version, rules_sha256
+from narbench.data.canonical import DEFAULT_VERSION, canonical_vocabulary, check_version
+from narbench.data.canonical_rules import rules_sha256
 from narbench.data.ops import OPS_VERSION, table_sha256
 from narbench.data.store import read_graphs, write_graphs
 from narbench.zoo.assemble import DATASET_NAME, DATASET_VERSION, dedup_graphs, taxonomy_labels

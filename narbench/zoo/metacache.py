@@ -13,7 +13,7 @@ with fresh empty meta tensors, which is all a meta kernel returns.
 The wrappers sit below autograd, so the autograd graph is recorded exactly as without them, and
 operators with C++ meta kernels (views among them) never enter Python. An earlier version was a
 `TorchDispatchMode`, which sends every call (views too) through Python: twice as slow on the
-64-layer transformer (`benchmarks/bench_search.py`). Only functional operators are wrapped: one
+64-layer transformer (`benchmarks/speed/bench_search.py`). Only functional operators are wrapped: one
 that mutates an input or returns an alias always runs its own kernel, as does a call with an
 argument the key cannot describe (a generator, a symbolic size). Which kernels are torch's
 Python ones is read from torch's private meta library (`_meta_lib_dont_use_me_use_register_meta`)

@@ -3,7 +3,7 @@
 `real-1.0.narg` keeps each distinct graph as torch 2.14.1 recorded it, under the name of its
 first spec and with that spec's `model`, `task` and `variant` in its meta, so a spec can be run
 again from the file alone. Where extraction itself changes (2.1: in-place ops on views are
-recorded as the op, `narbench.zoo.extract.InPlaceOnViews`), only the graphs holding the raw op
+recorded as the op, `narbench.zoo.inplace.InPlaceOnViews`), only the graphs holding the raw op
 the change concerns (`CopySlices`) can differ, and only those are re-extracted: with the build's
 own workers (`narbench.zoo.build.build_real`: timeouts, memory limit, resumable per-spec files
 under `<out>/results`), into one raw graph file `<out>/real-1.0-reextracted.narg` with the 1.0
@@ -16,7 +16,7 @@ assumed to equal it again (the same code recorded the same nodes).
     narbench build-real --from narbench/data/real-1.0.narg --reextract CopySlices --out build/real21 --jobs 2
 
 `real` 2.2 re-extracts every graph (`--reextract '*'`) with design attributes recorded
-(`--attributes`: `narbench.zoo.extract.DesignAttributes`, which canonical 2.2 reads):
+(`--attributes`: `narbench.zoo.attributes.DesignAttributes`, which canonical 2.2 reads):
 
     narbench build-real --from narbench/data/real-1.0.narg --reextract '*' --attributes \
         --canonical-version 2.2 --out build/real22 --jobs 2
@@ -35,7 +35,7 @@ from narbench.data.graph import ArchGraph
 from narbench.data.store import read_graphs, write_graphs
 from narbench.zoo.assemble import _zoo_versions
 from narbench.zoo.results import FAILED, OK, read_result
-from narbench.zoo.sources import Spec
+from narbench.zoo.spec import Spec
 
 PATCH_FILE = "real-1.0-reextracted.narg"
 #: `ops` that selects every graph (2.2: every graph is re-extracted with design attributes).

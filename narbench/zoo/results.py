@@ -12,7 +12,7 @@ from typing import Any
 
 from narbench.core import safeio
 from narbench.data.store import atomic_write_bytes
-from narbench.zoo.sources import Spec
+from narbench.zoo.spec import Spec
 
 RESULT_SUFFIX = ".json.zst"
 OK, NOT_APPLICABLE, FAILED = "ok", "not-applicable", "failed"

@@ -1,4 +1,4 @@
-"""The cache of `python -m narbench.zoo.taxonomy_build --cache DIR`: slow intermediate results as JSON.
+"""The cache of `python -m narbench.cli.taxonomy_build --cache DIR`: slow intermediate results as JSON.
 
 The build keeps the isomorphism classes, the WL near-duplicate pairs and the dedup's merged
 family pairs of the (unchanged) graphs between runs. They are plain data, so they are kept as

@@ -16,13 +16,13 @@ import subprocess
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from narbench.core.child import set_memory_limit as _set_memory_limit  # RLIMIT_AS beyond its imports
 from narbench.zoo.results import FAILED, NOT_APPLICABLE, OK, read_result, write_result
-from narbench.zoo.sources import SOURCES, Spec
+from narbench.zoo.spec import SOURCES, Spec
 
 
 def _classify(exc: BaseException) -> str:
@@ -77,7 +77,8 @@ def _worker_main(conn, log_path: str, mem_limit_bytes: int | None, preload: list
             importlib.import_module(mod)
         except Exception as exc:  # noqa: BLE001 - reported per spec later
             print(f"preload {mod} failed: {exc!r}", flush=True)
-    from narbench.zoo.sources import NotApplicable, extract_spec
+    from narbench.zoo.spec import NotApplicable
+    from narbench.zoo.specgraph import extract_spec
 
     _set_memory_limit(mem_limit_bytes)
     conn.send({"ready": True})
@@ -126,48 +127,40 @@ def _preload_for(specs: Sequence[Spec]) -> list[str]:
     return [m for src in SOURCES if src in seen for m in mods[src]]
 
 
-def run_workers(out: Path, todo: list[Spec], all_selected: Sequence[Spec], jobs: int, timeout: float,
-                 mem_limit_gb: float | None, max_tasks: int, console) -> None:
-    from multiprocessing.connection import wait
-
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    preload = _preload_for(todo)
-    mem = int(mem_limit_gb * 2**30) if mem_limit_gb else None
-    startup_timeout = max(300.0, timeout)
-    queue = list(reversed(todo))
-    # The default (no-variant) spec of each model/head: when it fails with an exception (bad
-    # dummy inputs, missing dependency), its variants are recorded as failed without running them.
+def _defaults(all_selected: Sequence[Spec]) -> dict[tuple[str, ...], Spec]:
+    """The default (no-variant) spec of each model/head and of each model: when it fails with an exception
+    (bad dummy inputs, missing dependency), its variants are recorded as failed without running them."""
     defaults: dict[tuple[str, ...], Spec] = {}
     for s in all_selected:
         if not s.variant:
             defaults.setdefault((s.source, s.model, s.task), s)
             defaults.setdefault((s.source, s.model), s)
+    return defaults
 
-    def default_failure(spec: Spec) -> dict[str, Any] | None:
-        if not spec.variant:
-            return None
-        base = defaults.get((spec.source, spec.model, spec.task)) or defaults.get((spec.source, spec.model))
-        res = read_result(out, base) if base is not None else None
-        if res is None or res.get("status") != FAILED or res.get("reason") != "exception":
-            return None
-        return {"status": FAILED, "reason": "default-failed", "seconds": 0.0,
-                "error": f"not run: {base.key} failed ({res.get('error', '')[:200]})"}
-    workers = [_Worker(slot=i) for i in range(max(1, min(jobs, len(todo))))]
-    counts: Counter = Counter()
 
-    def spawn(w: _Worker) -> None:
-        w.proc, w.conn = _spawn_worker(str(out / "logs" / f"worker-{w.slot}.log"), mem, preload)
+@dataclass
+class _Pool:
+    """One run of `run_workers`: the workers, the specs still to hand out (last first) and the counts of what
+    became of the others, shown on `progress`."""
+
+    out: Path
+    queue: list[Spec]
+    workers: list[_Worker]
+    defaults: dict[tuple[str, ...], Spec]
+    preload: list[str]
+    mem: int | None
+    timeout: float
+    startup_timeout: float
+    max_tasks: int
+    progress: Any = None
+    task: Any = None
+    counts: Counter = field(default_factory=Counter)
+
+    def spawn(self, w: _Worker) -> None:
+        w.proc, w.conn = _spawn_worker(str(self.out / "logs" / f"worker-{w.slot}.log"), self.mem, self.preload)
         w.ready, w.spec, w.tasks, w.spawned_at = False, None, 0, time.monotonic()
 
-    def stop(w: _Worker, kill: bool = False) -> None:
+    def stop(self, w: _Worker, kill: bool = False) -> None:
         if w.proc is None:
             return
         if not kill:
@@ -182,81 +175,129 @@ def run_workers(out: Path, todo: list[Spec], all_selected: Sequence[Spec], jobs:
         w.conn.close()
         w.proc = None
 
-    def record(spec: Spec, res: dict[str, Any]) -> None:
-        write_result(out, spec, res)
-        counts[res["status"] if res["status"] != FAILED else res["reason"]] += 1
+    def record(self, spec: Spec, res: dict[str, Any]) -> None:
+        """Write the spec's result and count it."""
+        write_result(self.out, spec, res)
+        self.counts[res["status"] if res["status"] != FAILED else res["reason"]] += 1
+        self.progress.advance(self.task)
 
+    def default_failure(self, spec: Spec) -> dict[str, Any] | None:
+        """The result of a variant whose default spec failed with an exception (not run), else None."""
+        if not spec.variant:
+            return None
+        base = self.defaults.get((spec.source, spec.model, spec.task)) or self.defaults.get((spec.source, spec.model))
+        res = read_result(self.out, base) if base is not None else None
+        if res is None or res.get("status") != FAILED or res.get("reason") != "exception":
+            return None
+        return {"status": FAILED, "reason": "default-failed", "seconds": 0.0,
+                "error": f"not run: {base.key} failed ({res.get('error', '')[:200]})"}
+
+    def dispatch(self) -> None:
+        """Respawn stopped workers while specs remain and hand each ready idle worker its next spec."""
+        for w in self.workers:
+            if w.proc is None and self.queue:
+                self.spawn(w)
+            while w.ready and w.spec is None and self.queue:
+                spec = self.queue.pop()
+                skipped = self.default_failure(spec)
+                if skipped is not None:
+                    self.record(spec, skipped)
+                    continue
+                w.spec = spec
+                w.started = time.monotonic()
+                w.conn.send(w.spec.to_json())
+                break
+
+    def receive(self, now: float) -> None:
+        """Take the messages of the workers that sent one within 0.25 s: ready, a result, or death."""
+        from multiprocessing.connection import wait
+
+        conns = {w.conn: w for w in self.workers if w.proc is not None}
+        for conn in wait(list(conns), timeout=0.25):
+            w = conns[conn]
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):
+                msg = None
+            if msg is None:  # the worker died
+                self._died(w, now)
+                continue
+            if msg.get("ready"):
+                w.ready = True
+                continue
+            spec, w.spec = w.spec, None
+            w.tasks += 1
+            self.record(spec, msg)
+            if w.tasks >= self.max_tasks:
+                self.stop(w)
+
+    def _died(self, w: _Worker, now: float) -> None:
+        try:
+            code = w.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        if w.spec is not None:
+            reason = "oom" if code == -9 else "crash"
+            self.record(w.spec, {"status": FAILED, "reason": reason, "seconds": round(now - w.started, 2),
+                                 "error": f"worker exited with code {code}"})
+        elif not w.ready:
+            raise RuntimeError(f"extraction worker failed to start (exit code {code}); see {self.out / 'logs'}")
+        self.stop(w, kill=True)
+
+    def enforce_limits(self, now: float) -> None:
+        """Kill a worker past the per-model time limit (its spec fails with `timeout`) or that did not start."""
+        for w in self.workers:
+            if w.proc is None:
+                continue
+            if w.spec is not None and now - w.started > self.timeout:
+                self.stop(w, kill=True)
+                spec, w.spec = w.spec, None
+                self.record(spec, {"status": FAILED, "reason": "timeout", "seconds": round(now - w.started, 2),
+                                   "error": f"no result within {self.timeout:g} s"})
+            elif not w.ready and now - w.spawned_at > self.startup_timeout:
+                self.stop(w, kill=True)
+                raise RuntimeError(f"extraction worker did not start within {self.startup_timeout:g} s")
+
+    def run(self) -> None:
+        """Until every spec has a result; the workers are stopped however it ends."""
+        for w in self.workers:
+            self.spawn(w)
+        try:
+            while self.queue or any(w.spec is not None for w in self.workers):
+                now = time.monotonic()
+                self.dispatch()
+                self.receive(now)
+                self.enforce_limits(time.monotonic())
+                self.progress.update(self.task, stats=" ".join(f"{k}={v}" for k, v in sorted(self.counts.items())))
+        finally:
+            for w in self.workers:
+                self.stop(w, kill=w.spec is not None)
+
+
+def run_workers(out: Path, todo: list[Spec], all_selected: Sequence[Spec], jobs: int, timeout: float,
+                mem_limit_gb: float | None, max_tasks: int, console) -> None:
+    """Extract `todo` in `jobs` worker subprocesses, recording every outcome under `out` (`narbench.zoo.results`):
+    a worker past `timeout` s on a spec is killed, one that dies is replaced, and each is replaced after
+    `max_tasks` specs; `mem_limit_gb` caps each worker's address space."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    pool = _Pool(out=out, queue=list(reversed(todo)),
+                 workers=[_Worker(slot=i) for i in range(max(1, min(jobs, len(todo))))],
+                 defaults=_defaults(all_selected), preload=_preload_for(todo),
+                 mem=int(mem_limit_gb * 2**30) if mem_limit_gb else None, timeout=timeout,
+                 startup_timeout=max(300.0, timeout), max_tasks=max_tasks)
     columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TimeRemainingColumn(), TextColumn("{task.fields[stats]}"))
     with Progress(*columns, console=console, transient=False) as progress:
-        task = progress.add_task("extracting", total=len(todo), stats="")
-        for w in workers:
-            spawn(w)
-        try:
-            while queue or any(w.spec is not None for w in workers):
-                now = time.monotonic()
-                for w in workers:  # dispatch
-                    if w.proc is None and queue:
-                        spawn(w)
-                    while w.ready and w.spec is None and queue:
-                        spec = queue.pop()
-                        skipped = default_failure(spec)
-                        if skipped is not None:
-                            record(spec, skipped)
-                            progress.advance(task)
-                            continue
-                        w.spec = spec
-                        w.started = time.monotonic()
-                        w.conn.send(w.spec.to_json())
-                        break
-                conns = {w.conn: w for w in workers if w.proc is not None}
-                for conn in wait(list(conns), timeout=0.25):
-                    w = conns[conn]
-                    try:
-                        msg = conn.recv()
-                    except (EOFError, OSError):
-                        msg = None
-                    if msg is None:  # the worker died
-                        try:
-                            code = w.proc.wait(timeout=5)
-                        except subprocess.TimeoutExpired:
-                            code = None
-                        if w.spec is not None:
-                            reason = "oom" if code == -9 else "crash"
-                            record(w.spec, {"status": FAILED, "reason": reason, "seconds": round(now - w.started, 2),
-                                            "error": f"worker exited with code {code}"})
-                            progress.advance(task)
-                        elif not w.ready:
-                            raise RuntimeError(f"extraction worker failed to start (exit code {code}); "
-                                               f"see {out / 'logs'}")
-                        stop(w, kill=True)
-                        continue
-                    if msg.get("ready"):
-                        w.ready = True
-                        continue
-                    spec, w.spec = w.spec, None
-                    w.tasks += 1
-                    record(spec, msg)
-                    progress.advance(task)
-                    if w.tasks >= max_tasks:
-                        stop(w)
-                now = time.monotonic()
-                for w in workers:  # time limits
-                    if w.proc is None:
-                        continue
-                    if w.spec is not None and now - w.started > timeout:
-                        stop(w, kill=True)
-                        record(w.spec, {"status": FAILED, "reason": "timeout", "seconds": round(now - w.started, 2),
-                                        "error": f"no result within {timeout:g} s"})
-                        w.spec = None
-                        progress.advance(task)
-                    elif not w.ready and now - w.spawned_at > startup_timeout:
-                        stop(w, kill=True)
-                        raise RuntimeError(f"extraction worker did not start within {startup_timeout:g} s")
-                progress.update(task, stats=" ".join(f"{k}={v}" for k, v in sorted(counts.items())))
-        finally:
-            for w in workers:
-                stop(w, kill=w.spec is not None)
+        pool.progress, pool.task = progress, progress.add_task("extracting", total=len(todo), stats="")
+        pool.run()
 
 
 if __name__ == "__main__":  # the worker entry point (see `_spawn_worker`)

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 import torch
 
-from narbench.baselines.ours import MotifEncoder, data_key, induced, neighbourhood
+from narbench.baselines.motif_inputs import data_key, induced, neighbourhood
+from narbench.baselines.ours import MotifEncoder
 from narbench.train.encoder import Labels
 from narbench.train.profiles import get_profile
 from narbench.harness.runner import RunConfig, run

@@ -173,7 +173,7 @@ def test_datasheet_counts_core_graphs_and_lists_the_split():
 
 
 def test_search_index_leaves_out_the_queries():
-    from narbench.search_engine.index import IndexConfig, build_index
+    from narbench.search_engine.index_build import IndexConfig, build_index
 
     index = build_index(IndexConfig(encoder="ophist", profile="smoke", progress=False, params={}),
                         dataset=_attached())
@@ -328,7 +328,7 @@ def test_functions_table_rows_are_checked(tmp_path):
 
 def test_query_subsets_partition_the_queries_and_runs_report_them(tmp_path):
     from narbench.datasets.crossimpl import query_subsets
-    from narbench.harness.runner import _subset_positions, subset_metrics
+    from narbench.harness.runrecord import subset_metrics, subset_positions
 
     qs = [_chain([1, 2], "crossimpl/a/x", "fam0", "a", corpus_twins=["timm/m0-0"]),
           _chain([1, 2, 2], "crossimpl/b/y", "fam1", "b", corpus_twins=[]),
@@ -340,7 +340,7 @@ def test_query_subsets_partition_the_queries_and_runs_report_them(tmp_path):
     sp = ds.get_split("crossimpl")
     assert sp.describe()["subsets"] == {"exact": 1, "reimpl": 2, "package:a": 2, "package:b": 1}
     # a run that scored only some queries reports its subsets over those
-    pos = _subset_positions(sp, np.array([40, 42]))
+    pos = subset_positions(sp, np.array([40, 42]))
     assert {k: v.tolist() for k, v in pos.items()} == {"exact": [0], "reimpl": [1], "package:a": [0, 1], "package:b": []}
     out = subset_metrics(pos, {"ndcg@20": np.array([1.0, 0.5])})
     assert out["reimpl"] == {"queries": 1, "positions": [1], "metrics": {"ndcg@20": 0.5}}
@@ -374,7 +374,7 @@ def test_shipped_real_has_the_crossimpl_split(tmp_path, monkeypatch):
         assert ds.splits[name].test.max() < len(ds.core_graphs) and ds.splits[name].train.max() < len(ds.core_graphs)
     assert ds.meta["parts"]["crossimpl"] == digest
     # `exact`: the recorded twins are real graphs, isomorphic to their query (checked afresh here)
-    from narbench.datasets.taxonomy import canonical_hash
+    from narbench.datasets.isomorphism import canonical_hash
 
     by_name = {g.name: g for g in ds.core_graphs}
     exact = sp.subsets["exact"].tolist()

@@ -3,7 +3,7 @@
 Extraction changes (the meta shape cache, the autograd walk, the canonical rewrite) must not
 change a single graph: a few shipped graphs per installed zoo are re-extracted from their specs,
 canonicalised, and compared op for op and edge for edge with `real` 2.0. Skipped where the zoo
-is not installed (CI installs no zoo). `benchmarks/bench_reextract.py` does the same on a larger
+is not installed (CI installs no zoo). `benchmarks/validity/bench_reextract.py` does the same on a larger
 sample and also counts the raw graphs that differ from `real` 1.0."""
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ def test_shipped_graphs_are_reextracted_exactly(source):
     if importlib.util.find_spec(source) is None:
         pytest.skip(f"{source} is not installed")
     from narbench.data.dataset import load_dataset
-    from narbench.zoo.sources import Spec, extract_spec
+    from narbench.zoo.spec import Spec
+    from narbench.zoo.specgraph import extract_spec
 
     ds = load_dataset("real")
     graphs = [g for g in ds.graphs if g.source == source]

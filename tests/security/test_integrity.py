@@ -369,7 +369,9 @@ def test_an_index_other_than_the_shipped_one_is_marked_unpinned_in_every_output(
     one is pinned, and the description that heads every output, the result and its JSON say which."""
     from narbench.data.dataset import GraphDataset, stratified_split
     from narbench.search_engine.engine import search
-    from narbench.search_engine.index import SHIPPED, IndexConfig, SearchIndex, build_index, read_index, write_index
+    from narbench.search_engine.index import SHIPPED, SearchIndex
+    from narbench.search_engine.index_build import IndexConfig, build_index
+    from narbench.search_engine.index_file import read_index, write_index
     from tests.conftest import toy_graphs
 
     graphs = toy_graphs()

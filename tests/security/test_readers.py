@@ -106,7 +106,7 @@ _CHILD = textwrap.dedent("""
     from pathlib import Path
 
     def graph(p): from narbench.data.store import read_graphs; return read_graphs(p)
-    def index(p): from narbench.search_engine.index import read_index; return read_index(p)
+    def index(p): from narbench.search_engine.index_file import read_index; return read_index(p)
     def result(p): from narbench.eval.result import RunResult; return RunResult.read(p)
     def sidecar(p): from narbench.eval.validation import read_sidecar; return read_sidecar(p)
     def snapshot(p):
@@ -285,7 +285,8 @@ def test_pickles_in_every_other_reader_run_nothing(tmp_path):
 
     from narbench.eval.result import RunResult
     from narbench.eval.validation import read_sidecar
-    from narbench.search_engine.index import MAGIC as INDEX_MAGIC, IndexFileError, read_index
+    from narbench.search_engine.index import IndexFileError
+    from narbench.search_engine.index_file import MAGIC as INDEX_MAGIC, read_index
     from narbench.train._partcodec import decode_parts
     from narbench.zoo.results import read_result
     from narbench.zoo.taxonomy_cache import cached
@@ -346,7 +347,8 @@ def test_the_taxonomy_cache_keeps_its_values_exactly(tmp_path):
 def test_wrong_headers_are_refused_without_quoting_the_file(tmp_path):
     from narbench.eval.result import RunResult
     from narbench.eval.validation import read_sidecar
-    from narbench.search_engine.index import IndexFileError, read_index
+    from narbench.search_engine.index import IndexFileError
+    from narbench.search_engine.index_file import read_index
     from narbench.train.checkpoint import CheckpointError, read
 
     for call, name, error, said in ((read_graphs, "g.narg", CorruptFileError, "not a narbench graph file"),
@@ -365,7 +367,8 @@ def test_wrong_headers_are_refused_without_quoting_the_file(tmp_path):
 
 def test_truncated_files_are_one_line(tmp_path):
     from narbench.eval.validation import read_sidecar
-    from narbench.search_engine.index import IndexFileError, read_index
+    from narbench.search_engine.index import IndexFileError
+    from narbench.search_engine.index_file import read_index
     from narbench.train.checkpoint import CheckpointError, read
 
     write_graphs(tmp_path / "g.narg", toy_graphs(per_family=2), VOCAB, {})

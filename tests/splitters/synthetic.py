@@ -1,5 +1,5 @@
 """Synthetic architectures (numbered in execution order) and the partition checks that the
-splitter tests share (test_motif.py, test_splitters.py); benchmarks/bench_motif.py loads the
+splitter tests share (test_motif.py, test_splitters.py); benchmarks/speed/bench_motif.py loads the
 builders too."""
 
 from __future__ import annotations

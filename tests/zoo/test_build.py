@@ -40,7 +40,7 @@ FAKE_ZOO = textwrap.dedent(
 
 @pytest.fixture()
 def fake_specs(tmp_path, monkeypatch):
-    from narbench.zoo.sources import Spec
+    from narbench.zoo.spec import Spec
 
     mod_dir = tmp_path / "mods"
     mod_dir.mkdir()
@@ -85,7 +85,7 @@ def test_build_isolates_failures_and_resumes(tmp_path, fake_specs):
 
 def test_build_dedups_identical_graphs(tmp_path, fake_specs):
     from narbench.zoo.build import build_real
-    from narbench.zoo.sources import Spec
+    from narbench.zoo.spec import Spec
 
     ok = fake_specs[0]
     twin = Spec("python", ok.model, "test-twin", (), "other-family")
@@ -96,7 +96,7 @@ def test_build_dedups_identical_graphs(tmp_path, fake_specs):
 
 def test_select_specs_spreads_over_sources():
     from narbench.zoo.build import select_specs
-    from narbench.zoo.sources import Spec
+    from narbench.zoo.spec import Spec
 
     specs = [Spec(src, f"m{i}", "t") for src in ("a", "b", "c") for i in range(10)]
     picked = select_specs(specs, limit=6)
@@ -132,7 +132,8 @@ def test_real_dataset_loads_a_built_file(monkeypatch, tmp_path, fake_specs):
 def test_no_model_zoo_imported_by_extraction_or_loading():
     import subprocess
 
-    code = ("import sys, narbench.zoo, narbench.zoo.sources, narbench.zoo.build, narbench.datasets.real; "
+    code = ("import sys, narbench.zoo, narbench.zoo.sources, narbench.zoo.specgraph, narbench.zoo.build, "
+            "narbench.datasets.real; "
             "print(sorted(m for m in ('timm', 'torchvision', 'transformers') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
@@ -140,7 +141,7 @@ def test_no_model_zoo_imported_by_extraction_or_loading():
 
 def test_variants_of_a_failing_default_are_not_run(tmp_path, fake_specs):
     from narbench.zoo.build import build_real, read_result
-    from narbench.zoo.sources import Spec
+    from narbench.zoo.spec import Spec
 
     boom = fake_specs[1]
     variant = Spec("python", boom.model, boom.task, (("depth", 2),), boom.family)
@@ -191,7 +192,7 @@ def test_reextract_replaces_only_graphs_holding_the_op_and_derive_applies_the_pa
     from narbench.data.store import read_graphs
     from narbench.zoo.derive import derive
     from narbench.zoo.reextract import reextract, select
-    from narbench.zoo.sources import Spec
+    from narbench.zoo.spec import Spec
 
     mods = tmp_path / "mods"
     mods.mkdir()
@@ -281,7 +282,7 @@ def test_reextract_everything_with_attributes_then_derive_22(tmp_path, monkeypat
     from narbench.zoo.derive import derive
     from narbench.zoo.extract import ATTRIBUTES_ENV
     from narbench.zoo.reextract import ALL, reextract, select
-    from narbench.zoo.sources import Spec
+    from narbench.zoo.spec import Spec
 
     mods = tmp_path / "mods"
     mods.mkdir()

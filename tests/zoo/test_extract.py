@@ -1,4 +1,4 @@
-"""Graph extraction (`narbench.zoo.extract`), and the width shrinking of `narbench.zoo.sources`."""
+"""Graph extraction (`narbench.zoo.extract`), and the width shrinking of `narbench.zoo.transformers_config`."""
 
 from __future__ import annotations
 
@@ -8,11 +8,10 @@ import pytest
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
+from narbench.data.coarse import attention_patterns, coarse_label  # noqa: E402
 from narbench.zoo.extract import (  # noqa: E402
     DROPPED_OPS,
-    attention_patterns,
     autograd_graph,
-    coarse_label,
     extract_graph,
 )
 
@@ -135,7 +134,8 @@ def test_unknown_ops_against_a_vocabulary():
 @pytest.mark.parametrize("model_type", ["bert", "llama"])
 def test_shrunk_width_matches_full_width(model_type):
     transformers = pytest.importorskip("transformers")
-    from narbench.zoo.sources import shrink_config, transformers_inputs
+    from narbench.zoo.transformers_config import shrink_config
+    from narbench.zoo.transformers_zoo import transformers_inputs
 
     base = transformers.AutoConfig.for_model(
         model_type, hidden_size=256, intermediate_size=512, num_attention_heads=8, num_hidden_layers=2,
@@ -245,7 +245,7 @@ def test_the_recorded_op_is_the_one_torch_wraps(kind):
     """torch >= 2.14 keeps the op a CopySlices wraps as the private `_wrapped_node` (2.13 does not:
     that is why the recorder runs the call again instead of reading it); where it is there, the
     two agree."""
-    from narbench.zoo.extract import InPlaceOnViews
+    from narbench.zoo.inplace import InPlaceOnViews
 
     m = InPlace(kind)
     with torch.enable_grad(), InPlaceOnViews() as rec:
@@ -262,7 +262,7 @@ def test_the_recorded_op_is_the_one_torch_wraps(kind):
 def test_the_view_api_the_recorder_reads_is_there():
     """`InPlaceOnViews` reads `Tensor._is_view()` and `Tensor._base`; without them it records
     nothing (in-place ops on views stay `CopySlices`, graphs change across torch versions)."""
-    from narbench.zoo.extract import _view_api_present
+    from narbench.zoo.inplace import _view_api_present
 
     x = torch.zeros(2, 3)
     v = x.view(-1)
@@ -272,7 +272,7 @@ def test_the_view_api_the_recorder_reads_is_there():
 
 def test_without_the_view_api_in_place_ops_stay_copyslices(monkeypatch):
     """The fallback when torch moves `_is_view`/`_base`: nothing recorded, extraction still works."""
-    import narbench.zoo.extract as extract
+    import narbench.zoo.inplace as inplace
 
-    monkeypatch.setattr(extract, "_view_api_present", lambda: False)
+    monkeypatch.setattr(inplace, "_view_api_present", lambda: False)
     assert extract_graph(InPlace("relu-whole"), torch.randn(2, 4)).ops == ["AddmmBackward0", "CopySlices"]

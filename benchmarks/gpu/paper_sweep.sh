@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The paper grid's trained runs on one lent GPU machine (issue 42): `narbench sweep` of GRID
+# (default benchmarks/gpu/paper-gpu.toml: the runs of leaderboard/grid.toml at --profile paper that
+# need a GPU, headline cells first) with JOBS runs side by side on the one GPU (default 4: at the
+# paper profile a `real` run holds up to 34 GiB of an 80 GB card, and 7 ran it out of memory), then the
+# failed ones again one at a time, until BUDGET_S.
+# Beside it, on the machine's CPU, the gate records that host (torch's CUDA wheel there) against
+# the committed reference. Everything that comes back is under OUT:
+#   results.tar.gz   result files and their per-query sidecars, leaderboard-ready (embeddings stay
+#                    behind: a returned file is capped at 16 MiB, and the tree a call sends at 64 MiB)
+#   sweep.log        the sweep's output (one line per finished run, with its wall time)
+#   gpu-util.csv     nvidia-smi every 2 s: where the GPU waits
+#   gate-device.json the gate's measurement on that host (narbench check --record), gate.log its verdict
+#   host.txt         python, torch, GPU, CPU, what was installed
+#
+#   INSTALL=1 NARBENCH_GIT_COMMIT=<commit> bash benchmarks/gpu/paper_sweep.sh "$OUT" 540   # on the device
+#   PROFILE=smoke DEVICE=cpu JOBS=2 bash benchmarks/gpu/paper_sweep.sh /tmp/ps 120         # a dry run here
+#   GRID=leaderboard/grid.toml PROFILE=quick DEVICE=cpu JOBS=14 THREADS=1 NO_GATE=1 \
+#     SWEEP_ARGS="--block table2 --seeds 0 1 2" ... bash benchmarks/gpu/paper_sweep.sh "$OUT" 540  # quick CPU runs
+#                    on the lent machine's 16 cores (they join the quick cpu blocks; environment.cpu says which host)
+#
+# The tree a device call sends is capped at 64 MiB: since the search index (14 MB) the checkout is over
+# it, so move leaderboard/results and leaderboard/archive aside for the call (keep an empty
+# leaderboard/results) and back after it.
+# INSTALL=1 installs the carried wheels (.whl: ranx and its needs) and narbench itself with
+# `pip --no-deps --target /tmp/site`, and runs from /tmp (the repo root has no narbench.baselines).
+# Runs already in leaderboard/results (same configuration hash) are skipped; runs still going at
+# the budget are stopped (the sweep keeps their snapshots, which do not come back) and re-run by
+# the next lease. KEEP_SNAPSHOTS=1 puts the snapshots of runs still going into results.tar.gz too
+# (under .snapshots; a curve run's snapshots hold its per-epoch probes), so a later lease resumes them with
+# the tar unpacked into its --out (`narbench sweep` resumes a run from its last finished epoch).
+set -uo pipefail
+out=${1:?usage: paper_sweep.sh OUT [BUDGET_S]}
+budget=${2:-480}
+root=$(pwd)
+grid=$(realpath "${GRID:-benchmarks/gpu/paper-gpu.toml}")
+jobs=${JOBS:-4}
+threads=${THREADS:-2}
+profile=${PROFILE:-paper}
+device=${DEVICE:-cuda}
+py=${PYTHON:-python3}
+start=$(date +%s)
+export NARBENCH_GIT_COMMIT=${NARBENCH_GIT_COMMIT:-$(git rev-parse HEAD 2>/dev/null)}
+export NARBENCH_NO_PROGRESS=1 PYTHONUNBUFFERED=1
+mkdir -p "$out"
+out=$(realpath "$out")
+work=$(mktemp -d)
+if [ -n "${INSTALL:-}" ]; then
+    site=/tmp/site
+    $py -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" .whl/*.whl || exit 3
+    copy=$(mktemp -d)
+    cp -r narbench baselines splitters pyproject.toml README.md "$copy"/
+    $py -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target "$site" "$copy" || exit 3
+    export PYTHONPATH=$site
+    export NARBENCH_CACHE=${NARBENCH_CACHE:-/tmp/nbcache}
+    mkdir -p "$NARBENCH_CACHE"
+    [ -f .gpucache/nas-1.0.narg ] && cp .gpucache/nas-1.0.narg "$NARBENCH_CACHE"/
+fi
+cd /tmp
+{
+    $py -c "import torch, platform, narbench, ranx; print('python', platform.python_version(), 'torch', torch.__version__, 'cuda', torch.cuda.is_available() and torch.cuda.get_device_name(0)); print('narbench from', narbench.__file__)" || exit 4
+    lscpu | grep -E 'Model name|^CPU\(s\)'; echo "avx512f: $(grep -c -m1 avx512f /proc/cpuinfo)"
+    echo "commit $NARBENCH_GIT_COMMIT; grid $grid; jobs $jobs; threads $threads; profile $profile; device $device"
+} > "$out/host.txt" 2>&1 || { cat "$out/host.txt"; exit 4; }
+cat "$out/host.txt"
+if [ "$device" != cpu ] && command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv -l 2 > "$out/gpu-util.csv" 2>&1 &
+    smi=$!
+fi
+if [ -z "${NO_GATE:-}" ]; then
+    ( timeout $((budget - 30)) $py -m narbench check --baseline "$root/leaderboard/reference.json" \
+        --record "$out/gate-device.json" > "$out/gate.log" 2>&1; echo "gate rc $?" >> "$out/gate.log" ) &
+    gate=$!
+fi
+left=$((budget - ($(date +%s) - start) - 25))
+export PYTORCH_CUDA_ALLOC_CONF=${PYTORCH_CUDA_ALLOC_CONF:-expandable_segments:True}
+sweep() {  # JOBS runs side by side, then (while budget is left) one at a time: what failed for memory
+    local left=$((budget - ($(date +%s) - start) - 25))
+    [ "$left" -gt 30 ] || return 0
+    timeout -k 20 "$left" $py -m narbench sweep "$grid" --profile "$profile" --device "$device" --jobs "$1" \
+        --threads "$2" --out "$work" --results "$root/leaderboard/results" ${SWEEP_ARGS:-} 2>&1 | tee -a "$out/sweep.log"
+    echo "sweep (jobs $1) rc ${PIPESTATUS[0]} after $(( $(date +%s) - start )) s" | tee -a "$out/sweep.log"
+}
+sweep "$jobs" "$threads"
+grep -q '^failed' "$out/sweep.log" && sweep 1 "$((jobs * threads))"
+[ -n "${gate:-}" ] && wait "$gate"   # bounded by its own timeout
+[ -n "${smi:-}" ] && kill "$smi" 2>/dev/null
+# results with their sidecars as one file: a device machine hands back at most 8 files
+if [ -n "${KEEP_SNAPSHOTS:-}" ]; then keep=(); else keep=(--exclude=.snapshots); fi
+tar -C "$work" -czf "$out/results.tar.gz" "${keep[@]}" --exclude=.sweep --exclude="*.embeddings.npz" .
+echo "results: $(tar -tzf "$out/results.tar.gz" | grep -c '[0-9]Z\.json$') result files, $(du -h "$out/results.tar.gz" | cut -f1)"
+# a returned file is capped at 16 MiB (three real gps curve runs' snapshots made 18 MB, which did not
+# come back): cut a larger tar into results.tar.gz.00, .01, ...; `cat results.tar.gz.* | tar -xz` joins them
+if [ "$(stat -c %s "$out/results.tar.gz")" -gt $((15 * 1048576)) ]; then
+    split -d -b 15M "$out/results.tar.gz" "$out/results.tar.gz." && rm "$out/results.tar.gz"
+    echo "results.tar.gz cut into $(ls "$out"/results.tar.gz.* | wc -l) parts of at most 15 MiB"
+fi
+rm -rf "$work"

@@ -1,0 +1,1 @@
+"""How well search finds what it should: hand-written models, cross-implementation queries, index encoders."""

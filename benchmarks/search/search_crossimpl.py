@@ -1,0 +1,105 @@
+"""Search quality on models written outside the zoos (issue 38's search targets); prints a table.
+
+    python -m benchmarks.search.search_crossimpl                                  # the shipped index, real's crossimpl
+    python -m benchmarks.search.search_crossimpl --dataset real-2.2 --index FILE  # an index built on real 2.2
+    python -m benchmarks.search.search_crossimpl --index FILE --against OTHER     # and the paired difference
+
+Each `crossimpl` query (a zoo architecture as another package implements it; never in the index)
+is searched as `narbench search` searches a graph: embedded by the index's encoder, ranked by
+cosine over every graph of the index with the exact backend. Per package, then over all queries
+and the `reimpl` and `exact` subsets: top-1 family (the first hit's family is the query's) and
+family precision@10 (the share of the ten hits in the query's family). Targets: top-1 >= 0.9,
+precision@10 >= 0.85. The index must be over the dataset's vocabulary (the same canonical rules).
+`--against OTHER` also searches every query in another index and prints, over all queries and each
+subset, the paired difference (index minus OTHER) and its two-sided p: the leaderboard's paired
+bootstrap over queries (`narbench.leaderboard.significance.bootstrap_test`; one index is one seed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+TOP1, P10 = 0.9, 0.85
+
+
+def measure(index, queries, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
+    """(first hit in the query's family, share of the `k` hits in it) per query."""
+    from narbench.search_engine.backends import make_backend
+
+    backend = make_backend("exact", index.arrays["embeddings"])
+    rows, _ = backend.search(index.embed(queries), k)
+    fam = np.asarray(index.header["families"], dtype=object)[index.arrays["family"][rows]]
+    want = np.asarray([g.family for g in queries], dtype=object)[:, None]
+    return fam[:, 0] == want[:, 0], (fam == want).mean(axis=1)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dataset", default="real", help="registered dataset whose crossimpl split queries")
+    parser.add_argument("--index", type=Path, help="index file (default: the shipped index)")
+    parser.add_argument("--against", type=Path, metavar="OTHER",
+                        help="another index file ('shipped' for the shipped index): paired differences and p")
+    args = parser.parse_args(argv)
+
+    from narbench.data.dataset import load_dataset
+    from narbench.search_engine.index_file import load_index
+
+    ds = load_dataset(args.dataset)
+    index = load_index(None, args.index)
+    if list(index.vocab) != list(ds.vocab):
+        print(f"the index ({index.describe()}) is not over {args.dataset}'s vocabulary; build one on it with "
+              f"narbench index build --dataset {args.dataset}", file=sys.stderr)
+        return 2
+    split = ds.get_split("crossimpl")
+    queries = [ds.graphs[i] for i in split.test]
+    top1, p10 = measure(index, queries)
+    print(f"index: {index.describe()} (sha256 {index.sha256[:12]}); queries: {args.dataset} crossimpl, {len(queries)}")
+    packages = [(name.split(":", 1)[1], pos) for name, pos in sorted(split.subsets.items()) if name.startswith("package:")]
+    summary = [("all", np.arange(len(queries)))] + [(name, pos) for name, pos in sorted(split.subsets.items())
+                                                     if not name.startswith("package:")]
+    groups = packages + summary
+    print(f"| {'queries':<26} | {'n':>4} | top-1 family | family P@10 |")
+    print(f"|{'-' * 28}|{'-' * 6}|{'-' * 14}|{'-' * 13}|")
+    for name, pos in groups:
+        pos = np.asarray(pos, dtype=np.int64)
+        print(f"| {name:<26} | {len(pos):>4} | {top1[pos].mean():>12.3f} | {p10[pos].mean():>11.3f} |")
+    met = top1.mean() >= TOP1 and p10.mean() >= P10
+    print(f"targets (all queries): top-1 >= {TOP1}, P@10 >= {P10}: {'met' if met else 'not met'}")
+    if args.against is not None:
+        other = load_index(None, None if str(args.against) == "shipped" else args.against)
+        if list(other.vocab) != list(ds.vocab):
+            print(f"the index {other.describe()} is not over {args.dataset}'s vocabulary", file=sys.stderr)
+            return 2
+        package = np.empty(len(queries), dtype=object)
+        for name, pos in packages:
+            package[np.asarray(pos, dtype=np.int64)] = name
+        clusters = np.asarray([f"{p}|{g.family}" for p, g in zip(package, queries)])  # package x family (protocol.md)
+        compare(other, (top1, p10), measure(other, queries), summary, clusters)  # packages: too few queries to test
+    return 0
+
+
+def compare(other, mine: tuple[np.ndarray, np.ndarray], theirs: tuple[np.ndarray, np.ndarray], groups,
+            clusters: np.ndarray) -> None:
+    """Paired differences (this index minus `other`) and bootstrap p over all queries and each subset, resampling
+    whole clusters (a package's implementation of one family: its queries are not independent)."""
+    from narbench.leaderboard.significance import bootstrap_test
+
+    print(f"\nagainst: {other.describe()} (sha256 {other.sha256[:12]}); difference (this - that), two-sided p")
+    print(f"| {'queries':<26} | {'n':>4} | top-1 family | p      | family P@10 | p      |")
+    print(f"|{'-' * 28}|{'-' * 6}|{'-' * 14}|{'-' * 8}|{'-' * 13}|{'-' * 8}|")
+    for name, pos in groups:
+        pos = np.asarray(pos, dtype=np.int64)
+        cells = []
+        for a, b in zip(mine, theirs):
+            a, b = a[pos].astype(np.float64), b[pos].astype(np.float64)
+            p = bootstrap_test(b[None], a[None], clusters=clusters[pos])
+            cells += [f"{a.mean() - b.mean():>+12.3f}", f"{p:>6.3f}"]
+        print(f"| {name:<26} | {len(pos):>4} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

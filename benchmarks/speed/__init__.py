@@ -1,0 +1,1 @@
+"""How fast narbench's steps run: generation, training, embedding, scoring, splitting, extraction, search."""

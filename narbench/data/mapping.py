@@ -1,0 +1,70 @@
+"""A graph of raw op names onto a vocabulary: how a search query meets the index's graphs.
+
+Over a canonical vocabulary (`version`: the rules the vocabulary's graphs follow) a raw graph is
+canonicalised first by those rules (`narbench.data.canonical`): raw names the op table does not
+know become `other` and are counted in `unknown`. Over any other vocabulary, ops it lacks are
+spliced out (`splice`: their producers feed their consumers) and counted. The coarse label is
+taken before anything is spliced (`narbench.data.coarse.coarse_label`), unless the graph has one.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from narbench.data.canonical import canonical_vocabulary, canonicalize
+from narbench.data.coarse import coarse_label
+
+
+@dataclass
+class Mapped:
+    """A graph over a vocabulary: op ids, a 2 x E edge index, and what the raw graph held."""
+
+    ops: np.ndarray  # int64 ids into the vocabulary
+    edges: np.ndarray  # int64, (2, E)
+    counts: dict[str, int] = field(default_factory=dict)  # op-type counts, by name, before splicing
+    unknown: dict[str, int] = field(default_factory=dict)  # ops the vocabulary (or the op table) lacks
+    coarse: str = ""
+
+
+def onto_vocabulary(raw_ops: Sequence[str], edges: np.ndarray, vocab: Sequence[str], version: str | None = None,
+                    coarse: str | None = None) -> Mapped:
+    """`raw_ops` and `edges` over `vocab` (module docstring); `coarse`: the graph's coarse label if known."""
+    index = {op: i for i, op in enumerate(vocab)}
+    unknown: dict[str, int] = {}
+    if version is not None and list(vocab) == list(canonical_vocabulary(version)) and not set(raw_ops) <= set(index):
+        c = canonicalize(raw_ops, edges, version)
+        raw_ops, edges, unknown = c.ops, c.edges, c.unknown
+    counts = Counter(raw_ops)
+    unknown = unknown or {op: c for op, c in counts.items() if op not in index}
+    coarse = coarse or coarse_label(raw_ops, edges)
+    keep = np.array([op in index for op in raw_ops], dtype=bool)
+    if not keep.all():
+        edges = splice(edges, keep)
+    renum = np.cumsum(keep) - 1
+    ops = np.array([index[op] for op, k in zip(raw_ops, keep) if k], dtype=np.int64)
+    edges = renum[edges] if edges.size else edges.reshape(2, 0)
+    return Mapped(ops=ops, edges=edges, counts=dict(counts), unknown=unknown, coarse=coarse)
+
+
+def splice(edges: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """Edges after removing the nodes where `keep` is False, connecting their producers to their
+    consumers (as `narbench.zoo.extract` splices dropped autograd nodes). Node ids unchanged."""
+    n = len(keep)
+    preds: list[list[int]] = [[] for _ in range(n)]
+    for s, d in edges.T.tolist():
+        preds[d].append(s)
+    resolved: dict[int, list[int]] = {}
+    out: set[tuple[int, int]] = set()
+    for v in range(n):  # ids are a topological order (producers first)
+        srcs: list[int] = []
+        for p in preds[v]:
+            srcs.extend([p] if keep[p] else resolved.get(p, []))
+        if keep[v]:
+            out.update((s, v) for s in srcs)
+        else:
+            resolved[v] = list(dict.fromkeys(srcs))
+    return np.array(sorted(out), dtype=np.int64).reshape(-1, 2).T.copy()

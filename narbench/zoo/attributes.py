@@ -1,0 +1,210 @@
+"""Design attributes (`DesignAttributes`): what a forward pass's autograd nodes do that their op names
+do not say (a pointwise or patch convolution, a causal mask), recorded when `narbench.zoo.extract.
+extract_graph` is asked to (`recording_attributes`, `NARBENCH_DESIGN_ATTRIBUTES=1`) and written after
+the node's name, `ConvolutionBackward0#pointwise`, for canonical version 2.2 to read.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+
+class DesignAttributes:
+    """Design attributes of a forward pass's autograd nodes that their op names do not carry,
+    read by canonical version 2.2 (`narbench/data/canonical-rules.csv`):
+
+    * `pointwise` / `patch` on a convolution whose windows do not overlap (kernel 1 and stride 1
+      in every dimension / kernel no larger than stride: patches, or a strided 1x1), with no
+      padding, no dilation and groups 1: a Linear at every position / of every patch; `patch` on
+      `F.unfold` / `Tensor.unfold` into non-overlapping windows.
+    * `causal` on the node an attention's causal mask is applied by (`scores + mask`,
+      `masked_fill`, `where`), and on the output of `scaled_dot_product_attention(is_causal=True)`
+      or of one given a causal mask. A constant tensor is causal when it comes from `tril`/`triu`,
+      from comparing two position indices (`arange(n)[:, None] >= arange(n)`, how transformers
+      builds masks), from a model buffer that is triangular (off the meta device: nanoGPT's
+      `register_buffer("bias", torch.ones(n, n).tril())`), or from any of those by constant ops
+      (slicing, casting, `where`, `& padding`).
+
+    A `TorchFunctionMode` (public API, like `InPlaceOnViews`): it sees the calls the model's own
+    code makes, reads the call's arguments and its output's `grad_fn`, and marks constant tensors
+    by identity (`torch.utils.weak.WeakIdKeyDictionary`). A mask built inside another torch
+    function, or held on the meta device, is not seen: the attention then stays `attention`.
+    """
+
+    def __init__(self, model: Any = None) -> None:
+        from torch.utils.weak import WeakIdKeyDictionary
+
+        self.attrs: dict[Any, set[str]] = {}
+        self.flags: Any = WeakIdKeyDictionary()  # constant tensor -> {"index", "causal"}
+        self.errors: list[str] = []  # calls whose attributes could not be read (the pass went on)
+        #: square buffers on the meta device: a causal mask there has no values to read (`unread_masks`)
+        self.unread = sum(1 for b in _buffers(model, meta=True) if _square(b))
+        for b in _buffers(model):
+            if _triangular(b):
+                self.flags[b] = {"causal"}
+        self._mode = _make_attribute_mode(self)
+
+    def mark(self, t: Any, attr: str) -> None:
+        fn = getattr(t, "grad_fn", None)
+        if fn is not None:
+            self.attrs.setdefault(fn, set()).add(attr)
+
+    def __enter__(self) -> "DesignAttributes":
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._mode.__exit__(*exc)
+
+
+def _buffers(model: Any, *, meta: bool = False) -> list[Any]:
+    """The model's buffers off the meta device (`meta`: those on it)."""
+    try:
+        return [b for b in model.buffers() if (b.device.type == "meta") == meta]
+    except AttributeError:  # not an nn.Module
+        return []
+
+
+def _square(t: Any) -> bool:
+    """Square in its last two dims (n > 1): what a causal mask buffer is shaped like."""
+    return t.dim() >= 2 and t.shape[-1] == t.shape[-2] >= 2
+
+
+def _triangular(t: Any) -> bool:
+    """A square (in its last two dims, n > 1) tensor with one value on and below the diagonal and
+    another above it: a causal mask, whichever way it is spelled (bool, 0/1, 0/-inf, triu)."""
+    import torch
+
+    if t.dim() < 2 or t.shape[-1] != t.shape[-2] or t.shape[-1] < 2 or t.numel() > 1 << 22:
+        return False
+    n = t.shape[-1]
+    lower = torch.ones(n, n, dtype=torch.bool, device=t.device).tril()
+    with torch.no_grad():
+        low, up = t[..., lower], t[..., ~lower]
+        return bool((low == low.flatten()[0]).all() and (up == up.flatten()[0]).all()
+                    and low.flatten()[0] != up.flatten()[0])
+
+
+def _make_attribute_mode(recorder: DesignAttributes) -> Any:
+    from torch.overrides import TorchFunctionMode
+
+    class _Mode(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            try:
+                _observe(recorder, func, args, kwargs, out)
+            except Exception as e:  # noqa: BLE001 - an attribute missed, never a pass failed
+                recorder.errors.append(f"{getattr(func, '__name__', func)}: {type(e).__name__}: {e}")
+            return out
+
+    return _Mode()
+
+
+def _tensors(args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
+    import torch
+
+    out = []
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, torch.Tensor):
+            out.append(a)
+        elif isinstance(a, (tuple, list)):
+            out.extend(x for x in a if isinstance(x, torch.Tensor))
+    return out
+
+
+def _observe(rec: DesignAttributes, func: Any, args: Sequence[Any], kwargs: dict[str, Any], out: Any) -> None:
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        outs = [out]
+    elif isinstance(out, (tuple, list)):
+        outs = [o for o in out if isinstance(o, torch.Tensor)]
+    else:
+        return
+    if not outs:
+        return
+    name = getattr(func, "__name__", "")
+    ins = _tensors(args, kwargs)
+    flags: set[str] = set()
+    for t in ins:
+        f = rec.flags.get(t)
+        if f:
+            flags |= f
+    if name == "arange":
+        flags = {"index"}
+    elif name in _TRIANGLE:
+        flags = flags | {"causal"}
+    elif name in _COMPARE and len(ins) == 2 and all("index" in rec.flags.get(t, ()) for t in ins):
+        flags = flags | {"causal"}  # position q compared with position k
+    window = _window_attr(func, args, kwargs) if name in _WINDOWED else None
+    causal = "causal" in flags
+    if name == "scaled_dot_product_attention":
+        causal = causal or bool(kwargs.get("is_causal", args[5] if len(args) > 5 else False))
+    for o in outs:
+        if o.grad_fn is not None:
+            if window:
+                rec.mark(o, window)
+            if causal:
+                rec.mark(o, "causal")
+        elif flags:
+            rec.flags[o] = flags
+
+
+#: Functions that make a triangle of a tensor, and comparisons (eq is a diagonal, not causal).
+_TRIANGLE = frozenset({"tril", "triu", "tril_", "triu_"})
+_WINDOWED = frozenset({"conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                       "conv_transpose3d", "unfold"})
+
+#: Convolution functions and where their stride/padding/dilation/groups arguments sit.
+_CONV = {"conv1d": 1, "conv2d": 2, "conv3d": 3}
+_CONV_T = {"conv_transpose1d": 1, "conv_transpose2d": 2, "conv_transpose3d": 3}
+_COMPARE = frozenset({"le", "lt", "ge", "gt", "__le__", "__lt__", "__ge__", "__gt__"})
+
+
+def _tuple(v: Any, d: int) -> tuple:
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * d
+
+
+def _window_attr(func: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> str | None:
+    """`pointwise` / `patch` for a convolution or unfold over non-overlapping windows, else None."""
+    name = getattr(func, "__name__", "")
+    def arg(i: int, key: str, default: Any) -> Any:
+        return args[i] if len(args) > i else kwargs.get(key, default)
+
+    if name in _CONV or name in _CONV_T:
+        d = _CONV.get(name) or _CONV_T[name]
+        weight = arg(1, "weight", None)
+        if weight is None or weight.dim() != d + 2:
+            return None
+        kernel = tuple(weight.shape[2:])
+        stride = _tuple(arg(3, "stride", 1), d)
+        padding = arg(4, "padding", 0)
+        if name in _CONV:
+            dilation, groups, extra = _tuple(arg(5, "dilation", 1), d), arg(6, "groups", 1), (0,)
+        else:
+            extra = _tuple(arg(5, "output_padding", 0), d)
+            groups, dilation = arg(6, "groups", 1), _tuple(arg(7, "dilation", 1), d)
+        if isinstance(padding, str):
+            padding = (0,) * d if padding == "valid" or all(k == 1 for k in kernel) else (1,)
+        if groups != 1 or any(_tuple(padding, d)) or any(extra):
+            return None
+        if any(k > 1 and dl != 1 for k, dl in zip(kernel, dilation)):
+            return None
+        if all(k == 1 and s == 1 for k, s in zip(kernel, stride)):
+            return "pointwise"
+        return "patch" if all(k <= s for k, s in zip(kernel, stride)) else None
+    if name == "unfold":
+        import torch
+
+        if func is torch.Tensor.unfold:  # Tensor.unfold(dimension, size, step): sliding windows
+            size, step = arg(2, "size", None), arg(3, "step", None)
+            return "patch" if size is not None and step is not None and size <= step else None
+        kernel = arg(1, "kernel_size", None)  # F.unfold(input, kernel_size, dilation, padding, stride)
+        if kernel is None:
+            return None
+        dilation, padding, stride = arg(2, "dilation", 1), arg(3, "padding", 0), arg(4, "stride", 1)
+        if any(_tuple(padding, 2)) or any(x != 1 for x in _tuple(dilation, 2)):
+            return None
+        return "patch" if all(k <= s for k, s in zip(_tuple(kernel, 2), _tuple(stride, 2))) else None
+    return None
