@@ -8,7 +8,9 @@ labelled by the table: family from the table, coarse label by `coarse_label` of 
 source = the package, identity `crossimpl/<package>/<model>`. A query whose share of `other` nodes
 exceeds `MAX_OTHER_SHARE` fails the build, naming its unknown ops. Each query's
 `meta["corpus_twins"]` lists the shipped `real` graphs isomorphic to it (`isomorphism.canonical_hash`):
-those queries form the `exact` subset. Needs the optional `crossimpl` extra:
+those queries form the `exact` subset. `build` writes another table's rows the same way given its
+`QuerySet` (the wild set's, `narbench.zoo.wild_graphs`: no corpus twins, no cap on `other`). Needs the
+optional `crossimpl` extra:
 
     pip install 'narbench[crossimpl]' && narbench build-crossimpl --out build/crossimpl
 """
@@ -18,15 +20,17 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import time
 import types
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Callable
 
 from narbench.data.canonical import DEFAULT_VERSION, canonical_vocabulary, check_version
 from narbench.data.canonical_rules import rules_sha256
-from narbench.datasets.crossimpl import (ARTIFACT, MAX_OTHER_SHARE, NAME, VERSION, Row, functions_path, other_share,
-                                         read_functions, read_table, table_path)
+from narbench.datasets.crossimpl import (MAX_OTHER_SHARE, NAME, VERSION, Row, functions_path, other_share, read_functions,
+                                         read_table, table_path)
 from narbench.data.graph import ArchGraph
 from narbench.data.ops import OPS_VERSION, table_sha256
 from narbench.data.store import write_graphs
@@ -92,22 +96,54 @@ def package_version(package: str) -> str:
         return "not installed"
 
 
-def extract_row(row: Row, version: str = DEFAULT_VERSION) -> tuple[ArchGraph, dict[str, Any]]:
+#: how a row's model and inputs are made on a device: `make(row, device) -> (model, args, kwargs)`
+Make = Callable[[Any, str], tuple[Any, tuple, dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class QuerySet:
+    """What `build` writes a table's rows as: the set's name and version (the file `<name>-<version>.narg`), its
+    table (hashed into the header), how a row's model and inputs are made (None: crossimpl's, its builder and a
+    normal image), the share of `other` nodes above which a row fails the build (None: recorded, never failed),
+    whether each graph's corpus twins are looked up, and what a row adds to its graph's meta."""
+
+    name: str
+    version: str
+    table: Path
+    make: Make | None = None
+    max_other_share: float | None = MAX_OTHER_SHARE
+    corpus_twins: bool = True
+    row_meta: Callable[[Any], dict[str, Any]] | None = None
+
+
+def crossimpl_set(version: str = DEFAULT_VERSION) -> QuerySet:
+    """The crossimpl queries built under canonical `version` (2.1: 2.1.1's table; later: the widened one)."""
+    return QuerySet(NAME, VERSION if version == DEFAULT_VERSION else version, table_path(version))
+
+
+def extract_row(row: Row, version: str = DEFAULT_VERSION, make: Make | None = None) -> tuple[ArchGraph, dict[str, Any]]:
     """The labelled canonical graph of one row under the canonical rules of `version`, and how it
-    was extracted (device, parameters); from 2.2 on, extracted with design attributes."""
+    was extracted (device, parameters); from 2.2 on, extracted with design attributes. `make` builds the
+    row's model and inputs on a device (default: crossimpl's builder and a normal image of its input shape)."""
     import torch
 
     from narbench.data.coarse import coarse_label
     from narbench.zoo.extract import extract_graph
     from narbench.zoo.devices import try_devices
 
-    build = resolve(row.builder)
+    if make is None:
+        build = resolve(row.builder)
+
+        def image_model(row: Row, dev: str) -> tuple[Any, tuple, dict[str, Any]]:
+            with torch.device(dev):
+                model = build(**{k: _tuples(v) for k, v in row.kwargs.items()})
+            return model, (torch.randn(*row.input_shape, device=dev),), {}
+
+        make = image_model
 
     def run(dev: str):
-        with torch.device(dev):
-            model = build(**{k: _tuples(v) for k, v in row.kwargs.items()})
-        x = torch.randn(*row.input_shape, device=dev)
-        return (extract_graph(model, x, attributes=version >= "2.2"),
+        model, args, kwargs = make(row, dev)
+        return (extract_graph(model, args, kwargs, attributes=version >= "2.2"),
                 {"params": int(sum(p.numel() for p in model.parameters()))})
 
     raw, info = try_devices(["meta", "cpu"], run)
@@ -168,57 +204,70 @@ def mark_corpus_twins(queries: list[ArchGraph], corpus: tuple[str, list[ArchGrap
 
 
 def build(out: str | Path, rows: list[Row] | None = None, *, progress: Callable[[str], None] | None = None,
-          corpus: tuple[str, list[ArchGraph]] | None = None, version: str = DEFAULT_VERSION) -> dict[str, Any]:
+          corpus: tuple[str, list[ArchGraph]] | None = None, version: str = DEFAULT_VERSION,
+          queries: QuerySet | None = None) -> dict[str, Any]:
     """Extract every row and write `<out>/crossimpl-2.1.1.narg` (under canonical 2.1; under a later
-    `version`, `<out>/crossimpl-<version>.narg`); return a summary.
+    `version`, `<out>/crossimpl-<version>.narg`); return a summary (`rows`: per row its nodes, `other`
+    share, seconds and device).
 
     A row that fails, or whose share of `other` nodes exceeds `MAX_OTHER_SHARE`, stops the build.
     `corpus` is the real graphs the queries' `corpus_twins` are found among (default: the shipped
     `real` 2.1 file, `real-2.1`: another version needs its own `real` file as the corpus).
+    `queries`: another table's rows written the same way (default `crossimpl_set(version)`; the wild set's).
     """
     import hashlib
 
     import torch
 
     check_version(version)
-    if version != DEFAULT_VERSION and corpus is None:
+    qs = crossimpl_set(version) if queries is None else queries
+    if qs.corpus_twins and version != DEFAULT_VERSION and corpus is None:
         raise ValueError(f"crossimpl under canonical {version} needs the real graphs of that version as the corpus "
                          f"(the default corpus is the shipped real {DEFAULT_VERSION} file)")
-    rows = read_table(table_path(version)) if rows is None else rows
+    rows = read_table(qs.table) if rows is None else rows
     vocab = list(canonical_vocabulary(version))
-    graphs = []
+    graphs, records = [], []
     for i, row in enumerate(rows, start=1):
+        start = time.perf_counter()
         try:
-            graph, info = extract_row(row, version)
+            graph, info = extract_row(row, version, qs.make)
         except Exception as exc:  # noqa: BLE001 - named and re-raised
             raise RuntimeError(f"{row.identity} ({row.builder}): {type(exc).__name__}: {str(exc)[:500]}") from exc
         share = other_share(graph, vocab)
-        if share > MAX_OTHER_SHARE:
+        if qs.max_other_share is not None and share > qs.max_other_share:
             raise RuntimeError(f"{row.identity}: {share:.1%} of its {graph.num_nodes} nodes are `other` (more than "
-                               f"{MAX_OTHER_SHARE:.0%}): raw ops no table maps: {graph.meta.get('unknown_ops')}; map each "
-                               f"custom autograd function by what it computes in {functions_path()}")
+                               f"{qs.max_other_share:.0%}): raw ops no table maps: {graph.meta.get('unknown_ops')}; "
+                               f"map each custom autograd function by what it computes in {functions_path()}")
+        if qs.row_meta is not None:
+            graph.meta = {**graph.meta, **qs.row_meta(row)}
         graphs.append(graph)
+        records.append({"name": graph.name, "nodes": graph.num_nodes, "other_share": share,
+                        "seconds": time.perf_counter() - start, "device": info["device"],
+                        "unknown_ops": graph.meta.get("unknown_ops", {})})
         if progress:
             progress(f"[{i}/{len(rows)}] {row.identity}: {graph.num_nodes} nodes, family {graph.family}, "
                      f"coarse {graph.coarse}, {info['device']}"
                      + (f", other {share:.1%} {graph.meta.get('unknown_ops')}" if share else ""))
-    corpus_name = mark_corpus_twins(graphs, corpus, progress=progress)
+    corpus_name = mark_corpus_twins(graphs, corpus, progress=progress) if qs.corpus_twins else None
     packages = sorted({r.package for r in rows})
-    header = {"name": NAME, "version": VERSION if version == DEFAULT_VERSION else version,
+    header = {"name": qs.name, "version": qs.version,
               "generator": "narbench.zoo.crossimpl",
               "versions": {"torch": torch.__version__.split("+")[0], **{p: package_version(p) for p in packages}},
               "ops": ({"version": OPS_VERSION, "table_sha256": table_sha256()} if version == DEFAULT_VERSION else
                       {"version": version, "table_sha256": table_sha256(), "rules_sha256": rules_sha256()}),
-              "table_sha256": hashlib.sha256(table_path(version).read_bytes()).hexdigest(),
+              "table_sha256": hashlib.sha256(qs.table.read_bytes()).hexdigest(),
               "functions_sha256": hashlib.sha256(functions_path().read_bytes()).hexdigest(),
-              "max_other_share": MAX_OTHER_SHARE, "corpus": corpus_name}
+              "max_other_share": qs.max_other_share, "corpus": corpus_name}
+    if not qs.corpus_twins:
+        del header["corpus"]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / (ARTIFACT if version == DEFAULT_VERSION else f"{NAME}-{version}.narg")
+    path = out / f"{qs.name}-{qs.version}.narg"
     digest = write_graphs(path, graphs, vocab, header)
-    exact = [g.name for g in graphs if g.meta["corpus_twins"]]
+    exact = [g.name for g in graphs if g.meta.get("corpus_twins")]
     return {"path": str(path), "sha256": digest, "graphs": len(graphs), "versions": header["versions"],
-            "exact": exact, "renamed": {g.name: g.meta["renamed_functions"] for g in graphs if "renamed_functions" in g.meta}}
+            "exact": exact, "renamed": {g.name: g.meta["renamed_functions"] for g in graphs if "renamed_functions" in g.meta},
+            "rows": records}
 
 
 def run_cli(out: Path, version: str = DEFAULT_VERSION, corpus_file: Path | None = None) -> int:

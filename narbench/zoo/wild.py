@@ -8,8 +8,9 @@ joined by `|`, or `none` when no family of the corpus fits) and the reason from 
 test set: reported per release, never used to choose a rule, a setting or an encoder.
 
 `run_all()` builds every row offline with random weights and runs its forward once (no graph is
-extracted here); the packages are installed apart from narbench (docs/wild.md says how). Reading and
-checking the table needs none of them.
+extracted here: `narbench.zoo.wild_graphs` extracts them into the shipped `wild-1.0.narg`, which
+`narbench.datasets.wild` reads); the packages are installed apart from narbench (docs/wild.md says
+how). Reading and checking the table needs none of them.
 """
 
 from __future__ import annotations
@@ -26,13 +27,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-NAME = "wild"
-VERSION = "1.0"
+from narbench.datasets.wild import NAME, NONE, VERSION, families_of  # NONE: the table's "no family fits"
+
 TABLE = f"{NAME}-{VERSION}.csv"
 #: crossimpl's columns, then the package's pinned version and where its code comes from
 COLUMNS = ("package", "model", "builder", "kwargs", "input", "family", "zoo_model", "reason", "version", "provenance")
-#: the expected family of a model whose design fits no family of the corpus
-NONE = "none"
 #: a JSON object with this key is built: `{"__builder__": "module:attr", **kwargs}`
 BUILDER_KEY = "__builder__"
 #: input kinds drawn from a normal distribution (the name says what the tensor holds)
@@ -75,7 +74,7 @@ class WildRow:
     @property
     def families(self) -> tuple[str, ...]:
         """The expected families; () when no family of the corpus fits (`none`)."""
-        return () if self.family == NONE else tuple(self.family.split("|"))
+        return families_of(self.family)
 
     @property
     def inputs(self) -> tuple[InputSpec, ...]:

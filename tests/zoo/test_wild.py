@@ -135,6 +135,14 @@ def fake_package(tmp_path, monkeypatch):
 
         def frozen():
             return torch.nn.Identity()
+
+        class TokenNet(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb, self.out = torch.nn.Embedding(11, 4), torch.nn.Linear(4, 3)
+
+            def forward(self, ids):
+                return self.out(torch.relu(self.emb(ids)))
         """))
     monkeypatch.syspath_prepend(str(tmp_path))
 
@@ -186,3 +194,125 @@ def test_every_row_builds_and_runs_where_the_packages_are_installed(rows):
         pytest.skip(f"wild packages not installed: {', '.join(sorted(set(missing)))}")
     failed = [f"{r.identity}: {r.error}" for r in wild.run_all(rows) if not r.ok]
     assert not failed, failed
+
+
+# ----------------------------------------------------------------------------- the extracted graphs
+
+
+def test_shipped_graphs_are_one_per_row_under_canonical_22(rows):
+    import hashlib
+
+    from narbench.data.canonical import canonical_vocabulary
+    from narbench.datasets import wild as shipped
+
+    ws = shipped.read_graphs()  # raises if the content does not match the pin
+    assert ws.sha256 == shipped.EXPECTED_SHA256
+    assert [g.name for g in ws.graphs] == [r.identity for r in rows]
+    assert ws.families == [r.families for r in rows]
+    assert [(g.family, g.source, g.meta["package"], g.meta["version"], g.meta["expected_family"])
+            for g in ws.graphs] == [(r.family, r.package, r.package, r.version, r.family) for r in rows]
+    assert ws.vocab == list(canonical_vocabulary("2.2")) and ws.header["ops"]["version"] == shipped.CANONICAL == "2.2"
+    assert (ws.header["name"], ws.header["version"]) == (shipped.NAME, shipped.VERSION)
+    assert ws.header["versions"] == {"torch": ws.header["versions"]["torch"], **{r.package: r.version for r in rows}}
+    # extracted from the frozen table as it is, and never compared with the corpus (a test set)
+    assert ws.header["table_sha256"] == hashlib.sha256(wild.table_path().read_bytes()).hexdigest()
+    assert "corpus" not in ws.header and not any("corpus_twins" in g.meta for g in ws.graphs)
+    assert all(g.num_nodes > 0 for g in ws.graphs)
+
+
+def test_shipped_graphs_read_without_the_packages(rows):
+    import subprocess
+    import sys
+
+    tops = sorted({r.builder.split(":")[0].split(".")[0] for r in rows})
+    code = ("import sys\n"
+            f"TOPS = {tops!r}\n"
+            "class Block:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] in TOPS:\n"
+            "            raise ImportError(f'{name} is blocked')\n"
+            "sys.meta_path.insert(0, Block())\n"
+            "from narbench.datasets import wild\n"
+            "ws = wild.read_graphs()\n"
+            "print(len(ws.graphs), sorted(m for m in sys.modules if m.split('.')[0] in TOPS))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == [str(len(rows)), "[]"]
+
+
+def test_a_local_build_reads_unpinned_and_a_damaged_one_is_named(tmp_path):
+    from narbench.data.store import CorruptFileError
+    from narbench.datasets import wild as shipped
+
+    with pytest.raises(FileNotFoundError, match="python -m narbench.cli.wild"):
+        shipped.read_graphs(tmp_path / "missing.narg")
+    damaged = tmp_path / "wild-1.0.narg"
+    damaged.write_bytes(shipped.shipped_path().read_bytes()[:-20])
+    with pytest.raises(CorruptFileError, match="wild 1.0: .*rebuild it"):
+        shipped.read_graphs(damaged)
+
+
+def test_extraction_writes_named_graphs_with_their_expected_families(fake_package, tmp_path):
+    pytest.importorskip("torch")
+    from narbench.data.canonical import canonical_vocabulary
+    from narbench.datasets import wild as shipped
+    from narbench.zoo import wild_graphs
+
+    net = {"config": {wild.BUILDER_KEY: "narbench_fake_wild:Config", "width": 3, "sizes": [1, 2]},
+           "act": {wild.BUILDER_KEY: "torch.nn:GELU"}}
+    rows = [wild.WildRow("fake", "net", "narbench_fake_wild:Net", net, "tensor:2x4;scale=tensor:1", "resnet|vit",
+                         "", "r", "1.2", "p"),
+            wild.WildRow("fake", "tokens", "narbench_fake_wild:TokenNet", {}, "tokens:1x5:11", "none", "", "r", "1.2", "p")]
+    summary = wild_graphs.build(tmp_path, rows)
+    ws = shipped.read_graphs(summary["path"])
+    assert summary["path"].endswith("wild-1.0.narg") and ws.sha256 == summary["sha256"]
+    assert [g.name for g in ws.graphs] == ["wild/fake/net", "wild/fake/tokens"]
+    assert ws.families == [("resnet", "vit"), ()] and ws.vocab == list(canonical_vocabulary("2.2"))
+    g = ws.graphs[0]
+    assert (g.meta["version"], g.meta["expected_family"], g.meta["params"]) == ("1.2", "resnet|vit", 15)
+    assert ws.header["max_other_share"] is None and "corpus" not in ws.header
+    assert [r["name"] for r in summary["rows"]] == [g.name for g in ws.graphs]
+    assert all(r["nodes"] == g.num_nodes and r["seconds"] >= 0 for r, g in zip(summary["rows"], ws.graphs))
+    assert wild_graphs.build(tmp_path / "again", rows)["sha256"] == summary["sha256"]  # deterministic
+
+
+def test_extraction_keeps_a_graph_of_unknown_ops_and_names_a_failing_row(fake_package, tmp_path):
+    pytest.importorskip("torch")
+    from narbench.zoo import wild_graphs
+
+    opaque = wild.WildRow("fake", "opaque", "tests.datasets.test_crossimpl:custom_fn_cnn", {"blocks": 6},
+                          "image:1x3x4x4", "none", "", "r", "1", "p")
+    (record,) = wild_graphs.build(tmp_path, [opaque])["rows"]  # crossimpl would refuse it: never dropped here
+    assert record["other_share"] > 0.4 and record["unknown_ops"] == {"UnmappedSwishBackward": 6}
+    assert "tiny" in wild_graphs.notes(record) and "UnmappedSwishBackward x6" in wild_graphs.notes(record)
+    assert "mostly unknown" in wild_graphs.notes({**record, "other_share": 0.6})
+    assert "| `wild/fake/opaque` | 14 |" in wild_graphs.report([record])
+    zoo = wild.WildRow("fake", "zoo", "narbench_fake_wild:zoo_net", {}, "tensor:1x4", "none", "", "r", "1", "p")
+    with pytest.raises(RuntimeError, match="wild/fake/zoo .*built from modules of timm"):
+        wild_graphs.build(tmp_path / "zoo", [zoo])
+
+
+def test_extraction_command_needs_its_folder():
+    from narbench.cli import wild as cli
+
+    with pytest.raises(SystemExit) as exc:
+        cli.main([])
+    assert exc.value.code == 2
+
+
+@pytest.mark.slow
+def test_extraction_remakes_the_shipped_file_where_the_packages_are_installed(rows, tmp_path):
+    """A minute on two cores; needs the packages (PYTHONPATH=DIR, docs/wild.md). Under the torch the file was
+    built with, the same bytes; under another, the same graphs by name and size."""
+    missing = [r.package for r in rows if importlib.util.find_spec(r.builder.split(":")[0].split(".")[0]) is None]
+    if missing:
+        pytest.skip(f"wild packages not installed: {', '.join(sorted(set(missing)))}")
+    import torch
+
+    from narbench.datasets import wild as shipped
+    from narbench.zoo import wild_graphs
+
+    summary = wild_graphs.build(tmp_path, rows)
+    ws = shipped.read_graphs()
+    if torch.__version__.split("+")[0] == ws.header["versions"]["torch"]:
+        assert summary["sha256"] == ws.sha256
+    assert [(r["name"], r["nodes"]) for r in summary["rows"]] == [(g.name, g.num_nodes) for g in ws.graphs]

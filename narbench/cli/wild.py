@@ -1,0 +1,29 @@
+"""`python -m narbench.cli.wild --out DIR`: extract every row of `narbench/data/wild-1.0.csv` into
+`DIR/wild-1.0.narg` (`narbench.zoo.wild_graphs.run_cli`; needs the wild packages, docs/wild.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from narbench.datasets.wild import ARTIFACT
+
+    ap = argparse.ArgumentParser(prog="python -m narbench.cli.wild",
+                                 description="Extract the wild set's graphs (canonical 2.2, as crossimpl's queries) "
+                                             "into `wild-1.0.narg`; prints a table of nodes, unknown ops and seconds.")
+    ap.add_argument("--out", type=Path, required=True, help=f"folder for {ARTIFACT}")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from narbench.zoo.wild_graphs import run_cli
+
+    return run_cli(args.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
