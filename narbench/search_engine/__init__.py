@@ -6,7 +6,7 @@ check of code: `target_check`) -> build its model in a child under limits (`_tar
 the tracer is `narbench.zoo.extract`) -> its graph over the index's vocabulary (`target.query_of`,
 `narbench.data.mapping`) -> embed it (`index`: the checksummed index of a corpus's embeddings, its file
 `index_file`, its building `index_build`, its weak-hit cosine `weak`) -> rank the index's graphs
-(`backends`, `engine`).
+(`backends`, `engine`; the rank of one index graph over the whole index: `ranks`).
 
 May import: narbench.core, narbench.data, narbench.train, narbench.eval, narbench.harness (an
 index is built by the harness's run recipe), narbench.zoo (a zoo target is built as `real`'s
