@@ -1,5 +1,6 @@
 """The example input of a search target model (`narbench.search_engine.target`): chosen as the `real` build does,
-shaped as the caller says (`shapes`), or given by the caller (`normalise_inputs`).
+from the layer that first reads the input (found by running the model up to it, `_first_layer`), shaped as
+the caller says (`shapes`), or given by the caller (`normalise_inputs`).
 
 `TargetError`, the error of every step from a target to its graph, is defined here, under the modules
 of those steps (`_target_run`, `_target_model`, `target_check`, `target`), so that they import one
@@ -7,6 +8,8 @@ another in one direction only."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 from typing import Any
 
 import numpy as np
@@ -19,15 +22,127 @@ class TargetError(ValueError):
     """A search target that cannot be turned into a graph (message: problem; fix)."""
 
 
-def _first_layer(model):
+#: Layers that take a model's input whatever they hold (a module of any other kind: when it has weights of its own).
+_INPUT_LAYERS = ("Embedding", "EmbeddingBag", "RNNBase", "TransformerEncoderLayer")
+
+
+class _Found(BaseException):
+    """Raised by the probe's hook at the first layer given the input (a BaseException: a forward's
+    `except Exception:` does not swallow it)."""
+
+    def __init__(self, module) -> None:
+        super().__init__()
+        self.module = module
+
+
+def _is_layer(mod, model) -> bool:
+    """Whether `mod` is a layer that may read the model's input: one of `_INPUT_LAYERS`, or a module
+    (not the model itself) with weights of its own."""
     import torch.nn as nn
 
-    for mod in model.modules():
-        if mod is not model and next(mod.parameters(recurse=False), None) is not None:
-            return mod
-        if isinstance(mod, (nn.Embedding, nn.EmbeddingBag, nn.RNNBase, nn.TransformerEncoderLayer)):
-            return mod
+    if isinstance(mod, tuple(getattr(nn, k) for k in _INPUT_LAYERS)):
+        return True
+    return mod is not model and next(mod.parameters(recurse=False), None) is not None
+
+
+def _registered_first(model):
+    """The first layer in registration order (`model.modules()`): the guess when the probe finds none."""
+    return next((mod for mod in model.modules() if _is_layer(mod, model)), None)
+
+
+def _first_layer(model, device: str, shape) -> Any:
+    """The layer that first reads the model's input, found by running it (`_first_consumer`) on the
+    input its first registered layer asks for (token ids where that one cannot tell); the first
+    registered layer where the probe finds none (a forward that fails first, a module that takes no hooks).
+    Registration order alone is wrong for a model that registers its output head before its embedding."""
+    registered = _registered_first(model)
+    if registered is model:  # the model is one layer (an nn.LSTM, an nn.Embedding)
+        return registered
+    try:
+        args, kwargs, _ = _input_of(model, registered, device, shape)
+    except TargetError:
+        import torch
+
+        args, kwargs = (torch.arange(SEQ_LEN, device=device).reshape(1, SEQ_LEN),), {}
+    found = _first_consumer(model, args, kwargs)
+    return registered if found is None else found
+
+
+def _first_consumer(model, args: tuple, kwargs: dict[str, Any]):
+    """The first layer (`_is_layer`) called with a tensor computed from the input, or None.
+
+    The model runs once on (args, kwargs), in eval mode and without gradients, and is stopped before
+    that layer's forward (a forward pre-hook on every submodule); a `TorchFunctionMode` follows which
+    tensors are computed from the input, so a layer called first on something else (position ids
+    made from `torch.arange`) is passed over. A forward that fails (or exits) before such a layer,
+    or a module that takes no hooks, gives None. What the forward did before the stop (a counter it
+    increments) is not undone."""
+    import torch
+
+    from narbench.zoo.extract import iter_tensors
+
+    derived = _derived_class()(iter_tensors((args, kwargs)))
+
+    def hook(module, a, kw):
+        if _is_layer(module, model) and derived.reads((a, kw)):
+            raise _Found(module)
+
+    handles = []
+    try:
+        for mod in model.modules():
+            if mod is not model:
+                handles.append(mod.register_forward_pre_hook(hook, with_kwargs=True))
+        with eval_mode(list(model.modules())), torch.no_grad(), derived:
+            model(*args, **kwargs)
+    except _Found as found:
+        return found.module
+    except (Exception, SystemExit):  # noqa: BLE001 - user code may raise anything; the real pass reports it
+        return None
+    finally:
+        for handle in handles:
+            handle.remove()
     return None
+
+
+@functools.cache
+def _derived_class():
+    """`Derived`, a `TorchFunctionMode` (a class made on first use: torch is imported lazily)."""
+    from torch.overrides import TorchFunctionMode
+
+    from narbench.zoo.extract import iter_tensors
+
+    class Derived(TorchFunctionMode):
+        """Follows the tensors computed from some tensors: every output of a torch function or tensor
+        method one of whose arguments is one of them (held, so their ids stay theirs)."""
+
+        def __init__(self, tensors) -> None:
+            super().__init__()
+            self.tensors = {id(t): t for t in tensors}
+
+        def reads(self, value) -> bool:
+            return any(id(t) in self.tensors for t in iter_tensors(value))
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            if self.reads((args, kwargs)):
+                self.tensors.update((id(t), t) for t in iter_tensors(out))
+            return out
+
+    return Derived
+
+
+@contextlib.contextmanager
+def eval_mode(modules):
+    """Every module in eval mode for the block; each gets its own mode back after."""
+    training = [m for m in modules if m.training]
+    for m in training:
+        m.training = False
+    try:
+        yield
+    finally:
+        for m in training:
+            m.training = True
 
 
 def normalise_inputs(value: Any) -> tuple[tuple, dict[str, Any]]:
@@ -78,7 +193,8 @@ def example_inputs(model, device: str, shape=None) -> tuple[tuple, dict, str]:
     """(args, kwargs, description) of the example input for `model`, chosen as the `real` build does.
 
     A transformers model gets the build's dummy inputs for its main input, a timm model its
-    `pretrained_cfg["input_size"]`; any other module is read from its first layer with weights:
+    `pretrained_cfg["input_size"]`; any other module is read from the layer that first reads its input
+    (`_first_layer`: found by running the model up to it; the first registered layer where that fails):
     an embedding gets token ids [1, 16], a 2-d (3-d) convolution an image [1, C, 224, 224]
     (a clip [1, C, 16, 112, 112]), a recurrent or transformer layer a sequence [1, 16, F], a
     linear layer a vector [1, F]. `shape` overrides the shape (token ids stay integer ids); a
@@ -99,9 +215,6 @@ def example_inputs(model, device: str, shape=None) -> tuple[tuple, dict, str]:
 
 
 def _one_input(model, device: str, shape: tuple[int, ...] | None) -> tuple[tuple, dict, str]:
-    import torch
-    import torch.nn as nn
-
     config = getattr(model, "config", None)
     if config is not None and hasattr(config, "model_type") and hasattr(model, "main_input_name"):
         from narbench.zoo.transformers_zoo import transformers_inputs
@@ -109,7 +222,14 @@ def _one_input(model, device: str, shape: tuple[int, ...] | None) -> tuple[tuple
         kw = transformers_inputs(model, config, "base", device, shape)
         main = next(iter(kw.values()))
         return (), kw, f"{next(iter(kw))} {list(main.shape)}"
-    first = _first_layer(model)
+    return _input_of(model, _first_layer(model, device, shape), device, shape)
+
+
+def _input_of(model, first, device: str, shape: tuple[int, ...] | None) -> tuple[tuple, dict, str]:
+    """The example input of `model` whose input `first` reads (`example_inputs`)."""
+    import torch
+    import torch.nn as nn
+
     ids = isinstance(first, (nn.Embedding, nn.EmbeddingBag))
     if shape is None:
         cfg = getattr(model, "pretrained_cfg", None)

@@ -7,7 +7,9 @@ makes its repeated blocks cheap (a 224 x 224 ViT-B in ~12 ms on one core where t
 there, and prepared for the pass by the tracer (`narbench.zoo.extract.extract_graph`); an instance the
 caller passes keeps its weights, mode and flags and runs on meta with empty meta copies swapped in for
 the pass (`_untouched`, `_meta_weights`). If meta fails (a forward that reads
-a value, `.item()`), the model runs on the CPU (an instance: on its own device).
+a value, `.item()`), the model runs on the CPU (an instance: on its own device). The graph is
+autograd's record of the pass, so a forward that fails only with gradients on is refused in one line
+saying so (`_runs_without_grad`).
 
 User code may also hang or quit. `narbench search` and `narbench.search` run a model given as
 code in a child process whose time limit the parent keeps (`narbench.search_engine._target_child`);
@@ -29,7 +31,7 @@ import time
 import warnings
 from typing import Any, Callable
 
-from narbench.search_engine._target_inputs import TargetError, describe, example_inputs, to_device
+from narbench.search_engine._target_inputs import TargetError, describe, eval_mode, example_inputs, to_device
 
 _STAGE = [""]  # what the target is doing now, for the time-out line
 _ON_STAGE: list[Callable[[str], None]] = []  # called with each new stage (a child process sends it to its parent)
@@ -218,7 +220,7 @@ def _extract(label, build, instance, shape, inputs):
     import torch
 
     errors: list[tuple[str, str, BaseException]] = []
-    described, fallback = None, None
+    described, fallback, last = None, None, None
     devices = _devices(instance)
     for dev in devices:
         step = "construct"
@@ -231,13 +233,14 @@ def _extract(label, build, instance, shape, inputs):
             else:
                 model = instance
             step = "input"
+            stage(f"its forward pass, on {dev}")  # the example input runs the forward up to its first layer
             with _no_exit(f"making the example input of {label}"):
                 if inputs is None:
                     args, kwargs, described = example_inputs(model, dev, shape)
                 else:
                     (args, kwargs), described = to_device(inputs, dev), describe(*inputs)
             step = "forward"
-            stage(f"its forward pass, on {dev}")
+            last = (model, dev, args, kwargs)
             if dev == "cpu":  # one small forward pass: intra-op threads only add overhead
                 torch.set_num_threads(1)
             with _no_exit(f"{label}.forward"):
@@ -256,20 +259,48 @@ def _extract(label, build, instance, shape, inputs):
             torch.set_num_threads(threads)
     if fallback is not None:
         return fallback
+    from narbench.zoo.extract import ExtractionError
+
     dev, step, exc = errors[-1]
+    ran = isinstance(exc, ExtractionError)  # the forward ran; reading its graph failed
+    if step == "forward" and not ran and _runs_without_grad(instance is not None, *last):
+        raise TargetError(f"the forward pass of {label} on {described} fails with gradients on "
+                          f"({one_line(exc)}) but runs with them off; narbench reads the graph from autograd's "
+                          "record of the pass, so the forward must run with gradients on (e.g. .detach() before "
+                          ".numpy(), no in-place change of a weight), or with inputs given by --inputs "
+                          "FILE.py:FUNC with which it does") from exc
+    raise _failure(label, step, exc, described, inputs) from exc
+
+
+def _failure(label: str, step: str, exc: BaseException, described: str | None, inputs) -> TargetError:
+    """The one line of a target whose last try failed at `step` (construct, input, forward) with `exc`."""
     if step == "construct":
-        raise TargetError(f"building {label} failed ({one_line(exc)}); fix the constructor or pass its "
-                          "arguments with --kwargs '{\"name\": value}'") from exc
+        return TargetError(f"building {label} failed ({one_line(exc)}); fix the constructor or pass its "
+                           "arguments with --kwargs '{\"name\": value}'")
     if step == "input":
-        raise TargetError(f"cannot make an example input for {label} ({one_line(exc)}); "
-                          "give its shape with --input-shape") from exc
+        return TargetError(f"cannot make an example input for {label} ({one_line(exc)}); "
+                           "give its shape with --input-shape")
     shown = f" on {described}" if described else ""
     if inputs is not None:
-        raise TargetError(f"the forward pass of {label}{shown} failed ({one_line(exc)}); check the example "
-                          "inputs given (--inputs)") from exc
-    raise TargetError(f"the forward pass of {label}{shown} failed ({one_line(exc)}); if the input does not "
-                      "fit, give the shape the model expects with --input-shape, e.g. --input-shape 1,3,32,32, "
-                      "or several inputs with --input-shape repeated or --inputs FILE.py:FUNC") from exc
+        return TargetError(f"the forward pass of {label}{shown} failed ({one_line(exc)}); check the example "
+                           "inputs given (--inputs)")
+    return TargetError(f"the forward pass of {label}{shown} failed ({one_line(exc)}); if the input does not "
+                       "fit, give the shape the model expects with --input-shape, e.g. --input-shape 1,3,32,32, "
+                       "or several inputs with --input-shape repeated or --inputs FILE.py:FUNC")
+
+
+def _runs_without_grad(is_instance: bool, model, dev: str, args, kwargs) -> bool:
+    """Whether a forward that failed with gradients on runs with them off (as the pass ran: on `dev`,
+    in eval mode). The tracer cannot trace it so: its graph is autograd's record of the pass
+    (`narbench.zoo.extract.autograd_graph`), which only a pass with gradients on makes."""
+    import torch
+
+    try:
+        with _untouched(model, is_instance, dev), torch.no_grad():
+            model(*args, **kwargs)
+    except (Exception, SystemExit):  # noqa: BLE001 - it fails either way: the forward's own error is reported
+        return False
+    return True
 
 
 def _run(label: str, model, is_instance: bool, dev: str, args, kwargs):
@@ -290,7 +321,7 @@ def _untouched(model, is_instance: bool, dev: str):
         return
     modules = list(model.modules())
     own = _meta_weights(modules) if dev == "meta" != _own_device(model) else _grad_params(model)
-    with _eval(modules), own:
+    with eval_mode(modules), own:
         yield
 
 
@@ -316,19 +347,6 @@ def _checked_output(label: str, model):
     finally:
         if handle is not None:
             handle.remove()
-
-
-@contextlib.contextmanager
-def _eval(modules):
-    """Every module in eval mode for the pass; each gets its own mode back after."""
-    training = [m for m in modules if m.training]
-    for m in training:
-        m.training = False
-    try:
-        yield
-    finally:
-        for m in training:
-            m.training = True
 
 
 @contextlib.contextmanager
