@@ -388,3 +388,26 @@ def test_an_index_other_than_the_shipped_one_is_marked_unpinned_in_every_output(
     shipped_like = SearchIndex.__new__(SearchIndex)
     shipped_like.sha256 = SHIPPED.sha256
     assert shipped_like.pinned
+
+
+def test_every_committed_training_free_result_is_in_the_ledger():
+    """The committed leaderboard's training-free rows read `re-run` because `leaderboard/verified.csv` holds
+    each shown floor file's bytes: a new or changed floor result is committed with `narbench leaderboard
+    --verify` run over it (it re-runs only files the ledger does not know)."""
+    from narbench.harness.verify import deterministic_floor
+    from narbench.leaderboard.ledger import Ledger
+    from narbench.leaderboard.tables import PAPER_PROFILES
+
+    root = Path(__file__).resolve().parents[2] / "leaderboard"
+    book = Ledger(root / "verified.csv")
+    missing, floors = [], 0
+    for path in sorted((root / "results").rglob("*.json")):
+        if path.name.endswith(".queries.json"):
+            continue
+        head = json.loads(path.read_text())
+        if head.get("profile") not in PAPER_PROFILES or not deterministic_floor(head.get("encoder", "")):
+            continue
+        floors += 1
+        if not book.knows(path):
+            missing.append(path.name)
+    assert floors > 0 and missing == [], f"{len(missing)} of {floors} not re-run: {missing[:5]}"
