@@ -9,7 +9,7 @@ caller passes keeps its weights, mode and flags and runs on meta with empty meta
 the pass (`_untouched`, `_meta_weights`). If meta fails (a forward that reads
 a value, `.item()`), the model runs on the CPU (an instance: on its own device). The graph is
 autograd's record of the pass, so a forward that fails only with gradients on is refused in one line
-saying so (`_runs_without_grad`).
+saying so (`narbench.zoo.extract.GradientsNeededError`).
 
 User code may also hang or quit. `narbench search` and `narbench.search` run a model given as
 code in a child process whose time limit the parent keeps (`narbench.search_engine._target_child`);
@@ -259,16 +259,15 @@ def _extract(label, build, instance, shape, inputs):
             torch.set_num_threads(threads)
     if fallback is not None:
         return fallback
-    from narbench.zoo.extract import ExtractionError
+    from narbench.zoo.extract import GradientsNeededError
 
     dev, step, exc = errors[-1]
-    ran = isinstance(exc, ExtractionError)  # the forward ran; reading its graph failed
-    if step == "forward" and not ran and _runs_without_grad(instance is not None, *last):
+    if isinstance(exc, GradientsNeededError):
         raise TargetError(f"the forward pass of {label} on {described} fails with gradients on "
-                          f"({one_line(exc)}) but runs with them off; narbench reads the graph from autograd's "
+                          f"({one_line(exc.cause)}) but runs with them off; narbench reads the graph from autograd's "
                           "record of the pass, so the forward must run with gradients on (e.g. .detach() before "
                           ".numpy(), no in-place change of a weight), or with inputs given by --inputs "
-                          "FILE.py:FUNC with which it does") from exc
+                          "FILE.py:FUNC with which it does") from exc.cause
     raise _failure(label, step, exc, described, inputs) from exc
 
 
@@ -287,20 +286,6 @@ def _failure(label: str, step: str, exc: BaseException, described: str | None, i
     return TargetError(f"the forward pass of {label}{shown} failed ({one_line(exc)}); if the input does not "
                        "fit, give the shape the model expects with --input-shape, e.g. --input-shape 1,3,32,32, "
                        "or several inputs with --input-shape repeated or --inputs FILE.py:FUNC")
-
-
-def _runs_without_grad(is_instance: bool, model, dev: str, args, kwargs) -> bool:
-    """Whether a forward that failed with gradients on runs with them off (as the pass ran: on `dev`,
-    in eval mode). The tracer cannot trace it so: its graph is autograd's record of the pass
-    (`narbench.zoo.extract.autograd_graph`), which only a pass with gradients on makes."""
-    import torch
-
-    try:
-        with _untouched(model, is_instance, dev), torch.no_grad():
-            model(*args, **kwargs)
-    except (Exception, SystemExit):  # noqa: BLE001 - it fails either way: the forward's own error is reported
-        return False
-    return True
 
 
 def _run(label: str, model, is_instance: bool, dev: str, args, kwargs):

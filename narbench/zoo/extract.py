@@ -69,6 +69,16 @@ class ExtractionError(RuntimeError):
     """The forward pass produced no autograd graph (no output depends on a parameter)."""
 
 
+class GradientsNeededError(RuntimeError):
+    """The forward fails with gradients on, runs with them off (`.numpy()` on an output, a weight changed in
+    place): the graph is autograd's record of a pass with them on (`autograd_graph`). `cause`: its error."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(f"the forward pass fails with gradients on ({type(cause).__name__}: {cause}) "
+                         "but runs with them off")
+        self.cause = cause
+
+
 @dataclass
 class RawGraph:
     """An extracted graph before it is mapped onto a dataset's op vocabulary."""
@@ -326,9 +336,14 @@ def extract_graph(
         attributes = os.environ.get(ATTRIBUTES_ENV, "") == "1"
     design = DesignAttributes(model) if attributes else None
     with _gc_paused():
-        with (torch.enable_grad(), deterministic_kernels(), cache, InPlaceOnViews() as inplace,
-              design if design is not None else contextlib.nullcontext()):
-            out = model(*args, **kwargs)
+        try:
+            with (torch.enable_grad(), deterministic_kernels(), cache, InPlaceOnViews() as inplace,
+                  design if design is not None else contextlib.nullcontext()):
+                out = model(*args, **kwargs)
+        except Exception as exc:
+            if _runs_without_grad(model, args, kwargs):
+                raise GradientsNeededError(exc) from exc
+            raise
         graph = autograd_graph(out, inplace.ops, design.attrs if design is not None else None)
         del out, inplace  # the autograd graph is freed before the collector runs again
     if design is not None and design.errors:
@@ -336,6 +351,17 @@ def extract_graph(
     if design is not None and design.unread:
         graph.meta["unread_masks"] = design.unread  # off the meta device the pass could read them
     return graph
+
+
+def _runs_without_grad(model: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
+    """Whether a forward that failed with gradients on runs with them off (one more pass, only on failure)."""
+    import torch
+    try:
+        with torch.no_grad():
+            model(*args, **kwargs)
+    except (Exception, SystemExit):  # noqa: BLE001 - it fails either way: the forward's own error is reported
+        return False
+    return True
 
 
 @contextlib.contextmanager
