@@ -16,7 +16,8 @@ from narbench.data.graph import ArchGraph  # noqa: E402
 from narbench.search_engine.engine import search  # noqa: E402
 from narbench.search_engine.index_build import IndexConfig, build_index  # noqa: E402
 from narbench.search_engine.target import resolve_target  # noqa: E402
-from narbench.zoo.extract import ATTRIBUTES_ENV, extract_graph, recording_attributes  # noqa: E402
+from narbench.zoo.attributes import ATTRIBUTES_ENV, recording_attributes  # noqa: E402
+from narbench.zoo.extract import extract_graph  # noqa: E402
 from tests.test_canonical_22 import T, TextModel  # noqa: E402
 
 

@@ -68,7 +68,7 @@ def run_real(args: argparse.Namespace) -> int:
     if args.canonical_version and not args.from_graphs:
         raise SystemExit("narbench build-real: --canonical-version goes with --from FILE")
     if args.attributes:
-        from narbench.zoo.extract import ATTRIBUTES_ENV
+        from narbench.zoo.attributes import ATTRIBUTES_ENV
 
         os.environ[ATTRIBUTES_ENV] = "1"  # the extraction workers inherit it
     if args.from_graphs:

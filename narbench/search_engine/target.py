@@ -42,7 +42,7 @@ from narbench.search_engine._target_model import model_graph
 from narbench.search_engine._target_run import time_limit, warm_up
 from narbench.search_engine.target_check import Served, TargetRefused, check_code_target
 from narbench.search_engine.target_text import NAME, ZOOS, code_target, kind_of, parse_colon
-from narbench.zoo.extract import recording_attributes
+from narbench.zoo.attributes import recording_attributes
 
 #: The kinds of target whose graph comes from running code (a model instance is the caller's own).
 CODE = ("file", "import", "zoo", "code")

@@ -1,12 +1,39 @@
 """Design attributes (`DesignAttributes`): what a forward pass's autograd nodes do that their op names
-do not say (a pointwise or patch convolution, a causal mask), recorded when `narbench.zoo.extract.
+do not say (a pointwise or patch convolution, a causal mask, a convolution's groups and dimensions), recorded when `narbench.zoo.extract.
 extract_graph` is asked to (`recording_attributes`, `NARBENCH_DESIGN_ATTRIBUTES=1`) and written after
 the node's name, `ConvolutionBackward0#pointwise`, for canonical version 2.2 to read.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import contextlib
+import contextvars
+import os
+from typing import Any, Iterator, Sequence
+
+#: Set to 1, `extract_graph` records design attributes by default (`DesignAttributes`).
+ATTRIBUTES_ENV = "NARBENCH_DESIGN_ATTRIBUTES"
+#: Set by `recording_attributes`: the default of `extract_graph(attributes=None)` in this context.
+_ATTRIBUTES: contextvars.ContextVar[bool | None] = contextvars.ContextVar("narbench_design_attributes", default=None)
+
+
+@contextlib.contextmanager
+def recording_attributes(on: bool = True) -> Iterator[None]:
+    """Within it, `extract_graph` (and the zoo sources that call it) records design attributes or
+    not, whatever the environment says: how search extracts a query for an index of canonical 2.2
+    graphs without changing the process's environment."""
+    token = _ATTRIBUTES.set(bool(on))
+    try:
+        yield
+    finally:
+        _ATTRIBUTES.reset(token)
+
+
+def wants_attributes(asked: bool | None) -> bool:
+    """`asked`, else what `recording_attributes` set, else the environment (`ATTRIBUTES_ENV`)."""
+    if asked is None:
+        asked = _ATTRIBUTES.get()
+    return bool(asked) if asked is not None else os.environ.get(ATTRIBUTES_ENV, "") == "1"
 
 
 class DesignAttributes:
@@ -17,6 +44,10 @@ class DesignAttributes:
       in every dimension / kernel no larger than stride: patches, or a strided 1x1), with no
       padding, no dilation and groups 1: a Linear at every position / of every patch; `patch` on
       `F.unfold` / `Tensor.unfold` into non-overlapping windows.
+    * `depthwise` / `grouped` on a convolution with groups > 1 (one input channel per group / more),
+      and `1d` / `3d` on a 1-D / 3-D one (a 2-D one carries no mark, so its name is what 2.2 recorded):
+      ResNeXt is a grouped ResNet and a video network a 3-D image one, which op names do not say
+      (since canonical 2.3; 2.1 and 2.2 ignore these marks).
     * `causal` on the node an attention's causal mask is applied by (`scores + mask`,
       `masked_fill`, `where`), and on the output of `scaled_dot_product_attention(is_causal=True)`
       or of one given a causal mask. A constant tensor is causal when it comes from `tril`/`triu`,
@@ -138,6 +169,7 @@ def _observe(rec: DesignAttributes, func: Any, args: Sequence[Any], kwargs: dict
     elif name in _COMPARE and len(ins) == 2 and all("index" in rec.flags.get(t, ()) for t in ins):
         flags = flags | {"causal"}  # position q compared with position k
     window = _window_attr(func, args, kwargs) if name in _WINDOWED else None
+    shape = _conv_shape(func, args, kwargs) if name in _CONV or name in _CONV_T else ()
     causal = "causal" in flags
     if name == "scaled_dot_product_attention":
         causal = causal or bool(kwargs.get("is_causal", args[5] if len(args) > 5 else False))
@@ -145,6 +177,8 @@ def _observe(rec: DesignAttributes, func: Any, args: Sequence[Any], kwargs: dict
         if o.grad_fn is not None:
             if window:
                 rec.mark(o, window)
+            for a in shape:
+                rec.mark(o, a)
             if causal:
                 rec.mark(o, "causal")
         elif flags:
@@ -164,6 +198,21 @@ _COMPARE = frozenset({"le", "lt", "ge", "gt", "__le__", "__lt__", "__ge__", "__g
 
 def _tuple(v: Any, d: int) -> tuple:
     return tuple(v) if isinstance(v, (tuple, list)) else (v,) * d
+
+
+def _conv_shape(func: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple[str, ...]:
+    """A convolution's groups (`depthwise`: one input channel per group, `grouped`: several, dense: no
+    mark) and dimensions (`1d`, `3d`; 2-D: no mark), read from its call as every implementation makes it."""
+    name = getattr(func, "__name__", "")
+    d = _CONV.get(name) or _CONV_T[name]
+    weight = args[1] if len(args) > 1 else kwargs.get("weight")
+    groups = args[6] if len(args) > 6 else kwargs.get("groups", 1)
+    marks = {1: ("1d",), 3: ("3d",)}.get(d, ())
+    if weight is None or not isinstance(groups, int) or groups <= 1:
+        return marks
+    # conv weight: [out, in / groups, *k]; transposed: [in, out / groups, *k]
+    per_group = weight.shape[1] if name in _CONV else weight.shape[0] // groups
+    return marks + ("depthwise" if per_group == 1 else "grouped",)
 
 
 def _window_attr(func: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> str | None:

@@ -27,11 +27,9 @@ imported lazily, and no model-zoo package (timm, torchvision, transformers) is i
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import dataclasses
 import gc
 import hashlib
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
@@ -40,31 +38,14 @@ import numpy as np
 
 from narbench.data.coarse import coarse_label
 from narbench.data.graph import ArchGraph
-from narbench.zoo.attributes import DesignAttributes
+from narbench.zoo.attributes import DesignAttributes, wants_attributes
+from narbench.zoo.functions import ThroughFunctions, wants_functions
 from narbench.zoo.inplace import COPY_SLICES, InPlaceOnViews, InPlaceOp
 
 #: Autograd nodes removed (and spliced through) before numbering.
 DROPPED_OPS = frozenset({"AccumulateGrad", "TBackward0"})
 #: Autograd node names that differ between devices for the same operation.
 RENAMED_OPS = {"ReshapeAliasBackward0": "ViewBackward0"}
-#: Set to 1, `extract_graph` records design attributes by default (`DesignAttributes`).
-ATTRIBUTES_ENV = "NARBENCH_DESIGN_ATTRIBUTES"
-#: Set by `recording_attributes`: the default of `extract_graph(attributes=None)` in this context.
-_ATTRIBUTES: contextvars.ContextVar[bool | None] = contextvars.ContextVar("narbench_design_attributes", default=None)
-
-
-@contextlib.contextmanager
-def recording_attributes(on: bool = True) -> Iterator[None]:
-    """Within it, `extract_graph` (and the zoo sources that call it) records design attributes or
-    not, whatever the environment says: how search extracts a query for an index of canonical 2.2
-    graphs without changing the process's environment."""
-    token = _ATTRIBUTES.set(bool(on))
-    try:
-        yield
-    finally:
-        _ATTRIBUTES.reset(token)
-
-
 class ExtractionError(RuntimeError):
     """The forward pass produced no autograd graph (no output depends on a parameter)."""
 
@@ -304,6 +285,7 @@ def extract_graph(
     prepare: bool = True,
     shape_cache: bool = True,
     attributes: bool | None = None,
+    functions: bool | None = None,
 ) -> RawGraph:
     """Run `model(*example_inputs, **example_kwargs)` once and return its normalised graph.
 
@@ -317,7 +299,8 @@ def extract_graph(
     canonical version 2.2 reads; off, the graph is the one `real` 2.1 was built from. None: on
     within `recording_attributes(on)`, `on`; else on when the environment sets
     `NARBENCH_DESIGN_ATTRIBUTES=1` (how a build's worker processes and the zoo sources, which call
-    this function themselves, are switched).
+    this function themselves, are switched). `functions`: trace through custom autograd functions
+    (`narbench.zoo.functions`, canonical 2.3), switched alike (`tracing_functions`).
     """
     import torch
 
@@ -330,15 +313,12 @@ def extract_graph(
         from narbench.zoo.metacache import MetaShapeCache
 
         cache = MetaShapeCache()
-    if attributes is None:
-        attributes = _ATTRIBUTES.get()
-    if attributes is None:
-        attributes = os.environ.get(ATTRIBUTES_ENV, "") == "1"
-    design = DesignAttributes(model) if attributes else None
+    design = DesignAttributes(model) if wants_attributes(attributes) else None
+    through = ThroughFunctions() if wants_functions(functions) else contextlib.nullcontext()
     with _gc_paused():
         try:
             with (torch.enable_grad(), deterministic_kernels(), cache, InPlaceOnViews() as inplace,
-                  design if design is not None else contextlib.nullcontext()):
+                  design if design is not None else contextlib.nullcontext(), through):
                 out = model(*args, **kwargs)
         except Exception as exc:
             if _runs_without_grad(model, args, kwargs):
@@ -348,6 +328,8 @@ def extract_graph(
         del out, inplace  # the autograd graph is freed before the collector runs again
     if design is not None and design.errors:
         graph.meta["attribute_errors"] = design.errors[:10]
+    if isinstance(through, ThroughFunctions) and through.fallbacks:
+        graph.meta["opaque_functions"] = through.fallbacks  # custom functions kept as one node
     if design is not None and design.unread:
         graph.meta["unread_masks"] = design.unread  # off the meta device the pass could read them
     return graph

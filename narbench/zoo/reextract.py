@@ -97,11 +97,13 @@ def reextract(source: str | os.PathLike, out: str | os.PathLike, ops: Sequence[s
     index = {op: i for i, op in enumerate(vocab)}
     arch = [ArchGraph(ops=[index[o] for o in raw.ops], edges=raw.edges, name=g.name, family=g.family, coarse=g.coarse,
                       source=g.source, meta=meta) for g, raw, meta in patched]
-    from narbench.zoo.extract import ATTRIBUTES_ENV
+    from narbench.zoo.attributes import ATTRIBUTES_ENV
+    from narbench.zoo.functions import FUNCTIONS_ENV
 
     header = {"name": "real-reextracted", "version": header_1.get("version"), "generator": "narbench.zoo.reextract",
               "reextracted_ops": list(ops), "versions": _zoo_versions(), "selected": len(chosen), "patched": len(patched),
-              "design_attributes": os.environ.get(ATTRIBUTES_ENV, "") == "1"}
+              "design_attributes": os.environ.get(ATTRIBUTES_ENV, "") == "1",
+              "through_functions": os.environ.get(FUNCTIONS_ENV, "") == "1"}
     sha = write_graphs(out / PATCH_FILE, arch, vocab, header)
     return {"path": str(out / PATCH_FILE), "sha256": sha, "selected": len(chosen), "patched": len(patched),
             "raw_changed": int(changed), "failed": dict(failed)}

@@ -280,7 +280,7 @@ def test_reextract_everything_with_attributes_then_derive_22(tmp_path, monkeypat
     from narbench.data.canonical import canonical_vocabulary
     from narbench.data.store import read_graphs
     from narbench.zoo.derive import derive
-    from narbench.zoo.extract import ATTRIBUTES_ENV
+    from narbench.zoo.attributes import ATTRIBUTES_ENV
     from narbench.zoo.reextract import ALL, reextract, select
     from narbench.zoo.spec import Spec
 
