@@ -43,6 +43,7 @@ from narbench.search_engine._target_run import time_limit, warm_up
 from narbench.search_engine.target_check import Served, TargetRefused, check_code_target
 from narbench.search_engine.target_text import NAME, ZOOS, code_target, kind_of, parse_colon
 from narbench.zoo.attributes import recording_attributes
+from narbench.zoo.functions import tracing_functions
 
 #: The kinds of target whose graph comes from running code (a model instance is the caller's own).
 CODE = ("file", "import", "zoo", "code")
@@ -190,7 +191,8 @@ def query_of(target: Target, index, timeout: float | None = None) -> Query:
 
     t0 = time.perf_counter()
     try:
-        with recording_attributes(_reads_attributes(index)):  # canonical 2.2 reads a model's design attributes
+        with (recording_attributes(_reads_attributes(index)),  # canonical 2.2 reads a model's design attributes
+              tracing_functions(_reads_attributes(index, "2.3"))):  # 2.3 traces through custom functions
             query = _graph(target, index, timeout)
     except (TargetError, CorruptFileError, OSError, ValueError):
         if target.guarded:  # a client's path: one line that says nothing of the file
@@ -264,10 +266,11 @@ def _shapes(input_shape) -> list[tuple[int, ...]] | None:
     return [tuple(int(d) for d in sh) for sh in shapes]
 
 
-def _reads_attributes(index) -> bool:
-    """Whether the index's canonical rules read design attributes (2.2 on): a model is then extracted with them."""
+def _reads_attributes(index, since: str = "2.2") -> bool:
+    """Whether the index's canonical rules are `since` or later: design attributes from 2.2 on (a model is then
+    extracted with them), custom functions traced through from 2.3 on (`narbench.zoo.functions`)."""
     version = getattr(index, "canonical_version", None)
-    return version is not None and version >= "2.2"
+    return version is not None and version >= since
 
 
 @contextlib.contextmanager

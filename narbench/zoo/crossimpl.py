@@ -123,7 +123,8 @@ def crossimpl_set(version: str = DEFAULT_VERSION) -> QuerySet:
 
 def extract_row(row: Row, version: str = DEFAULT_VERSION, make: Make | None = None) -> tuple[ArchGraph, dict[str, Any]]:
     """The labelled canonical graph of one row under the canonical rules of `version`, and how it
-    was extracted (device, parameters); from 2.2 on, extracted with design attributes. `make` builds the
+    was extracted (device, parameters); from 2.2 on, extracted with design attributes (2.3: and custom
+    functions traced through). `make` builds the
     row's model and inputs on a device (default: crossimpl's builder and a normal image of its input shape)."""
     import torch
 
@@ -143,7 +144,7 @@ def extract_row(row: Row, version: str = DEFAULT_VERSION, make: Make | None = No
 
     def run(dev: str):
         model, args, kwargs = make(row, dev)
-        return (extract_graph(model, args, kwargs, attributes=version >= "2.2"),
+        return (extract_graph(model, args, kwargs, attributes=version >= "2.2", functions=version >= "2.3"),
                 {"params": int(sum(p.numel() for p in model.parameters()))})
 
     raw, info = try_devices(["meta", "cpu"], run)

@@ -107,3 +107,26 @@ def reextract(source: str | os.PathLike, out: str | os.PathLike, ops: Sequence[s
     sha = write_graphs(out / PATCH_FILE, arch, vocab, header)
     return {"path": str(out / PATCH_FILE), "sha256": sha, "selected": len(chosen), "patched": len(patched),
             "raw_changed": int(changed), "failed": dict(failed)}
+
+
+def overlay(base: str | os.PathLike, top: str | os.PathLike, out: str | os.PathLike) -> dict[str, Any]:
+    """One patch file from two: the graphs of `base` (a full re-extraction, e.g. 2.2's) with those of `top`
+    (a re-extraction of some of them, e.g. 2.3's graphs holding a convolution) replacing the same names,
+    in `base`'s order and with `top`'s metas; `top`'s header, plus what each side gave. A name of `top`
+    that `base` lacks is an error (both patch the same 1.0 graphs)."""
+    gb, vb, hb, db = read_graphs(base)
+    gt, vt, ht, dt = read_graphs(top)
+    upper = {g.name: g for g in gt}
+    unknown = sorted(set(upper) - {g.name for g in gb})
+    if unknown:
+        raise ValueError(f"{top}: {len(unknown)} graph(s) not in {base}, e.g. {unknown[0]!r}")
+    raws = [([vt[o] for o in upper[g.name].ops.tolist()], upper[g.name]) if g.name in upper
+            else ([vb[o] for o in g.ops.tolist()], g) for g in gb]
+    vocab = sorted({op for ops, _ in raws for op in ops})
+    index = {op: i for i, op in enumerate(vocab)}
+    arch = [ArchGraph(ops=[index[o] for o in ops], edges=g.edges, name=g.name, family=g.family, coarse=g.coarse,
+                      source=g.source, meta=g.meta) for ops, g in raws]
+    header = {**ht, "overlay": {"base": {"sha256": db, "graphs": len(gb), "header": hb},
+                                "top": {"sha256": dt, "graphs": len(gt)}}}
+    sha = write_graphs(out, arch, vocab, header)
+    return {"path": str(out), "sha256": sha, "graphs": len(arch), "from_top": len(upper), "from_base": len(gb) - len(upper)}

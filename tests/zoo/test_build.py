@@ -317,3 +317,31 @@ def test_build_real_canonical_version_is_checked(tmp_path):
         main(["build-real", "--out", str(tmp_path / "o"), "--from", "x.narg", "--canonical-version", "2.9"])
     with pytest.raises(SystemExit, match="--canonical-version goes with --from"):
         main(["build-real", "--out", str(tmp_path / "o"), "--canonical-version", "2.2"])
+
+
+def test_overlay_replaces_by_name_keeps_order_and_refuses_strangers(tmp_path):
+    """2.3's patch is 2.2's full re-extraction with the graphs re-extracted for 2.3 laid over it."""
+    import numpy as np
+    import pytest
+
+    from narbench.data.graph import ArchGraph
+    from narbench.data.store import read_graphs, write_graphs
+    from narbench.zoo.reextract import overlay
+
+    def graph(name, ops, meta):
+        return ArchGraph(ops=ops, edges=np.array([[0], [1]]), name=name, family="f", coarse="c", meta=meta)
+
+    write_graphs(tmp_path / "base.narg", [graph("a", [0, 1], {"v": 2.2}), graph("b", [1, 0], {"v": 2.2})],
+                 ["AddBackward0", "ConvolutionBackward0"], {"name": "base"})
+    write_graphs(tmp_path / "top.narg", [graph("b", [0, 1], {"v": 2.3})],
+                 ["ConvolutionBackward0#depthwise", "ReluBackward0"], {"name": "top", "through_functions": True})
+    out = overlay(tmp_path / "base.narg", tmp_path / "top.narg", tmp_path / "o.narg")
+    assert (out["graphs"], out["from_top"], out["from_base"]) == (2, 1, 1)
+    graphs, vocab, header, _ = read_graphs(tmp_path / "o.narg")
+    assert [g.name for g in graphs] == ["a", "b"]
+    assert [[vocab[i] for i in g.ops] for g in graphs] == [["AddBackward0", "ConvolutionBackward0"],
+                                                           ["ConvolutionBackward0#depthwise", "ReluBackward0"]]
+    assert [g.meta["v"] for g in graphs] == [2.2, 2.3] and header["through_functions"] is True
+    write_graphs(tmp_path / "stranger.narg", [graph("z", [0, 1], {})], ["AddBackward0", "ReluBackward0"], {})
+    with pytest.raises(ValueError, match="not in"):
+        overlay(tmp_path / "base.narg", tmp_path / "stranger.narg", tmp_path / "x.narg")
