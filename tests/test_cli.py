@@ -153,7 +153,7 @@ def test_datasets_lists_version_size_families_and_splits(capsys, plugin, monkeyp
     rows = {ln.split("│")[1].strip(): [c.strip() for c in ln.split("│")[1:-1]]
             for ln in capsys.readouterr().out.splitlines() if ln.count("│") > 5}
     for name in ("real", "real-2.2"):  # the current version, and pinned by its version's name
-        assert rows[name][:6] == [name, "2.2", "16,965", "382", "3", "standard, unseen, crossimpl"]
+        assert rows[name][:6] == [name, "2.2", "16,965", "382", "3", "standard, unseen, crossimpl, novel"]
         assert rows[name][6].startswith("pinned 115ecfa4e50e") and rows[name][8] == "ready"
     assert rows["real-2.1"][:6] == ["real-2.1", "2.1", "17,181", "380", "3", "standard, unseen, crossimpl"]
     assert rows["real-2.1"][6].startswith("pinned 98efc55d90dd") and rows["real-2.1"][8] == "ready"

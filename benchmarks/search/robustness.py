@@ -18,7 +18,9 @@ One line per index, kind (`all`: every kind pooled) and size: n, the median and 
 original's rank (numpy's linear quantile), each with its 95% bootstrap percentile interval (`--boot` resamples
 of the edited graphs, seeded), the share ranked first, and the tail (99th percentile and worst rank, where a
 cliff of the similarity shows). `--check N` first searches N edited graphs through
-`narbench.search` itself (each saved to a graph file) and stops if a rank differs.
+`narbench.search` itself (each saved to a graph file) and stops if a rank differs. `--edit-from standard`
+(or `unseen`) edits only that split's validation graphs (`validation_side`: the graphs the index choice,
+benchmarks/search/choose_index.py, edits), drawn in the same seeded order; the index searched is still the one given.
 """
 
 from __future__ import annotations
@@ -37,6 +39,19 @@ import numpy as np
 from benchmarks.timing import line
 
 SIZES = (1, 2, 3, 4, 5)
+#: the validation sides whose graphs `--edit-from` edits (and the index choice validates on)
+SIDES = ("standard", "unseen")
+
+
+@dataclass(frozen=True)
+class Side:
+    """A validation side: positions (into the corpus graphs) of the split's training side (what its index
+    holds), of the pool (what encoders are fitted on and validation queries search) and of the queries."""
+
+    name: str
+    index: np.ndarray
+    pool: np.ndarray
+    val: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -58,15 +73,18 @@ class Cell:
     worst: int
 
 
-def edited_graphs(graphs, vocab, kind: str, size: int, count: int, seed: int) -> tuple[list, list[int]]:
-    """(`count` edited graphs, the corpus position of each one's original): the corpus in one seeded order
-    (the same for every kind and size), each graph edited once with a stream seeded by (seed, kind, size)."""
+def edited_graphs(graphs, vocab, kind: str, size: int, count: int, seed: int,
+                  among: np.ndarray | None = None) -> tuple[list, list[int]]:
+    """(`count` edited graphs, the corpus position of each one's original): the corpus (`among`: those
+    positions only) in one seeded order (the same for every kind and size), each graph edited once with a
+    stream seeded by (seed, kind, size)."""
     from narbench.data.edits import EDIT_KINDS, EditSpec, random_edit
 
     spec = EditSpec(kind, size)
     rng = np.random.default_rng([seed, EDIT_KINDS.index(kind), size])
     out, origin = [], []
-    for pos in np.random.default_rng(seed).permutation(len(graphs)).tolist():
+    positions = np.arange(len(graphs)) if among is None else np.sort(np.asarray(among, dtype=np.int64))
+    for pos in positions[np.random.default_rng(seed).permutation(len(positions))].tolist():
         edited = random_edit(graphs[pos], spec, vocab, rng)
         if edited is not None:
             out.append(edited.validate(len(vocab)))
@@ -74,6 +92,29 @@ def edited_graphs(graphs, vocab, kind: str, size: int, count: int, seed: int) ->
             if len(out) == count:
                 break
     return out, origin
+
+
+def validation_side(ds, name: str, seed: int = 0) -> Side:
+    """The validation side `name` of `ds`: the split's `quick` training graphs (6,000, seed 0, as `narbench run`
+    takes them) held out into a pool and validation queries, `standard` by family (as `narbench run --curve`),
+    `unseen` by model (the `unseen` split's own rule); positions into `ds.core_graphs`."""
+    from narbench.data.dataset import group_split
+    from narbench.datasets.real import model_group
+    from narbench.harness.curve import hold_out
+    from narbench.harness.runner import select
+    from narbench.train.profiles import get_profile
+
+    train = select(ds, get_profile("quick"), seed, name)[0]
+    if name == "standard":
+        held = hold_out(train, ds.family_ids())
+        pool, val = held.pool, held.val
+    elif name == "unseen":
+        graphs = [ds.graphs[i] for i in train]
+        sub = group_split([g.family for g in graphs], [model_group(g) for g in graphs], test_size=0.1, seed=seed)
+        pool, val = train[sub.train], train[sub.test]
+    else:
+        raise ValueError(f"unknown side {name!r}; the sides are {', '.join(SIDES)}")
+    return Side(name, np.sort(ds.get_split(name).train), np.sort(pool), np.sort(val))
 
 
 def search_ranks(index, vocab, edited: list, originals: list[str]) -> np.ndarray:
@@ -174,6 +215,9 @@ def parse(argv) -> argparse.Namespace:
     parser.add_argument("--index", type=Path, help="index file (default: the shipped index)")
     parser.add_argument("--wl", type=Path, help="the wl index file (default: the cache's; built when missing)")
     parser.add_argument("--check", type=int, default=10, help="edited graphs also searched by narbench.search")
+    parser.add_argument("--edit-from", default="corpus", choices=("corpus", *SIDES),
+                        help="which graphs are edited: every corpus graph (default), or only the validation graphs of "
+                             "the standard or unseen split (`validation_side`)")
     parser.add_argument("--out", type=Path, help="write every cell to this .csv or .json file")
     args = parser.parse_args(argv)
     if args.quick:
@@ -199,13 +243,18 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     ds = load_dataset(args.dataset)
     graphs, vocab = ds.core_graphs, list(ds.vocab)
+    among = None if args.edit_from == "corpus" else validation_side(ds, args.edit_from).val
     indexes = {}
     for index in (load_index(None, args.index), wl_index(args.wl, ds)):
         if list(index.vocab) != vocab or index.header["dataset"]["sha256"] != ds.sha256:
             print(f"the index ({index.describe()}) was not built on {args.dataset} {ds.version}", file=sys.stderr)
             return 2
-        indexes[index.encoder_name if index.encoder_name not in indexes else f"{index.encoder_name}-2"] = index
-    print(f"corpus: {ds.name} {ds.version}, {len(graphs):,} graphs; indexes: "
+        fusion = index.header.get("fusion")  # a fused index is named for its fusion: graf-lda+wl@0.1
+        label = index.encoder_name + (f"+{fusion['wl']}@{fusion['share']:g}" if fusion else "")
+        indexes[label if label not in indexes else f"{label}-2"] = index
+    print(f"corpus: {ds.name} {ds.version}, {len(graphs):,} graphs"
+          + (f", {len(among):,} of them edited (the {args.edit_from} split's validation graphs)" if among is not None
+             else "") + "; indexes: "
           + "; ".join(f"{i.describe()} (sha256 {i.sha256[:12]})" for i in indexes.values()), flush=True)
     ranks: dict[tuple[str, str, int], np.ndarray] = {}
     times = {"edit": 0.0, **{name: 0.0 for name in indexes}}
@@ -213,7 +262,7 @@ def main(argv=None) -> int:
     for kind in args.kinds:
         for size in args.sizes:
             t = time.perf_counter()
-            edited, origin = edited_graphs(graphs, vocab, kind, size, args.graphs, args.seed)
+            edited, origin = edited_graphs(graphs, vocab, kind, size, args.graphs, args.seed, among)
             times["edit"] += time.perf_counter() - t
             names = [graphs[p].name for p in origin]
             for name, index in indexes.items():
@@ -237,6 +286,7 @@ def main(argv=None) -> int:
     line("robustness-time", wall_s=time.perf_counter() - t0, **{f"{k}_s": v for k, v in times.items()})
     if args.out:
         meta = {"dataset": f"{ds.name} {ds.version}", "graphs": args.graphs, "seed": args.seed, "boot": args.boot,
+                "edit_from": args.edit_from,
                 "indexes": {n: i.sha256 for n, i in indexes.items()}}
         write_out(args.out, cells, meta)
     return 0

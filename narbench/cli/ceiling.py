@@ -129,8 +129,10 @@ def content(dataset, split: str) -> dict[str, Any]:
 def run_split(dataset, split: str, classes: dict[str, np.ndarray], *, draws: int = DRAWS, seed: int = SEED,
               results_dir: Path = RESULTS_DIR, uncommitted: bool = False) -> SplitReport:
     """The oracle's ceilings of `split` at each resolution of `classes`, and the committed results on it."""
+    from narbench.eval.relevance import relevance_labels
+
     corpus, queries = select(dataset, split)
-    fam = np.array([g.family for g in dataset.graphs], dtype=object)
+    fam = relevance_labels(dataset.graphs)  # each graph's family, or its families where one has several
     ceilings = {}
     for res, rule in VARIANTS:
         if res in classes and (rule == "label" or dataset.name != "nas"):

@@ -28,7 +28,11 @@ attention core is `causal_attention` (`causal-attention`). Those read *design at
 op names lack, recorded by the extraction (`narbench.zoo.attributes.DesignAttributes`) as a suffix
 of the raw name: `ConvolutionBackward0#pointwise`, `#patch`, `AddBackward0#causal`
 (`split_name`). Version 2.1 ignores the suffix, so a graph extracted with attributes gives the
-same 2.1 canonical graph as one without.
+same 2.1 canonical graph as one without. `version="2.3"` (issue 59) adds a convolution's groups and
+dimensions (`conv-groups-dims`: `#depthwise`, `#grouped`, `#1d`, `#3d` -> `conv_depthwise`,
+`conv3d`, ...; 2.2 ignores those marks), norms folded by what their subgraph computes rather than by
+their spelling (`narbench.data.canonical_algebra`), one form for what is left of quotients and
+roots, and the tanh-GELU written with products; its rows in the same table.
 
 Only op names and edges are read, so graphs stored by `real` 1.0 canonicalise exactly as a fresh
 extraction does, except where 1.0 stored an in-place op on a view as `CopySlices`: the extraction
@@ -36,8 +40,9 @@ now records the op itself (`narbench.zoo.inplace.InPlaceOnViews`), which 1.0 did
 member's place, merged selections their first's), so the numbering stays topological and
 deterministic. Raw names the table does not know become `other` and are counted in `unknown`.
 
-Pass 1 is here (`canonicalize`); passes 2 and 3 are `narbench.data.canonical_rewrite`, and the
-table of 2.2's rules with their reasons is read by `narbench.data.canonical_rules`.
+Pass 1 is here (`canonicalize`); passes 2 and 3 are `narbench.data.canonical_rewrite` (2.3's
+norms and quotients: `narbench.data.canonical_algebra`), and the table of the rules since 2.2 with
+their reasons is read by `narbench.data.canonical_rules`.
 """
 
 from __future__ import annotations
@@ -48,20 +53,27 @@ from typing import Sequence
 
 import numpy as np
 
+from narbench.data.canonical_algebra import quotient_form
 from narbench.data.canonical_rewrite import FOLDED_OPS, RewriteGraph
 from narbench.data.ops import ELIDED, UNKNOWN_OP, load_table, vocabulary
 
 #: Rule sets, oldest first; the default is the one `real` 2.1 and the shipped index use.
-VERSIONS = ("2.1", "2.2")
+VERSIONS = ("2.1", "2.2", "2.3")
 DEFAULT_VERSION = "2.1"
 #: Separates a raw op name from its design attributes (`ConvolutionBackward0#pointwise`).
 ATTR_SEP = "#"
 #: Design attributes the extraction records (`narbench.zoo.attributes.DesignAttributes`).
 POINTWISE, PATCH, CAUSAL = "pointwise", "patch", "causal"
-ATTRIBUTES = frozenset({POINTWISE, PATCH, CAUSAL})
+#: ... and since 2.3 a convolution's groups and dimensions (2-D dense: no mark).
+DEPTHWISE, GROUPED, CONV_1D, CONV_3D = "depthwise", "grouped", "1d", "3d"
+ATTRIBUTES = frozenset({POINTWISE, PATCH, CAUSAL, DEPTHWISE, GROUPED, CONV_1D, CONV_3D})
 
 #: Ops that only version 2.2's rules produce (not in the op table, so appended to its vocabulary).
 OPS_2_2 = ("causal_attention",)
+#: Ops that only version 2.3's rules produce (`conv-groups-dims`: a convolution by its dimensions and
+#: groups; the dense 2-D one stays `conv`), appended after 2.2's.
+OPS_2_3 = ("conv1d", "conv1d_depthwise", "conv1d_grouped", "conv3d", "conv3d_depthwise", "conv3d_grouped",
+           "conv_depthwise", "conv_grouped")
 
 
 class CanonicalError(ValueError):
@@ -98,10 +110,18 @@ def check_version(version: str) -> str:
 
 
 
+def conv_op(attrs: frozenset[str]) -> str:
+    """2.3 `conv-groups-dims`: a convolution's op by its dimensions and groups (`conv1d_depthwise`)."""
+    dims = "1d" if CONV_1D in attrs else "3d" if CONV_3D in attrs else ""
+    groups = "_depthwise" if DEPTHWISE in attrs else "_grouped" if GROUPED in attrs else ""
+    return f"conv{dims}{groups}"
+
+
 def canonicalize(ops: Sequence[str], edges: np.ndarray, version: str = DEFAULT_VERSION) -> CanonicalGraph:
     """The canonical graph of a raw graph (op names per node, 2 x E producer -> consumer edges),
     under the rules of `version` (see the module docstring)."""
     v22 = check_version(version) >= "2.2"
+    v23 = version >= "2.3"
     n = len(ops)
     edges = np.asarray(edges, dtype=np.int64).reshape(2, -1)
     order = _topological(n, edges)
@@ -136,6 +156,8 @@ def canonicalize(ops: Sequence[str], edges: np.ndarray, version: str = DEFAULT_V
                     patches.add(v)
             elif name == "unfold" and PATCH in attrs:  # patch-unfold-layout
                 name = ELIDED
+            elif name == "conv" and v23:  # conv-groups-dims
+                name = conv_op(attrs)
             if CAUSAL in attrs:  # causal-attention: the mask's mark passes to what it masks
                 causal.update(ins if name == ELIDED else (v,))
         if name == ELIDED:
@@ -151,20 +173,23 @@ def canonicalize(ops: Sequence[str], edges: np.ndarray, version: str = DEFAULT_V
     g.merge_selections()
     if v22:
         g.merge_projections(exclude=patches)
-    g.fold_patterns()
+    g.fold_patterns(algebra=v23)
+    if v23:
+        quotient_form(g)
     kept_ops, kept_edges = g.result()
     return CanonicalGraph(ops=kept_ops, edges=kept_edges, unknown=dict(unknown))
 
 
 def canonical_vocabulary(version: str = DEFAULT_VERSION) -> tuple[str, ...]:
     """The fixed vocabulary of canonical graphs of `version`: the op table's
-    (`narbench.data.ops.vocabulary`), then for 2.2 `causal_attention` before `other`."""
+    (`narbench.data.ops.vocabulary`), then for 2.2 `causal_attention` (and for 2.3 `OPS_2_3`)
+    before `other`."""
     vocab = vocabulary()
     missing = FOLDED_OPS - set(vocab)
     if missing:  # the table and the folds must agree; a test keeps them so
         raise CanonicalError(f"ops produced by folds are missing from the op table: {sorted(missing)}")
     if check_version(version) >= "2.2":
-        vocab = vocab[:-1] + OPS_2_2 + vocab[-1:]
+        vocab = vocab[:-1] + OPS_2_2 + (OPS_2_3 if version >= "2.3" else ()) + vocab[-1:]
     return vocab
 
 

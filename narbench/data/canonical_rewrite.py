@@ -1,8 +1,9 @@
 """Passes 2 and 3 of the canonical rewrite (`narbench.data.canonical`): the graph of kept nodes
 after mapping and eliding, its merges of selections (and, in 2.2, of sibling projections), and
 the folds of decomposed patterns (activations, norms, the attention core) into the op they
-compute. `RewriteGraph` holds the kept nodes with ordered predecessor sets, so every merge keeps
-the numbering topological and deterministic.
+compute (in 2.3 norms by what they compute: `narbench.data.canonical_algebra`). `RewriteGraph`
+holds the kept nodes with ordered predecessor sets, so every merge keeps the numbering
+topological and deterministic.
 """
 
 from __future__ import annotations
@@ -11,14 +12,19 @@ from typing import Sequence
 
 import numpy as np
 
+from narbench.data.canonical_algebra import fold_norm
+
 #: f in `x * f(x)` -> the activation that product is.
 SELF_GATES = {"sigmoid": "silu", "erf": "gelu", "relu6": "hardswish", "hardsigmoid": "hardswish"}
+#: 2.3 (`tanh-gelu-products`): the tanh-GELU's cubic written with products (`x * (1 + c * x * x)`)
+#: reads as x, so what that GELU leaves is `x * tanh(x)`.
+SELF_GATES_23 = {**SELF_GATES, "tanh": "gelu"}
 #: Elementwise ops allowed between the two matmuls of the attention core besides the softmax.
 SCORE_OPS = frozenset({"add", "mul", "div", "where", "tanh", "maximum", "clamp"})
 #: How many such ops at most (Gemma-2 soft-capping is one tanh once scalings are elided).
 SCORE_HOPS = 4
 #: Ops a fold can produce (each is in the vocabulary).
-FOLDED_OPS = frozenset({"silu", "gelu", "hardswish", "mish", "rmsnorm", "layernorm", "attention", "slice"})
+FOLDED_OPS = frozenset({"silu", "gelu", "hardswish", "mish", "rmsnorm", "layernorm", "batchnorm", "attention", "slice"})
 
 
 class RewriteGraph:
@@ -121,14 +127,17 @@ class RewriteGraph:
 
     # ------------------------------------------------------------------ pass 3: folds
 
-    def fold_patterns(self) -> None:
+    def fold_patterns(self, algebra: bool = False) -> None:
+        """The folds; `algebra` (2.3): norms by what they compute (`canonical_algebra.fold_norm`)
+        and the tanh-GELU's product spellings."""
+        norm = (lambda v: fold_norm(self, v)) if algebra else self._fold_norm
         for v in self.order:
             if not self.alive(v):
                 continue
             name = self.op[v]
-            if name == "mul" and (self._fold_gate(v) or self._fold_norm(v)):
+            if name == "mul" and (self._fold_gate(v, algebra) or norm(v)):
                 continue
-            if name == "div" and self._fold_norm(v):
+            if name == "div" and norm(v):
                 continue
             if name == "matmul":
                 self._fold_attention(v)
@@ -140,23 +149,25 @@ class RewriteGraph:
             return ins[0]
         return None
 
-    def _fold_gate(self, v: int) -> bool:
+    def _fold_gate(self, v: int, v23: bool = False) -> bool:
         ins = self.inputs(v)
         if len(ins) != 2:
             return False
+        gates = SELF_GATES_23 if v23 else SELF_GATES
         for f, x in (ins, ins[::-1]):
             if not self.only_consumer(f, v):
                 continue
             fop, fin = self.op[f], self.inputs(f)
-            if fop in SELF_GATES and fin == [x]:
-                self.merge([f, v], v, SELF_GATES[fop])
+            if fop in gates and fin == [x]:
+                self.merge([f, v], v, gates[fop])
                 return True
             if fop == "tanh" and len(fin) == 1:
                 a = fin[0]
                 if self.op[a] == "softplus" and self.inputs(a) == [x] and self.only_consumer(a, f):
                     self.merge([a, f, v], v, "mish")
                     return True
-                if self.op[a] == "add" and self.only_consumer(a, f) and set(self.inputs(a)) >= {x}:
+                cubic = ("add", "mul") if v23 else ("add",)  # 2.3: x + c x^3 or x (1 + c x^2)
+                if self.op[a] in cubic and self.only_consumer(a, f) and set(self.inputs(a)) >= {x}:
                     rest = [u for u in self.inputs(a) if u != x]
                     if (len(rest) == 1 and self.op[rest[0]] == "pow" and self.inputs(rest[0]) == [x]
                             and self.only_consumer(rest[0], a)):

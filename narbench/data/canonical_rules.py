@@ -1,7 +1,7 @@
 """The documented canonical rules: `narbench/data/canonical-rules.csv`, one row per design-level
 rewrite (or deliberate non-rewrite) added after 2.0's op table and folds, with its version and
 reason (docs/canonical-graphs.md). The rewrite itself (`narbench.data.canonical`) does not read the
-table; datasets built under 2.2 or later record its sha256 (`rules_sha256`).
+table; datasets built under 2.2 or later record the sha256 of their version's rows (`rules_sha256`).
 """
 
 from __future__ import annotations
@@ -44,6 +44,16 @@ def rules() -> tuple[Rule, ...]:
     return tuple(out)
 
 
-def rules_sha256() -> str:
-    """sha256 of `canonical-rules.csv`: recorded with a dataset built under version 2.2 or later."""
-    return hashlib.sha256((Path(str(resources.files("narbench"))) / "data" / "canonical-rules.csv").read_bytes()).hexdigest()
+def rules_sha256(version: str | None = None) -> str:
+    """sha256 of `canonical-rules.csv` as canonical version `version` reads it: its header and the
+    rows of that version or older, in file order (None: the whole file). Recorded with a dataset
+    built under 2.2 or later. The file only grows by rows of a newer version, so the rules of 2.2
+    hash as they did when real 2.2 and crossimpl 2.2 were built (`9c494ea8...`), whatever 2.3 adds."""
+    data = (Path(str(resources.files("narbench"))) / "data" / "canonical-rules.csv").read_bytes()
+    if version is None:
+        return hashlib.sha256(data).hexdigest()
+    if version not in VERSIONS:
+        raise CanonicalError(f"unknown canonical version {version!r}; known: {', '.join(VERSIONS)}")
+    head, *rows = data.splitlines(keepends=True)
+    kept = [r for r in rows if next(csv.reader([r.decode()]))[1] <= version]
+    return hashlib.sha256(head + b"".join(kept)).hexdigest()

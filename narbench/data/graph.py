@@ -39,6 +39,13 @@ class ArchGraph:
         self.edges = edges
 
     @property
+    def families(self) -> tuple[str, ...]:
+        """Every family the graph belongs to, its primary `family` first: a canonical graph that specs of
+        several families share keeps them all in `meta["families"]` (real 2.3 on); else `(family,)`."""
+        more = self.meta.get("families") or ()
+        return (self.family, *(f for f in dict.fromkeys(map(str, more)) if f != self.family))
+
+    @property
     def num_nodes(self) -> int:
         return int(self.ops.shape[0])
 

@@ -46,6 +46,8 @@ class Datasheet:
     taxonomy_markdown: str = ""
     #: the registered name it was generated from, where not `name` (`real-2.1` is `real` 2.1)
     registered: str = ""
+    #: graphs that several families share (`narbench.datasets.families.shared_counts`), where the data records them
+    shared: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -108,6 +110,7 @@ class Datasheet:
                              if i < len(fams) else " | |")
             lines.append("|" + "".join(cells))
         lines += ["", "</details>", ""]
+        lines += _shared_markdown(self.shared)
         if self.taxonomy_markdown:
             lines += [self.taxonomy_markdown]
         return "\n".join(lines)
@@ -177,7 +180,37 @@ def datasheet(ds: GraphDataset) -> Datasheet:
                        "query_sources": _shares(ds.graphs[i].source or "-" for i in sp.test)}
                 for name, sp in ds.splits.items()},
         taxonomy_markdown=_taxonomy_section(ds),
+        shared=_shared(graphs),
     )
+
+
+def _shared(graphs) -> dict[str, Any]:
+    """`families.shared_counts` of graphs that record their families (empty for others), with the near-duplicate
+    table's reason group of each family pair (`taxonomy-near-duplicates.csv`)."""
+    from narbench.datasets.families import has_families, shared_counts
+    from narbench.datasets.near_duplicates import family_pair, read_near_duplicate_rows
+
+    if not has_families(graphs):
+        return {}
+    return shared_counts(graphs, {family_pair(r["family_a"], r["family_b"]): r["group"]
+                                  for r in read_near_duplicate_rows()})
+
+
+def _shared_markdown(shared: dict[str, Any]) -> list[str]:
+    """The datasheet's section on graphs that several families share (none without `shared`)."""
+    if not shared:
+        return []
+    per = ", ".join(f"{k} families: {v:,}" for k, v in shared["families"].items())
+    hidden = shared["visible_only_so"]
+    lines = ["### Graphs that several families share", "",
+             f"{shared['graphs']:,} graphs carry several families ({per}): specs of several families gave one "
+             "canonical graph (or isomorphic ones), and the graph keeps them all, its primary family (the first "
+             "spec's, the one counted above) first; a hit is relevant to a query when they share a family. "
+             f"{len(hidden)} families have no graph of their own, only shared ones"
+             + (f" ({', '.join(hidden)})" if hidden else "") + ". Why the designs coincide in a graph, by the "
+             "near-duplicate reason group of each (primary, other) family pair (a graph counts once per group):", "",
+             "| reason group | graphs |", "|---|---:|"]
+    return lines + [f"| {g} | {n:,} |" for g, n in shared["by_group"].items()] + [""]
 
 
 def _shares(values) -> dict[str, float]:
@@ -200,11 +233,15 @@ def _taxonomy_section(ds: GraphDataset) -> str:
         return (f"### Taxonomy\n\n`real` {ds.version} was labelled by an earlier taxonomy table (sha256 "
                 f"`{built_with[:12]}…`, in git history); the committed tables describe the newest `real`.\n")
 
+    from narbench.datasets.families import has_families, straddling as every_identity
+
     straddling = None
     graphs = ds.core_graphs
+    shared = has_families(graphs)
     if "unseen" in ds.splits and graphs and all("identity" in g.meta for g in graphs):
-        straddling = len(taxonomy.straddling_identities(graphs, ds.splits["unseen"]))
-    return taxonomy_sheet.markdown(straddling=straddling)
+        split = ds.splits["unseen"]
+        straddling = len(every_identity(graphs, split) if shared else taxonomy.straddling_identities(graphs, split))
+    return taxonomy_sheet.markdown(straddling=straddling, families=shared)
 
 
 @dataclass(frozen=True)

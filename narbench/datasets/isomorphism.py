@@ -1,6 +1,7 @@
 """Isomorphism of architecture graphs: a canonical hash equal for isomorphic graphs, the isomorphism
 classes of a set of graphs, and the taxonomy's invariant (a): isomorphic graphs are never in two
-families (`isomorphism_violations`).
+families (`isomorphism_violations`); where graphs carry several families (real 2.3 on), isomorphic graphs
+carry the same ones (`unite_families` makes it so, `family_set_violations` checks it).
 
 The hash numbers nodes by Weisfeiler-Lehman colours (the motif splitter's `encode_levels`), so the
 whole `real` set is classed in seconds: graphs are bucketed by a cheap invariant first.
@@ -108,3 +109,28 @@ def isomorphism_violations(graphs: list[ArchGraph], classes: list[list[int]] | N
         if len(fams) > 1:
             out.append(fams)
     return out
+
+
+def unite_families(graphs: list[ArchGraph], classes: list[list[int]] | None = None) -> int:
+    """Give every graph of an isomorphism class the families of all of them (`meta["families"]`: its own
+    first, then the others' in class order), so that relevance follows structure, not node numbering (real
+    2.3 on: isomorphic canonical graphs that dedup kept apart, e.g. BERT's and I-BERT's, would otherwise share
+    a design but not its families). Returns how many graphs gained a family."""
+    classes = isomorphic_classes(graphs) if classes is None else classes
+    gained = 0
+    for members in classes:
+        union = list(dict.fromkeys(f for i in members for f in graphs[i].families))
+        for i in members:
+            own = graphs[i].families
+            if len(own) < len(union):
+                graphs[i].meta["families"] = [*own, *(f for f in union if f not in own)]
+                gained += 1
+    return gained
+
+
+def family_set_violations(graphs: list[ArchGraph], classes: list[list[int]] | None = None) -> list[tuple[str, ...]]:
+    """The invariant that replaces (a) where graphs carry several families (real 2.3 on): isomorphic graphs
+    have one primary family and one set of families. Per class that breaks it, its names (empty: holds)."""
+    classes = isomorphic_classes(graphs) if classes is None else classes
+    return [tuple(graphs[i].name for i in members) for members in classes
+            if len({graphs[i].family for i in members}) > 1 or len({frozenset(graphs[i].families) for i in members}) > 1]

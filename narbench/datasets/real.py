@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 from narbench.data.dataset import DatasetProvider, GraphDataset, Split, group_split
 from narbench.data.graph import ArchGraph
 from narbench.data.store import CorruptFileError, read_graphs
+from narbench.datasets.families import model_group
 
 ARTIFACT = "real-2.1.narg"
 ENV_FILE = "NARBENCH_REAL_FILE"
@@ -176,21 +177,42 @@ class Real22Dataset(RealDataset):
     patch_artifact = "real-1.0-reextracted-2.2.narg"
     #: 2.1 and the versions before it are registered with `real-2.1` (`RealDataset.previous_versions`)
     previous_versions = {}
+    split_names = (*RealDataset.split_names, "novel")
+
+    def splits(self, graphs: list[ArchGraph]) -> dict[str, Split]:
+        """2.1's splits, and `novel`: whole families held out (`narbench.datasets.novel`; 2.2 on)."""
+        from narbench.datasets.novel import NAME, novel_split
+
+        return {**super().splits(graphs), NAME: novel_split(graphs, seed=self.split_seed)}
+
+
+class Real23Dataset(Real22Dataset):
+    """`real` 2.3 (not registered yet): canonical rules 2.3, and a graph that specs of several families share
+    keeps them all (`ArchGraph.families`, primary first: the first spec's family, the one 2.2 kept; a hit is
+    relevant to a query when they share a family, `narbench.eval.relevance`). Derived like 2.2 by `narbench
+    build-real --from narbench/data/real-1.0.narg --patch <2.3 re-extraction> --canonical-version 2.3`
+    (`narbench.zoo.derive` keeps families from 2.3 on). `unseen` keeps whole the model identities that share
+    a graph (`narbench.datasets.families`); `standard` is stratified by the primary family, as before.
+    """
+
+    version = "2.3"
+    artifact = "real-2.3.narg"
+    canonical_version = "2.3"
+    #: None until the lead builds `narbench/data/real-2.3.narg` (then its payload's sha256)
+    expected_sha256 = None
+
+    def splits(self, graphs: list[ArchGraph]) -> dict[str, Split]:
+        """2.2's splits, `unseen` grouped by identities that share a graph (`families.identity_groups`), the groups
+        whose families chose different sides in the corpus (`families.whole_group_split`)."""
+        from narbench.datasets.families import identity_groups, whole_group_split
+
+        out = super().splits(graphs)
+        out["unseen"] = whole_group_split(
+            [g.family for g in graphs], identity_groups(graphs), test_size=self.test_size, seed=self.split_seed,
+            name="unseen", group_rule="a group is the model identities (taxonomy: aliases and renamed copies merged, "
+                                      "every variant and task head included) joined by a graph they share")
+        return out
 
 
 #: the `real` version the taxonomy tables (`narbench.datasets.taxonomy`) describe: the newest shipped
 NEWEST = Real22Dataset
-
-
-def model_group(graph: ArchGraph) -> str:
-    """The model a graph derives from: its taxonomy identity (`meta["identity"]`, real 2.0), else
-    `<family>/<model name>` (model type for transformers; real 1.0).
-
-    Taken from the build's provenance (`meta["model"]`, the name the zoo registers; variants
-    and task heads keep their model's name), never from the graph itself. One name in two zoos
-    (timm's and torchvision's `vgg16`) is one model: the family is shared and so is the group.
-    """
-    identity = graph.meta.get("identity")
-    if identity:
-        return str(identity)
-    return f"{graph.family}/{graph.meta.get('model', graph.name)}"

@@ -21,11 +21,22 @@ RULE = ("A *family* is one architecture design as its paper names it (ResNet, Mo
         "graphs has an attention pattern, else the label of most of its graphs) unless a row says why not.")
 
 
+#: invariant 1 where graphs keep every family of their specs (real 2.3 on)
+INVARIANT_1_FAMILIES = (
+    "1. dedup never drops a family: a canonical graph keeps the family of every spec that gave it "
+    "(`ArchGraph.families`, the first spec's first: its primary family), and isomorphic canonical graphs have one "
+    "primary family and one set of families (`narbench.datasets.isomorphism.family_set_violations`; the derivation "
+    "unites the families of an isomorphism class, `unite_families`); the family pairs that share a graph are "
+    "listed with a reason (`merged`);")
+
+
 def markdown(taxonomy: Taxonomy | None = None, near_duplicates: Path | None = None, top: int = 25,
-             straddling: int | None = None) -> str:
+             straddling: int | None = None, families: bool = False) -> str:
     """The taxonomy's section of the `real` datasheet: the rule, counts, invariants, the listed near-duplicates.
 
-    `straddling`: the number of identities measured on both sides of the shipped `unseen` (shown when given)."""
+    `straddling`: the number of identities measured on both sides of the shipped `unseen` (shown when given).
+    `families`: the data's graphs keep every family of their specs (real 2.3 on): invariants 1 and 3 as they
+    read there."""
     taxonomy = taxonomy or load()
     rows = taxonomy.rows
     fam_ids: dict[str, set[str]] = {}
@@ -54,6 +65,7 @@ def markdown(taxonomy: Taxonomy | None = None, near_duplicates: Path | None = No
              "Checked on the shipped `real` 2.0 graphs (canonical graphs; the `crossimpl` queries left out) by "
              "`python -m narbench.cli.taxonomy_build` (which fails when one breaks) and by the slow tests of "
              "`tests/test_taxonomy.py`:", "",
+             INVARIANT_1_FAMILIES if families else
              "1. isomorphic canonical graphs are never in two families "
              "(`narbench.datasets.isomorphism.isomorphism_violations`: "
              "Weisfeiler-Lehman colours, then a canonical numbering, per bucket of a cheap invariant); the dataset "
@@ -64,8 +76,11 @@ def markdown(taxonomy: Taxonomy | None = None, near_duplicates: Path | None = No
              f"embedding) is merged or its family pair is listed with its reason in `{NEAR_DUPLICATES}`; "
              "the committed table is what the build measures (`unlisted_near_duplicates`); no family was merged "
              "for 2.0 after its labels were published;",
-             "3. no model identity (aliases across zoos and renamed copies merged) has graphs on both sides of "
-             "`unseen` (`straddling_identities`" + (f"; measured: {straddling}" if straddling is not None else "")
+             ("3. no model identity (aliases across zoos and renamed copies merged) has graphs on both sides of "
+              "`unseen`, counting every identity of a shared graph (`narbench.datasets.families.straddling`"
+              if families else
+              "3. no model identity (aliases across zoos and renamed copies merged) has graphs on both sides of "
+              "`unseen` (`straddling_identities`") + (f"; measured: {straddling}" if straddling is not None else "")
              + ").", "",
              "Canonical graphs elide attention masks, biases and additive position embeddings and fold attention, "
              "norms and GELU spellings (docs/canonical-graphs.md), so designs that share a block share a graph: a "

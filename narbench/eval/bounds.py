@@ -7,8 +7,8 @@ Two kinds of check, both on the per-query sidecar (`narbench.eval.metrics` defin
 - **Without the data** (`shape_problem`): MRR@k is 0 or 1/r for a rank r <= k, and the same at
   every cut-off that reaches the first relevant item (0 at those that do not); AP@k (ranx's `map@k`)
   never falls as k grows; MRR@k and NDCG@k are zero together (both say "nothing relevant in the top k").
-- **With the split's relevant counts** (`bound_problem`): |R| = the corpus items of the query's family
-  among the corpus the run scored (`evaluated` picks the queries and the corpus as
+- **With the split's relevant counts** (`bound_problem`): |R| = the corpus items sharing a family with the
+  query (`narbench.eval.relevance`) among the corpus the run scored (`evaluated` picks the queries and the corpus as
   `narbench.harness.runner.select` does). Then `map@k` = (sum of the precisions at relevant ranks)
   / |R| <= min(k, |R|) / |R|; `map_capped@k` = `map@k` * |R| / min(k, |R|); `ndcg_paper@k` =
   `ndcg@k` * IDCG(min(k, |R|)) / max(0.3, IDCG(|R|)). A file claiming MAP@20 = 1.0 on `nas`, whose
@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from narbench.eval.metrics import KS, uncut_ideal_ratio
+from narbench.eval.relevance import Relevance, has_several
 
 #: per-query scores in a sidecar are rounded to 6 decimals (5e-7 off at most); twice that, for a ratio of two
 TOLERANCE = 1e-6
@@ -42,16 +43,22 @@ class Evaluated:
 
 
 def evaluated(families: np.ndarray, split: Any, max_corpus: int | None, max_queries: int | None,
-              seed: int) -> Evaluated:
-    """What a run scores on `split` (a `Split`) of a dataset whose graphs have `families`, with the
-    profile's `max_corpus` / `max_queries` and `seed`: the corpus and queries of
-    `narbench.data.dataset.evaluation_sides`, as `narbench.harness.runner.select` takes them."""
+              seed: int, labels: np.ndarray | None = None) -> Evaluated:
+    """What a run scores on `split` (a `Split`) of a dataset whose graphs have (primary) `families`, with
+    the profile's `max_corpus` / `max_queries` and `seed`: the corpus and queries of
+    `narbench.data.dataset.evaluation_sides`, as `narbench.harness.runner.select` takes them. `labels`:
+    per graph what relevance compares where a graph has several families (`relevance.relevance_labels`);
+    |R| is then the corpus items sharing a family with the query."""
     from narbench.data.dataset import evaluation_sides
 
     fam = np.asarray(families)
     corpus, queries = evaluation_sides(fam, split, max_corpus, max_queries, seed)
-    labels, counts = np.unique(fam[corpus], return_counts=True)
-    relevant = counts[np.searchsorted(labels, fam[queries])]
+    if labels is not None and has_several(labels):
+        relevant_to = Relevance(labels[corpus])
+        relevant = np.array([len(relevant_to(lab)) for lab in labels[queries].tolist()], dtype=np.int64)
+        return Evaluated(relevant, int(len(corpus)))
+    names, counts = np.unique(fam[corpus], return_counts=True)
+    relevant = counts[np.searchsorted(names, fam[queries])]
     return Evaluated(relevant.astype(np.int64), int(len(corpus)))
 
 

@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from narbench.eval.metrics import KS, score_rankings
+from narbench.eval.relevance import Relevance
 
 #: seeded random tie orders averaged per split
 DRAWS = 20
@@ -123,41 +124,63 @@ class Ceiling:
 
 
 class _Corpus:
-    """Corpus counts per (class, label): sizes, members, and per label the classes holding it."""
+    """Corpus counts per (class, label): sizes, members, and per label the classes holding its relevant graphs.
 
-    def __init__(self, labels: np.ndarray, classes: np.ndarray):
-        self.labels, self.classes = labels, classes
+    `labels`: encoded label ids; `values`: per id the label it encodes (a family or a tuple of families:
+    relevance is a shared family, `narbench.eval.relevance`)."""
+
+    def __init__(self, labels: np.ndarray, classes: np.ndarray, values: list):
+        self.labels, self.classes, self.values = labels, classes, values
         self.num_classes = int(classes.max(initial=-1)) + 1
         self.size = np.bincount(classes, minlength=self.num_classes)
         order = np.argsort(classes, kind="stable")
         bounds = np.searchsorted(classes[order], np.arange(self.num_classes + 1))
         self.members = [order[bounds[c]:bounds[c + 1]] for c in range(self.num_classes)]
-        self.by_label: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        pairs, counts = np.unique(np.stack([labels, classes], axis=1), axis=0, return_counts=True)
-        for lab in np.unique(pairs[:, 0]) if len(pairs) else []:
-            sel = pairs[:, 0] == lab
-            self.by_label[int(lab)] = (pairs[sel, 1], counts[sel])
-        self.total = {lab: int(c.sum()) for lab, (_, c) in self.by_label.items()}
-        self._counts = {lab: dict(zip(cls.tolist(), cnt.tolist())) for lab, (cls, cnt) in self.by_label.items()}
+        self._relevant = Relevance([values[lab] for lab in labels.tolist()])
+        self._by_label: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def by_label(self, label: int) -> tuple[np.ndarray, np.ndarray]:
+        """(classes, counts): the classes holding corpus graphs relevant to `label`, ascending, and how many each."""
+        if label not in self._by_label:
+            self._by_label[label] = np.unique(self.classes[self._relevant(self.values[label])], return_counts=True)
+        return self._by_label[label]
+
+    def total(self, label: int) -> int:
+        """|R|: the corpus graphs relevant to `label`."""
+        return int(self.by_label(label)[1].sum())
 
     def count(self, label: int, classes: np.ndarray) -> int:
-        """|union of `classes` ∩ label|."""
-        counts = self._counts.get(label, {})
+        """|union of `classes` ∩ the graphs relevant to label|."""
+        cls, cnt = self.by_label(label)
+        counts = dict(zip(cls.tolist(), cnt.tolist()))
         return sum(counts.get(c, 0) for c in classes.tolist())
+
+
+def _values(*arrays: Sequence) -> list:
+    """The distinct values of the arrays in the order `_encode` numbers them (value of id i at i)."""
+    index: dict[Any, int] = {}
+    for a in arrays:
+        for v in _items(a):
+            index.setdefault(v, len(index))
+    return list(index)
+
+
+def _items(a: Sequence) -> list:
+    return a.tolist() if isinstance(a, np.ndarray) else list(a)
 
 
 def _encode(*arrays: Sequence) -> list[np.ndarray]:
     """The arrays' values as int ids over their union (equal values, equal ids)."""
     index: dict[Any, int] = {}
-    return [np.array([index.setdefault(v, len(index)) for v in np.asarray(a).tolist()], dtype=np.int64)
-            for a in arrays]
+    return [np.array([index.setdefault(v, len(index)) for v in _items(a)], dtype=np.int64) for a in arrays]
 
 
 def oracle_groups(query_labels: Sequence, query_classes: Sequence, corpus_labels: Sequence, corpus_classes: Sequence,
                   *, depth: int = DEPTH, rule: str = "label") -> tuple[list[Group], _Corpus, np.ndarray]:
     """The oracle's groups (see the module docstring) and the encoded corpus and query labels.
 
-    Class ids are shared between queries and corpus (equal ids: same structure); labels are any hashables.
+    Class ids are shared between queries and corpus (equal ids: same structure); labels are any hashables,
+    a tuple standing for several families (relevant: a corpus graph sharing one with the query).
     `rule`: `label` weighs the corpus classes by the group's query labels; `vote` by the labels of the
     corpus graphs of the group's own structure where the corpus has that structure (the query labels
     where it has not).
@@ -168,7 +191,7 @@ def oracle_groups(query_labels: Sequence, query_classes: Sequence, corpus_labels
     q_cls, c_cls = _encode(query_classes, corpus_classes)
     if len(q_lab) != len(q_cls) or len(c_lab) != len(c_cls):
         raise ValueError("one label and one class per graph")
-    corpus = _Corpus(c_lab, c_cls)
+    corpus = _Corpus(c_lab, c_cls, _values(query_labels, corpus_labels))
     depth = min(depth, len(c_lab))
     groups = []
     q_order = np.argsort(q_cls, kind="stable")
@@ -187,7 +210,7 @@ def oracle_groups(query_labels: Sequence, query_classes: Sequence, corpus_labels
             continue
         num = np.zeros(corpus.num_classes, dtype=np.float64)
         for lab, w in weights.items():
-            cls, cnt = corpus.by_label.get(lab, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+            cls, cnt = corpus.by_label(lab)
             num[cls] += w * cnt  # exact integers
         nz = np.flatnonzero(num > 0)
         key = num[nz] / corpus.size[nz]  # correctly rounded: equal ratios give equal floats
@@ -287,10 +310,21 @@ def ceiling(query_labels: Sequence, query_classes: Sequence, corpus_labels: Sequ
                                           rule=rule)
     depth = min(depth, len(corpus.labels))
     nq = len(q_lab)
+    several = any(isinstance(v, tuple) and len(v) > 1 for v in corpus.values)
+
+    def labels_of(ids: np.ndarray):
+        """What `score_rankings` compares: the ids (one family per graph, as before) or the family tuples."""
+        if not several:
+            return ids
+        out = np.empty(len(ids), dtype=object)
+        for j, i in enumerate(ids.tolist()):
+            out[j] = corpus.values[i]
+        return out
+
     sums: dict[str, np.ndarray] = {}
     for d in range(draws):
         ranked = draw_rankings(groups, nq, depth, d, seed)
-        _, per_query = score_rankings(q_lab, corpus.labels, ranked, ks=ks)
+        _, per_query = score_rankings(labels_of(q_lab), labels_of(corpus.labels), ranked, ks=ks)
         for m, v in per_query.items():
             sums[m] = sums.get(m, 0.0) + v
     per_query = {m: v / draws for m, v in sums.items()}
@@ -299,7 +333,7 @@ def ceiling(query_labels: Sequence, query_classes: Sequence, corpus_labels: Sequ
         for qi in g.queries.tolist():
             lab = int(q_lab[qi])
             blocks = [(corpus.count(lab, cls), len(items)) for items, cls in zip(g.blocks, g.block_classes)]
-            for m, v in expected_metrics(blocks, corpus.total.get(lab, 0), ks).items():
+            for m, v in expected_metrics(blocks, corpus.total(lab), ks).items():
                 exact.setdefault(m, np.zeros(nq))[qi] = v
     return Ceiling({m: float(v.mean()) for m, v in per_query.items()}, per_query,
                    {m: float(v.mean()) for m, v in exact.items()}, exact, draws, len(groups))

@@ -1,6 +1,7 @@
 """Scoring with ranx: MRR, MAP and NDCG at 20, 50 and 100 (the paper's nine numbers).
 
-Relevance: a corpus item is relevant to a query when it has the query's label (the family).
+Relevance: a corpus item is relevant to a query when it shares a family with it (`narbench.eval.relevance`:
+with one family per graph, when it has the query's family; `real` 2.3's graphs may have several).
 The metrics are ranx's own. One addition is derived from ranx's per-query output, not
 re-implemented: ranx's AP@k divides by *all* relevant items |R| (the TREC convention), which
 caps MAP@k at k/|R| when a query has thousands of relevant items (as on `nas`); the paper's
@@ -60,28 +61,28 @@ _RANX = {"mrr": "reciprocal_rank", "map": "average_precision", "ndcg": "ndcg"}
 def ranx_inputs(query_labels: np.ndarray, corpus_labels: np.ndarray, ranked: np.ndarray):
     """(qrels, run, n_rel): ranx's typed-list inputs for the rankings, plus |R| per query.
 
-    qrels[i]: float64 rows (corpus index, 1.0) of the corpus items with query i's label, shared
-    per label; run[i]: rows (corpus index, depth - rank) in rank order. A corpus index listed
-    twice in a ranking keeps its last rank, as a Run dictionary built from the row would.
+    qrels[i]: float64 rows (corpus index, 1.0) of the corpus items relevant to query i (sharing a
+    family with it, `narbench.eval.relevance`: a label is a family or a tuple of families), in
+    corpus order, shared per label; run[i]: rows (corpus index, depth - rank) in rank order. A
+    corpus index listed twice in a ranking keeps its last rank, as a Run dictionary built from the
+    row would.
     """
     from numba.typed import List as TypedList
 
-    query_labels = np.asarray(query_labels)
-    corpus_labels = np.asarray(corpus_labels)
+    from narbench.eval.relevance import Relevance
+
+    query_labels = query_labels.tolist() if isinstance(query_labels, np.ndarray) else list(query_labels)
     ranked = np.asarray(ranked)
-    labels = {}  # label -> int id, first seen in the corpus
-    corpus_ids = np.array([labels.setdefault(lab, len(labels)) for lab in corpus_labels.tolist()], dtype=np.int64)
-    missing = sorted({str(lab) for lab in query_labels.tolist() if lab not in labels})
+    relevant = Relevance(corpus_labels)
+    docs = [relevant(lab) for lab in query_labels]
+    missing = sorted({str(lab) for lab, d in zip(query_labels, docs) if not len(d)})
     if missing:
         raise ValueError(f"queries with labels that have no relevant corpus item: {', '.join(missing[:5])}")
-    query_ids = np.array([labels[lab] for lab in query_labels.tolist()], dtype=np.int64)
-    by_label = np.argsort(corpus_ids, kind="stable")
-    bounds = np.searchsorted(corpus_ids[by_label], np.arange(len(labels) + 1))
-    judged = []
-    for lab in range(len(labels)):
-        docs = by_label[bounds[lab] : bounds[lab + 1]]
-        judged.append(np.ascontiguousarray(np.stack([docs.astype(np.float64), np.ones(docs.shape[0])], axis=1)))
-    qrels = TypedList([judged[lab] for lab in query_ids.tolist()])
+    judged: dict[int, np.ndarray] = {}  # per relevant list (shared per label), its qrels rows
+    for d in docs:
+        if id(d) not in judged:
+            judged[id(d)] = np.ascontiguousarray(np.stack([d.astype(np.float64), np.ones(d.shape[0])], axis=1))
+    qrels = TypedList([judged[id(d)] for d in docs])
     depth = ranked.shape[1] if ranked.ndim == 2 else 0
     scores = np.arange(depth, 0, -1, dtype=np.float64)
     rows = np.empty((ranked.shape[0], depth, 2), dtype=np.float64)
@@ -98,7 +99,7 @@ def ranx_inputs(query_labels: np.ndarray, corpus_labels: np.ndarray, ranked: np.
             run.append(np.ascontiguousarray(np.stack([row[last].astype(np.float64), scores[last]], axis=1)))
         else:
             run.append(rows[i])
-    n_rel = np.diff(bounds)[query_ids].astype(np.float64)
+    n_rel = np.array([len(d) for d in docs], dtype=np.float64)
     return qrels, run, n_rel
 
 

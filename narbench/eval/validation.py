@@ -42,6 +42,7 @@ import numpy as np
 from narbench.core import safeio
 from narbench.eval import bounds
 from narbench.eval.metrics import KS, METRICS, PAPER_NDCG
+from narbench.eval.relevance import RULE as RELEVANCE_RULE, relevance_labels
 from narbench.train.profiles import PROFILES
 from narbench.train.protocol import PROTOCOLS
 from narbench.eval.result import MIXED_PROTOCOL, SCHEMA_VERSION, SIDECAR_SUFFIX, RunResult
@@ -236,6 +237,10 @@ def _check_dataset(path: Path, r: RunResult, datasets: Iterable[KnownDataset]) -
     recorded = r.dataset.get("split")
     if isinstance(recorded, dict) and recorded.get("name", r.split) != r.split:
         raise InvalidResultError(path, f"split {r.split!r} disagrees with dataset.split.name {recorded['name']!r}")
+    relevance = r.dataset.get("relevance")
+    if relevance is not None and relevance != RELEVANCE_RULE:
+        raise InvalidResultError(path, f"dataset.relevance {relevance!r} is not this narbench's rule "
+                                       f"({RELEVANCE_RULE!r}); results judged otherwise are not comparable")
     return [d for d in matching if r.split in d.splits]
 
 
@@ -262,8 +267,9 @@ def _check_sidecar(path: Path, r: RunResult) -> dict[str, np.ndarray]:
     return per_query
 
 
-#: (loader, name, version, sha256) -> (family per graph, splits) of that content, or None where it cannot be loaded
-_CONTENTS: dict[tuple, tuple[np.ndarray, dict] | None] = {}
+#: (loader, name, version, sha256) -> (family per graph, splits, relevance labels) of that content, or None where
+#: it cannot be loaded
+_CONTENTS: dict[tuple, tuple[np.ndarray, dict, np.ndarray] | None] = {}
 #: (content key, split, max_corpus, max_queries, seed) -> `bounds.Evaluated`
 _EVALUATED: dict[tuple, bounds.Evaluated] = {}
 #: what a dataset provider's `load` may raise when its data is not here or not loadable
@@ -300,14 +306,15 @@ def _evaluated(r: RunResult, matching: list[KnownDataset]) -> bounds.Evaluated |
         if key not in _CONTENTS:
             dataset = _load(known, sha)
             _CONTENTS[key] = None if dataset is None else (
-                np.array([g.family for g in dataset.graphs]), dict(dataset.splits))
+                np.array([g.family for g in dataset.graphs]), dict(dataset.splits), relevance_labels(dataset.graphs))
         if _CONTENTS[key] is None:
             continue
-        families, splits = _CONTENTS[key]
+        families, splits, labels = _CONTENTS[key]
         profile = get_profile(r.profile)
         at = (key, r.split, profile.max_corpus, profile.max_queries, r.seed)
         if at not in _EVALUATED:
-            _EVALUATED[at] = bounds.evaluated(families, splits[r.split], profile.max_corpus, profile.max_queries, r.seed)
+            _EVALUATED[at] = bounds.evaluated(families, splits[r.split], profile.max_corpus, profile.max_queries, r.seed,
+                                              labels)
         return _EVALUATED[at]
     return None
 

@@ -25,6 +25,7 @@ from narbench.data.dataset import GraphDataset, UnknownSplitError, evaluation_si
 from narbench.train.encoder import Encoder, Labels
 from narbench.eval.holdout import HOLDOUT_RULES
 from narbench.eval.metrics import score_rankings
+from narbench.eval.relevance import RULE as RELEVANCE_RULE, has_several, relevance_labels
 from narbench.train.profiles import get_profile
 from narbench.train.protocol import DEFAULT_PROTOCOL, Protocol, get_protocol
 from narbench.eval.result import SIDECAR_SUFFIX, RunResult, git_commit, package_versions, write_embeddings
@@ -197,6 +198,7 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
 
     graphs = dataset.graphs
     fam_ids = dataset.family_ids()
+    relevance = relevance_labels(graphs, fam_ids)  # the family ids, or each graph's families where one has several
     _hold_out(cfg, sides, fam_ids, graphs)
     labels, label_record = make_labels(dataset, setup.protocol, setup.encoder_cls, sides.train)
 
@@ -207,7 +209,7 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
                       snapshots=snapshots)
     encoder, init = _build_encoder(cfg, setup, dataset, labels)
     if sides.held_out is not None:
-        trainer.epoch_eval = _curve_probe(cfg, encoder, trainer, graphs, fam_ids, sides)
+        trainer.epoch_eval = _curve_probe(cfg, encoder, trainer, graphs, relevance, sides)
 
     t = time.perf_counter()
     _train(cfg, encoder, trainer, [graphs[i] for i in sides.train], labels)
@@ -226,7 +228,7 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     timings["retrieve"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    means, per_query = score_rankings(fam_ids[sides.queries], fam_ids[sides.corpus], ranked.numpy())
+    means, per_query = score_rankings(relevance[sides.queries], relevance[sides.corpus], ranked.numpy())
     timings["score"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t_start
 
@@ -234,6 +236,8 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     record = Record(label_record, init, snapshots, commit)
     result = make_result(options, setup, dataset, sides, encoder, trainer, record, means, timings)
     result.subsets = subset_metrics(subset_positions(dataset.get_split(cfg.split), sides.queries), per_query)
+    if has_several(relevance):  # a graph with several families: the result says how relevance was judged
+        result.dataset["relevance"] = RELEVANCE_RULE
     result.config_hash = result_hash(result)
     evaluation = Evaluation(result, None, query_emb, corpus_emb, ranked.numpy(), per_query)
     if cfg.out and distributed.is_main():  # torchrun: rank 0 writes
@@ -276,6 +280,9 @@ def _load_data(cfg: RunConfig, dataset: GraphDataset | None, profile) -> tuple[G
         train_idx, corpus_idx, query_idx = select(dataset, profile, cfg.seed, cfg.split)
     except UnknownSplitError as exc:
         raise ConfigError(str(exc)) from exc
+    if not len(query_idx):  # e.g. real's `novel`: whole families held out, for out-of-family detection
+        raise ConfigError(f"split {cfg.split!r} of {dataset.name} has no query whose family is in its corpus: there "
+                          "is nothing to score retrieval on (`novel` is measured by python -m benchmarks.search.novel)")
     return dataset, Sides(train_idx, corpus_idx, query_idx)
 
 
@@ -313,14 +320,14 @@ def _build_encoder(cfg: RunConfig, setup: Setup, dataset: GraphDataset, labels: 
     return encoder, init
 
 
-def _curve_probe(cfg: RunConfig, encoder: Encoder, trainer: Trainer, graphs: list, fam_ids: np.ndarray,
+def _curve_probe(cfg: RunConfig, encoder: Encoder, trainer: Trainer, graphs: list, relevance: np.ndarray,
                  sides: Sides):
-    """The learning curve's per-epoch probe (`Trainer.epoch_eval`)."""
+    """The learning curve's per-epoch probe (`Trainer.epoch_eval`), judged as the run is (`relevance`)."""
     def embed_now(gs):
         encoder.weights_changed()  # an encoder caching embeddings of a part of itself recomputes them
         return encoder.embed(trainer, gs)
 
-    return curves.probe(embed_now, graphs, fam_ids, sides.held_out, sides.corpus, sides.queries, cfg.top_k)
+    return curves.probe(embed_now, graphs, relevance, sides.held_out, sides.corpus, sides.queries, cfg.top_k)
 
 
 def _train(cfg: RunConfig, encoder: Encoder, trainer: Trainer, graphs: list, labels: Labels) -> None:

@@ -3,8 +3,10 @@
 Resolve the target to a graph (`narbench.search_engine.target`), embed it with the index's encoder
 (`narbench.search_engine.index`), rank the index's graphs by cosine similarity (`narbench.search_engine.backends`), and say
 why the top hit is close (the op types the two share most), whether the query's graph is in
-the index itself (an exact duplicate, ranked first), and which hits are weak (a cosine below the
-index's `weak_below`, `narbench.search_engine.weak.weak_threshold`).
+the index itself (an exact duplicate, ranked first), which hits are weak (a cosine below the
+index's `weak_below`, `narbench.search_engine.weak.weak_threshold`), whether no family of the index fits
+(`narbench.search_engine.outside`), and how much of the query's graph the index does not know
+(`narbench.search_engine.unknown`).
 
 The first search in a process pays for importing torch, `torch._dynamo` (torch's meta kernels
 import it) and the index's encoder: 6-7 s on a busy 2-core CPU, where the next search takes tens
@@ -25,9 +27,11 @@ from narbench.data.ops import UNKNOWN_OP
 from narbench.search_engine._target_child import MAX_MEMORY, resolve_apart, runs_apart
 from narbench.search_engine.backends import exact_scores
 from narbench.search_engine.index import SearchIndex
-from narbench.search_engine.index_file import load_index
+from narbench.search_engine.index_file import load_index, row_families
 from narbench.search_engine.target import Query, query_of, resolve
 from narbench.search_engine.target_check import Served
+from narbench.search_engine.unknown import caveats, unknown_share
+from narbench.search_engine import outside
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -49,6 +53,11 @@ class Hit:
     num_nodes: int
     num_edges: int
     weak: bool = False
+    #: every family of the graph, `family` (its primary) first: several where specs of several families share it
+    families: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "families", tuple(self.families) or (self.family,))  # a frozen dataclass
 
 
 @dataclass
@@ -71,6 +80,9 @@ class SearchResult:
     info: dict[str, Any] = field(default_factory=dict)  # input, device, timings
     weak_below: float | None = None  # hits with a lower cosine are weak (None: the index has no threshold)
     index_pinned: bool = True  # False: not the shipped index (`SearchIndex.pinned`; `index` says "unpinned" too)
+    out_of_family: float | None = None  # how likely no family fits (`narbench.search_engine.outside`; None: no score)
+    no_family_fits: bool = False  # the score is at or above the index's threshold: "no family in the index fits"
+    unknown_share: float = 0.0  # share of the query's nodes whose op the index does not know (`unknown`)
 
     def __iter__(self):
         return iter(self.hits)
@@ -87,13 +99,13 @@ class SearchResult:
         if not self.hits:
             return f"{head}: no hits"
         names = [h.name for h in self.hits]
-        families = [h.family for h in self.hits]
+        families = [", ".join(h.families) for h in self.hits]
         w_rank, w_name = len(str(self.hits[-1].rank)), max(5, *map(len, names))
         w_fam = max(6, *map(len, families))
         rows = [f"{'#':>{w_rank}}  {'graph':<{w_name}}  {'family':<{w_fam}}  cosine"]
-        rows += [f"{h.rank:>{w_rank}}  {h.name:<{w_name}}  {h.family:<{w_fam}}  {h.similarity:6.3f}"
-                 f"{' weak' if h.weak else ''}" for h in self.hits]
-        return "\n".join([head, *(r.rstrip() for r in rows)])
+        rows += [f"{h.rank:>{w_rank}}  {h.name:<{w_name}}  {fam:<{w_fam}}  {h.similarity:6.3f}"
+                 f"{' weak' if h.weak else ''}" for h, fam in zip(self.hits, families)]
+        return "\n".join([head, *(r.rstrip() for r in rows), *([no_fit_line(self)] if self.no_family_fits else [])])
 
     __repr__ = __str__  # the table, also in a REPL or notebook; the fields stay attributes (`to_json`)
 
@@ -118,6 +130,12 @@ def explain(query_ops: dict[str, int], hit_ops: dict[str, int], top: int = 3) ->
         delta = query_ops.get(diff, 0) - hit_ops.get(diff, 0)
         line += f"; largest difference: {_short(diff)} ({'+' if delta > 0 else ''}{delta} in the query)"
     return line
+
+
+def no_fit_line(result: SearchResult) -> str:
+    """The one line a search prints when its out-of-family score fires."""
+    return (f"no family in the index fits: out-of-family score {result.out_of_family:.2f} (the hits below are the "
+            "nearest designs, not its kind)")
 
 
 def _backend(index: SearchIndex, name: str):
@@ -237,7 +255,9 @@ def run_search(target: Any, k: int = 10, *, encoder: str | None = None, index: S
         if not as_other:
             num_nodes += sum(query.unknown_ops.values())
     t_embed = time.perf_counter() - t1
-    hits, duplicates = _rank(index, vec, query.row, digest, k, backend)
+    hits, duplicates = _rank(index, vec, query.row, digest, max(k, outside.K), backend)
+    score, no_fit = outside.judge(index, hits, num_nodes)  # from the first K hits, whatever k
+    hits = hits[:k]
     why = explain(query.ops, index.op_counts(index.row_of(hits[0].name))) if hits else ""
     timings = {"index": t_index, "target": query.info.pop("seconds", 0.0), "embed": t_embed,
                "total": time.perf_counter() - t0}
@@ -245,9 +265,12 @@ def run_search(target: Any, k: int = 10, *, encoder: str | None = None, index: S
         query=query.label, kind=query.kind, hits=hits, num_nodes=num_nodes, num_edges=num_edges,
         coarse=query.coarse, why=why, duplicate_of=[index.names[r] for r in duplicates],
         unknown_ops=query.unknown_ops, unknown_as="other" if as_other else "spliced", index=index.describe(),
-        backend=backend, warnings=[w for w in [torch_warning(index)] if w and query.row is None],
-        info={**query.info, "seconds": {k_: round(v, 4) for k_, v in timings.items()}}, weak_below=index.weak_below,
-        index_pinned=index.pinned,
+        backend=backend, info={**query.info, "seconds": {k_: round(v, 4) for k_, v in timings.items()}},
+        warnings=[w for w in [torch_warning(index), *caveats(query.unknown_ops, num_nodes,
+                                                             query.info.get("opaque_functions"))]
+                  if w and query.row is None],
+        weak_below=index.weak_below, index_pinned=index.pinned, out_of_family=score, no_family_fits=no_fit,
+        unknown_share=unknown_share(query.unknown_ops, num_nodes),
     )
 
 
@@ -270,7 +293,7 @@ def _rank(index: SearchIndex, vec, row: int | None, digest: str | None, k: int,
         # rows are stored as float16, so a row's norm is 1 +- 5e-4: an exact twin can score 1.0003
         sim = round(min(max(float(ranked[r]), -1.0), 1.0), 4)
         hits.append(Hit(rank=len(hits) + 1, similarity=sim, weak=weak_below is not None and sim < weak_below,
-                        **index.record(r)))
+                        families=row_families(index, r), **index.record(r)))
     return hits, duplicates
 
 
@@ -308,10 +331,12 @@ def render(result: SearchResult, console: Console) -> None:
                          ("source", "left"), ("cosine", "right"), ("ops", "right"), ("edges", "right")):
         table.add_column(col, justify=justify, overflow="fold")
     for h in result.hits:
-        table.add_row(str(h.rank), escape(h.name), escape(h.family), h.coarse, h.source,
+        table.add_row(str(h.rank), escape(h.name), escape(", ".join(h.families)), h.coarse, h.source,
                       f"{h.similarity:.3f}{' weak' if h.weak else ''}", f"{h.num_nodes:,}", f"{h.num_edges:,}",
                       style="dim" if h.weak else None)
     console.print(table)
+    if result.no_family_fits:
+        console.print(f"[bold]{escape(no_fit_line(result))}[/bold]", soft_wrap=True)
     weak = sum(h.weak for h in result.hits)
     if weak:
         what = "no close match: every hit is weak" if weak == len(result.hits) else f"{weak} of {len(result.hits)} hits are weak"

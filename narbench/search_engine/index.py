@@ -44,17 +44,20 @@ class ShippedIndex:
     encoder: str
     sha256: str
     dataset: str = "real-2.2"
+    fused: str = ""  # the floor the index is fused with (`narbench.search_engine.fusion`), named in the file's name
 
     @property
     def filename(self) -> str:
-        return f"index-{self.dataset}-{self.encoder}{SUFFIX}"
+        return f"index-{self.dataset}-{self.encoder}{'+' + self.fused if self.fused else ''}{SUFFIX}"
 
 
 #: The default index (`narbench index build --encoder graf-lda` on `real` 2.2: `index_build.DEFAULT_PARAMS`'
-#: holdout=cross-source, wl_rounds=3, 256-d, float16; issue 38, docs/search.md). The `wl` index it
-#: replaced (sha256 a5cea0175d00...) and the one on real 2.1 (b8f3bdfa93f0...) left the package;
+#: holdout=cross-source, wl_rounds=3, fused with wl at share 0.1, 256-d, float16; issue 59 item 4, chosen on
+#: validation by benchmarks/search/choose_index.py, docs/search.md). The unfused graf-lda index it replaced
+#: (sha256 bdf825561df8..., issue 38) stays in narbench/data/ for the results measured with it (`--index`); the
+#: `wl` index (a5cea0175d00...) and the one on real 2.1 (b8f3bdfa93f0...) left the package;
 #: `narbench index build --encoder wl [--dataset real-2.1]` rebuilds them.
-SHIPPED = ShippedIndex("graf-lda", "bdf825561df83ddcae913a9fe39c236026459b8d5a2ddf7de259961ac7daaf0c")
+SHIPPED = ShippedIndex("graf-lda", "8afb6d576403f6b5dd23df5cf5508a30647d219c12b2c19a0c8a569ac38a3133", fused="wl")
 
 
 class IndexFileError(CorruptFileError):
@@ -156,7 +159,7 @@ class SearchIndex:
         """The index's encoder, rebuilt once (weights loaded, parameters set) for embedding queries."""
         enc = self._cache.get("encoder")
         if enc is None:
-            enc = self._cache["encoder"] = _rebuild_encoder(self)
+            enc = self._cache["encoder"] = _fused(self, _rebuild_encoder(self))
         return enc
 
     def embed(self, graphs: list[ArchGraph]) -> np.ndarray:
@@ -191,11 +194,14 @@ class SearchIndex:
         return bool(self.sha256) and self.sha256 == SHIPPED.sha256
 
     def describe(self) -> str:
+        from narbench.search_engine.fusion import Fusion
+
         h = self.header
         params = ", ".join(f"{k}={v}" for k, v in h["encoder"]["params"].items())
         pin = ("" if self.pinned else f", unpinned (sha256 {self.sha256[:12]}…, not the shipped index)" if self.sha256
                else ", unpinned (built in this process, not the shipped index)")
-        return (f"{self.encoder_name}{f' ({params})' if params else ''} on {h['dataset']['name']} "
+        fused = f" {Fusion.from_record(h['fusion']).describe()}" if h.get("fusion") else ""
+        return (f"{self.encoder_name}{f' ({params})' if params else ''}{fused} on {h['dataset']['name']} "
                 f"{h['dataset']['version']}, {len(self):,} graphs, {self.arrays['embeddings'].shape[1]}-d{pin}")
 
 
@@ -233,6 +239,17 @@ def apply_params(encoder, params: dict[str, Any]) -> None:
             raise ValueError(f"encoder {encoder.name!r}: parameter {key!r} takes {_KINDS[type(current)]} "
                              f"(default {current!r}), got {value!r}")
         setattr(encoder, key, value)
+
+
+def _fused(index: SearchIndex, encoder):
+    """The encoder, wrapped as the index's fusion with WL when its header records one (`fusion`)."""
+    if not index.header.get("fusion"):
+        return encoder
+    from narbench.search_engine.fusion import FusedEncoder, Fusion
+    from narbench.train.profiles import get_profile
+
+    return FusedEncoder(encoder, Fusion.from_record(index.header["fusion"]), len(index.vocab),
+                        get_profile(index.header["profile"]))
 
 
 def _rebuild_encoder(index: SearchIndex):

@@ -1,5 +1,8 @@
 """Building a search index (`narbench index build`): fit an encoder on a whole dataset, embed every
 graph, and record what a hit shows (`build_index`; written by `narbench.search_engine.index_file.write_index`).
+`fit_encoder` and `assemble` are its two halves (the index choice, `benchmarks/search/choose_index.py`, fits
+on a validation pool and assembles several indexes from one fit); `fuse_*` parameters ask for an index fused
+with WL (`narbench.search_engine.fusion`).
 """
 
 from __future__ import annotations
@@ -11,13 +14,15 @@ import numpy as np
 
 from narbench.data.ops import TORCH_CHECKED
 from narbench.search_engine.index import SHIPPED, SearchIndex, apply_params, as_numpy, hash64, normalised
+from narbench.search_engine.fusion import Fusion, FusedEncoder, cut, split_params
 from narbench.search_engine.index_file import FORMAT
 from narbench.search_engine.weak import WEAK_QUANTILE, WEAK_SAMPLE, model_group, weak_threshold
 
 
-#: Encoder parameters an index uses unless told otherwise (compact, measured to stay faithful).
+#: Encoder parameters an index uses unless told otherwise (compact, measured to stay faithful); `fuse_wl`:
+#: graf-lda's index is fused with WL at that share, chosen on validation (benchmarks/search/choose_index.py)
 DEFAULT_PARAMS: dict[str, dict[str, Any]] = {"wl": {"dim": 256},
-                                              "graf-lda": {"holdout": "cross-source", "wl_rounds": 3}}
+                                              "graf-lda": {"holdout": "cross-source", "wl_rounds": 3, "fuse_wl": 0.1}}
 
 
 @dataclass(frozen=True)
@@ -30,9 +35,26 @@ class IndexConfig:
     protocol: str = "family"
     seed: int = 0
     device: str = "auto"
-    params: dict[str, Any] | None = None  # encoder attributes to set (None: DEFAULT_PARAMS)
+    params: dict[str, Any] | None = None  # encoder attributes to set, and fuse_* (None: DEFAULT_PARAMS)
     max_dim: int = 256  # wider embeddings are randomly projected to this many dimensions
     progress: bool = True
+
+
+@dataclass
+class Fitted:
+    """An encoder fitted for an index (`fit_encoder`): what embeds the corpus and a query (`embedder`: the
+    encoder, or `FusedEncoder` around it), and what the header records."""
+
+    encoder: Any
+    encoder_cls: type
+    splitter_name: str
+    splitter: Any
+    params: dict[str, Any]
+    fusion: Fusion | None
+    labels: Any
+    train: np.ndarray
+    trainer: Any
+    embedder: Any
 
 
 def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
@@ -41,36 +63,77 @@ def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
 
     The header records no time or machine, so the same encoder and data give the same sha256.
     """
-    from narbench.data.dataset import load_dataset, stratified_subset
-    from narbench.eval.retrieval import check_finite
-    from narbench.train.profiles import get_profile
-    from narbench.train.protocol import get_protocol
-    from narbench.harness.runner import RunConfig, make_labels, resolve
-    from narbench.train.trainer import Trainer, seed_everything
-
     from narbench.core.registry import plugin_call
+    from narbench.data.dataset import load_dataset
     from narbench.harness.preflight import check_device
+    from narbench.harness.runner import RunConfig, resolve
 
     if isinstance(cfg.max_dim, bool) or not isinstance(cfg.max_dim, int) or cfg.max_dim < 1:
         raise ValueError(f"max_dim must be a positive integer (the index's dimensions), got {cfg.max_dim!r}")
-    encoder_cls, splitter, splitter_name = resolve(RunConfig(encoder=cfg.encoder, dataset=cfg.dataset))
-    profile, protocol = get_profile(cfg.profile), get_protocol(cfg.protocol)
+    resolve(RunConfig(encoder=cfg.encoder, dataset=cfg.dataset))  # an unknown name, before the data is loaded
+    index_params(cfg)  # a bad fusion too
     check_device(cfg.device)  # before the data is loaded: `--device cuda` on a CPU machine is one line
     ds = dataset if dataset is not None else load_dataset(cfg.dataset)
+    fitted = fit_encoder(cfg, ds, console=console)
+    with plugin_call("encoder", cfg.encoder, "embed() of the corpus"):
+        raw = fitted.embedder.embed(fitted.trainer, ds.core_graphs)
+    index = assemble(cfg, ds, fitted, raw)
+    from narbench.search_engine.outside_fit import attach
+
+    attach(cfg, ds, index, build_index)  # the out-of-family score, fitted on the `novel` split's validation families
+    return index
+
+
+def fit_encoder(cfg: IndexConfig, ds, train: np.ndarray | None = None, *, console=None) -> Fitted:
+    """`cfg.encoder` fitted on `ds.core_graphs[train]` (default: the profile's stratified subset of them,
+    seed `cfg.seed`), with the index's parameters (`DEFAULT_PARAMS` unless `cfg.params`; `fuse_*` ask for a
+    fusion with WL, `narbench.search_engine.fusion`)."""
+    from narbench.core.registry import plugin_call
+    from narbench.data.dataset import stratified_subset
+    from narbench.harness.runner import RunConfig, make_labels, resolve
+    from narbench.train.profiles import get_profile
+    from narbench.train.protocol import get_protocol
+    from narbench.train.trainer import Trainer, seed_everything
+
+    encoder_cls, splitter, splitter_name = resolve(RunConfig(encoder=cfg.encoder, dataset=cfg.dataset))
+    profile, protocol = get_profile(cfg.profile), get_protocol(cfg.protocol)
+    params, fusion = index_params(cfg)
     graphs = ds.core_graphs  # not real's cross-implementation queries (`GraphDataset.query_only`)
-    fam = np.array([g.family for g in graphs])
-    train = stratified_subset(np.arange(len(graphs)), fam, profile.max_train, seed=cfg.seed)
+    if train is None:
+        fam = np.array([g.family for g in graphs])
+        train = stratified_subset(np.arange(len(graphs)), fam, profile.max_train, seed=cfg.seed)
     labels, _ = make_labels(ds, protocol, encoder_cls, train)
     seed_everything(cfg.seed)
     trainer = Trainer(cfg.device, cfg.seed, progress=cfg.progress, console=console)
     with plugin_call("encoder", cfg.encoder, "its constructor"):  # a plugin's error: one line naming it
         encoder = encoder_cls(len(ds.vocab), labels.num_ce_classes, profile, splitter)
-    params = dict(DEFAULT_PARAMS.get(cfg.encoder, {}) if cfg.params is None else cfg.params)
     apply_params(encoder, params)
     with plugin_call("encoder", cfg.encoder, "fit()"):
         encoder.fit(trainer, [graphs[i] for i in train], labels)
-    with plugin_call("encoder", cfg.encoder, "embed() of the corpus"):
-        raw = encoder.embed(trainer, graphs)
+    embedder = encoder
+    if fusion is not None:
+        cut(encoder, cfg.encoder, fusion)
+        embedder = FusedEncoder(encoder, fusion, len(ds.vocab), profile)
+    return Fitted(encoder, encoder_cls, splitter_name, splitter, params, fusion, labels, np.asarray(train), trainer,
+                  embedder)
+
+
+def index_params(cfg: IndexConfig) -> tuple[dict[str, Any], Fusion | None]:
+    """(the encoder's parameters, the fusion asked for or None): `cfg.params`, else `DEFAULT_PARAMS`'."""
+    params, fusion = split_params(cfg.encoder, dict(DEFAULT_PARAMS.get(cfg.encoder, {}) if cfg.params is None
+                                                     else cfg.params))
+    if fusion is not None and fusion.width > cfg.max_dim:  # a projection would blur the weighted cosines
+        raise ValueError(f"a fused index is never projected: fuse_dims + fuse_wl_dim ({fusion.width}) must be at "
+                         f"most max_dim ({cfg.max_dim})")
+    return params, fusion
+
+
+def assemble(cfg: IndexConfig, ds, fitted: Fitted, raw) -> SearchIndex:
+    """The index of `ds.core_graphs` from their embeddings `raw` by `fitted` (rows in graph order)."""
+    from narbench.eval.retrieval import check_finite
+
+    graphs, encoder, encoder_cls, labels = ds.core_graphs, fitted.encoder, fitted.encoder_cls, fitted.labels
+    splitter, splitter_name, params, train = fitted.splitter, fitted.splitter_name, fitted.params, fitted.train
     check_finite(raw, cfg.encoder, "corpus", graphs)  # NaN rows, a wrong shape or 0 dimensions: no index of them
     raw = as_numpy(raw)
     projection = None
@@ -122,6 +185,13 @@ def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
         "weak_below": {"cosine": weak, "quantile": WEAK_QUANTILE, "sample": min(WEAK_SAMPLE, len(graphs)),
                        "groups": "family/model"},
     }
+    if fitted.fusion is not None:
+        header["fusion"] = fitted.fusion.record()
+    more = [g.families[1:] for g in gs]  # graphs that several families share keep them all (real 2.3 on)
+    if any(more):
+        header["more_families"] = sorted({f for m in more for f in m})
+        arrays["more_indptr"] = np.concatenate([[0], np.cumsum([len(m) for m in more])]).astype(np.int32)
+        arrays["more_family"] = np.array([header["more_families"].index(f) for m in more for f in m], dtype=np.uint16)
     from narbench import __version__
 
     header["narbench_version"] = __version__

@@ -17,6 +17,7 @@ import numpy as np
 
 from narbench.data.store import CorruptFileError, pack_sections, read_arrays, read_payload, unpack_head, write_payload
 from narbench.search_engine.index import SHIPPED, SUFFIX, IndexFileError, SearchIndex, cache_path, shipped_path
+from narbench.search_engine.outside import check as check_outside
 
 MAGIC = b"NARBENCH-INDEX\x001\x00"
 FORMAT = 1
@@ -50,6 +51,7 @@ def read_index(path: str | Path, expected_sha256: str | None = None) -> SearchIn
             raise ValueError(f"format {header.get('format')!r}, this narbench reads {FORMAT}")
         arrays = read_arrays(buf, header.pop("arrays"))
         _check_arrays(header, arrays)
+        check_outside(header, arrays)  # the out-of-family score's entry, if any, is well formed
     except Exception as exc:  # noqa: BLE001 - numpy's and json's parsers raise many types on damaged bytes
         raise IndexFileError(f"index {path} is not a readable narbench index ({type(exc).__name__}: {exc}); "
                              f"{fix}") from exc
@@ -75,6 +77,22 @@ def _check_arrays(header: dict[str, Any], arrays: dict[str, np.ndarray]) -> None
         raise ValueError("the op-count arrays are inconsistent (opc_indptr does not index opc_op)")
     if len(ops) and int(ops.max()) >= len(header["vocab"]):
         raise ValueError(f"op id {int(ops.max())} outside the vocabulary of {len(header['vocab'])} ops")
+    if "more_indptr" in arrays:  # the other families of graphs that several families share (real 2.3 on)
+        ptr, ids = arrays["more_indptr"].astype(np.int64), arrays["more_family"]
+        if len(ptr) != n + 1 or ptr[0] != 0 or (np.diff(ptr) < 0).any() or ptr[-1] != len(ids) \
+                or (len(ids) and int(ids.max()) >= len(header.get("more_families", []))):
+            raise ValueError("the arrays of the graphs' other families are inconsistent (more_indptr, more_family)")
+
+
+def row_families(index: SearchIndex, row: int) -> tuple[str, ...]:
+    """Every family of the graph in `row`, its primary (`record`'s `family`) first; an index of a dataset whose
+    graphs may have several families stores the others (`more_indptr`, `more_family` over `more_families`)."""
+    h, a = index.header, index.arrays
+    primary = h["families"][a["family"][row]]
+    if "more_indptr" not in a:
+        return (primary,)
+    lo, hi = int(a["more_indptr"][row]), int(a["more_indptr"][row + 1])
+    return (primary, *(h["more_families"][i] for i in a["more_family"][lo:hi].tolist()))
 
 
 @functools.lru_cache(maxsize=4)

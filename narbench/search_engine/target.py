@@ -219,6 +219,8 @@ def _graph(target: Target, index, timeout: float | None) -> Query:
         with _running(label, timeout):
             raw, info = model_graph(target)
         ops, edges = raw.ops, raw.edges
+        if raw.meta.get("opaque_functions"):  # custom autograd functions kept as one node each (canonical 2.3)
+            info["opaque_functions"] = list(raw.meta["opaque_functions"])
     else:
         path, name = target.source, target.name
         try:

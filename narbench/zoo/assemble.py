@@ -109,7 +109,7 @@ def summarize(out: Path, selected: Sequence[Spec], *, assemble: bool = True,
 
 
 def dedup_graphs(items: Iterable[tuple[str, Any, str, str, dict[str, Any]]],
-                 vocab: Sequence[str]) -> tuple[list[ArchGraph], int, Counter]:
+                 vocab: Sequence[str], *, keep_families: bool = False) -> tuple[list[ArchGraph], int, Counter]:
     """Distinct graphs of `(name, canonical RawGraph, family, source, meta)` items, in their order.
 
     A `meta["coarse"]` (the taxonomy's) is the graph's coarse label; without one the label is
@@ -118,7 +118,12 @@ def dedup_graphs(items: Iterable[tuple[str, Any, str, str, dict[str, Any]]],
     A graph identical to an earlier one (same content hash) is dropped and counted on the kept
     one (`meta["duplicates"]`: how many other specs gave it); pairs of families that met this way
     are counted in the third value. Canonical graphs carry their unknown raw names in
-    `meta["unknown_ops"]`, kept on the graph."""
+    `meta["unknown_ops"]`, kept on the graph.
+
+    `keep_families` (real 2.3): the kept graph also records every family and model identity of the
+    items merged into it (`meta["families"]`, `meta["identities"]`: the kept spec's first, then in item
+    order, each once), so dedup never drops a family; its `family` stays the first item's (the primary
+    family, what earlier versions kept)."""
     index = {op: i for i, op in enumerate(vocab)}
     graphs: list[ArchGraph] = []
     first_by_hash: dict[str, ArchGraph] = {}
@@ -139,13 +144,26 @@ def dedup_graphs(items: Iterable[tuple[str, Any, str, str, dict[str, Any]]],
             dup_count += 1 + extra
             if keep.family != g.family:
                 cross_family[f"{keep.family}|{g.family}"] += 1
+            if keep_families:
+                _add_labels(keep.meta, g.family, meta.get("identity"))
             continue
         if extra:
             g.meta["duplicates"] = extra
+        if keep_families:
+            g.meta["families"], g.meta["identities"] = [], []
+            _add_labels(g.meta, family, meta.get("identity"))
         g.coarse = coarse or raw.coarse()
         first_by_hash[h] = g
         graphs.append(g)
     return graphs, dup_count, cross_family
+
+
+def _add_labels(meta: dict[str, Any], family: str, identity: str | None) -> None:
+    """Append `family` and `identity` to a kept graph's `meta["families"]` / `meta["identities"]` unless there."""
+    if family not in meta["families"]:
+        meta["families"].append(family)
+    if identity and identity not in meta["identities"]:
+        meta["identities"].append(str(identity))
 
 
 def taxonomy_labels(source: str, model: str, family: str, meta: dict[str, Any]) -> tuple[str, dict[str, Any]]:

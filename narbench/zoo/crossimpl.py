@@ -255,7 +255,7 @@ def build(out: str | Path, rows: list[Row] | None = None, *, progress: Callable[
               "generator": "narbench.zoo.crossimpl",
               "versions": {"torch": torch.__version__.split("+")[0], **{p: package_version(p) for p in packages}},
               "ops": ({"version": OPS_VERSION, "table_sha256": table_sha256()} if version == DEFAULT_VERSION else
-                      {"version": version, "table_sha256": table_sha256(), "rules_sha256": rules_sha256()}),
+                      {"version": version, "table_sha256": table_sha256(), "rules_sha256": rules_sha256(version)}),
               "table_sha256": hashlib.sha256(qs.table.read_bytes()).hexdigest(),
               "functions_sha256": hashlib.sha256(functions_path().read_bytes()).hexdigest(),
               "max_other_share": qs.max_other_share, "corpus": corpus_name}

@@ -29,6 +29,13 @@ from narbench.data.ops import OPS_VERSION, table_sha256
 from narbench.data.store import read_graphs, write_graphs
 from narbench.zoo.assemble import DATASET_NAME, DATASET_VERSION, dedup_graphs, taxonomy_labels
 
+#: canonical versions whose `real` keeps one family per graph (the first spec's): 2.1 and 2.2, pinned as shipped
+SINGLE_FAMILY_VERSIONS = ("2.1", "2.2")
+#: what a file derived with `keep_families` says in its header (`families`)
+FAMILIES_RULE = ("a graph keeps every family and model identity of the specs whose canonical graph it is "
+                 "(meta families / identities, the first spec's first: its family, the primary one); isomorphic "
+                 "graphs share their families")
+
 #: (name, family, source, meta) -> (family, meta): the labels of a graph (the taxonomy)
 Relabel = Callable[[str, str, str, dict[str, Any]], tuple[str, dict[str, Any]]]
 
@@ -44,14 +51,20 @@ def _canonical(args: tuple[list[str], Any] | tuple[list[str], Any, str]):
 def derive(source: str | os.PathLike, out: str | os.PathLike, *, relabel: Relabel | None = None,
            patch: str | os.PathLike | None = None, jobs: int = 1,
            progress: Callable[[int, int], None] | None = None,
-           canonical_version: str = DEFAULT_VERSION) -> dict[str, Any]:
+           canonical_version: str = DEFAULT_VERSION, keep_families: bool | None = None) -> dict[str, Any]:
     """Write `<out>/real-<version>.narg` from the 1.0 graph file `source`; return a summary.
 
     `patch`: a raw graph file of re-extracted graphs (`narbench.zoo.reextract`) that replace the
     graphs of `source` with their names (every name must be in `source`). `canonical_version`:
     the canonical rules (`narbench.data.canonical.VERSIONS`), which is also the dataset's version
-    (2.1: the shipped dataset; 2.2: design-level rules, read from a patch with attributes)."""
+    (2.1: the shipped dataset; 2.2: design-level rules, read from a patch with attributes).
+    `keep_families` (default: from real 2.3 on, canonical versions after 2.2): a graph that specs of several
+    families share keeps all of them (`meta["families"]`, `meta["identities"]`; `assemble.dedup_graphs`)
+    and the header says so (`FAMILIES_RULE`); off, the file is what 2.1 and 2.2 were (the first spec's
+    family only)."""
     check_version(canonical_version)
+    if keep_families is None:
+        keep_families = canonical_version not in SINGLE_FAMILY_VERSIONS
     graphs, work, header, digest, patched = raw_work(source, patch)
     work = [(ops, edges, canonical_version) for ops, edges in work]
     canon = []
@@ -67,19 +80,22 @@ def derive(source: str | os.PathLike, out: str | os.PathLike, *, relabel: Relabe
         items.append((g.name, c, family, g.source, meta))
     new_vocab = list(canonical_vocabulary(canonical_version))
     version = DATASET_VERSION if canonical_version == DEFAULT_VERSION else canonical_version
-    kept, _, cross = dedup_graphs(items, new_vocab)
+    kept, _, cross = dedup_graphs(items, new_vocab, keep_families=keep_families)
+    united = _unite_isomorphic(kept) if keep_families else 0
     new_header = {
         "name": DATASET_NAME, "version": version, "generator": "narbench.zoo.derive",
         "versions": header.get("versions", {}), "num_specs": header.get("num_specs"),
         "num_extracted": header.get("num_extracted"),
         "ops": ({"version": OPS_VERSION, "table_sha256": table_sha256()} if canonical_version == DEFAULT_VERSION else
-                {"version": canonical_version, "table_sha256": table_sha256(), "rules_sha256": rules_sha256()}),
+                {"version": canonical_version, "table_sha256": table_sha256(), "rules_sha256": rules_sha256(canonical_version)}),
         "taxonomy_sha256": _taxonomy_sha256(),
         "derived_from": {"name": header.get("name"), "version": header.get("version"), "sha256": digest,
                          "graphs": len(graphs)},
     }
     if patched is not None:
         new_header["patched_with"] = patched
+    if keep_families:
+        new_header["families"] = FAMILIES_RULE
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{DATASET_NAME}-{version}.narg"
@@ -90,6 +106,8 @@ def derive(source: str | os.PathLike, out: str | os.PathLike, *, relabel: Relabe
     return {"path": str(path), "sha256": sha, "source_graphs": len(graphs), "distinct": len(kept),
             "duplicates_merged": len(graphs) - len(kept),
             "cross_family_duplicates": dict(cross.most_common()), "unknown_ops": dict(unknown),
+            **({"multi_family": sum(len(g.families) > 1 for g in kept), "families_from_isomorphic": united}
+               if keep_families else {}),
             "nodes_before": int(sum(g.num_nodes for g in graphs)), "nodes_after": int(sum(g.num_nodes for g in kept)),
             **({"patched": patched["graphs"]} if patched else {})}
 
@@ -117,6 +135,13 @@ def apply_patch(graphs: list, vocab: list[str], patch: str | os.PathLike | None)
     for g in pgraphs:
         work[where[g.name]] = ([pvocab[o] for o in g.ops.tolist()], g.edges)
     return work, {"sha256": pdigest, "graphs": len(pgraphs)}
+
+
+def _unite_isomorphic(graphs: list) -> int:
+    """Isomorphic kept graphs share their families (`narbench.datasets.isomorphism.unite_families`)."""
+    from narbench.datasets.isomorphism import unite_families
+
+    return unite_families(graphs)
 
 
 def _taxonomy_sha256() -> str:

@@ -28,7 +28,8 @@ import numpy as np
 
 from narbench.data.graph import ArchGraph
 from narbench.datasets import taxonomy as tx
-from narbench.datasets.isomorphism import isomorphic_classes, isomorphism_violations
+from narbench.datasets.families import has_families
+from narbench.datasets.isomorphism import family_set_violations, isomorphic_classes, isomorphism_violations
 from narbench.datasets.near_duplicates import (NEAR_DUPLICATE_WL, NEAR_DUPLICATES, cross_family_pairs,
                                                near_duplicate_pairs, twin_share, wl_counts)
 from narbench.zoo.near_duplicate_table import merged_cross_family, near_duplicate_table, read_pair_reasons, unexplained
@@ -62,6 +63,8 @@ def build_tables(check: bool = False, out: Path | None = None, cache: Path | Non
               file=sys.stderr)
     canon_classes = _cached(cache, "classes", lambda: isomorphic_classes(shipped), ds.sha256)
     bad = isomorphism_violations(shipped, canon_classes)
+    if has_families(shipped):  # real 2.3 on: an isomorphism class has one set of families too
+        bad += family_set_violations(shipped, canon_classes)
     print(f"isomorphism classes of 2+ canonical graphs: {len(canon_classes)}; in two families: {len(bad)}",
           file=sys.stderr)
     if bad:

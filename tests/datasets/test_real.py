@@ -163,7 +163,7 @@ def test_shipped_unseen_split_holds_out_whole_zoo_models():
     from narbench.datasets.real import model_group
 
     ds = load_dataset("real")
-    assert set(ds.splits) == {"standard", "unseen", "crossimpl"} and ds.split is ds.splits["standard"]
+    assert set(ds.splits) == {"standard", "unseen", "crossimpl", "novel"} and ds.split is ds.splits["standard"]
     unseen = ds.splits["unseen"]
     group = np.array([model_group(g) for g in ds.graphs])
     family = np.array([g.family for g in ds.graphs])

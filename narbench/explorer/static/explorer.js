@@ -187,6 +187,7 @@ async function runSearch(event) {
   if (!file && !target) { searchStatus("give a model or graph name, or choose a saved graph file", true); return; }
   searchStatus(file ? `searching with ${file.name}…` : `searching for ${target}… (a model given as code is extracted first: seconds)`);
   $("pair").hidden = true;
+  $("search-verdict").hidden = true;
   try {
     const result = file
       ? await askJson(`api/search?k=${k}&filename=${encodeURIComponent(file.name)}`, { method: "POST", body: file })
@@ -203,7 +204,7 @@ function showHits(result) {
   const rows = result.hits.map(h => {
     const tr = document.createElement("tr");
     tr.dataset.name = h.name;
-    tr.append(cell("td", String(h.rank)), cell("td", h.name), cell("td", h.family),
+    tr.append(cell("td", String(h.rank)), cell("td", h.name), cell("td", (h.families || [h.family]).join(", ")),
               cell("td", h.similarity.toFixed(4) + (h.weak ? " (weak)" : ""), h.weak ? { class: "weak" } : {}),
               cell("td", String(h.num_nodes)));
     tr.addEventListener("click", () => showPair(h.name, tr));
@@ -211,6 +212,12 @@ function showHits(result) {
   });
   $("hits").tBodies[0].replaceChildren(...rows);
   $("hits").hidden = !rows.length;
+  // the out-of-family score (narbench.search_engine.outside) and the warnings, as `narbench search` prints them
+  const notes = [...(result.no_family_fits ? [`no family in the index fits: out-of-family score ` +
+                   `${result.out_of_family.toFixed(2)} (the hits below are the nearest designs, not its kind)`] : []),
+                 ...result.warnings.map(w => `warning: ${w}`)];
+  $("search-verdict").textContent = notes.join("\n");
+  $("search-verdict").hidden = !notes.length;
   const dup = result.duplicate_of.length ? ` It is identical to ${result.duplicate_of.join(", ")}.` : "";
   searchStatus(`${result.query}: ${result.num_nodes} nodes, ${result.hits.length} hits in ${result.index}.` +
                ` ${result.why ? "Top hit: " + result.why + "." : ""}${dup} Click a hit to see it beside the query.`);

@@ -1,0 +1,314 @@
+"""Which encoder the search index uses: chosen on validation, with robustness as a criterion (issue 59 item 4).
+
+    python -m benchmarks.search.choose_index                     # every candidate, every validation graph edited
+    python -m benchmarks.search.choose_index --quick             # a smoke run: 40 graphs per edit, 200 resamples
+    python -m benchmarks.search.choose_index --out DIR           # also choice.json, quality.csv, robustness.csv
+
+Validation only. A side (`benchmarks.search.robustness.validation_side`) is a split of `real` whose training graphs (the
+`quick` profile's stratified 6,000, seed 0, as `narbench run` and `narbench index build` take them) are
+held out into a pool and validation queries: `standard` by family, as `narbench run --curve` holds them
+out (`narbench.harness.curve.hold_out`); `unseen` by model, as the `unseen` split itself is made
+(`group_split` on `model_group`: no variant of a validation model is in the pool). Each candidate is
+fitted on the pool alone and builds an index (`index_build.fit_encoder` + `assemble`: its parameters,
+projection, float16 rows) of the split's whole training side. Then:
+
+- quality: the validation queries search the pool (index rows, cosine, the benchmark's tie-break) and are
+  scored as a run scores (`score_rankings`: MAP@20 = `map_capped@20`, NDCG@20, MRR@20) and as search
+  is judged (family of the first hit, family precision@10);
+- robustness: each validation graph is edited (`benchmarks.search.robustness`: every edit kind, sizes 1-5)
+  and searched in the side's index; the rank of the original, its median and 90th percentile per size with
+  95% bootstrap intervals.
+
+No split's test graph is a query, a corpus graph or edited, and neither `crossimpl` nor the wild set is read.
+
+The rule (written here, and fixed, before any number of this script was seen):
+1. A candidate is admissible when on both sides, at every edit size 1-5 (edit kinds pooled), its median rank
+   is not worse than `wl`'s beyond the interval: the low end of its 95% bootstrap interval is at most the high
+   end of `wl`'s.
+2. Of the admissible candidates, the one with the highest validation MAP@20, averaged over the two sides.
+3. Ties (equal to 4 decimals) go to the earlier candidate of `candidates()`: the shipped `graf-lda`, `wl`,
+   the fusions by increasing WL share, then the other floors.
+A fusion (`narbench.search_engine.fusion`: the discriminant's leading 128 axes beside `wl` hashed to 128
+dims, cosine = (1 - share) graf-lda + share wl) is one candidate per share in `SHARES`, so its share is chosen
+by the same rule. The width of every index stays 256 (search latency: the saved-graph search of the 256-d
+shipped index takes 4.5 of its 5 ms). Not candidates: the trained networks (gcn, gat, gin, gps, ours, ours-ft,
+invariant), which need a GPU to fit in reasonable time, and `random`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.search.robustness import SIDES, Side, validation_side
+from benchmarks.timing import line
+
+#: WL's shares of a fused index's score tried (fixed before any run)
+SHARES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+#: the shipped index's encoder parameters (index_build.DEFAULT_PARAMS before this choice)
+LDA = {"holdout": "cross-source", "wl_rounds": 3}
+FLOORS = ("ophist", "ophist-tfidf", "graphstats", "graf", "wl-count", "wl-binary", "wl-tfidf", "best-floor")
+METRIC = "map_capped@20"
+QUALITY = ("map_capped@20", "ndcg@20", "mrr@20", "family@1", "p@10")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    label: str
+    encoder: str
+    params: dict = field(default_factory=dict)  # the index's parameters (`fuse_wl`: a fusion)
+
+
+def candidates(shares=SHARES) -> list[Candidate]:
+    """Every candidate, in the order ties are broken (rule 3)."""
+    return [Candidate("graf-lda", "graf-lda", dict(LDA)), Candidate("wl", "wl", {"dim": 256}),
+            *(Candidate(f"graf-lda+wl@{s:g}", "graf-lda", {**LDA, "fuse_wl": s}) for s in shares),
+            *(Candidate(f, f) for f in FLOORS)]
+
+
+def side_dataset(ds, side: Side):
+    """The side's training graphs as a dataset of their own (what its index holds)."""
+    from narbench.data.dataset import GraphDataset, Split
+
+    graphs = [ds.graphs[i] for i in side.index]
+    split = Split(np.arange(len(graphs)), np.zeros(0, dtype=np.int64), 0, 0.0)
+    return GraphDataset(ds.name, ds.version, list(ds.vocab), graphs, ds.sha256, split, meta=ds.meta)
+
+
+def quality(index, graphs: list, pool: np.ndarray, val: np.ndarray) -> dict[str, float]:
+    """The validation queries `val` searching the pool `pool` (positions into `graphs`) in the index's rows."""
+    import torch
+
+    from narbench.eval.metrics import score_rankings
+    from narbench.eval.retrieval import tiebreak_keys, top_k_cosine
+
+    emb = index.embeddings
+    q = torch.from_numpy(emb[[index.row_of(graphs[i].name) for i in val]])
+    c = torch.from_numpy(emb[[index.row_of(graphs[i].name) for i in pool]])
+    ranked, _ = top_k_cosine(q, c, 100, tiebreak=tiebreak_keys([graphs[i] for i in pool]))
+    fam_q, fam_c = (np.array([graphs[i].family for i in side]) for side in (val, pool))
+    means, _ = score_rankings(fam_q, fam_c, ranked.numpy(), ks=(20,))
+    hits = fam_c[ranked.numpy()[:, :10]] == fam_q[:, None]
+    return {**{m: float(means[m]) for m in QUALITY[:3]}, "family@1": float(hits[:, 0].mean()),
+            "p@10": float(hits.mean())}
+
+
+def side_edits(ds, side: Side, graphs_per_cell: int, seed: int) -> dict:
+    """{(kind, size): (edited graphs, their originals' names)}: the side's validation graphs edited as
+    `benchmarks.search.robustness` edits corpus graphs (its order, seeds and sizes)."""
+    from benchmarks.search.robustness import SIZES, edited_graphs
+    from narbench.data.edits import EDIT_KINDS
+
+    out = {}
+    for kind in EDIT_KINDS:
+        for size in SIZES:
+            edited, origin = edited_graphs(ds.core_graphs, list(ds.vocab), kind, size, graphs_per_cell, seed,
+                                           among=side.val)
+            out[kind, size] = (edited, [ds.core_graphs[p].name for p in origin])
+    return out
+
+
+def measure_side(ds, side: Side, cands: list[Candidate], args) -> tuple[dict, dict]:
+    """({(label, side): quality}, {(label, side, kind or "all", size): robustness cell}) of every candidate."""
+    from benchmarks.search.robustness import cell
+    from narbench.search_engine.index_build import IndexConfig, fit_encoder, index_params
+    from narbench.search_engine.ranks import query_graph, ranks_of
+
+    sub = side_dataset(ds, side)
+    graphs = sub.core_graphs
+    where = {int(p): i for i, p in enumerate(side.index)}
+    pool, val = (np.array([where[int(p)] for p in part]) for part in (side.pool, side.val))
+    edits = side_edits(ds, side, args.graphs, args.seed)
+    flat = [g for edited, _ in edits.values() for g in edited]
+    names = [n for _, originals in edits.values() for n in originals]
+    groups: dict[str, list[Candidate]] = {}
+    for cand in cands:  # candidates that differ only in their fusion share one fit
+        own = index_params(IndexConfig(encoder=cand.encoder, params=cand.params))[0]
+        groups.setdefault(json.dumps([cand.encoder, own], sort_keys=True), []).append(cand)
+    queries, digests, quality_rows, cells = None, None, {}, {}
+    for key, members in groups.items():
+        t = time.perf_counter()
+        encoder, own = json.loads(key)
+        fitted = fit_encoder(IndexConfig(encoder=encoder, dataset=ds.name, params=own, progress=False), sub,
+                             train=pool)
+        fit_s = time.perf_counter() - t
+        for cand, index, embed in side_indexes(fitted, members, sub, ds.name):
+            t = time.perf_counter()
+            if queries is None:  # mapped onto the (common) vocabulary of the side's indexes once
+                queries = [query_graph(g, list(ds.vocab), index) for g in flat]
+                digests = [q.content_hash() for q in queries]
+            emb = embed(queries)
+            ranks = ranks_of(index, emb, [index.row_of(n) for n in names], digests)
+            quality_rows[cand.label, side.name] = quality(index, graphs, pool, val)
+            at = np.cumsum([0, *(len(e) for e, _ in edits.values())])
+            by_cell = {ks: ranks[at[i]: at[i + 1]] for i, ks in enumerate(edits)}
+            for size in sorted({z for _, z in edits}):
+                pooled = np.concatenate([r for (k, z), r in by_cell.items() if z == size])
+                cells[cand.label, side.name, "all", size] = cell(cand.label, "all", size, pooled, args.boot, args.seed)
+                for (kind, z), r in by_cell.items():
+                    if z == size:
+                        cells[cand.label, side.name, kind, size] = cell(cand.label, kind, size, r, args.boot, args.seed)
+            line("measured", candidate=cand.label, side=side.name, fit_s=fit_s, search_s=time.perf_counter() - t,
+                 **{m: f"{quality_rows[cand.label, side.name][m]:.4f}" for m in QUALITY})
+            fit_s = 0.0
+    return quality_rows, cells
+
+
+def side_indexes(fitted, members: list[Candidate], sub, dataset: str):
+    """(candidate, its index of the side's graphs, what embeds query graphs as that index does) for each of
+    `members` (one fit: fusions differ only in their share; their parts are computed once)."""
+    import copy
+
+    from narbench.search_engine.fusion import FusedEncoder, combine, cut
+    from narbench.search_engine.index import normalised
+    from narbench.search_engine.index_build import Fitted, IndexConfig, assemble, index_params
+    from narbench.train.profiles import get_profile
+
+    graphs, parts = sub.core_graphs, {}
+    for cand in members:
+        cfg = IndexConfig(encoder=cand.encoder, dataset=dataset, params=cand.params, progress=False)
+        params, fusion = index_params(cfg)
+        if fusion is None:
+            index = assemble(cfg, sub, fitted, fitted.embedder.embed(fitted.trainer, graphs))
+            yield cand, index, lambda qs, index=index: np.concatenate(
+                [index.embed(qs[lo: lo + 512]) for lo in range(0, len(qs), 512)])
+            continue
+        shape = (fusion.dims, fusion.wl_dim)
+        if shape not in parts:
+            encoder = copy.deepcopy(fitted.encoder)
+            cut(encoder, cand.encoder, fusion)
+            fused = FusedEncoder(encoder, fusion, len(sub.vocab), get_profile(cfg.profile))
+            parts[shape] = (encoder, fused.parts(fitted.trainer, graphs), {})
+        encoder, corpus_parts, query_parts = parts[shape]
+        fused = FusedEncoder(encoder, fusion, len(sub.vocab), get_profile(cfg.profile))
+        this = Fitted(encoder, fitted.encoder_cls, fitted.splitter_name, fitted.splitter, params, fusion,
+                      fitted.labels, fitted.train, fitted.trainer, fused)
+        index = assemble(cfg, sub, this, combine(*corpus_parts, fusion.share))
+
+        def embed(qs, fused=fused, index=index, query_parts=query_parts, label=cand.label):
+            if "parts" not in query_parts:
+                query_parts["parts"] = fused.parts(fitted.trainer, qs)
+            emb = normalised(combine(*query_parts["parts"], fused.fusion.share), None)
+            check = index.embed(qs[:8])  # the index's own path agrees
+            if np.abs(check - emb[:8]).max() > 1e-5:
+                raise AssertionError(f"{label}: the fused query embedding differs from the index's")
+            return emb
+
+        yield cand, index, embed
+
+
+def admissible(cells: dict, label: str) -> bool:
+    """Rule 1: at every side and size, the candidate's median interval does not lie wholly above `wl`'s."""
+    return all(c.median_lo <= cells[("wl", side, size)].median_hi
+               for (lab, side, size), c in cells.items() if lab == label)
+
+
+def choose(labels: list[str], scores: dict[str, float], cells: dict) -> tuple[str, dict[str, bool]]:
+    """Rules 1-3: (the choice, admissible per candidate)."""
+    ok = {lab: admissible(cells, lab) for lab in labels}
+    best = None
+    for lab in labels:  # strictly better only: ties keep the earlier
+        if ok[lab] and (best is None or round(scores[lab], 4) > round(scores[best], 4)):
+            best = lab
+    return best, ok
+
+
+def table(labels: list[str], quality_rows: dict, cells: dict, ok: dict[str, bool], scores: dict[str, float],
+          sides: list[str], sizes: list[int]) -> list[str]:
+    """The table printed: per candidate its validation metrics per side, its mean MAP@20, its median rank
+    [interval] per side and size, and whether it is admissible."""
+    out = []
+    for lab in labels:
+        q = " ".join(f"{s}: " + " ".join(f"{m}={quality_rows[lab, s][m]:.4f}" for m in QUALITY) for s in sides)
+        med = " ".join(f"{s}:" + ",".join(f"{cells[lab, s, z].median:g}[{cells[lab, s, z].median_lo:g}-"
+                                            f"{cells[lab, s, z].median_hi:g}]" for z in sizes) for s in sides)
+        out.append(f"candidate {lab} map@20_mean={scores[lab]:.4f} admissible={'yes' if ok[lab] else 'no'} "
+                   f"{q} median_rank {med}")
+    return out
+
+
+def parse(argv) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--graphs", type=int, default=1000, help="edited graphs per side, edit kind and size "
+                                                                 "(default 1000: every validation graph)")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 40 graphs per edit, 200 resamples")
+    parser.add_argument("--candidates", default="", help="only these candidate labels, comma-separated "
+                                                         "(`wl` is always run: rule 1 needs it)")
+    parser.add_argument("--sides", default=",".join(SIDES), help="validation sides (default standard,unseen)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the edits and the bootstrap")
+    parser.add_argument("--boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    parser.add_argument("--dataset", default="real")
+    parser.add_argument("--out", type=Path, help="write choice.json, quality.csv and robustness.csv into this folder")
+    args = parser.parse_args(argv)
+    if args.graphs < 1 or args.boot < 0:
+        parser.error("--graphs must be positive, --boot at least 0")
+    if args.quick:
+        args.graphs, args.boot = min(args.graphs, 40), min(args.boot, 200)
+    args.sides = [s for s in args.sides.split(",") if s]
+    if not args.sides or set(args.sides) - set(SIDES):
+        parser.error(f"--sides: the sides are {', '.join(SIDES)}")
+    known = [c.label for c in candidates()]
+    args.candidates = [c for c in args.candidates.split(",") if c]
+    if set(args.candidates) - set(known):
+        parser.error(f"--candidates: unknown {', '.join(sorted(set(args.candidates) - set(known)))}; "
+                     f"known: {', '.join(known)}")
+    return args
+
+
+def main(argv=None) -> int:
+    from narbench.data.dataset import load_dataset
+
+    args = parse(argv)
+    t0 = time.perf_counter()
+    ds = load_dataset(args.dataset)
+    cands = [c for c in candidates() if not args.candidates or c.label in args.candidates or c.label == "wl"]
+    print(f"corpus: {ds.name} {ds.version} (sha256 {ds.sha256[:12]}), {len(ds.core_graphs):,} graphs; "
+          f"{len(cands)} candidates; sides {', '.join(args.sides)}", flush=True)
+    quality_rows, cells, sides_meta = {}, {}, {}
+    for name in args.sides:
+        side = validation_side(ds, name)
+        sides_meta[name] = {"index": int(len(side.index)), "pool": int(len(side.pool)), "val": int(len(side.val))}
+        line("side", side=name, **sides_meta[name])
+        q, c = measure_side(ds, side, cands, args)
+        quality_rows.update(q)
+        cells.update(c)
+    labels = [c.label for c in cands]
+    sizes = sorted({z for (_, _, _, z) in cells})
+    scores = {lab: float(np.mean([quality_rows[lab, s][METRIC] for s in args.sides])) for lab in labels}
+    pooled = {(lab, s, z): v for (lab, s, kind, z), v in cells.items() if kind == "all"}
+    choice, ok = choose(labels, scores, pooled)
+    for text in table(labels, quality_rows, pooled, ok, scores, args.sides, sizes):
+        print(text)
+    line("choice", candidate=choice, map_mean=f"{scores[choice]:.4f}", wall_s=time.perf_counter() - t0)
+    if args.out:
+        write_out(args.out, ds, args, cands, quality_rows, cells, scores, ok, choice, sides_meta)
+    return 0
+
+
+def write_out(out: Path, ds, args, cands, quality_rows, cells, scores, ok, choice, sides_meta) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "quality.csv").open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["candidate", "side", *QUALITY])
+        for (lab, side), row in quality_rows.items():
+            w.writerow([lab, side, *(f"{row[m]:.6f}" for m in QUALITY)])
+    with (out / "robustness.csv").open("w", newline="") as fh:
+        rows = [{"candidate": lab, "side": side, **asdict(c)} for (lab, side, _, _), c in cells.items()]
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    meta = {"dataset": f"{ds.name} {ds.version}", "sha256": ds.sha256, "sides": sides_meta, "graphs": args.graphs,
+            "seed": args.seed, "boot": args.boot, "rule": __doc__.split("The rule")[1].split("\n\n")[0].strip(),
+            "candidates": [asdict(c) for c in cands], "map_mean": scores, "admissible": ok, "choice": choice}
+    (out / "choice.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

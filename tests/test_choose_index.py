@@ -1,0 +1,68 @@
+"""The index choice (`benchmarks/search/choose_index.py`, issue 59 item 4): its rule, its validation sides and
+the robustness benchmark's choice of the graphs it edits, on small data the tests build."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchmarks.search.choose_index import choose
+from benchmarks.search.robustness import Cell, Side, edited_graphs, validation_side
+
+
+def _cell(label: str, size: int, median: float, lo: float, hi: float) -> Cell:
+    return Cell(label, "all", size, 100, median, lo, hi, 0, 0, 0, 0, 0, 0)
+
+
+def test_the_rule_keeps_the_best_admissible_and_breaks_ties_by_order():
+    cells = {("wl", "s", 1): _cell("wl", 1, 1, 1, 1), ("wl", "s", 2): _cell("wl", 2, 1, 1, 2),
+             ("a", "s", 1): _cell("a", 1, 1, 1, 1), ("a", "s", 2): _cell("a", 2, 3, 2.5, 3),   # beyond wl's: out
+             ("b", "s", 1): _cell("b", 1, 1, 1, 1), ("b", "s", 2): _cell("b", 2, 2, 2, 3),     # touches wl's: in
+             ("c", "s", 1): _cell("c", 1, 1, 1, 1), ("c", "s", 2): _cell("c", 2, 1, 1, 1)}
+    labels = ["a", "wl", "b", "c"]
+    choice, ok = choose(labels, {"a": 0.9, "wl": 0.5, "b": 0.7, "c": 0.70004}, cells)
+    assert ok == {"a": False, "wl": True, "b": True, "c": True}
+    assert choice == "b"  # c ties b to 4 decimals: the earlier wins
+    assert choose(labels, {"a": 0.9, "wl": 0.5, "b": 0.7, "c": 0.71}, cells)[0] == "c"
+
+
+def test_only_the_chosen_graphs_are_edited_and_the_default_is_unchanged():
+    from narbench.data.edits import EDIT_KINDS
+    from tests.conftest import toy_graphs
+
+    graphs, vocab = toy_graphs(), [f"op{i}" for i in range(8)]
+    kind = EDIT_KINDS[0]
+    everything = edited_graphs(graphs, vocab, kind, 1, 10, seed=0)
+    assert edited_graphs(graphs, vocab, kind, 1, 10, 0, among=np.arange(len(graphs)))[1] == everything[1]
+    among = np.array([3, 7, 20, 41])
+    edited, origin = edited_graphs(graphs, vocab, kind, 1, 10, 0, among=among)
+    assert sorted(origin) == among.tolist() and len(edited) == 4  # each once, none other
+
+
+def _real_like():
+    """A dataset with real's two splits (standard by family, unseen by model) over toy graphs."""
+    from narbench.data.dataset import GraphDataset, group_split, stratified_split
+    from narbench.datasets.real import model_group
+    from tests.conftest import toy_graphs
+
+    graphs = toy_graphs(per_family=30)
+    for i, g in enumerate(graphs):
+        g.meta["model"] = f"m{i // 3}"  # three variants per model
+    fam = [g.family for g in graphs]
+    unseen = group_split(fam, [model_group(g) for g in graphs], test_size=0.25, seed=0)
+    return GraphDataset("toy", "0", [f"op{i}" for i in range(8)], graphs, "0" * 64,
+                        stratified_split(fam, test_size=0.25, seed=0), splits={"unseen": unseen})
+
+
+@pytest.mark.parametrize("name", ["standard", "unseen"])
+def test_a_validation_side_never_touches_the_test_graphs(name):
+    from narbench.datasets.real import model_group
+
+    ds = _real_like()
+    side: Side = validation_side(ds, name)
+    split = ds.get_split(name)
+    assert np.array_equal(side.index, np.sort(split.train))
+    assert not set(side.pool) & set(side.val) and set(side.pool) | set(side.val) <= set(split.train)
+    assert len(side.val) and {ds.graphs[i].family for i in side.val} <= {ds.graphs[i].family for i in side.pool}
+    if name == "unseen":  # no variant of a validation model in the pool
+        assert not {model_group(ds.graphs[i]) for i in side.val} & {model_group(ds.graphs[i]) for i in side.pool}

@@ -1,0 +1,154 @@
+"""The out-of-family score (`narbench.search_engine.outside`): fitted on validation families at index build
+time, stored in the index file, calibrated, and said in one line by the API, the CLI and the explorer."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from narbench.data.dataset import Split
+from narbench.datasets.novel import families_of, novel_split
+from narbench.search_engine.outside import FEATURES, KEY, NEAREST, OutsideScore, features
+from narbench.search_engine.outside_fit import CANDIDATES, FALSE_FLAG, fit
+from tests.family_toys import VOCAB, dataset, family_graphs
+
+HELD_MODEL = "m3"  # the in-family test queries: this model of every family the index keeps
+
+
+@pytest.fixture(scope="module")
+def world():
+    """A `wl` index of the toy families less the `novel` test families and less model m3 of every family,
+    its score fitted on the `novel` validation families; and (positives, in-family queries)."""
+    from narbench.search_engine.index_build import IndexConfig, build_index
+
+    graphs = family_graphs(families=24)
+    split = novel_split(graphs, min_families=4, min_queries=30)
+    test, val = set(families_of(graphs, split, "test")), set(families_of(graphs, split, "validation"))
+    kept = [g for g in graphs if g.family not in test and g.meta["model"] != HELD_MODEL]
+    held = np.array([i for i, g in enumerate(kept) if g.family in val], dtype=np.int64)
+    novel = Split(train=np.setdiff1d(np.arange(len(kept)), held), test=held, seed=0, test_size=0.0, name="novel",
+                  subsets={"validation": np.arange(len(held))})
+    index = build_index(IndexConfig(encoder="wl", progress=False), dataset=dataset(kept, {"novel": novel}))
+    positives = [g for g in graphs if g.family in test]
+    in_family = [g for g in graphs if g.meta["model"] == HELD_MODEL and g.family not in test | val]
+    return index, positives, in_family
+
+
+def _scores(index, graphs):
+    from narbench.search_engine.outside import stored
+    from narbench.search_engine.outside_fit import query_features
+
+    score = stored(index)
+    return np.array([score(dict(zip(FEATURES, row))) for row in query_features(index, graphs)]), score.threshold
+
+
+def test_the_score_fitted_on_validation_families_tells_test_families_from_new_models(world):
+    from sklearn.metrics import roc_auc_score
+
+    index, positives, in_family = world
+    entry = index.header[KEY]
+    assert tuple(entry["features"]) in CANDIDATES and entry["validation"]["families"] == 4
+    assert set(entry["validation"]["cv_auroc"]) == {",".join(c) for c in CANDIDATES}
+    pos, threshold = _scores(index, positives)
+    neg, _ = _scores(index, in_family)
+    assert roc_auc_score([1] * len(pos) + [0] * len(neg), np.concatenate([pos, neg])) >= 0.9
+    assert (pos >= threshold).mean() >= 0.8 and (neg >= threshold).mean() <= 0.2
+
+
+def test_the_threshold_flags_the_share_of_in_family_validation_queries_it_is_set_for():
+    rng = np.random.default_rng(0)
+    n = 400
+    y = np.array([1] * n + [0] * n)
+    x = rng.normal(size=(2 * n, len(FEATURES)))
+    x[:, FEATURES.index("agree")] -= 1.5 * y  # only `agree` tells the sides apart: lower when no family fits
+    groups = [f"f{i % 40}" if t else f"g{i % 40}" for i, t in enumerate(y)]
+    score = fit(x, y, groups)
+    assert "agree" in score.features and score.coef[score.features.index("agree")] < 0
+    p = np.array([score(dict(zip(FEATURES, row))) for row in x])
+    assert abs((p[y == 0] >= score.threshold).mean() - FALSE_FLAG) <= 2 / n
+    assert score.validation["false_flagged"] == pytest.approx((p[y == 0] >= score.threshold).mean(), abs=1e-4)
+    # calibrated at even odds: among the queries scored about p, a share of about p are out of family
+    for lo, hi in ((0.1, 0.3), (0.4, 0.6), (0.7, 0.9)):
+        band = (p >= lo) & (p < hi)
+        assert band.sum() > 20 and lo - 0.1 <= y[band].mean() <= hi + 0.1
+
+
+def test_features_read_the_first_hits():
+    f = features([0.95, 0.9, 0.5], ["a", "a", "b"], query_nodes=9, hit_nodes=19, nearest=[0.99, 0.5, 0.5])
+    assert f["top1"] == 0.95 and f["gap"] == pytest.approx(0.45) and f["agree"] == pytest.approx(2 / 3)
+    assert f["families"] == 2 and f["margin"] == pytest.approx(0.45) and f["size"] == pytest.approx(math.log(2))
+    assert f["lead"] == pytest.approx(-0.04) and f["lead_mean"] == pytest.approx((-0.04 + 0.4 + 0.0) / 3)
+    assert features([1.0003], ["a"], 1, 1)["top1"] == 1.0  # as a hit shows it: clipped
+
+
+def test_the_score_travels_in_the_index_file_and_a_damaged_entry_is_one_line(world, tmp_path):
+    from narbench.cli import main
+    from narbench.search_engine.index import IndexFileError
+    from narbench.search_engine.index_file import read_index, write_index
+
+    index = world[0]
+    path = tmp_path / "toy.nari"
+    write_index(index, path)
+    assert read_index(path).header[KEY] == json.loads(json.dumps(index.header[KEY]))
+    assert OutsideScore.from_header(read_index(path).header[KEY]) == OutsideScore.from_header(index.header[KEY])
+    entry = index.header[KEY]
+    for bad in ({**entry, "coef": [1.0] * (len(entry["features"]) + 1)}, {**entry, "features": ["pickle"]},
+                {**entry, "threshold": None}, {**entry, "scale": [0.0] * len(entry["features"])}, "x"):
+        damaged = type(index)({**index.header, KEY: bad}, index.arrays)
+        write_index(damaged, path)
+        with pytest.raises(IndexFileError, match="out_of_family"):
+            read_index(path)
+    relative = {**entry, "features": ["lead"], "mean": [0.0], "scale": [1.0], "coef": [-1.0]}
+    write_index(type(index)({**index.header, KEY: relative}, {k: v for k, v in index.arrays.items() if k != NEAREST}),
+                path)
+    with pytest.raises(IndexFileError, match="nearest_other"):
+        read_index(path)
+    assert main(["search", "fam0/m0/v0", "--index", str(path)]) == 2
+
+
+def _graph_file(tmp_path, graph):
+    from narbench.data.store import write_graphs
+
+    path = tmp_path / f"{graph.family}.narg"
+    write_graphs(path, [graph], VOCAB, {})
+    return path
+
+
+def test_cli_api_and_explorer_say_no_family_fits_and_still_list_the_hits(world, tmp_path, capsys):
+    import narbench
+    from narbench.cli import main
+    from narbench.explorer.searching import Searcher
+    from narbench.search_engine.index_file import write_index
+
+    index, positives, in_family = world
+    path = tmp_path / "toy.nari"
+    write_index(index, path)
+    new, known = _graph_file(tmp_path, positives[0]), _graph_file(tmp_path, in_family[0])
+    result = narbench.search(str(new), index=index, progress=False)
+    assert result.no_family_fits and result.out_of_family >= index.header[KEY]["threshold"] and len(result) == 10
+    assert str(result).splitlines()[-1].startswith("no family in the index fits: out-of-family score")
+    assert main(["search", str(new), "--index", str(path), "-k", "3"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("no family in the index fits") == 1 and out.count("fam") >= 3
+    assert main(["search", str(new), "--index", str(path), "-k", "3", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["no_family_fits"] is True and data["out_of_family"] == result.out_of_family and len(data["hits"]) == 3
+    assert main(["search", str(known), "--index", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["no_family_fits"] is False and data["out_of_family"] < index.header[KEY]["threshold"]
+    shown = Searcher(index).search_upload(new.read_bytes(), "new.narg", k=5)
+    assert shown["no_family_fits"] is True and len(shown["hits"]) == 5
+
+
+def test_an_index_without_a_novel_split_has_no_score():
+    from narbench.search_engine.engine import search
+    from narbench.search_engine.index_build import IndexConfig, build_index
+
+    graphs = family_graphs(families=6)
+    index = build_index(IndexConfig(encoder="wl", progress=False), dataset=dataset(graphs, {}))
+    assert KEY not in index.header
+    result = search(graphs[0].name, index=index, progress=False)
+    assert result.out_of_family is None and not result.no_family_fits and "no family" not in str(result)
