@@ -134,7 +134,7 @@ def explain(query_ops: dict[str, int], hit_ops: dict[str, int], top: int = 3) ->
 
 def no_fit_line(result: SearchResult) -> str:
     """The one line a search prints when its out-of-family score fires."""
-    return (f"no family in the index fits: out-of-family score {result.out_of_family:.2f} (the hits below are the "
+    return (f"no family in the index fits: out-of-family score {result.out_of_family:.2f} (the hits listed are the "
             "nearest designs, not its kind)")
 
 
