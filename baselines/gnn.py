@@ -19,6 +19,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from narbench.train import dropout, propagate
+from narbench.train.encodingcache import EncodingCache, source_digest
 from narbench.train.encoder import Encoder, Labels, graph_to_data, import_torch_geometric
 from narbench.data.graph import ArchGraph
 from narbench.train.trainer import Trainer
@@ -51,10 +53,12 @@ class GNNStack(nn.Module):
 
         h = self.embedding(batch.x)
         last = len(self.convs) - 1
+        kind = propagate.kind_of(self.convs)  # GCN / GIN layers: CSR products, the same values (train.propagate)
+        adj = propagate.adjacency(kind, self.convs[0], batch.edge_index, h) if kind else None
         for i, conv in enumerate(self.convs):
-            h = conv(h, batch.edge_index)
+            h = propagate.layer(kind, conv, h, adj) if kind else conv(h, batch.edge_index)
             if i < last or self.last_activation:
-                h = self.dropout(torch.relu(h))
+                h = dropout.relu_dropout(h, self.dropout)  # = self.dropout(torch.relu(h)) (train.dropout)
         return global_mean_pool(h, batch.batch, size=batch.num_graphs)
 
 
@@ -262,6 +266,7 @@ class GPSEncoder(GNNEncoder):
         self.stack = GPSStack(num_ops, cfg.hidden, cfg.layers, cfg.dropout, heads=self.heads,
                               walk_length=self.walk_length, pe_dim=self.pe_dim, window=self.window)
         self.classifier = nn.Linear(cfg.hidden, num_classes)
+        self.encoding_cache: EncodingCache | None = EncodingCache()  # on disk, across runs; None: off
 
     def config(self) -> dict:
         return {**super().config(), "gps": {"heads": self.heads, "walk_length": self.walk_length,
@@ -291,7 +296,9 @@ class GPSEncoder(GNNEncoder):
         walk_length] tensor is kept, shared with the `Data` built from it), checked against the
         graph's `content_hash` (a graph changed since is computed again). Missing ones are
         computed in `jobs` processes (`narbench.train.pool.ordered_map`): the same function on
-        the same arrays, so the same values as one by one here."""
+        the same arrays, so the same values as one by one here. Computed encodings are kept on
+        disk (`encoding_cache`, `narbench.train.encodingcache`; None: off) and read back by later
+        runs: the same float32 values."""
         memo = self._pe_memo()
         out: list[torch.Tensor | None] = []
         todo: dict[int, tuple[ArchGraph, str]] = {}  # id -> graph, content hash: each object once
@@ -306,12 +313,17 @@ class GPSEncoder(GNNEncoder):
         if todo:
             from narbench.train.pool import ordered_map
 
-            work = list(todo.values())
+            cache, kind = self.encoding_cache, f"rwpe:L{self.walk_length}:{source_digest(random_walk_pe)}"
+            stored = cache.get_arrays(kind, [h for _, h in todo.values()]) if cache is not None else {}
+            work = [(g, h) for g, h in todo.values() if h not in stored]
             arrays = ordered_map(functools.partial(_random_walk_pe_array, walk_length=self.walk_length),
                                  [g for g, _ in work], jobs=jobs, cost=_walk_cost)
+            if cache is not None and work:
+                cache.put_arrays(kind, {h: pe for (_, h), pe in zip(work, arrays)})
+            computed = {h: pe for (_, h), pe in zip(work, arrays)}
             fresh = {}
-            for (g, h), pe in zip(work, arrays):
-                fresh[id(g)] = pe = torch.from_numpy(pe)
+            for g, h in todo.values():
+                fresh[id(g)] = pe = torch.from_numpy(stored[h] if h in stored else computed[h])
                 with contextlib.suppress(TypeError):  # a graph type without weak references
                     memo[g] = (h, self.walk_length, pe)
             out = [fresh[id(g)] if pe is None else pe for g, pe in zip(graphs, out)]

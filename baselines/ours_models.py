@@ -47,6 +47,7 @@ class FineTunedMacro(nn.Module):
         self.f_s = f_s
         self.macro = macro
         self.motifs = motifs  # motif id -> its subgraph (PyG Data); not a module
+        self._packed = None  # the motifs packed on the device of the forward pass (narbench.train.packed)
 
     @property
     def classifier(self) -> nn.Module:
@@ -55,11 +56,14 @@ class FineTunedMacro(nn.Module):
     def forward(self, batch) -> torch.Tensor:
         from types import SimpleNamespace
 
-        from torch_geometric.data import Batch
+        from narbench.train.packed import pack
 
         ids = batch.x
         uniq, inverse = torch.unique(ids, return_inverse=True)
-        motif_batch = Batch.from_data_list([self.motifs[i] for i in uniq.tolist()]).to(ids.device)
+        if self._packed is None or self._packed.device != ids.device:
+            self._packed = pack(self.motifs, ids.device)
+        # the batch of the distinct motifs, built on the device (the ids read back once: their sizes)
+        motif_batch = self._packed.take(uniq.cpu().numpy(), uniq)
         h = torch.nn.functional.normalize(self.f_s(motif_batch), dim=1)
         macro = SimpleNamespace(x=h[inverse], edge_index=batch.edge_index, batch=batch.batch, num_graphs=batch.num_graphs)
         return self.macro.f_m(macro)

@@ -27,10 +27,14 @@ Every figure prints one line `name key=value ...`. Figures:
                    (`narbench run`'s, malloc tuning on as the CLI has it) against a plain-PyG loop of the
                    same model and loss on the same graphs (the peer), each run in a forked process
                    so that both start from the same untouched allocator, alternated --rounds times
-                   (medians of epochs 2..E); gflops is narbench's matmul FLOP/s, limit_gflops one
-                   core's torch.mm FLOP/s on the batch's shapes; peak_rss_mb and peer_peak_rss_mb
+                   (medians of epochs 2..E); speedup = peer / narbench; gflops is narbench's matmul
+                   FLOP/s, limit_gflops one core's torch.mm FLOP/s on the batch's shapes,
+                   pct_of_limit their ratio in %; peak_rss_mb and peer_peak_rss_mb
                    each child's peak resident memory (ru_maxrss, the largest over the rounds; it
                    counts the parent's pages at the fork, parent_peak_rss_mb, the loaded dataset)
+  train-breakdown  train-real's two loops timed by phase (building batches, forward, backward,
+                   optimiser, syncs; CUDA events on a GPU): a table, then one line
+                   (`benchmarks.speed.breakdown`)
 
 Options: --device, --encoders, --train-real-graphs, --epochs, --rounds, --no-malloc-tuning (train-real:
 narbench's loop as before the tuning), --compile (train-real: narbench's loop through torch.compile,
@@ -49,7 +53,7 @@ import sys
 
 import torch
 
-from benchmarks.speed import motif_figures, numba_figures, peer_training, run_figures
+from benchmarks.speed import breakdown, motif_figures, numba_figures, peer_training, run_figures
 
 #: every figure, in the order a run without --only prints them
 FIGURES = {
@@ -64,6 +68,7 @@ FIGURES = {
     "make-run": run_figures.bench_make_run,
     "embed-real": run_figures.bench_embed_real,
     "train-real": peer_training.bench_train_real,
+    "train-breakdown": breakdown.bench_train_breakdown,
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -144,36 +145,56 @@ def _matmul_gflops(rows: int, hidden: int) -> float:
     return 3 * 2 * rows * hidden * hidden / best / 1e9
 
 
-def bench_train_real(args) -> None:
+@dataclass(frozen=True)
+class TrainRealData:
+    """train-real's inputs: the selected `real` graphs, their labels, the peer's PyG Data and the recipe."""
+
+    graphs: list
+    labels: Labels
+    datas: list
+    num_ops: int
+    num_classes: int
+    profile: object
+    per_epoch: int
+    cls: type
+
+
+def train_real_data(n_graphs: int, epochs: int) -> TrainRealData:
+    """narbench's stratified selection of `n_graphs` `real` training graphs, at the quick recipe."""
     from narbench.data.dataset import stratified_subset
     from narbench.train.encoder import graph_to_data
 
     ds = load_dataset("real")
     fam = ds.family_ids()
-    idx = stratified_subset(ds.split.train, fam[ds.split.train], args.train_real_graphs, seed=0)
+    idx = stratified_subset(ds.split.train, fam[ds.split.train], n_graphs, seed=0)
     graphs = [ds.graphs[i] for i in idx]
-    labels = Labels(fam[idx], fam[idx], len(ds.families))
-    profile = get_profile("quick", epochs=args.epochs)
+    profile = get_profile("quick", epochs=epochs)
     datas = [graph_to_data(g, len(ds.vocab), int(c), int(c)) for g, c in zip(graphs, fam[idx])]
-    per_epoch = -(-len(graphs) // profile.train.batch_size)
-    cls = registry.load("encoder", "gcn")
+    return TrainRealData(graphs, Labels(fam[idx], fam[idx], len(ds.families)), datas, len(ds.vocab),
+                         len(ds.families), profile, -(-len(graphs) // profile.train.batch_size),
+                         registry.load("encoder", "gcn"))
+
+
+def bench_train_real(args) -> None:
+    data = train_real_data(args.train_real_graphs, args.epochs)
+    graphs, labels, datas, profile = data.graphs, data.labels, data.datas, data.profile
     parent_rss = peak_rss_mb()  # what every child starts with: the pages it shares with this process
     ours, peer, ours_rss, peer_rss, first = [], [], [], [], []
     for _ in range(args.rounds):
-        enc = cls(len(ds.vocab), len(ds.families), profile)
-        seconds, rss = _in_child(_train_narbench, enc, graphs, labels, args.malloc_tuning, per_epoch, args.compile,
-                                 peak=True)
+        enc = data.cls(data.num_ops, data.num_classes, profile)
+        seconds, rss = _in_child(_train_narbench, enc, graphs, labels, args.malloc_tuning, data.per_epoch,
+                                 args.compile, peak=True)
         ours.append(statistics.mean(seconds[1:]))
         first.append(seconds[0])
         ours_rss.append(rss)
-        seconds, rss = _in_child(_train_peer, datas, len(ds.vocab), len(ds.families), profile, peak=True)
+        seconds, rss = _in_child(_train_peer, datas, data.num_ops, data.num_classes, profile, peak=True)
         peer.append(statistics.mean(seconds[1:]))
         peer_rss.append(rss)
-    flops, rows = _in_child(_epoch_flops, datas, len(ds.vocab), len(ds.families), profile)
+    flops, rows = _in_child(_epoch_flops, datas, data.num_ops, data.num_classes, profile)
     limit = _in_child(_matmul_gflops, round(rows), profile.model.hidden)
     x, y = statistics.median(ours), statistics.median(peer)
     extra = {"compile_seconds": statistics.median(first) - x} if args.compile else {}
     line("train-real", graphs=len(graphs), epochs=args.epochs, seconds_per_epoch=x, peer_seconds_per_epoch=y,
-         gflops=flops / x / 1e9, limit_gflops=limit, peak_rss_mb=round(max(ours_rss)),
-         peer_peak_rss_mb=round(max(peer_rss)), parent_peak_rss_mb=round(parent_rss),
-         malloc_tuning=args.malloc_tuning, compile=args.compile, **extra)
+         speedup=y / x, gflops=flops / x / 1e9, limit_gflops=limit, pct_of_limit=100 * flops / x / 1e9 / limit,
+         peak_rss_mb=round(max(ours_rss)), peer_peak_rss_mb=round(max(peer_rss)),
+         parent_peak_rss_mb=round(parent_rss), malloc_tuning=args.malloc_tuning, compile=args.compile, **extra)

@@ -89,6 +89,7 @@ def top_k_cosine(
     k: int = 100,
     *,
     batch_size: int = 1024,
+    corpus_chunk: int = 32768,
     device: torch.device | str = "cpu",
     tiebreak: np.ndarray | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -98,6 +99,10 @@ def top_k_cosine(
     first; see `tiebreak_keys`), or by the corpus index when it is None, so rankings are
     deterministic. Returns (indices long [Q, k'], scores float [Q, k']) on the CPU,
     k' = min(k, len(corpus)); indices refer to the given corpus order.
+
+    Memory is bounded by the chunks, not by queries x corpus: `batch_size` queries at a time against
+    `corpus_chunk` corpus rows at a time on `device` (float64 scores of one chunk pair); a corpus
+    of several chunks has each chunk's exact top k merged by (score, index), the same ranking.
     """
     if queries.ndim != 2 or corpus.ndim != 2 or queries.shape[1] != corpus.shape[1]:
         raise ValueError(f"embedding shapes do not match: queries {tuple(queries.shape)}, corpus {tuple(corpus.shape)}")
@@ -108,29 +113,51 @@ def top_k_cosine(
                              "one key per corpus row")
         # Rank in key order (index tie-break there = key tie-break), then map back.
         perm = torch.as_tensor(np.argsort(tiebreak, kind="stable"))
-        idx, val = top_k_cosine(queries, corpus[perm], k, batch_size=batch_size, device=device)
+        idx, val = top_k_cosine(queries, corpus[perm], k, batch_size=batch_size, corpus_chunk=corpus_chunk,
+                                device=device)
         return perm[idx], val
     k = min(k, corpus.shape[0])
-    c = corpus.to(device, torch.float64)
-    c_norm = _norm(c)
+    chunks = []
+    for start in range(0, corpus.shape[0], corpus_chunk):
+        c = corpus[start:start + corpus_chunk].to(device, torch.float64)
+        chunks.append((start, c, _norm(c)))
     out_idx, out_val = [], []
     for start in range(0, queries.shape[0], batch_size):
-        sim = _cosine(queries[start : start + batch_size].to(device, torch.float64), c, c_norm)
-        val, idx = torch.topk(sim, k, dim=1)
-        val, idx = val.cpu(), idx.cpu()
-        # Exact tie-break by corpus index: rows whose k-th value is tied with items left out are
-        # re-ranked with a full stable sort (rare); within the top k, order by (-score, index).
-        left_out_ties = (sim == val[:, -1:].to(sim.device)).sum(1).cpu() > (val == val[:, -1:]).sum(1)
-        rows = torch.nonzero(left_out_ties).flatten()
-        if len(rows):
-            full = sim[rows.to(sim.device)]
-            order = torch.sort(-full, dim=1, stable=True).indices[:, :k]
-            idx[rows], val[rows] = order.cpu(), torch.gather(full, 1, order).cpu()
-        by_index = torch.sort(idx, dim=1, stable=True)
-        by_score = torch.sort(-torch.gather(val, 1, by_index.indices), dim=1, stable=True)
-        idx = torch.gather(by_index.values, 1, by_score.indices)
+        q = queries[start : start + batch_size].to(device, torch.float64)
+        found = [_chunk_top_k(q, c, c_norm, min(k, c.shape[0]), first) for first, c, c_norm in chunks]
+        idx, val = found[0] if len(found) == 1 else _merge([f[0] for f in found], [f[1] for f in found], k)
         out_idx.append(idx)
-        out_val.append(-by_score.values)
+        out_val.append(val)
     if not out_idx:
         return torch.zeros(0, k, dtype=torch.long), torch.zeros(0, k)
     return torch.cat(out_idx), torch.cat(out_val)
+
+
+def _chunk_top_k(q: torch.Tensor, c: torch.Tensor, c_norm: torch.Tensor, k: int, first: int):
+    """The `k` best rows of one corpus chunk for queries `q`, ordered by (-score, index), on the CPU;
+    indices offset by the chunk's `first` row."""
+    sim = _cosine(q, c, c_norm)
+    val, idx = torch.topk(sim, k, dim=1)
+    val, idx = val.cpu(), idx.cpu()
+    # Exact tie-break by corpus index: rows whose k-th value is tied with items left out are
+    # re-ranked with a full stable sort (rare); within the top k, order by (-score, index).
+    left_out_ties = (sim == val[:, -1:].to(sim.device)).sum(1).cpu() > (val == val[:, -1:]).sum(1)
+    rows = torch.nonzero(left_out_ties).flatten()
+    if len(rows):
+        full = sim[rows.to(sim.device)]
+        order = torch.sort(-full, dim=1, stable=True).indices[:, :k]
+        idx[rows], val[rows] = order.cpu(), torch.gather(full, 1, order).cpu()
+    return _order(idx + first, val, k)
+
+
+def _order(idx: torch.Tensor, val: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The first `k` of each row by (-score, index)."""
+    by_index = torch.sort(idx, dim=1, stable=True)
+    by_score = torch.sort(-torch.gather(val, 1, by_index.indices), dim=1, stable=True)
+    return torch.gather(by_index.values, 1, by_score.indices)[:, :k], -by_score.values[:, :k]
+
+
+def _merge(idx: list[torch.Tensor], val: list[torch.Tensor], k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The best `k` of the chunks' candidates by (-score, index): the whole corpus' top k, as each
+    chunk's top k holds every row of the whole top k that falls in it."""
+    return _order(torch.cat(idx, dim=1), torch.cat(val, dim=1), k)

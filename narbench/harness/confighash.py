@@ -7,7 +7,10 @@ sees no labels), profile, objective, initialisation (scratch or pretrained), see
 and the *code version* of the encoder and the splitter. A run with its forward compiled
 (`narbench run --compile`) adds `compile: true`: its numbers agree with eager ones to rounding,
 not bit for bit, so it is a configuration of its own; an eager run hashes without the field, as
-every run did before it existed.
+every run did before it existed. How batches are built and layers propagate (packed batches, CSR
+products, the fused ReLU + dropout of issue 60, docs/speed.md) is not hashed: it gives the numbers of
+the code it replaced bit for bit on the CPU (tests/test_trainer_packed.py), so runs before and after
+it are the same runs.
 
 The code version is the distribution and version of the package that registers each one
 (`environment.entry_points` in the result file, e.g. `narbench==0.1.0` or a third party's

@@ -4,8 +4,9 @@
 embedding through `torch.compile(forward, dynamic=True)`: one compilation per mode (training,
 inference) and per process, whatever the batch's node count, instead of one per shape. On one
 CPU core it fuses the GNN's element-wise work (measured with `benchmarks/speed/bench.py --only
-train-real --compile`: 1.25-1.3x over the tuned eager loop; docs/running.md). It is off by
-default, because the fused kernels add in another order: losses agree with eager to about 1e-7
+train-real --compile`: 1.25-1.3x over the tuned eager loop; docs/running.md; since issue 60 the
+eager loop's CSR products and fused dropout, which compiled code does not use, are faster still:
+docs/speed.md). It is off by default, because the fused kernels add in another order: losses agree with eager to about 1e-7
 and a gcn smoke run's metrics to 5e-6, not to the last digit (gin's embeddings drift further:
 docs/running.md), so a compiled run is recorded (and hashed) as a configuration of its own.
 

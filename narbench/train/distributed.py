@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 
+import numpy as np
 import torch
 import torch.distributed as dist
 
@@ -67,6 +68,25 @@ def train_loader(items: Sequence, batch_size: int, seed: int):
     items = list(items)
     sampler = DistributedSampler(items, num_replicas=world_size(), rank=rank(), shuffle=True, seed=seed)
     return DataLoader(items, batch_size=batch_size, sampler=sampler)
+
+
+def shard_size(n: int) -> int:
+    """Items per rank and epoch out of `n` (`DistributedSampler` pads the last shard)."""
+    return -(-n // world_size())
+
+
+def shard_order(n: int, seed: int, epoch: int) -> np.ndarray:
+    """This rank's items of epoch `epoch`, in the order `train_loader` gave them (`DistributedSampler`
+    after `set_epoch`), with the base seed its loader drew from torch's global generator
+    (`narbench.train.batchorder`): what the trainer batches from its packed items."""
+    from torch.utils.data.distributed import DistributedSampler
+
+    from narbench.train.batchorder import global_seed_draw
+
+    sampler = DistributedSampler(range(n), num_replicas=world_size(), rank=rank(), shuffle=True, seed=seed)
+    sampler.set_epoch(epoch)
+    global_seed_draw()
+    return np.fromiter(iter(sampler), dtype=np.int64)
 
 
 def set_epoch(loader, epoch: int) -> None:

@@ -141,19 +141,20 @@ class PartsCache:
             self._conn.close()
             self._conn = None
 
-    def get_many(self, splitter: str, hashes: Sequence[str]) -> tuple[dict[str, GraphParts], int]:
-        """(parts found, number of damaged rows) for the graph content hashes `hashes`."""
+    def get_many(self, splitter: str, hashes: Sequence[str], decode: Callable = decode_parts) -> tuple[dict, int]:
+        """(parts found, number of damaged rows) for the graph content hashes `hashes` (each row read
+        by `decode(blob, checksum)`, which raises ValueError on a damaged one)."""
         try:
-            return self._get_many(splitter, hashes)
+            return self._get_many(splitter, hashes, decode)
         except sqlite3.DatabaseError as exc:
             if not _corrupt(exc):  # locked for too long, read-only, ...: the caller decides
                 raise
             self._set_aside(exc)  # damaged beyond single rows
             return {}, 0
 
-    def _get_many(self, splitter: str, hashes: Sequence[str]) -> tuple[dict[str, GraphParts], int]:
+    def _get_many(self, splitter: str, hashes: Sequence[str], decode: Callable) -> tuple[dict, int]:
         conn = self._connect()
-        found: dict[str, GraphParts] = {}
+        found: dict = {}
         damaged = 0
         wanted = list(dict.fromkeys(hashes))
         for i in range(0, len(wanted), 500):
@@ -164,7 +165,7 @@ class PartsCache:
             ).fetchall()
             for graph, blob, checksum in rows:
                 try:
-                    found[graph] = decode_parts(bytes(blob), bytes(checksum))
+                    found[graph] = decode(bytes(blob), bytes(checksum))
                 except (ValueError, struct.error, TypeError):
                     damaged += 1
         return found, damaged

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from rich.console import Console
 
-from narbench.train import allocator, compiled, distributed, losses
+from narbench.train import allocator, batchorder, compiled, distributed, losses, packed, steptimes
 from narbench.train.profiles import TrainConfig
 from narbench.train.progress import progress_bars
 from narbench.train.resume import Snapshots, random_state, set_random_state
@@ -90,6 +90,8 @@ class Trainer:
         self.snapshots = snapshots
         #: the learning-curve probe `fit_graph_level` hands to `fit` (`evaluate`); None: no curve
         self.epoch_eval: Callable[[int], dict] | None = None
+        #: per-phase step times (`narbench.train.steptimes.StepTimes`, benchmarks); None: not timed
+        self.step_times: steptimes.StepTimes | None = None
 
     # -- plumbing ---------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -135,18 +137,9 @@ class Trainer:
                 else:
                     module.forward = before
 
-    def loader(self, items: Sequence, batch_size: int, *, shuffle: bool, seed_offset: int = 0,
-               batches: list[list[int]] | None = None):
-        """PyG batches of `items`: `batch_size` at a time, or the given index `batches` in order."""
-        from narbench.data.graph import import_torch_geometric
-
-        import_torch_geometric()
-        from torch_geometric.loader import DataLoader
-
-        if batches is not None:
-            return DataLoader(list(items), batch_sampler=batches)
-        gen = torch.Generator().manual_seed(self.seed + seed_offset)
-        return DataLoader(list(items), batch_size=batch_size, shuffle=shuffle, generator=gen)
+    def pack(self, items: Sequence):
+        """`items` packed on the trainer's device (`narbench.train.packed.pack`); None for no items."""
+        return packed.pack(items, self.device) if len(items) else None
 
     # -- loops ------------------------------------------------------------------------------
     def fit(
@@ -163,6 +156,12 @@ class Trainer:
     ) -> History:
         """Generic loop: `step(model, batch)` returns the loss of one batch on `self.device`.
 
+        `items` are PyG `Data` (or tuples of them, or anything PyG's collater batches); each batch
+        is what PyG's `DataLoader(items, batch_size, shuffle=True)` gives (a `Batch`, or a list of
+        them for tuples), built on the device from the items packed once (`narbench.train.packed`),
+        in the loader's order (`narbench.train.batchorder`). Losses are summed on the device and
+        read once per epoch.
+
         `on_epoch(epoch, mean_loss)`, if given, is called after each epoch (model in train mode
         again when it returns), e.g. for probes of what the model has learnt so far.
         `evaluate(epoch)` (1-based), if given, is called after each epoch with the model in eval
@@ -173,47 +172,72 @@ class Trainer:
         opt = torch.optim.Adam(params if params is not None else model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         hist = History(stage)
         index = len(self.histories)
-        loader = (distributed.train_loader(items, cfg.batch_size, self.seed + index) if distributed.active()
-                  else self.loader(items, cfg.batch_size, shuffle=True, seed_offset=index))
-        snapshots = self.snapshots if on_epoch is None and not distributed.active() else None
+        items = self.pack(items)
+        gen = None if distributed.active() else torch.Generator().manual_seed(self.seed + index)
+        n = len(items) if items is not None else 0
+        per_epoch = batchorder.steps(n if gen is not None else distributed.shard_size(n), cfg.batch_size)
+        snapshots = self.snapshots if on_epoch is None and gen is not None else None
         start = 0
         if snapshots is not None and (state := snapshots.load(index, stage)) is not None:
-            snapshots.restore(state, model, opt, loader.generator)
+            snapshots.restore(state, model, opt, gen)
             hist.losses = list(state["losses"])
             hist.evals = list(state.get("evals") or [])
             start = state["epochs_done"]
         with allocator.tuned(self.malloc_tuning), self.compiling(model), self.progress() as prog:
-            task = prog.add_task(stage, total=cfg.epochs * len(loader), info="")
+            task = prog.add_task(stage, total=cfg.epochs * per_epoch, info="")
             if start:
-                prog.update(task, completed=start * len(loader), info=f"resumed after epoch {start}/{cfg.epochs}")
+                prog.update(task, completed=start * per_epoch, info=f"resumed after epoch {start}/{cfg.epochs}")
             for epoch in range(start, cfg.epochs):
-                distributed.set_epoch(loader, epoch)
-                total, count = 0.0, 0
-                for batch in loader:
-                    if isinstance(batch, (list, tuple)):  # e.g. (motif batch, context batch)
-                        batch = [b.to(self.device) for b in batch]
-                    else:
-                        batch = batch.to(self.device)
-                    with self.autocast():
-                        loss = step(model, batch)
-                    opt.zero_grad(set_to_none=True)
-                    loss.backward()
-                    distributed.average_gradients(p for group in opt.param_groups for p in group["params"])
-                    opt.step()
-                    total += float(loss.detach())
-                    count += 1
-                    prog.update(task, advance=1, info=f"epoch {epoch + 1}/{cfg.epochs} loss {total / count:.4f}")
+                if not n:
+                    order = np.zeros(0, dtype=np.int64)
+                else:
+                    order = batchorder.shuffled(n, gen) if gen is not None else \
+                        distributed.shard_order(n, self.seed + index, epoch)
+                total, count = self._epoch(model, opt, items, order, cfg.batch_size, step,
+                                           lambda: prog.update(task, advance=1))
                 hist.losses.append(total / max(count, 1))
+                prog.update(task, info=f"epoch {epoch + 1}/{cfg.epochs} loss {hist.losses[-1]:.4f}")
                 if evaluate is not None:
                     hist.evals.append(self._evaluate(model, evaluate, epoch + 1))
                 if snapshots is not None:
-                    snapshots.save(index, stage, epoch + 1, model, opt, loader.generator, hist.losses, hist.evals)
+                    snapshots.save(index, stage, epoch + 1, model, opt, gen, hist.losses, hist.evals)
                 if on_epoch is not None:
                     on_epoch(epoch, hist.losses[-1])
                     model.train()
         model.eval()
         self.histories.append(hist)
         return hist
+
+    def _epoch(self, model, opt, items, order: np.ndarray, batch_size: int, step, advance) -> tuple[float, int]:
+        """One epoch over `order` in batches of `batch_size`: (sum of the batch losses, batches).
+
+        The sum is kept on the device in float64 (the same additions as summing the losses on the
+        host) and read once, at the end; `self.step_times` times each step's phases."""
+        timer = self.step_times or steptimes.OFF
+        timer.begin_epoch()
+        total = torch.zeros((), dtype=torch.float64, device=self.device)
+        order_dev = torch.from_numpy(order).to(self.device)
+        count = 0
+        for start in range(0, len(order), batch_size):
+            with timer.phase("batch"):
+                batch = items.take(order[start:start + batch_size], order_dev[start:start + batch_size])
+            with timer.phase("forward"), self.autocast():
+                loss = step(model, batch)
+            with timer.phase("optimiser"):
+                opt.zero_grad(set_to_none=True)
+            with timer.phase("backward"):
+                loss.backward()
+            with timer.phase("optimiser"):
+                distributed.average_gradients(p for group in opt.param_groups for p in group["params"])
+                opt.step()
+            total += loss.detach().double()
+            count += 1
+            timer.step_done()
+            advance()
+        with timer.phase("sync"):
+            total = float(total)
+        timer.end_epoch()
+        return total, count
 
     def _evaluate(self, model: torch.nn.Module, evaluate: Callable[[int], dict], epoch: int) -> dict:
         """`evaluate(epoch)` in eval mode, the global random state kept (see `fit`)."""
@@ -259,18 +283,41 @@ class Trainer:
 
         Batches hold `batch_size` graphs, and with `max_nodes` no more nodes than that (a larger
         graph alone): a model whose memory grows faster than its batch's nodes (`gps`' attention)
-        then peaks at a bound however large the graphs are that happen to be neighbours."""
+        then peaks at a bound however large the graphs are that happen to be neighbours. The
+        graphs are packed on the device `EMBED_CHUNK` at a time (memory bounded by the chunk, not
+        by the corpus); the embeddings stay on the device and are copied to the host once."""
         model.to(self.device).eval()
+        datas = list(datas)
+        groups = (batchorder.batches(np.arange(len(datas)), batch_size) if max_nodes is None else
+                  [np.asarray(b) for b in node_budget_batches([d.num_nodes for d in datas], batch_size, max_nodes)])
+        if max_nodes is not None:  # PyG's DataLoader of index batches drew its base seed from the global generator
+            batchorder.global_seed_draw()
         out = []
-        batches = None if max_nodes is None else node_budget_batches([d.num_nodes for d in datas], batch_size, max_nodes)
-        loader = self.loader(datas, batch_size, shuffle=False, batches=batches)
         with allocator.tuned(self.malloc_tuning), self.compiling(model), self.progress() as prog:
-            task = prog.add_task(desc, total=len(loader), info="")
-            for batch in loader:
-                with self.autocast():
-                    out.append(model(batch.to(self.device)).float().cpu())
-                prog.update(task, advance=1)
-        return torch.cat(out) if out else torch.zeros(0, 0)
+            task = prog.add_task(desc, total=len(groups), info="")
+            for chunk in _chunks(groups, EMBED_CHUNK):
+                first = int(chunk[0][0])
+                items = self.pack(datas[first:int(chunk[-1][-1]) + 1])
+                for idx in chunk:
+                    with self.autocast():
+                        out.append(model(items.take(idx - first)).float())
+                    prog.update(task, advance=1)
+        return torch.cat(out).cpu() if out else torch.zeros(0, 0)
+
+
+#: graphs packed at once for embedding (`Trainer.embed`)
+EMBED_CHUNK = 4096
+
+
+def _chunks(groups: list[np.ndarray], size: int) -> list[list[np.ndarray]]:
+    """Consecutive batches grouped so that each group spans at most `size` items (a larger batch alone)."""
+    out: list[list[np.ndarray]] = []
+    for idx in groups:
+        if out and int(idx[-1]) + 1 - int(out[-1][0][0]) <= size:
+            out[-1].append(idx)
+        else:
+            out.append([idx])
+    return out
 
 
 def node_budget_batches(sizes: Sequence[int], batch_size: int, max_nodes: int) -> list[list[int]]:

@@ -6,34 +6,25 @@ the node's name, `ConvolutionBackward0#pointwise`, for canonical version 2.2 to 
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import os
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
+
+from narbench.core.switch import Switch
 
 #: Set to 1, `extract_graph` records design attributes by default (`DesignAttributes`).
 ATTRIBUTES_ENV = "NARBENCH_DESIGN_ATTRIBUTES"
-#: Set by `recording_attributes`: the default of `extract_graph(attributes=None)` in this context.
-_ATTRIBUTES: contextvars.ContextVar[bool | None] = contextvars.ContextVar("narbench_design_attributes", default=None)
+_SWITCH = Switch("narbench_design_attributes", ATTRIBUTES_ENV)
 
 
-@contextlib.contextmanager
-def recording_attributes(on: bool = True) -> Iterator[None]:
+def recording_attributes(on: bool = True):
     """Within it, `extract_graph` (and the zoo sources that call it) records design attributes or
     not, whatever the environment says: how search extracts a query for an index of canonical 2.2
     graphs without changing the process's environment."""
-    token = _ATTRIBUTES.set(bool(on))
-    try:
-        yield
-    finally:
-        _ATTRIBUTES.reset(token)
+    return _SWITCH.on(on)
 
 
 def wants_attributes(asked: bool | None) -> bool:
     """`asked`, else what `recording_attributes` set, else the environment (`ATTRIBUTES_ENV`)."""
-    if asked is None:
-        asked = _ATTRIBUTES.get()
-    return bool(asked) if asked is not None else os.environ.get(ATTRIBUTES_ENV, "") == "1"
+    return _SWITCH.wanted(asked)
 
 
 class DesignAttributes:

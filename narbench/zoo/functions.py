@@ -17,31 +17,23 @@ do: there is nothing to trace through); `fallbacks` names those functions, so a 
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import os
-from typing import Any, Iterator
+from typing import Any
+
+from narbench.core.switch import Switch
 
 #: Set to 1, `narbench.zoo.extract.extract_graph` traces through custom functions by default.
 FUNCTIONS_ENV = "NARBENCH_THROUGH_FUNCTIONS"
-_FUNCTIONS: contextvars.ContextVar[bool | None] = contextvars.ContextVar("narbench_through_functions", default=None)
+_SWITCH = Switch("narbench_through_functions", FUNCTIONS_ENV)
 
 
-@contextlib.contextmanager
-def tracing_functions(on: bool = True) -> Iterator[None]:
+def tracing_functions(on: bool = True):
     """Within it, `extract_graph` traces through custom functions or not, whatever the environment says."""
-    token = _FUNCTIONS.set(bool(on))
-    try:
-        yield
-    finally:
-        _FUNCTIONS.reset(token)
+    return _SWITCH.on(on)
 
 
 def wants_functions(asked: bool | None) -> bool:
     """`asked`, else what `tracing_functions` set, else the environment (`FUNCTIONS_ENV`)."""
-    if asked is None:
-        asked = _FUNCTIONS.get()
-    return bool(asked) if asked is not None else os.environ.get(FUNCTIONS_ENV, "") == "1"
+    return _SWITCH.wanted(asked)
 
 
 class _Context:
