@@ -73,8 +73,8 @@ class ThroughFunctions:
     def __enter__(self) -> "ThroughFunctions":
         import torch
 
-        self._saved = torch.autograd.Function.__dict__["apply"]
-        original = self._saved.__func__
+        # a Python classmethod (torch 2.13) or a C classmethod_descriptor (2.14 on): either binds to a subclass
+        self._saved = saved = torch.autograd.Function.__dict__["apply"]
         recorder = self
 
         def apply(cls, *args: Any, **kwargs: Any) -> Any:
@@ -83,7 +83,7 @@ class ThroughFunctions:
                 name = cls.__name__
                 if name not in recorder.fallbacks:
                     recorder.fallbacks.append(name)
-                return original(cls, *args, **kwargs)
+                return saved.__get__(None, cls)(*args, **kwargs)
             return out
 
         torch.autograd.Function.apply = classmethod(apply)
