@@ -249,7 +249,10 @@ def test_printed_hits_are_a_table():
     text = str(result)
     lines = text.splitlines()
     assert lines[0] == f"{MODELS}:TinyCNN: top 3 in {result.index}"
-    assert lines[1].split() == ["#", "graph", "family", "cosine"] and len(lines) == 5
+    # the table, then the out-of-family verdict when the index's score fires (`engine.no_fit_line`)
+    assert lines[1].split() == ["#", "graph", "family", "cosine"] and len(lines) == 5 + result.no_family_fits
+    if result.no_family_fits:
+        assert lines[-1].startswith("no family in the index fits: out-of-family score")
     for line, h in zip(lines[2:], result.hits):
         assert line.split()[:3] == [str(h.rank), h.name, h.family] and f"{h.similarity:.3f}" in line
     assert repr(result) == text
