@@ -110,7 +110,7 @@ class SearchResult:
     __repr__ = __str__  # the table, also in a REPL or notebook; the fields stay attributes (`to_json`)
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "hits": [asdict(h) for h in self.hits]}
+        return {**asdict(self), "hits": [{**asdict(h), "families": list(h.families)} for h in self.hits]}  # JSON's types
 
 
 def _short(op: str) -> str:
