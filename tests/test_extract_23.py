@@ -127,3 +127,12 @@ def test_the_patch_on_function_apply_is_undone_and_public():
             assert torch.autograd.Function.__dict__["apply"] is not before
             raise ValueError
     assert torch.autograd.Function.__dict__["apply"] is before
+
+
+def test_the_private_name_that_tells_the_two_forward_styles_apart_is_still_there():
+    """`narbench.zoo.functions._direct` reads `torch.autograd.function._SingleLevelFunction.setup_context` (private)
+    to tell `forward(ctx, ...)` from `forward(...)` + `setup_context`: if torch moves it, this fails first."""
+    from torch.autograd.function import _SingleLevelFunction
+
+    assert TanhGelu.setup_context is _SingleLevelFunction.setup_context
+    assert NoGradInside.setup_context is not _SingleLevelFunction.setup_context
