@@ -22,6 +22,11 @@ def test_roundtrip_preserves_graphs(tmp_path):
         assert (a.name, a.family, a.coarse, a.source, a.meta) == (b.name, b.family, b.coarse, b.source, b.meta)
 
 
+def test_a_file_of_no_graphs_round_trips(tmp_path):
+    digest = write_graphs(tmp_path / "none.narg", [], VOCAB, {"patched": 0})  # e.g. a patch whose every spec failed
+    assert read_graphs(tmp_path / "none.narg", digest) == ([], VOCAB, {"patched": 0}, digest)
+
+
 def test_hash_is_over_payload_not_compression(tmp_path):
     graphs = toy_graphs(per_family=3)
     d1 = write_graphs(tmp_path / "a.narg", graphs, VOCAB, {}, level=1)

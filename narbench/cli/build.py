@@ -91,7 +91,7 @@ def _derive(args: argparse.Namespace, version: str) -> int:
         from narbench.zoo.reextract import reextract
 
         summary = reextract(args.from_graphs, args.out, args.reextract, jobs=args.jobs, timeout=args.timeout,
-                            mem_limit_gb=args.mem_limit_gb)
+                            mem_limit_gb=args.mem_limit_gb, retry_failed=args.retry_failed)
         print(json.dumps({"reextracted": summary}, indent=1))
         patch = summary["path"]
     summary = derive(args.from_graphs, args.out, patch=patch, jobs=args.jobs, canonical_version=version,

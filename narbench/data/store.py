@@ -91,15 +91,20 @@ def write_temp(path: Path, data: bytes) -> Path:
     return tmp
 
 
+def _cat(parts: list[np.ndarray]) -> np.ndarray:
+    """The parts end to end; an empty array for none (a file of no graphs, e.g. a patch whose every spec failed)."""
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
 def encode_graphs(graphs: list[ArchGraph], vocab: list[str], header: dict[str, Any]) -> bytes:
     """The canonical uncompressed payload for `graphs` (what the sha256 is taken over)."""
-    ops = np.concatenate([g.ops for g in graphs]).astype("<i2" if len(vocab) < 2**15 else "<i4")
+    ops = _cat([g.ops for g in graphs]).astype("<i2" if len(vocab) < 2**15 else "<i4")
     node_counts = np.array([g.num_nodes for g in graphs], dtype="<i4")
     src = [g.edges[0] for g in graphs]
     dst = [g.edges[1] for g in graphs]
     # Edges as differences: within a graph, src as a running difference and dst relative to src.
-    src_delta = np.concatenate([np.diff(s, prepend=0) for s in src]).astype("<i4")
-    dst_delta = np.concatenate([d - s for s, d in zip(src, dst)]).astype("<i4")
+    src_delta = _cat([np.diff(s, prepend=0) for s in src]).astype("<i4")
+    dst_delta = _cat([d - s for s, d in zip(src, dst)]).astype("<i4")
     edge_counts = np.array([g.num_edges for g in graphs], dtype="<i4")
     records = [
         {"name": g.name, "family": g.family, "coarse": g.coarse, "source": g.source, "meta": g.meta}

@@ -234,6 +234,42 @@ def test_reextract_replaces_only_graphs_holding_the_op_and_derive_applies_the_pa
         derive(source, tmp_path / "d2", relabel=keep, patch=stray)
 
 
+FLAKY_ZOO = textwrap.dedent(
+    """
+    import os
+    import torch
+
+    def flaky():
+        if os.path.exists(os.environ["NARBENCH_TEST_FLAKY"]):
+            raise RuntimeError("could not create a primitive")
+        return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh()), torch.randn(1, 4)
+    """
+)
+
+
+def test_reextract_skips_a_failed_spec_until_asked_to_retry_it(tmp_path, monkeypatch):
+    import numpy as np
+
+    from narbench.zoo.reextract import reextract
+    from narbench.zoo.spec import Spec
+
+    mods = tmp_path / "mods"
+    mods.mkdir()
+    (mods / "narbench_flaky_zoo.py").write_text(FLAKY_ZOO)
+    monkeypatch.syspath_prepend(str(mods))
+    marker = tmp_path / "fail-now"
+    marker.touch()
+    monkeypatch.setenv("NARBENCH_TEST_FLAKY", str(marker))  # inherited by the spawned workers
+    flaky = Spec("python", "narbench_flaky_zoo:flaky", "test")
+    source = _raw_file(tmp_path / "real-1.0.narg", [(flaky, ["AddmmBackward0", "CopySlices"], np.array([[0], [1]]), "f")])
+    first = reextract(source, tmp_path / "b", ["CopySlices"], jobs=1, timeout=60, quiet=True)
+    assert (first["patched"], first["failed"]) == (0, {"exception": 1})
+    marker.unlink()  # the cause is gone: a resumed run still skips the spec, a retry extracts it
+    assert reextract(source, tmp_path / "b", ["CopySlices"], jobs=1, timeout=60, quiet=True)["patched"] == 0
+    again = reextract(source, tmp_path / "b", ["CopySlices"], jobs=1, timeout=60, quiet=True, retry_failed=True)
+    assert (again["patched"], again["failed"]) == (1, {})
+
+
 def test_build_real_patch_flags_need_from(tmp_path):
     from narbench.cli import main
 
