@@ -9,12 +9,15 @@ from pathlib import Path
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from narbench.datasets.wild import ARTIFACT
+    from narbench.datasets.wild import ARTIFACT, CANONICAL, SHIPPED
 
     ap = argparse.ArgumentParser(prog="python -m narbench.cli.wild",
                                  description="Extract the wild set's graphs (canonical 2.2, as crossimpl's queries) "
                                              "into `wild-1.0.narg`; prints a table of nodes, unknown ops and seconds.")
-    ap.add_argument("--out", type=Path, required=True, help=f"folder for {ARTIFACT}")
+    ap.add_argument("--out", type=Path, required=True, help=f"folder for {ARTIFACT} (or the file of --canonical-version)")
+    ap.add_argument("--canonical-version", choices=list(SHIPPED), default=CANONICAL,
+                    help=f"canonical rules to extract under (default {CANONICAL}; 2.3 re-extracts with convolution "
+                         "groups and dimensions, custom functions traced through)")
     return ap
 
 
@@ -22,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from narbench.zoo.wild_graphs import run_cli
 
-    return run_cli(args.out)
+    return run_cli(args.out, args.canonical_version)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ Every row of `narbench/data/wild-1.0.csv` goes through crossimpl's extraction (`
 with the wild set's `QuerySet`): built offline with random weights (`narbench.zoo.wild.build_model`) on the
 meta device (the CPU where meta fails), run once on the row's inputs (`make_inputs`: token ids, keyword
 inputs), custom autograd functions renamed by `crossimpl-functions.csv`, canonicalised under crossimpl 2.2's
-rules with design attributes, named `wild/<package>/<model>`. Unlike crossimpl, no graph is compared with the
+rules with design attributes (or 2.3's, `canonical="2.3"`), named `wild/<package>/<model>`. Unlike crossimpl, no graph is compared with the
 corpus (no corpus twins: it is a test set) and none is refused for its share of `other` nodes: the set is
 frozen, so a graph that says little is reported (`report`), never dropped. Needs the wild packages
 (docs/wild.md); `python -m narbench.cli.wild --out DIR` runs it.
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from narbench.datasets.wild import CANONICAL, NAME, VERSION
+from narbench.datasets.wild import CANONICAL, NAME, shipped_file
 from narbench.zoo.crossimpl import QuerySet, build as build_queries
 from narbench.zoo.wild import WildRow, build_model, make_inputs, no_network, read_table, table_path, zoo_modules
 
@@ -45,19 +45,21 @@ def row_meta(row: WildRow) -> dict[str, Any]:
     return {"version": row.version, "expected_family": row.family}
 
 
-def query_set() -> QuerySet:
-    return QuerySet(NAME, VERSION, table_path(), make=make, max_other_share=None, corpus_twins=False,
-                    row_meta=row_meta)
+def query_set(canonical: str = CANONICAL) -> QuerySet:
+    """The wild rows as crossimpl's build writes them under canonical `canonical` (its file: `SHIPPED`'s)."""
+    return QuerySet(NAME, shipped_file(canonical).version, table_path(), make=make, max_other_share=None,
+                    corpus_twins=False, row_meta=row_meta)
 
 
-def build(out: str | Path, rows: list[WildRow] | None = None, *,
+def build(out: str | Path, rows: list[WildRow] | None = None, *, canonical: str = CANONICAL,
           progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Extract every row (default: the shipped table) into `<out>/wild-1.0.narg`; crossimpl's summary.
-
-    A row that fails stops the build, named; the network is refused throughout."""
+    """Extract every row (default: the shipped table) under canonical `canonical` into `<out>/<its file>`
+    (2.2: `wild-1.0.narg`); crossimpl's summary. A row that fails stops the build, named; the network is
+    refused throughout."""
     rows = read_table() if rows is None else rows
+    queries = query_set(canonical)
     with no_network():
-        return build_queries(out, rows, progress=progress, version=CANONICAL, queries=query_set())
+        return build_queries(out, rows, progress=progress, version=canonical, queries=queries)
 
 
 def notes(record: dict[str, Any]) -> str:
@@ -82,10 +84,10 @@ def report(records: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def run_cli(out: Path) -> int:
+def run_cli(out: Path, canonical: str = CANONICAL) -> int:
     """What `python -m narbench.cli.wild` runs: `build` into `out` (progress on stderr), then the file and
     the per-graph table on stdout; 0."""
-    summary = build(out, progress=lambda s: print(s, file=sys.stderr, flush=True))
+    summary = build(out, canonical=canonical, progress=lambda s: print(s, file=sys.stderr, flush=True))
     print(f"wrote {summary['path']}: {summary['graphs']} graphs, sha256 {summary['sha256']}")
     print(report(summary["rows"]))
     return 0

@@ -185,11 +185,20 @@ def test_no_network_refuses_connections_and_restores():
     assert socket.create_connection is before
 
 
+def _missing(rows) -> list[str]:
+    """The packages of `rows` that cannot be imported here (one imported already counts as there: spandrel
+    leaves itself in sys.modules with no __spec__, on which find_spec raises)."""
+    import sys
+
+    tops = {r.package: r.builder.split(":")[0].split(".")[0] for r in rows}
+    return [p for p, top in tops.items() if top not in sys.modules and importlib.util.find_spec(top) is None]
+
+
 @pytest.mark.slow
 def test_every_row_builds_and_runs_where_the_packages_are_installed(rows):
     """Minutes on two cores; needs `pip install --target DIR -r narbench/data/wild-1.0-requirements.txt --no-deps`
     and PYTHONPATH=DIR (docs/wild.md)."""
-    missing = [r.package for r in rows if importlib.util.find_spec(r.builder.split(":")[0].split(".")[0]) is None]
+    missing = _missing(rows)
     if missing:
         pytest.skip(f"wild packages not installed: {', '.join(sorted(set(missing)))}")
     failed = [f"{r.identity}: {r.error}" for r in wild.run_all(rows) if not r.ok]
@@ -199,20 +208,22 @@ def test_every_row_builds_and_runs_where_the_packages_are_installed(rows):
 # ----------------------------------------------------------------------------- the extracted graphs
 
 
-def test_shipped_graphs_are_one_per_row_under_canonical_22(rows):
+@pytest.mark.parametrize("canonical", ["2.2", "2.3"])
+def test_shipped_graphs_are_one_per_row_under_each_canonical_version(rows, canonical):
     import hashlib
 
     from narbench.data.canonical import canonical_vocabulary
     from narbench.datasets import wild as shipped
 
-    ws = shipped.read_graphs()  # raises if the content does not match the pin
-    assert ws.sha256 == shipped.EXPECTED_SHA256
+    ws = shipped.read_graphs(canonical=canonical)  # raises if the content does not match the pin
+    assert ws.sha256 == shipped.SHIPPED[canonical].sha256 and (canonical != "2.2" or ws.sha256 == shipped.EXPECTED_SHA256)
     assert [g.name for g in ws.graphs] == [r.identity for r in rows]
     assert ws.families == [r.families for r in rows]
     assert [(g.family, g.source, g.meta["package"], g.meta["version"], g.meta["expected_family"])
             for g in ws.graphs] == [(r.family, r.package, r.package, r.version, r.family) for r in rows]
-    assert ws.vocab == list(canonical_vocabulary("2.2")) and ws.header["ops"]["version"] == shipped.CANONICAL == "2.2"
-    assert (ws.header["name"], ws.header["version"]) == (shipped.NAME, shipped.VERSION)
+    assert ws.vocab == list(canonical_vocabulary(canonical)) and ws.header["ops"]["version"] == canonical
+    assert (ws.header["name"], ws.header["version"]) == (shipped.NAME, shipped.SHIPPED[canonical].version)
+    assert shipped.SHIPPED[canonical].version.startswith(shipped.VERSION)  # the same frozen rows
     assert ws.header["versions"] == {"torch": ws.header["versions"]["torch"], **{r.package: r.version for r in rows}}
     # extracted from the frozen table as it is, and never compared with the corpus (a test set)
     assert ws.header["table_sha256"] == hashlib.sha256(wild.table_path().read_bytes()).hexdigest()
@@ -243,6 +254,8 @@ def test_a_local_build_reads_unpinned_and_a_damaged_one_is_named(tmp_path):
     from narbench.data.store import CorruptFileError
     from narbench.datasets import wild as shipped
 
+    with pytest.raises(ValueError, match="no wild graphs under canonical '9.9'; there are: 2.2, 2.3"):
+        shipped.read_graphs(canonical="9.9")
     with pytest.raises(FileNotFoundError, match="python -m narbench.cli.wild"):
         shipped.read_graphs(tmp_path / "missing.narg")
     damaged = tmp_path / "wild-1.0.narg"
@@ -273,6 +286,10 @@ def test_extraction_writes_named_graphs_with_their_expected_families(fake_packag
     assert [r["name"] for r in summary["rows"]] == [g.name for g in ws.graphs]
     assert all(r["nodes"] == g.num_nodes and r["seconds"] >= 0 for r, g in zip(summary["rows"], ws.graphs))
     assert wild_graphs.build(tmp_path / "again", rows)["sha256"] == summary["sha256"]  # deterministic
+    later = wild_graphs.build(tmp_path / "2.3", rows, canonical="2.3")  # the same rows under canonical 2.3
+    ws23 = shipped.read_graphs(later["path"])
+    assert later["path"].endswith("wild-1.0-canonical-2.3.narg") and ws23.vocab == list(canonical_vocabulary("2.3"))
+    assert [g.name for g in ws23.graphs] == [g.name for g in ws.graphs] and ws23.families == ws.families
 
 
 def test_extraction_keeps_a_graph_of_unknown_ops_and_names_a_failing_row(fake_package, tmp_path):
@@ -300,10 +317,11 @@ def test_extraction_command_needs_its_folder():
 
 
 @pytest.mark.slow
-def test_extraction_remakes_the_shipped_file_where_the_packages_are_installed(rows, tmp_path):
+@pytest.mark.parametrize("canonical", ["2.2", "2.3"])
+def test_extraction_remakes_the_shipped_file_where_the_packages_are_installed(rows, tmp_path, canonical):
     """A minute on two cores; needs the packages (PYTHONPATH=DIR, docs/wild.md). Under the torch the file was
     built with, the same bytes; under another, the same graphs by name and size."""
-    missing = [r.package for r in rows if importlib.util.find_spec(r.builder.split(":")[0].split(".")[0]) is None]
+    missing = _missing(rows)
     if missing:
         pytest.skip(f"wild packages not installed: {', '.join(sorted(set(missing)))}")
     import torch
@@ -311,8 +329,8 @@ def test_extraction_remakes_the_shipped_file_where_the_packages_are_installed(ro
     from narbench.datasets import wild as shipped
     from narbench.zoo import wild_graphs
 
-    summary = wild_graphs.build(tmp_path, rows)
-    ws = shipped.read_graphs()
+    summary = wild_graphs.build(tmp_path, rows, canonical=canonical)
+    ws = shipped.read_graphs(canonical=canonical)
     if torch.__version__.split("+")[0] == ws.header["versions"]["torch"]:
         assert summary["sha256"] == ws.sha256
     assert [(r["name"], r["nodes"]) for r in summary["rows"]] == [(g.name, g.num_nodes) for g in ws.graphs]
