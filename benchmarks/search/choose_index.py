@@ -87,15 +87,19 @@ def quality(index, graphs: list, pool: np.ndarray, val: np.ndarray) -> dict[str,
     import torch
 
     from narbench.eval.metrics import score_rankings
+    from narbench.eval.relevance import families_of, relevance_labels
     from narbench.eval.retrieval import tiebreak_keys, top_k_cosine
 
     emb = index.embeddings
     q = torch.from_numpy(emb[[index.row_of(graphs[i].name) for i in val]])
     c = torch.from_numpy(emb[[index.row_of(graphs[i].name) for i in pool]])
     ranked, _ = top_k_cosine(q, c, 100, tiebreak=tiebreak_keys([graphs[i] for i in pool]))
-    fam_q, fam_c = (np.array([graphs[i].family for i in side]) for side in (val, pool))
-    means, _ = score_rankings(fam_q, fam_c, ranked.numpy(), ks=(20,))
-    hits = fam_c[ranked.numpy()[:, :10]] == fam_q[:, None]
+    labels = relevance_labels(graphs)  # real 2.3: a graph's every family (relevant: sharing one)
+    lab_q, lab_c = labels[val], labels[pool]
+    means, _ = score_rankings(lab_q, lab_c, ranked.numpy(), ks=(20,))
+    fams_q = [set(families_of(lab)) for lab in lab_q.tolist()]
+    fams_c = [set(families_of(lab)) for lab in lab_c.tolist()]
+    hits = np.array([[bool(fams_q[i] & fams_c[j]) for j in row[:10]] for i, row in enumerate(ranked.numpy().tolist())])
     return {**{m: float(means[m]) for m in QUALITY[:3]}, "family@1": float(hits[:, 0].mean()),
             "p@10": float(hits.mean())}
 

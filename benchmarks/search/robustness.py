@@ -97,9 +97,10 @@ def edited_graphs(graphs, vocab, kind: str, size: int, count: int, seed: int,
 def validation_side(ds, name: str, seed: int = 0) -> Side:
     """The validation side `name` of `ds`: the split's `quick` training graphs (6,000, seed 0, as `narbench run`
     takes them) held out into a pool and validation queries, `standard` by family (as `narbench run --curve`),
-    `unseen` by model (the `unseen` split's own rule); positions into `ds.core_graphs`."""
-    from narbench.data.dataset import group_split
-    from narbench.datasets.real import model_group
+    `unseen` by model (the `unseen` split's own rule: from real 2.3 on, models joined by a graph they share are one
+    group, `narbench.datasets.families.identity_groups`, which is the model itself before); positions into
+    `ds.core_graphs`."""
+    from narbench.datasets.families import identity_groups, whole_group_split
     from narbench.harness.curve import hold_out
     from narbench.harness.runner import select
     from narbench.train.profiles import get_profile
@@ -110,7 +111,7 @@ def validation_side(ds, name: str, seed: int = 0) -> Side:
         pool, val = held.pool, held.val
     elif name == "unseen":
         graphs = [ds.graphs[i] for i in train]
-        sub = group_split([g.family for g in graphs], [model_group(g) for g in graphs], test_size=0.1, seed=seed)
+        sub = whole_group_split([g.family for g in graphs], identity_groups(graphs), test_size=0.1, seed=seed)
         pool, val = train[sub.train], train[sub.test]
     else:
         raise ValueError(f"unknown side {name!r}; the sides are {', '.join(SIDES)}")

@@ -187,7 +187,7 @@ class Real22Dataset(RealDataset):
 
 
 class Real23Dataset(Real22Dataset):
-    """`real` 2.3 (not registered yet): canonical rules 2.3, and a graph that specs of several families share
+    """`real` 2.3 (registered as `real-2.3`): canonical rules 2.3, and a graph that specs of several families share
     keeps them all (`ArchGraph.families`, primary first: the first spec's family, the one 2.2 kept; a hit is
     relevant to a query when they share a family, `narbench.eval.relevance`). Derived like 2.2 by `narbench
     build-real --from narbench/data/real-1.0.narg --patch <2.3 re-extraction> --canonical-version 2.3`
@@ -198,8 +198,11 @@ class Real23Dataset(Real22Dataset):
     version = "2.3"
     artifact = "real-2.3.narg"
     canonical_version = "2.3"
-    #: None until the lead builds `narbench/data/real-2.3.narg` (then its payload's sha256)
-    expected_sha256 = None
+    #: sha256 of the payload of `narbench/data/real-2.3.narg`
+    expected_sha256 = "ec83856c9cd3ca94079bb9fe0d669052b4f1cb02b76e4fd846a33206fcb5db36"
+    #: 2.2's re-extraction with the graphs holding a convolution or a custom function re-extracted under 2.3's
+    #: extraction (groups and dimensions; functions traced through): `narbench.zoo.reextract.overlay`
+    patch_artifact = "real-1.0-reextracted-2.3.narg"
 
     def splits(self, graphs: list[ArchGraph]) -> dict[str, Split]:
         """2.2's splits, `unseen` grouped by identities that share a graph (`families.identity_groups`), the groups
@@ -215,4 +218,4 @@ class Real23Dataset(Real22Dataset):
 
 
 #: the `real` version the taxonomy tables (`narbench.datasets.taxonomy`) describe: the newest shipped
-NEWEST = Real22Dataset
+NEWEST = Real23Dataset

@@ -133,9 +133,9 @@ def test_real_22_ships_pinned_beside_21_with_its_memberships_fixed():
     SAM 3's."""
     from narbench.data.canonical import canonical_vocabulary
     from narbench.data.dataset import load_dataset
-    from narbench.datasets.real import NEWEST, Real22Dataset, RealDataset, model_group
+    from narbench.datasets.real import NEWEST, Real22Dataset, Real23Dataset, RealDataset, model_group
 
-    assert NEWEST is Real22Dataset and Real22Dataset.expected_sha256 != RealDataset.expected_sha256
+    assert NEWEST is Real23Dataset and Real22Dataset.expected_sha256 != RealDataset.expected_sha256
     from narbench.core import registry
 
     assert registry.load("dataset", "real") is Real22Dataset and registry.load("dataset", "real-2.2") is Real22Dataset
