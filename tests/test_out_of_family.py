@@ -152,3 +152,25 @@ def test_an_index_without_a_novel_split_has_no_score():
     assert KEY not in index.header
     result = search(graphs[0].name, index=index, progress=False)
     assert result.out_of_family is None and not result.no_family_fits and "no family" not in str(result)
+
+
+def test_validation_queries_treat_a_graph_that_keeps_several_families_by_all_of_them():
+    """real 2.3: a graph of a held-out family that also keeps a corpus family is no out-of-family positive (a
+    family of the corpus fits it), and a corpus graph keeping a held-out family leaves the corpus with it."""
+    from narbench.search_engine.outside_fit import validation_queries
+
+    graphs = family_graphs(families=12)
+    split = novel_split(graphs, min_families=2, min_queries=10)
+    val = families_of(graphs, split, "validation")
+    kept_family = next(g.family for g in graphs if g.family not in val and g.family not in families_of(graphs, split, "test"))
+    pos_shared = next(i for i, g in enumerate(graphs) if g.family == val[0])
+    corpus_shared = next(i for i, g in enumerate(graphs) if g.family == kept_family and g.meta["model"] == "m0")
+    graphs[pos_shared].meta["families"] = [val[0], kept_family]
+    graphs[corpus_shared].meta["families"] = [kept_family, val[1]]
+    ds = dataset(graphs, {"novel": split})
+    v = validation_queries(ds, graphs)
+    positives = [g.name for g, y in zip(v.queries, v.labels) if y]
+    assert graphs[pos_shared].name not in positives and positives  # its other family is in the corpus
+    assert sum(g.family in val for g in graphs) - 1 == len(positives)
+    assert graphs[corpus_shared].name not in {g.name for g in v.corpus.graphs}  # it keeps a held-out family
+    assert not {f for g in v.corpus.graphs for f in g.families} & set(val)

@@ -161,16 +161,19 @@ def validation_queries(ds, graphs: list, *, seed: int = 0, in_family: float = 0.
         return None
     held = {ds.graphs[i].family for i in split.test[split.subsets["validation"]].tolist()}
     fam = [g.family for g in graphs]
+    every = [set(g.families) for g in graphs]  # real 2.3: a shared graph keeps several; before, its one
     avoid = set(ds.splits["unseen"].test.tolist()) if "unseen" in ds.splits else set()
-    positive = [i for i, f in enumerate(fam) if f in held and i not in avoid]
-    rest = [i for i, f in enumerate(fam) if f not in held and i not in avoid]
+    rest = [i for i in range(len(graphs)) if not every[i] & held and i not in avoid]
     models = group_split([fam[i] for i in rest], [_model(graphs[i]) for i in rest], test_size=in_family,
                          seed=seed, name="in-family")
     negative = [rest[j] for j in models.test.tolist()]
+    out = set(negative)  # and every graph keeping a held-out family, query or not
+    kept = [g for i, g in enumerate(graphs) if i not in out and not every[i] & held]
+    present = {f for g in kept for f in g.families}
+    # a graph of a held-out family that also keeps a family of the corpus has a family that fits: not a positive
+    positive = [i for i, f in enumerate(fam) if f in held and i not in avoid and not every[i] & present]
     if not positive or not negative:
         return None
-    out = set(negative)  # and every graph of a held-out family, query or not
-    kept = [g for i, g in enumerate(graphs) if i not in out and g.family not in held]
     n = len(kept)
     corpus = GraphDataset(ds.name, ds.version, list(ds.vocab), kept, ds.sha256,
                           Split(train=np.arange(n, dtype=np.int64), test=np.zeros(0, dtype=np.int64), seed=seed,
