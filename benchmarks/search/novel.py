@@ -178,6 +178,7 @@ def parse(argv) -> argparse.Namespace:
     parser.add_argument("--encoder", default=None, help="the index's encoder (default: the shipped one's)")
     parser.add_argument("--param", action="append", default=[], metavar="K=V", type=_param,
                         help="an encoder parameter, as `narbench index build --param`")
+    parser.add_argument("--dataset", default="real", help="a registered `real` with a `novel` split (default real)")
     parser.add_argument("--boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the unknown study")
     parser.add_argument("--out", type=Path, help="write results.json and README.md into this folder")
@@ -192,7 +193,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     params = dict(args.param) or None
     cfg = IndexConfig(progress=False, params=params, **({"encoder": args.encoder} if args.encoder else {}))
-    ds = load_dataset("real")
+    ds = load_dataset(args.dataset)
     world, test = held_out_world(ds)
     index = build_index(cfg, dataset=world)
     validation = index.header["out_of_family"]

@@ -75,6 +75,10 @@ OPS_2_2 = ("causal_attention",)
 OPS_2_3 = ("conv1d", "conv1d_depthwise", "conv1d_grouped", "conv3d", "conv3d_depthwise", "conv3d_grouped",
            "conv_depthwise", "conv_grouped")
 
+#: A later version's own op -> the op that earlier rules write for the same node (they ignore the mark the later
+#: op reads): how a canonical graph saved under later rules meets an index of earlier ones (`narbench.data.mapping`).
+EARLIER_OP: dict[str, str] = {"causal_attention": "attention", **dict.fromkeys(OPS_2_3, "conv")}
+
 
 class CanonicalError(ValueError):
     """A graph cannot be canonicalised (no node survives, or it is not a DAG)."""
@@ -100,6 +104,11 @@ def split_name(raw: str) -> tuple[str, frozenset[str]]:
         return raw, frozenset()
     base, *attrs = raw.split(ATTR_SEP)
     return base, frozenset(a for a in attrs if a)
+
+
+def rules_of(vocab: Sequence[str]) -> str | None:
+    """The canonical version whose vocabulary `vocab` is (a graph file's), or None (raw names, another list)."""
+    return next((v for v in VERSIONS if list(vocab) == list(canonical_vocabulary(v))), None)
 
 
 def check_version(version: str) -> str:

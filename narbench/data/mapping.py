@@ -2,7 +2,9 @@
 
 Over a canonical vocabulary (`version`: the rules the vocabulary's graphs follow) a raw graph is
 canonicalised first by those rules (`narbench.data.canonical`): raw names the op table does not
-know become `other` and are counted in `unknown`. Over any other vocabulary, ops it lacks are
+know become `other` and are counted in `unknown`. A graph already canonical under later rules (a
+2.3 graph file in a 2.2 index) has its later ops read as the earlier rules write them
+(`EARLIER_OP`: `conv_grouped` -> `conv`); one under earlier rules is a subset and maps as it is. Over any other vocabulary, ops it lacks are
 spliced out (`splice`: their producers feed their consumers) and counted. The coarse label is
 taken before anything is spliced (`narbench.data.coarse.coarse_label`), unless the graph has one.
 """
@@ -15,7 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-from narbench.data.canonical import canonical_vocabulary, canonicalize
+from narbench.data.canonical import EARLIER_OP, VERSIONS, canonical_vocabulary, canonicalize
 from narbench.data.coarse import coarse_label
 
 
@@ -36,8 +38,11 @@ def onto_vocabulary(raw_ops: Sequence[str], edges: np.ndarray, vocab: Sequence[s
     index = {op: i for i, op in enumerate(vocab)}
     unknown: dict[str, int] = {}
     if version is not None and list(vocab) == list(canonical_vocabulary(version)) and not set(raw_ops) <= set(index):
-        c = canonicalize(raw_ops, edges, version)
-        raw_ops, edges, unknown = c.ops, c.edges, c.unknown
+        if set(raw_ops) <= set(canonical_vocabulary(VERSIONS[-1])):  # canonical under later rules: read as these
+            raw_ops = [op if op in index else EARLIER_OP.get(op, op) for op in raw_ops]
+        else:
+            c = canonicalize(raw_ops, edges, version)
+            raw_ops, edges, unknown = c.ops, c.edges, c.unknown
     counts = Counter(raw_ops)
     unknown = unknown or {op: c for op, c in counts.items() if op not in index}
     coarse = coarse or coarse_label(raw_ops, edges)

@@ -214,6 +214,18 @@ def search(
                       inputs=inputs, timeout=timeout, max_memory=max_memory, isolate=isolate, progress=progress)[1]
 
 
+def rules_warning(saved: str | None, index: SearchIndex) -> str | None:
+    """What it means that a saved graph follows other canonical rules than the index (a migration: docs/search.md)."""
+    if not saved or not index.canonical_version or saved == index.canonical_version:
+        return None
+    if tuple(map(int, saved.split("."))) < tuple(map(int, index.canonical_version.split("."))):
+        return (f"the graph was saved under canonical rules {saved}, the index follows {index.canonical_version}: it is "
+                f"read as saved (what {index.canonical_version} tells apart that {saved} does not, e.g. a convolution's "
+                f"groups and dimensions, it lacks); extract it again from its model for a {index.canonical_version} reading")
+    return (f"the graph was saved under canonical rules {saved}, the index follows {index.canonical_version}: its "
+            f"ops that only {saved} writes are read as {index.canonical_version} writes them (conv_grouped as conv)")
+
+
 def run_search(target: Any, k: int = 10, *, encoder: str | None = None, index: SearchIndex | str | Path | None = None,
                backend: str = "exact", input_shape=None, kwargs: dict[str, Any] | None = None, inputs: Any = None,
                timeout: float | None = None, max_memory: int | None = MAX_MEMORY, isolate: bool | None = None,
@@ -266,8 +278,8 @@ def run_search(target: Any, k: int = 10, *, encoder: str | None = None, index: S
         coarse=query.coarse, why=why, duplicate_of=[index.names[r] for r in duplicates],
         unknown_ops=query.unknown_ops, unknown_as="other" if as_other else "spliced", index=index.describe(),
         backend=backend, info={**query.info, "seconds": {k_: round(v, 4) for k_, v in timings.items()}},
-        warnings=[w for w in [torch_warning(index), *caveats(query.unknown_ops, num_nodes,
-                                                             query.info.get("opaque_functions"))]
+        warnings=[w for w in [torch_warning(index), rules_warning(query.info.get("saved_rules"), index),
+                              *caveats(query.unknown_ops, num_nodes, query.info.get("opaque_functions"))]
                   if w and query.row is None],
         weak_below=index.weak_below, index_pinned=index.pinned, out_of_family=score, no_family_fits=no_fit,
         unknown_share=unknown_share(query.unknown_ops, num_nodes),

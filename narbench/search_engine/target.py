@@ -205,6 +205,7 @@ def query_of(target: Target, index, timeout: float | None = None) -> Query:
 def _graph(target: Target, index, timeout: float | None) -> Query:
     """`query_of`'s steps, in order: build and trace a model (or read a graph file), then map its ops onto the
     index's vocabulary (`narbench.data.mapping`)."""
+    from narbench.data.canonical import rules_of
     from narbench.data.store import CorruptFileError, read_graphs
 
     if target.kind == "code":
@@ -238,6 +239,9 @@ def _graph(target: Target, index, timeout: float | None) -> Query:
         g = graphs[0]
         label, coarse, info = g.name, g.coarse or None, {"file": str(path)}
         ops, edges = [vocab[i] for i in g.ops.tolist()], g.edges
+        saved = rules_of(vocab)
+        if saved and index.canonical_version and saved != index.canonical_version:
+            info["saved_rules"] = saved  # engine.rules_warning says what that means
     m = onto_vocabulary(ops, edges, index.vocab, index.canonical_version, coarse)
     graph = ArchGraph(ops=m.ops, edges=m.edges, name=label, family="", coarse=m.coarse, source="query")
     return Query(label, target.kind, graph=graph, ops=m.counts, unknown_ops=m.unknown, coarse=m.coarse, info=info)
