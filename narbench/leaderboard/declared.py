@@ -8,7 +8,9 @@ that chose it and where that score came from. It never reads a test metric: of a
 takes `config.encoder_stats.selection` (the validation split a floor or `graf-lda` chooses its
 settings on) and `config.learning_curve`'s `validation` side (`narbench run --curve`), nothing else.
 
-The rule, per method and dataset (the newest version with records, profile `quick`, protocol `family`):
+The rule, per method and dataset (the dataset's version as the README's headline takes it: a newer version takes
+over once its records hold every method of the current one, so a version whose leaderboard is still filling
+declares nothing yet; profile `quick`, protocol `family`):
 
 1. **The validation split.** On `real`, the cross-source hold-out (one zoo's graphs query the
    others') where any configuration of the method has a record on it, else the stratified hold-out;
@@ -289,12 +291,18 @@ def _label(method: str, config: Config, trained: bool) -> str:
 
 def select(results_dirs: Sequence[str | Path] = (RESULTS_DIR,), curve_dirs: Sequence[str | Path] = (CURVES_DIR,)
            ) -> list[Declared]:
-    """Every method's declared configuration per dataset (its newest version with records), sorted."""
+    """Every method's declared configuration per dataset (the version the headline takes: module docstring), sorted."""
     configs, observations = read_records([*results_dirs, *curve_dirs])
+    methods: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for method, dataset, version, _ in configs:
+        methods[dataset][version].add(method)
     newest: dict[str, str] = {}
-    for _, dataset, version, _ in configs:
-        if dataset not in newest or version_key(version) > version_key(newest[dataset]):
-            newest[dataset] = version
+    for dataset, by in methods.items():  # oldest first; a newer version takes over when it covers the current one
+        current, *newer = sorted(by, key=version_key)
+        for candidate in newer:
+            if by[current] <= by[candidate]:
+                current = candidate
+        newest[dataset] = current
     by_method: dict[tuple[str, str], dict[Config, bool]] = defaultdict(dict)
     for (method, dataset, version, config), trained in configs.items():
         if newest[dataset] == version:

@@ -100,6 +100,19 @@ def test_one_configuration_and_training_free_floors(tmp_path):
     assert rows[("gcn", "nas")].choice == "one configuration" and rows[("gcn", "nas")].config == Config("none")
 
 
+def test_a_newer_version_declares_once_it_holds_every_method_of_the_current_one(tmp_path):
+    """As the headline takes a version (`headline._blocks`): real 2.3 with only the floors run leaves every method
+    declared on 2.2; once 2.3 holds them all, 2.3 is declared."""
+    for s in range(2):
+        for enc in ("wl", "gcn"):
+            write_result(tmp_path, enc, "none", s, base(s), dataset="real", version="2.2")
+        write_result(tmp_path, "wl", "none", s, base(s), dataset="real", version="2.3")
+    assert {d.version for d in select([tmp_path], []) if d.dataset == "real"} == {"2.2"}
+    for s in range(2):
+        write_result(tmp_path, "gcn", "none", s, base(s), dataset="real", version="2.3")
+    assert {d.version for d in select([tmp_path], []) if d.dataset == "real"} == {"2.3"}
+
+
 def test_table_1_shows_the_declared_rows_and_the_variants_move_to_their_own_table(tmp_path):
     """gcn (registered) beats its variant on test, but the variant is declared: Table 1 shows the variant alone,
     marked among Table 1's rows; both gcn rows are in the variants' table, and `versus_markdown` says so."""
