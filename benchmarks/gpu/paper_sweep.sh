@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The paper grid's trained runs on one lent GPU machine (issue 42): `narbench sweep` of GRID
 # (default benchmarks/gpu/paper-gpu.toml: the runs of leaderboard/grid.toml at --profile paper that
-# need a GPU, headline cells first) with JOBS runs side by side on the one GPU (default 4: at the
-# paper profile a `real` run holds up to 34 GiB of an 80 GB card, and 7 ran it out of memory), then the
+# need a GPU, headline cells first) with JOBS runs side by side on the one GPU (default `auto`: as many as the
+# GPU's free memory holds at RUN_GIB GiB a run, default 14: six real 2.2 runs peaked at 84 GiB, and as
+# many as the cores hold at THREADS threads a run), then the
 # failed ones again one at a time, until BUDGET_S.
 # Beside it, on the machine's CPU, the gate records that host (torch's CUDA wheel there) against
 # the committed reference. Everything that comes back is under OUT:
@@ -34,8 +35,16 @@ out=${1:?usage: paper_sweep.sh OUT [BUDGET_S]}
 budget=${2:-480}
 root=$(pwd)
 grid=$(realpath "${GRID:-benchmarks/gpu/paper-gpu.toml}")
-jobs=${JOBS:-4}
 threads=${THREADS:-2}
+jobs=${JOBS:-auto}
+if [ "$jobs" = auto ]; then  # as many runs as the GPU's free memory holds at RUN_GIB each, and the cores at THREADS each
+    by_cpu=$(( $(nproc) / threads ))
+    free=$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits 2>/dev/null | head -1)
+    by_mem=$(( ${free:-0} / 1024 / ${RUN_GIB:-14} ))
+    [ -n "$free" ] && [ "$by_mem" -lt "$by_cpu" ] && jobs=$by_mem || jobs=$by_cpu
+    [ "$jobs" -ge 1 ] || jobs=1
+    echo "jobs $jobs: ${free:-unknown} MiB of GPU memory free at ${RUN_GIB:-14} GiB a run, $(nproc) cores at $threads threads a run"
+fi
 profile=${PROFILE:-paper}
 device=${DEVICE:-cuda}
 py=${PYTHON:-python3}

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# One GPU lease, prepared as one command (issues 60 and 62): install the carried wheels and narbench, then
+#   1. breakdown.txt  where an epoch's time goes on the GPU (benchmarks.speed.breakdown --device cuda,
+#                     narbench beside the plain-PyG peer, GPU utilisation sampled) -- issue 60
+#   2. solo.txt       one paper-profile run alone (nas gcn, seed 0: 35-54 s before issue 60's trainer),
+#                     its wall time and the process's peak GPU memory -- issue 60
+#   3. the paper grid GRID through benchmarks/gpu/paper_sweep.sh until the lease's budget -- issue 62
+# Each step has its own time limit, so the sweep gets what is left of BUDGET_S.
+#
+#   GRID=benchmarks/gpu/paper-gpu-62-23.toml bash benchmarks/gpu/lease.sh "$OUT" 570    # on the device
+# Carry .whl (ranx and its needs, py3.12 wheels) and .gpucache (nas-1.0.narg).
+set -uo pipefail
+out=${1:?usage: lease.sh OUT [BUDGET_S]}
+budget=${2:-570}
+start=$(date +%s)
+root=$(pwd)
+py=${PYTHON:-python3}
+export PYTHONUNBUFFERED=1 NARBENCH_NO_PROGRESS=1
+export NARBENCH_GIT_COMMIT=${NARBENCH_GIT_COMMIT:-$(git rev-parse HEAD 2>/dev/null)}
+site=/tmp/site
+$py -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" .whl/*.whl || exit 3
+copy=$(mktemp -d)
+cp -r narbench baselines splitters pyproject.toml README.md "$copy"/
+$py -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target "$site" "$copy" || exit 3
+export PYTHONPATH=$site NARBENCH_CACHE=/tmp/nbcache
+mkdir -p "$NARBENCH_CACHE"; cp .gpucache/*.narg "$NARBENCH_CACHE"/ 2>/dev/null
+echo "installed after $(( $(date +%s) - start )) s"
+# 1. the per-phase breakdown (benchmarks/ from the checkout, narbench from the install)
+PYTHONPATH=$site:$root timeout -k 5 ${BREAKDOWN_S:-100} $py -m benchmarks.speed.breakdown --device cuda --rounds 1 \
+    > "$out/breakdown.txt" 2>&1; echo "breakdown rc $? after $(( $(date +%s) - start )) s" | tee -a "$out/breakdown.txt"
+# 2. one paper-profile run alone: wall time and peak GPU memory of the process
+timeout -k 5 ${SOLO_S:-70} $py - > "$out/solo.txt" 2>&1 <<'PY'
+import time, torch
+from narbench.cli import main
+t = time.perf_counter()
+rc = main(["run", "--encoder", "gcn", "--dataset", "nas", "--profile", "paper", "--device", "cuda",
+           "--seed", "0", "--out", "/tmp/solo", "--no-progress"])
+print(f"solo nas gcn paper s0: rc {rc}, wall {time.perf_counter() - t:.1f} s, "
+      f"peak allocated {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB, "
+      f"peak reserved {torch.cuda.max_memory_reserved() / 2**30:.2f} GiB")
+PY
+echo "solo rc $? after $(( $(date +%s) - start )) s" | tee -a "$out/solo.txt"
+# 3. the grid, with what is left (paper_sweep.sh keeps 25 s for packing the results)
+left=$(( budget - ($(date +%s) - start) ))
+nvidia-smi --query-compute-apps=pid,used_memory --format=csv -l 2 > "$out/gpu-apps.csv" 2>&1 &
+apps=$!
+NO_GATE=1 bash "$root/benchmarks/gpu/paper_sweep.sh" "$out" "$left"
+kill "$apps" 2>/dev/null
+echo "lease done after $(( $(date +%s) - start )) s"
