@@ -25,10 +25,15 @@ $py -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --t
 export PYTHONPATH=$site NARBENCH_CACHE=/tmp/nbcache
 mkdir -p "$NARBENCH_CACHE"; cp .gpucache/*.narg "$NARBENCH_CACHE"/ 2>/dev/null
 echo "installed after $(( $(date +%s) - start )) s"
-# 1. the per-phase breakdown (benchmarks/ from the checkout, narbench from the install)
-PYTHONPATH=$site:$root timeout -k 5 ${BREAKDOWN_S:-100} $py -m benchmarks.speed.breakdown --device cuda --rounds 1 \
+# Everything runs outside the checkout: from its root, `python -m` and `python -` put the checkout's
+# narbench/ (which has no narbench.baselines: baselines/ sits beside it) ahead of the install.
+bench=$(mktemp -d); cp -r "$root/benchmarks" "$bench"/
+cd "$bench" || exit 3
+# 1. the per-phase breakdown (benchmarks/ copied from the checkout, narbench from the install)
+PYTHONPATH=$site:$bench timeout -k 5 ${BREAKDOWN_S:-100} $py -m benchmarks.speed.breakdown --device cuda --rounds 1 \
     > "$out/breakdown.txt" 2>&1; echo "breakdown rc $? after $(( $(date +%s) - start )) s" | tee -a "$out/breakdown.txt"
 # 2. one paper-profile run alone: wall time and peak GPU memory of the process
+cd /tmp || exit 3
 timeout -k 5 ${SOLO_S:-70} $py - > "$out/solo.txt" 2>&1 <<'PY'
 import time, torch
 from narbench.cli import main
@@ -44,6 +49,7 @@ echo "solo rc $? after $(( $(date +%s) - start )) s" | tee -a "$out/solo.txt"
 left=$(( budget - ($(date +%s) - start) ))
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv -l 2 > "$out/gpu-apps.csv" 2>&1 &
 apps=$!
+cd "$root" || exit 3
 NO_GATE=1 bash "$root/benchmarks/gpu/paper_sweep.sh" "$out" "$left"
 kill "$apps" 2>/dev/null
 echo "lease done after $(( $(date +%s) - start )) s"
