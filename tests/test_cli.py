@@ -152,9 +152,11 @@ def test_datasets_lists_version_size_families_and_splits(capsys, plugin, monkeyp
     assert listing.run(build_parser().parse_args(["datasets"])) == 0
     rows = {ln.split("│")[1].strip(): [c.strip() for c in ln.split("│")[1:-1]]
             for ln in capsys.readouterr().out.splitlines() if ln.count("│") > 5}
-    for name in ("real", "real-2.2"):  # the current version, and pinned by its version's name
-        assert rows[name][:6] == [name, "2.2", "16,965", "382", "3", "standard, unseen, crossimpl, novel"]
-        assert rows[name][6].startswith("pinned 115ecfa4e50e") and rows[name][8] == "ready"
+    for name in ("real", "real-2.3"):  # the current version, and pinned by its version's name
+        assert rows[name][:6] == [name, "2.3", "16,905", "382", "3", "standard, unseen, crossimpl, novel"]
+        assert rows[name][6].startswith("pinned ec83856c9cd3") and rows[name][8] == "ready"
+    assert rows["real-2.2"][:6] == ["real-2.2", "2.2", "16,965", "382", "3", "standard, unseen, crossimpl, novel"]
+    assert rows["real-2.2"][6].startswith("pinned 115ecfa4e50e") and rows["real-2.2"][8] == "ready"
     assert rows["real-2.1"][:6] == ["real-2.1", "2.1", "17,181", "380", "3", "standard, unseen, crossimpl"]
     assert rows["real-2.1"][6].startswith("pinned 98efc55d90dd") and rows["real-2.1"][8] == "ready"
     assert rows["nas"][:2] == ["nas", "1.0"] and rows["nas"][5] == "standard"

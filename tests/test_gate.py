@@ -340,8 +340,9 @@ def test_gate_of_ours_on_a_cold_parts_cache_does_not_hang(tmp_path):
 
 
 def test_a_dataset_version_registered_beside_the_current_one_is_gated_only_when_named():
-    """real-2.1 records `real`: run by default it would share the reference's `real/...` keys with 2.2, the
-    current version; real-2.2 is the current version under a second name, gated once, as `real`."""
+    """real-2.1 and real-2.2 record `real`: run by default they would share the reference's `real/...` keys with
+    2.3, the current version; real-2.3 is the current version under a second name, gated once, as `real`."""
     from narbench.harness.gate import _current
 
     assert _current("real") and _current("nas") and not _current("real-2.1") and not _current("real-2.2")
+    assert not _current("real-2.3")

@@ -52,6 +52,6 @@ def test_every_registered_entry_point_loads_as_its_kind_under_its_name(kind, nam
     obj = registry.load(kind, name)
     base = {"encoder": Encoder, "splitter": Splitter, "dataset": DatasetProvider}[kind]
     assert isinstance(obj, type) and issubclass(obj, base), f"{kind} {name!r} is {obj!r}, not a {base.__name__}"
-    # a dataset version registered beside the current one (`real-2.1`, `real-2.2`) is `<name>-<version>`
+    # a dataset version registered beside the current one (`real-2.1`, `real-2.2`, `real-2.3`) is `<name>-<version>`
     assert obj.name == name or (kind == "dataset" and name == f"{obj.name}-{obj.version}"), \
         f"{kind} entry point {name!r} loads a class whose name is {obj.name!r}"

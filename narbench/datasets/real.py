@@ -4,9 +4,9 @@ The graphs are extracted from the timm, torchvision and transformers model zoos 
 `narbench.zoo.build.build_real` (`narbench build-real --out DIR`), which needs the optional
 `zoo` extra, and rewritten onto the canonical op vocabulary (`narbench.data.canonical`).
 
-Registered versions: `real` is 2.2 (`Real22Dataset`, canonical rules 2.2), also registered as `real-2.2`;
-2.1 (`RealDataset`) stays registered as `real-2.1`, so its committed results stay readable and
-re-runnable, ranked apart by version. Version 2.1 ships as package data, `narbench/data/real-2.1.narg`, derived from the raw graphs of the 1.0
+Registered versions: `real` is 2.3 (`Real23Dataset`, canonical rules 2.3), also registered as `real-2.3`;
+2.2 (`Real22Dataset`) and 2.1 (`RealDataset`) stay registered as `real-2.2` and `real-2.1`, so their
+committed results stay readable and re-runnable, ranked apart by version. Version 2.1 ships as package data, `narbench/data/real-2.1.narg`, derived from the raw graphs of the 1.0
 extraction (`narbench/data/real-1.0.narg`, kept as the raw record) with its 1,227 graphs that hold
 an in-place op on a view re-extracted (`narbench/data/real-1.0-reextracted.narg`,
 `narbench.zoo.reextract`) by `narbench build-real --from narbench/data/real-1.0.narg --patch
@@ -156,7 +156,7 @@ class RealDataset(DatasetProvider):
 
 
 class Real22Dataset(RealDataset):
-    """`real` 2.2, the current version: registered as `real` (and as `real-2.2`, to pin it by name).
+    """`real` 2.2, registered as `real-2.2` (it was `real` until 2.3).
 
     The same 21,630 specs under canonical rules 2.2 (design-level equivalences: a Linear written as a
     non-overlapping convolution, patch embeddings, split and fused projections are one pattern; a
@@ -187,7 +187,7 @@ class Real22Dataset(RealDataset):
 
 
 class Real23Dataset(Real22Dataset):
-    """`real` 2.3 (registered as `real-2.3`): canonical rules 2.3, and a graph that specs of several families share
+    """`real` 2.3, the current version: registered as `real` (and as `real-2.3`, to pin it by name). Canonical rules 2.3, and a graph that specs of several families share
     keeps them all (`ArchGraph.families`, primary first: the first spec's family, the one 2.2 kept; a hit is
     relevant to a query when they share a family, `narbench.eval.relevance`). Derived like 2.2 by `narbench
     build-real --from narbench/data/real-1.0.narg --patch <2.3 re-extraction> --canonical-version 2.3`

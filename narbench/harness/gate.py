@@ -360,7 +360,7 @@ def _update_reference(report: GateReport, reference: dict[str, Any], path: Path,
 
 
 def _current(name: str) -> bool:
-    """False for a name registered beside the current one (`real-2.1`, `real-2.2`, whose results record
+    """False for a name registered beside the current one (`real-2.1`, `real-2.2`, `real-2.3`, whose results record
     `real`): the gate checks it only when named; its reference entries are the current version's (two
     versions under one name would share the reference's `real/...` keys)."""
     from narbench.core import registry

@@ -19,6 +19,7 @@ from narbench.leaderboard.render import print_tables, tables_markdown
 from narbench.leaderboard.reproduction import build_reproduction, reproduction_markdown
 from narbench.leaderboard.significance import DEFAULT_TEST
 from narbench.leaderboard.invariance import invariance_markdown
+from narbench.leaderboard.versions import versions_markdown
 from narbench.leaderboard.subsets import package_markdown, with_subsets
 from narbench.leaderboard.tables import PAPER_PROFILES
 from narbench.leaderboard.variants import declared_markdown, leaderboard_tables, update_versus
@@ -275,6 +276,9 @@ def _readme(records, left_out: Counter, df, tables, plot_paths, out_dir: Path, p
     invariance = invariance_markdown(records)
     if invariance:
         lines.append(invariance)
+    changes = versions_markdown(records)
+    if changes:
+        lines.append(changes)
     lines.append(reproduction_markdown(build_reproduction(tables, df)))
     if plot_paths:
         lines += ["## Plots", "",

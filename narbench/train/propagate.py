@@ -28,6 +28,7 @@ import torch
 
 from narbench.train import fastpath
 
+
 def _csr(rows: torch.Tensor, cols: torch.Tensor, vals: torch.Tensor, n: int):
     order = torch.sort(rows, stable=True).indices  # stable: a row's entries stay in edge order
     counts = torch.zeros(n, dtype=torch.long, device=rows.device)
