@@ -69,10 +69,10 @@ def test_real_22_adds_novel_and_keeps_every_other_split():
 def test_shipped_real_novel_split_meets_its_minimums_and_leaves_the_data_as_pinned():
     from narbench.data.dataset import load_dataset
     from narbench.datasets.novel import MIN_FAMILIES, MIN_QUERIES
-    from narbench.datasets.real import Real22Dataset
+    from narbench.datasets.real import Real23Dataset
 
     ds = load_dataset("real")
-    assert ds.sha256 == Real22Dataset.expected_sha256
+    assert ds.sha256 == Real23Dataset.expected_sha256
     split = ds.get_split("novel")
     val, test = families_of(ds.graphs, split, "validation"), families_of(ds.graphs, split, "test")
     assert len(val) >= MIN_FAMILIES and len(test) >= MIN_FAMILIES and not set(val) & set(test)

@@ -397,7 +397,7 @@ def test_real_22_queries_the_widened_crossimpl_built_under_its_rules():
     assert digest == crossimpl.SHIPPED["2.2"].sha256 and header["version"] == "2.2" and len(queries) == 600
     assert "real-2.2.narg" in header["corpus"] and {g.name for g in queries} == \
         {r.identity for r in read_table(table_path("2.2"))}
-    ds = load_dataset("real")
+    ds = load_dataset("real-2.2")  # `real` was 2.2 until 2.3
     assert ds.vocab == vocab and ds.query_only == 600 and ds.meta["crossimpl"]["version"] == "2.2"
     sp = ds.splits["crossimpl"]
     first = {r.identity for r in read_table(table_path("2.1"))}
