@@ -6,13 +6,14 @@ The graphs are extracted from the timm, torchvision and transformers model zoos 
 
 Registered versions: `real` is 2.3 (`Real23Dataset`, canonical rules 2.3), also registered as `real-2.3`;
 2.2 (`Real22Dataset`) and 2.1 (`RealDataset`) stay registered as `real-2.2` and `real-2.1`, so their
-committed results stay readable and re-runnable, ranked apart by version. Version 2.1 ships as package data, `narbench/data/real-2.1.narg`, derived from the raw graphs of the 1.0
-extraction (`narbench/data/real-1.0.narg`, kept as the raw record) with its 1,227 graphs that hold
-an in-place op on a view re-extracted (`narbench/data/real-1.0-reextracted.narg`,
-`narbench.zoo.reextract`) by `narbench build-real --from narbench/data/real-1.0.narg --patch
-narbench/data/real-1.0-reextracted.narg --out DIR`; loading it needs none of the zoo packages;
-its content is pinned by `expected_sha256`. 2.0 (the same derivation without the patch) had the
-same graphs, names, labels and splits; 837 of the 1,227 re-extracted raw graphs changed.
+committed results stay readable and re-runnable, ranked apart by version. Version 2.1 ships as package
+data, `narbench/data/real-2.1.narg`, derived from the raw graphs of the 1.0 extraction
+(`narbench/data/real-1.0.narg`, kept as the raw record) with its 1,227 graphs that hold an in-place op
+on a view re-extracted (`narbench/data/real-1.0-reextracted.narg`, `narbench.zoo.reextract`) by `narbench
+build-real --from narbench/data/real-1.0.narg --patch narbench/data/real-1.0-reextracted.narg --out DIR`;
+loading it needs none of the zoo packages; its content is pinned by `expected_sha256`. 2.0 (the same
+derivation without the patch) had the same graphs, names, labels and splits; 837 of the 1,227
+re-extracted raw graphs changed.
 
 The `crossimpl` split queries the real graphs with independent reimplementations of zoo
 architectures (`narbench.datasets.crossimpl`, appended after the real graphs at load time).
@@ -187,9 +188,11 @@ class Real22Dataset(RealDataset):
 
 
 class Real23Dataset(Real22Dataset):
-    """`real` 2.3, the current version: registered as `real` (and as `real-2.3`, to pin it by name). Canonical rules 2.3, and a graph that specs of several families share
-    keeps them all (`ArchGraph.families`, primary first: the first spec's family, the one 2.2 kept; a hit is
-    relevant to a query when they share a family, `narbench.eval.relevance`). Derived like 2.2 by `narbench
+    """`real` 2.3, the current version: registered as `real` (and as `real-2.3`, to pin it by name).
+
+    Canonical rules 2.3, and a graph that specs of several families share keeps them all (`ArchGraph.families`,
+    primary first: the first spec's family, the one 2.2 kept; a hit is relevant to a query when they share a
+    family, `narbench.eval.relevance`). Derived like 2.2 by `narbench
     build-real --from narbench/data/real-1.0.narg --patch <2.3 re-extraction> --canonical-version 2.3`
     (`narbench.zoo.derive` keeps families from 2.3 on). `unseen` keeps whole the model identities that share
     a graph (`narbench.datasets.families`); `standard` is stratified by the primary family, as before.
