@@ -61,10 +61,11 @@ def seed_runs(records: Iterable[Record]) -> dict[tuple[str, str, str], dict[int,
 
 def cells(records: Iterable[Record]) -> dict[tuple[str, str, str], list[float]]:
     """(encoder, version, split) -> the metric of each seed (one run per seed, the latest)."""
-    return _cells(seed_runs(records))
+    return seed_metrics(seed_runs(records))
 
 
-def _cells(by_row: dict[tuple[str, str, str], dict[int, Record]]) -> dict[tuple[str, str, str], list[float]]:
+def seed_metrics(by_row: dict[tuple[str, str, str], dict[int, Record]]) -> dict[tuple[str, str, str], list[float]]:
+    """Each key's runs (seed -> record) as the `METRIC` of each, NaN left out."""
     out: dict[tuple[str, str, str], list[float]] = {}
     for key, runs in by_row.items():
         for rec in runs.values():
@@ -124,7 +125,7 @@ def _against(name: str, row: str, others: tuple[str, ...], split: str, m, runs, 
 def invariance_markdown(records: Iterable[Record]) -> str:
     """The section as Markdown; empty when no `real` result of these encoders is there."""
     runs = seed_runs(records)  # once: `records` may be an iterator, and the selection is not free
-    c = _cells(runs)
+    c = seed_metrics(runs)
     if not c:
         return ""
     lines = ["## Implementation invariance", "",

@@ -10,16 +10,15 @@ far a seed alone moves them.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 
 import numpy as np
 
 from narbench.leaderboard.headline import version_key
+from narbench.leaderboard.invariance import METRIC, seed_metrics
 from narbench.leaderboard.records import ANY_PROTOCOL, DEFAULT_OBJECTIVE, SCRATCH, Record, select_runs
 from narbench.leaderboard.subsets import subset_records
 
-METRIC = "ndcg@20"
 DATASET = "real"
 #: the columns: the headline's two `real` splits, then standard
 SPLITS = ("unseen", "crossimpl/reimpl", "standard")
@@ -40,16 +39,13 @@ def cells(records: Iterable[Record]) -> dict[tuple[str, str, str], list[float]]:
     """(method, version, split) -> the metric of each seed (the latest run of each), crossimpl's `reimpl` included."""
     base = [r for r in records if _eligible(r)]
     subs = subset_records([r for r in base if r.result.split == "crossimpl"], ("reimpl",))
-    out: dict[tuple[str, str, str], list[float]] = {}
+    by_row: dict[tuple[str, str, str], dict[int, Record]] = {}
     for key, runs in select_runs([*base, *subs]).items():
-        if key.split not in SPLITS:
-            continue
-        for rec in runs.values():
-            v = rec.result.metrics.get(METRIC, rec.result.metrics_extra.get(METRIC))
-            if v is not None and not math.isnan(v):
-                method = _method(key.encoder, key.splitter, key.variant)
-                out.setdefault((method, rec.dataset_content[0], key.split), []).append(float(v))
-    return out
+        if key.split in SPLITS:
+            for seed, rec in runs.items():
+                by_row.setdefault((_method(key.encoder, key.splitter, key.variant), rec.dataset_content[0], key.split),
+                                  {})[seed] = rec
+    return seed_metrics(by_row)
 
 
 def newest_two(c: dict[tuple[str, str, str], list[float]]) -> tuple[str, str] | None:
