@@ -132,3 +132,28 @@ def test_search_refuses_a_non_finite_query_embedding(nonfinite, monkeypatch, cap
     assert main(["search", str(target), "--index", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("narbench search: error: encoder 'wl' returned non-finite"), err
+
+
+def test_search_refuses_a_query_embedding_of_another_width(monkeypatch, tmp_path):
+    """A query embedded at a width the index's corpus was not (the encoder changed since the index was
+    built) is refused in one line that says what the index expects, not ranked or failed in numpy."""
+    import narbench.search_engine.index as index_module
+    from narbench.data.store import write_graphs
+    from narbench.search_engine.engine import search
+    from narbench.search_engine.index_build import IndexConfig, build_index
+
+    ds = _toy_dataset()
+    index = build_index(IndexConfig(encoder="wl", progress=False), dataset=ds)
+    target = tmp_path / "q.narg"
+    write_graphs(target, [ds.graphs[0]], ds.vocab, {})
+    width = index.arrays["embeddings"].shape[1]
+    assert len(search(str(target), index=index, k=3)) == 3
+
+    class Narrow(NonFiniteEncoder):
+        BAD_CALL = -1  # every row finite, 4 wide
+
+    index._cache.clear()
+    monkeypatch.setattr(index_module, "_rebuild_encoder", lambda idx: Narrow(len(idx.vocab), 4, None))
+    with pytest.raises(EmbeddingError, match=rf"encoder 'wl' returned query embeddings of shape \[1, 4\] for 1 query "
+                                             rf"graphs; this index expects \[1, {width}\]"):
+        search(str(target), index=index, k=3)
