@@ -31,6 +31,7 @@ def test_gcn_run_writes_complete_result(toy_dataset, tmp_path):
     # the host's kernel dispatch is recorded: another ISA changes floats in the last digits
     assert data["environment"]["cpu"]["capability"] == torch.backends.cpu.get_cpu_capability()
     assert "git_commit" in data and data["device"] == "cpu"
+    assert data["config"]["precision"] == "float32"  # bfloat16 autocast only on CUDA (recorded, not hashed)
     assert data["num_queries"] == len(toy_dataset.split.test)
     assert (tmp_path / f"{data['run_id']}.queries.json.gz").exists()
     assert RunResult.read(ev.path).metrics == data["metrics"]
@@ -83,3 +84,14 @@ def test_malformed_result_file(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(ValueError, match="not a valid narbench result file"):
         RunResult.read(bad)
+
+
+def test_the_cpu_computes_in_float32_even_when_mixed_precision_is_asked():
+    """Mixed precision is CUDA's bfloat16 autocast only: a CPU trainer's matmuls stay float32 (what
+    `config.precision` records), so CPU results never depend on an AMP switch."""
+    from narbench.train.trainer import Trainer
+
+    with Trainer("cpu", 0, progress=False, amp=True).autocast():
+        assert (torch.ones(4, 4) @ torch.ones(4, 4)).dtype == torch.float32
+    with torch.autocast(device_type="cpu", dtype=torch.bfloat16):  # what the test would see if it autocast
+        assert (torch.ones(4, 4) @ torch.ones(4, 4)).dtype == torch.bfloat16

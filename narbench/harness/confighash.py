@@ -19,6 +19,11 @@ invalidate every committed result, and a release that changes an encoder's numbe
 version. The same fields are read back from any result file (old ones included, which predate the
 stored hash), so results already committed are recognised without re-running. The device, the
 torch version and the time are provenance, not configuration: they are recorded, not hashed.
+So is the precision (`config.precision`: bfloat16 autocast on CUDA, float32 elsewhere; issue 60's decision):
+it has followed the device kind since the first GPU run, so runs before and after issue 60 agree in it, and
+the leaderboard's rows are keyed by device kind (`narbench.leaderboard.records`), so float32 and bfloat16
+seeds are never averaged; hashing it would make a run's hash depend on where it is planned (a Slurm login
+node without a GPU plans for GPU workers).
 """
 
 from __future__ import annotations

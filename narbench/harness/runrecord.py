@@ -79,6 +79,9 @@ def make_result(options: dict[str, Any], setup: Setup, dataset: GraphDataset, si
         "training_history": [{k: v for k, v in asdict(h).items() if k != "evals"} for h in trainer.histories],
         "encoder_stats": dict(getattr(encoder, "stats", {})),
         "init": record.init,
+        # what the arithmetic ran in: bfloat16 autocast on CUDA, float32 elsewhere (recorded, not hashed: it
+        # follows the device kind, which the leaderboard's rows already keep apart; narbench.harness.confighash)
+        "precision": "bfloat16-autocast" if trainer.amp and trainer.device.type == "cuda" else "float32",
     }
     if sides.held_out is not None:  # the curve: the last stage's per-epoch validation and test metrics
         config["learning_curve"] = {**sides.held_out.record(), "stage": trainer.histories[-1].stage,
