@@ -32,6 +32,9 @@ def test_gcn_run_writes_complete_result(toy_dataset, tmp_path):
     assert data["environment"]["cpu"]["capability"] == torch.backends.cpu.get_cpu_capability()
     assert "git_commit" in data and data["device"] == "cpu"
     assert data["config"]["precision"] == "float32"  # bfloat16 autocast only on CUDA (recorded, not hashed)
+    # the process's peak memory, for sizing runs side by side (CUDA adds its allocator's peaks)
+    memory = data["config"]["memory"]
+    assert set(memory) <= {"host_rss"} and (not memory or 0.05 < memory["host_rss"] < 64), memory
     assert data["num_queries"] == len(toy_dataset.split.test)
     assert (tmp_path / f"{data['run_id']}.queries.json.gz").exists()
     assert RunResult.read(ev.path).metrics == data["metrics"]

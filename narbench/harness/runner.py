@@ -19,7 +19,8 @@ from narbench.train import checkpoint, distributed
 from narbench.harness import curve as curves, preflight
 from narbench.core import jit, registry
 from narbench.harness.confighash import result_hash
-from narbench.harness.runrecord import Record, Setup, Sides, make_result, subset_metrics, subset_positions
+from narbench.harness.runrecord import (Record, Setup, Sides, make_result, reset_peak_memory, subset_metrics,
+                                        subset_positions)
 from narbench.harness.runtable import render  # noqa: F401 - `runner.render`, the run table
 from narbench.data.dataset import GraphDataset, UnknownSplitError, evaluation_sides, load_dataset, stratified_subset
 from narbench.train.encoder import Encoder, Labels
@@ -207,6 +208,7 @@ def run(cfg: RunConfig, *, dataset: GraphDataset | None = None, console: Console
     snapshots = _snapshots(cfg, dataset, setup.profile, commit)
     trainer = Trainer(cfg.device, cfg.seed, progress=cfg.progress, console=console, jobs=cfg.jobs, compile=cfg.compile,
                       snapshots=snapshots)
+    reset_peak_memory(trainer.device)
     encoder, init = _build_encoder(cfg, setup, dataset, labels)
     if sides.held_out is not None:
         trainer.epoch_eval = _curve_probe(cfg, encoder, trainer, graphs, relevance, sides)

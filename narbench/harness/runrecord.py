@@ -82,6 +82,7 @@ def make_result(options: dict[str, Any], setup: Setup, dataset: GraphDataset, si
         # what the arithmetic ran in: bfloat16 autocast on CUDA, float32 elsewhere (recorded, not hashed: it
         # follows the device kind, which the leaderboard's rows already keep apart; narbench.harness.confighash)
         "precision": "bfloat16-autocast" if trainer.amp and trainer.device.type == "cuda" else "float32",
+        "memory": peak_memory(trainer.device),
     }
     if sides.held_out is not None:  # the curve: the last stage's per-epoch validation and test metrics
         config["learning_curve"] = {**sides.held_out.record(), "stage": trainer.histories[-1].stage,
@@ -129,6 +130,37 @@ def subset_metrics(subsets: dict[str, np.ndarray], per_query: dict[str, np.ndarr
         out[name] = {"queries": int(len(pos)), "positions": pos.tolist(),
                      "metrics": {m: (float(np.asarray(v)[pos].mean()) if len(pos) else float("nan"))
                                  for m, v in sorted(per_query.items())}}
+    return out
+
+
+def reset_peak_memory(device) -> None:
+    """Start counting the device's peak memory here (CUDA; the host's peak RSS cannot be reset)."""
+    import torch
+
+    if torch.device(device).type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def peak_memory(device) -> dict[str, float]:
+    """The run's peak memory in GiB, provenance for sizing parallel runs (`benchmarks/gpu/paper_sweep.sh`):
+    the process's peak resident set (`host_rss`, since the process started) and, on CUDA, the peak of
+    tensors allocated and of memory reserved by torch's caching allocator since `reset_peak_memory`
+    (`cuda_allocated`, `cuda_reserved`; the CUDA context's few hundred MiB are in neither)."""
+    import sys
+
+    import torch
+
+    out: dict[str, float] = {}
+    try:
+        import resource
+
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+        out["host_rss"] = round(rss / (2**30 if sys.platform == "darwin" else 2**20), 3)
+    except (ImportError, OSError):  # no `resource` on Windows
+        pass
+    if torch.device(device).type == "cuda":
+        out["cuda_allocated"] = round(torch.cuda.max_memory_allocated(device) / 2**30, 3)
+        out["cuda_reserved"] = round(torch.cuda.max_memory_reserved(device) / 2**30, 3)
     return out
 
 
