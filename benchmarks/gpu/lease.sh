@@ -17,13 +17,9 @@ root=$(pwd)
 py=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1 NARBENCH_NO_PROGRESS=1
 export NARBENCH_GIT_COMMIT=${NARBENCH_GIT_COMMIT:-$(git rev-parse HEAD 2>/dev/null)}
-site=/tmp/site
-$py -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" .whl/*.whl || exit 3
-copy=$(mktemp -d)
-cp -r narbench baselines splitters pyproject.toml README.md "$copy"/
-$py -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target "$site" "$copy" || exit 3
-export PYTHONPATH=$site NARBENCH_CACHE=/tmp/nbcache
-mkdir -p "$NARBENCH_CACHE"; cp .gpucache/*.narg "$NARBENCH_CACHE"/ 2>/dev/null
+export NARBENCH_CACHE=${NARBENCH_CACHE:-/tmp/nbcache}
+. benchmarks/gpu/install.sh || exit 3
+site=$PYTHONPATH
 echo "installed after $(( $(date +%s) - start )) s"
 # Everything runs outside the checkout: from its root, `python -m` and `python -` put the checkout's
 # narbench/ (which has no narbench.baselines: baselines/ sits beside it) ahead of the install.

@@ -23,7 +23,7 @@
 # The tree a device call sends is capped at 64 MiB: since the search index (14 MB) the checkout is over
 # it, so move leaderboard/results and leaderboard/archive aside for the call (keep an empty
 # leaderboard/results) and back after it.
-# INSTALL=1 installs the carried wheels (.whl: ranx and its needs) and narbench itself with
+# INSTALL=1 installs the carried wheels (.whl: ranx and its needs) and narbench itself (install.sh) with
 # `pip --no-deps --target /tmp/site`, and runs from /tmp (the repo root has no narbench.baselines).
 # Runs already in leaderboard/results (same configuration hash) are skipped; runs still going at
 # the budget are stopped (the sweep keeps their snapshots, which do not come back) and re-run by
@@ -55,15 +55,7 @@ mkdir -p "$out"
 out=$(realpath "$out")
 work=$(mktemp -d)
 if [ -n "${INSTALL:-}" ]; then
-    site=/tmp/site
-    $py -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" .whl/*.whl || exit 3
-    copy=$(mktemp -d)
-    cp -r narbench baselines splitters pyproject.toml README.md "$copy"/
-    $py -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target "$site" "$copy" || exit 3
-    export PYTHONPATH=$site
-    export NARBENCH_CACHE=${NARBENCH_CACHE:-/tmp/nbcache}
-    mkdir -p "$NARBENCH_CACHE"
-    [ -f .gpucache/nas-1.0.narg ] && cp .gpucache/nas-1.0.narg "$NARBENCH_CACHE"/
+    . benchmarks/gpu/install.sh || exit 3
 fi
 cd /tmp
 {
