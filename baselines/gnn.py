@@ -178,6 +178,9 @@ class GPSStack(nn.Module):
         from torch_geometric.nn import GINConv, GPSConv
 
         self.window = window
+        #: a recomputed layer leaves its batch norms' running statistics alone (`frozen_norms`); False: it
+        #: updates them again, as before issue 59's fix (`GPSEncoder`'s norm_stats=twice)
+        self.norm_stats_once = True
         self.node_emb = nn.Embedding(num_ops, hidden - pe_dim)
         self.pe_norm = nn.BatchNorm1d(walk_length)
         self.pe_lin = nn.Linear(walk_length, pe_dim)
@@ -196,17 +199,46 @@ class GPSStack(nn.Module):
         # Training keeps each layer's attention weights, softmax and dropout mask for the backward
         # pass: 5 GB at a `real` batch of the quick profile. Above CHECKPOINT_ELEMENTS attention
         # weights, a layer is recomputed in the backward pass instead (same values and gradients,
-        # the RNG state is replayed; about one more forward pass of time).
+        # the RNG state is replayed, the batch norms' running statistics left alone by the
+        # recomputation: `norm_stats_once`; about one more forward pass of time).
         recompute = torch.is_grad_enabled() and self.training and \
             num_groups * padded * padded * self.convs[0].heads > self.CHECKPOINT_ELEMENTS
         for conv in self.convs:
             if recompute:
                 from torch.utils.checkpoint import checkpoint
 
-                h = checkpoint(conv, h, batch.edge_index, groups, use_reentrant=False)
+                h = checkpoint(conv, h, batch.edge_index, groups, use_reentrant=False,
+                               context_fn=functools.partial(_recompute_contexts, conv, self.norm_stats_once))
             else:
                 h = conv(h, batch.edge_index, groups)
         return global_mean_pool(h, batch.batch, size=batch.num_graphs)
+
+
+def _recompute_contexts(module: nn.Module, once: bool):
+    """`checkpoint`'s (forward, recomputation) contexts: the recomputation with `module`'s batch norms
+    frozen when `once` (`frozen_norms`), else as the forward pass (before issue 59's fix)."""
+    return contextlib.nullcontext(), (frozen_norms(module) if once else contextlib.nullcontext())
+
+
+#: the norms that keep running statistics (public classes: torch's `_NormBase` is private)
+_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm, nn.InstanceNorm1d, nn.InstanceNorm2d,
+          nn.InstanceNorm3d)
+
+
+@contextlib.contextmanager
+def frozen_norms(module: nn.Module):
+    """`module`'s norms run as in training (batch statistics, the same saved tensors), and afterwards their
+    running statistics and batch counts are what they were before: what a layer recomputed in the backward
+    pass must leave, or each recomputed batch would count twice in the statistics that embed the corpus."""
+    buffers = [b for m in module.modules() if isinstance(m, _NORMS) and m.track_running_stats
+               for b in (m.running_mean, m.running_var, m.num_batches_tracked) if b is not None]
+    kept = [b.clone() for b in buffers]
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for b, k in zip(buffers, kept):
+                b.copy_(k)
 
 
 def random_walk_pe(graph: ArchGraph, walk_length: int) -> torch.Tensor:
@@ -255,6 +287,10 @@ class GPSEncoder(GNNEncoder):
     """GraphGPS graph transformer (GIN local layer + windowed multi-head attention, RWPE inputs)."""
 
     name = "gps"
+    #: `norm_stats`: how often a layer recomputed in the backward pass updates its batch norms' running
+    #: statistics: `once` (as without recomputation), or `twice` (before issue 59's fix; result files on
+    #: `real` written before the parameter ran it: `narbench.eval.olddefaults`)
+    PARAMS: ClassVar[dict[str, object]] = {"norm_stats": "once"}
     heads: ClassVar[int] = 4
     walk_length: ClassVar[int] = 20  # PyG's example
     pe_dim: ClassVar[int] = 8  # PyG's example
@@ -267,6 +303,12 @@ class GPSEncoder(GNNEncoder):
                               walk_length=self.walk_length, pe_dim=self.pe_dim, window=self.window)
         self.classifier = nn.Linear(cfg.hidden, num_classes)
         self.encoding_cache: EncodingCache | None = EncodingCache()  # on disk, across runs; None: off
+
+    def fit(self, trainer: Trainer, graphs: list[ArchGraph], labels: Labels) -> None:
+        if self.norm_stats not in ("once", "twice"):
+            raise ValueError(f"encoder 'gps': parameter 'norm_stats' is 'once' or 'twice', got {self.norm_stats!r}")
+        self.stack.norm_stats_once = self.norm_stats == "once"
+        super().fit(trainer, graphs, labels)
 
     def config(self) -> dict:
         return {**super().config(), "gps": {"heads": self.heads, "walk_length": self.walk_length,

@@ -32,6 +32,7 @@ import hashlib
 import json
 from typing import Any
 
+from narbench.eval.olddefaults import implied_params
 from narbench.eval.result import RunResult
 
 #: bump when the fields or their meaning change: every stored hash then differs from a new one
@@ -49,8 +50,10 @@ OPTIONAL_FIELDS = ("compile", "epochs", "curve", "holdout")
 #: Encoder parameters added after runs without them were committed, with the value that is the
 #: behaviour before them: at that value a parameter is hashed as absent, so those runs keep their hash
 #: (`ours-ft`'s `stage1_positive`, issue 39; `best-floor`'s `holdout` and `fuse`, `graf-lda`'s `holdout`,
-#: `sources` and `wl_rounds`, issue 38).
-ADDED_PARAMS = {"stage1_positive": "context", "holdout": "family", "fuse": 1, "sources": "ignore", "wl_rounds": 0}
+#: `sources` and `wl_rounds`, issue 38; `gps`' `norm_stats`, whose old value a file on `real` implies instead:
+#: `narbench.eval.olddefaults`).
+ADDED_PARAMS = {"stage1_positive": "context", "holdout": "family", "fuse": 1, "sources": "ignore", "wl_rounds": 0,
+                "norm_stats": "once"}
 _ABSENT = object()
 
 
@@ -87,7 +90,7 @@ def result_fields(result: RunResult) -> dict[str, Any]:
     fallback = f"narbench=={fallback}" if fallback else None
     fields = {
         "encoder": result.encoder,
-        "encoder_params": (cfg.get("encoder") or {}).get("params") or {},
+        "encoder_params": recorded_params(result),
         "splitter": result.splitter,
         "splitter_params": (cfg.get("splitter") or {}).get("params") or {},
         "dataset": (result.dataset or {}).get("name"),
@@ -111,6 +114,13 @@ def result_fields(result: RunResult) -> dict[str, Any]:
     if run.get("holdout", "family") != "family":
         fields["holdout"] = str(run["holdout"])
     return fields
+
+
+def recorded_params(result: RunResult) -> dict[str, Any]:
+    """The encoder parameters a result file ran with: those it recorded, and the old value of any parameter
+    added since with a default that changed its numbers (`narbench.eval.olddefaults`)."""
+    params = ((result.config or {}).get("encoder") or {}).get("params") or {}
+    return {**params, **implied_params(result.encoder, (result.dataset or {}).get("name"), params)}
 
 
 def result_hash(result: RunResult) -> str:

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from narbench.data.store import atomic_write_bytes
+from narbench.eval.olddefaults import encoder_variant
 from narbench.eval.result import RunResult
 from narbench.leaderboard.records import DEFAULT_OBJECTIVE, SCRATCH, Key
 from narbench.leaderboard.tables import row_label
@@ -65,7 +66,7 @@ class Curve:
 def method_label(result: RunResult) -> str:
     """The leaderboard's row label of the run's encoder, splitter and encoder parameters
     (`tables.row_label`; the curve's own epochs and hold-out are what every curve shares)."""
-    variant = str(((result.config or {}).get("encoder") or {}).get("variant") or "")
+    variant = encoder_variant(result)
     return row_label(Key("", "", "", "", str(result.protocol), result.encoder, result.splitter or "none",
                          DEFAULT_OBJECTIVE, SCRATCH, variant))
 
@@ -75,7 +76,7 @@ def base_label(result: RunResult) -> str:
     with its default splitter and no parameters. An encoder that is not installed has no base."""
     from narbench.core import registry
 
-    variant = str(((result.config or {}).get("encoder") or {}).get("variant") or "")
+    variant = encoder_variant(result)
     try:
         default = registry.load("encoder", result.encoder).default_splitter
     except Exception:  # noqa: BLE001 - an uninstalled plugin's curves are still shown, as registered

@@ -43,6 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
+from narbench.eval.olddefaults import encoder_variant
 from narbench.eval.result import RunResult
 from narbench.leaderboard.headline import version_key
 from narbench.leaderboard.records import ANY_PROTOCOL, DEFAULT_OBJECTIVE, SCRATCH, Key
@@ -143,7 +144,7 @@ def _validation_view(path: Path, source: str) -> tuple[tuple, list[Observation]]
     ds = res.dataset or {}
     objective = str((enc.get("train") or {}).get("objective") or run.get("objective")
                     or ((cfg.get("profile") or {}).get("train") or {}).get("objective") or DEFAULT_OBJECTIVE)
-    config = Config(str(res.splitter or "none"), objective if trained else DEFAULT_OBJECTIVE, str(enc.get("variant") or ""))
+    config = Config(str(res.splitter or "none"), objective if trained else DEFAULT_OBJECTIVE, encoder_variant(res))
     ident = (str(res.encoder), str(ds.get("name", "?")), str(ds.get("version", "?")), config, trained)
     unit = (str(res.split), int(res.seed))
     obs = []

@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from narbench.eval import validation
+from narbench.eval.olddefaults import encoder_variant
 from narbench.eval.result import RunResult
 from narbench.eval.validation import InvalidResultError, KnownDataset, sidecar_path, validate_result
 
@@ -95,13 +96,14 @@ class Record:
 
     @property
     def variant(self) -> str:
-        """The run's non-default encoder parameters ('' for none, and for files written before them),
-        then `epochs=N` when the run overrode the profile's epochs and `curve=True` for a
-        learning-curve run (trained without its validation split; `holdout=...` when that split is not
-        the stratified one): rows of their own."""
+        """The run's non-default encoder parameters ('' for none, and for files written before them, but
+        for the old value of a default that changed the numbers: `narbench.eval.olddefaults`), then
+        `epochs=N` when the run overrode the profile's epochs and `curve=True` for a learning-curve run
+        (trained without its validation split; `holdout=...` when that split is not the stratified
+        one): rows of their own."""
         cfg = self.result.config or {}
         run = cfg.get("run") or {}
-        parts = [str((cfg.get("encoder") or {}).get("variant") or "")]
+        parts = [encoder_variant(self.result)]
         if run.get("epochs") is not None:
             parts.append(f"epochs={int(run['epochs'])}")
         if run.get("curve"):
