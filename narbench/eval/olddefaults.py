@@ -33,4 +33,4 @@ def encoder_variant(result) -> str:
     recorded (`config.encoder.variant`), then the old value of each parameter it ran without recording."""
     encoder = (result.config or {}).get("encoder") or {}
     implied = implied_params(str(result.encoder), (result.dataset or {}).get("name"), encoder.get("params"))
-    return ",".join([p for p in [str(encoder.get("variant") or "")] if p] + [f"{k}={v}" for k, v in implied.items()])
+    return ",".join(filter(None, [str(encoder.get("variant") or ""), *(f"{k}={v}" for k, v in implied.items())]))

@@ -180,27 +180,18 @@ class SearchIndex:
         return normalised(self._query_rows(emb, graphs), self.arrays.get("projection"))
 
     def _query_rows(self, emb, graphs: list[ArchGraph]) -> np.ndarray:
-        """The encoder's query embeddings as float32 rows, refused (`EmbeddingError`, one line naming the graph)
-        unless they are one finite row per graph at the width this index's corpus was embedded at: a NaN would
-        score every hit as NaN, and another width (the encoder changed since the index was built) cannot be
-        compared with the corpus. The index's own check: `narbench.eval.retrieval.check_finite` cannot know
-        the width."""
-        from narbench.eval.retrieval import EmbeddingError
+        """The encoder's query embeddings as float32 rows, refused (`EmbeddingError`, one line) unless they pass
+        `narbench.eval.retrieval.check_finite` (a tensor, one finite row per graph: a NaN would score every hit
+        as NaN) and have the width this index's corpus was embedded at, which only the index knows (another
+        width: the encoder changed since the index was built, and cannot be compared with the corpus)."""
+        from narbench.eval.retrieval import EmbeddingError, check_finite
 
         name, n = self.encoder_name, len(graphs)
+        check_finite(emb, name, "query", graphs)
         projection = self.arrays.get("projection")
         width = projection.shape[0] if projection is not None else self.arrays["embeddings"].shape[1]
-        if not hasattr(emb, "shape") or not hasattr(emb, "dtype"):
-            raise EmbeddingError(f"encoder {name!r} returned a {type(emb).__name__} as its query embeddings; "
-                                 "expected a tensor of shape [graphs, dimensions]")
         rows = as_numpy(emb)
-        if rows.ndim == 2 and rows.shape[0] == n:
-            bad = np.flatnonzero(~np.isfinite(rows).all(axis=1))
-            if len(bad):
-                raise EmbeddingError(f"encoder {name!r} returned non-finite embeddings (NaN or inf) for {len(bad)} of "
-                                     f"{n} query graphs (first: row {bad[0]}, graph {graphs[bad[0]].name!r}); "
-                                     "they cannot be ranked")
-        if rows.shape != (n, width):
+        if rows.shape[1] != width:
             raise EmbeddingError(f"encoder {name!r} returned query embeddings of shape {list(rows.shape)} for {n} "
                                  f"query graphs; this index expects [{n}, {width}], as its corpus was embedded "
                                  f"(if the encoder changed since, rebuild it: `narbench index build --encoder {name}`)")
