@@ -48,6 +48,13 @@ class GNNStack(nn.Module):
         self.convs = nn.ModuleList(conv(hidden) for _ in range(layers))
         self.dropout = nn.Dropout(dropout)
 
+    #: Node features per layer (nodes x hidden) above which training recomputes each layer in the backward
+    #: pass instead of keeping its activations: 2**26 is 0.25 GiB in float32, above every batch of the
+    #: quick profile on `real` (at most 19M in 30 shuffled epochs) and below most of the paper profile's
+    #: (235k nodes x 512 on average, up to 363k: docs/speed.md). The same values and gradients, about
+    #: one more forward pass of time (benchmarks/speed/layer_memory.py).
+    CHECKPOINT_ELEMENTS = 1 << 26
+
     def forward(self, batch) -> torch.Tensor:
         from torch_geometric.nn import global_mean_pool
 
@@ -55,11 +62,22 @@ class GNNStack(nn.Module):
         last = len(self.convs) - 1
         kind = propagate.kind_of(self.convs)  # GCN / GIN layers: CSR products, the same values (train.propagate)
         adj = propagate.adjacency(kind, self.convs[0], batch.edge_index, h) if kind else None
+        recompute = torch.is_grad_enabled() and self.training and h.numel() > self.CHECKPOINT_ELEMENTS
         for i, conv in enumerate(self.convs):
-            h = propagate.layer(kind, conv, h, adj) if kind else conv(h, batch.edge_index)
-            if i < last or self.last_activation:
-                h = dropout.relu_dropout(h, self.dropout)  # = self.dropout(torch.relu(h)) (train.dropout)
+            args = (kind, conv, h, adj, batch.edge_index, i < last or self.last_activation)
+            if recompute:  # GIN's batch norms keep the statistics of the forward pass only (`frozen_norms`)
+                from torch.utils.checkpoint import checkpoint
+
+                norms = {"context_fn": functools.partial(_recompute_contexts, conv, True)} if _has_norms(conv) else {}
+                h = checkpoint(self._layer, *args, use_reentrant=False, **norms)
+            else:
+                h = self._layer(*args)
         return global_mean_pool(h, batch.batch, size=batch.num_graphs)
+
+    def _layer(self, kind, conv, h, adj, edge_index, activate: bool) -> torch.Tensor:
+        """One message-passing layer, then ReLU and dropout when `activate`."""
+        h = propagate.layer(kind, conv, h, adj) if kind else conv(h, edge_index)
+        return dropout.relu_dropout(h, self.dropout) if activate else h  # = self.dropout(torch.relu(h)) (train.dropout)
 
 
 def gcn_conv(hidden: int) -> nn.Module:
@@ -223,6 +241,10 @@ def _recompute_contexts(module: nn.Module, once: bool):
 #: the norms that keep running statistics (public classes: torch's `_NormBase` is private)
 _NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm, nn.InstanceNorm1d, nn.InstanceNorm2d,
           nn.InstanceNorm3d)
+
+
+def _has_norms(module: nn.Module) -> bool:
+    return any(isinstance(m, _NORMS) and m.track_running_stats for m in module.modules())
 
 
 @contextlib.contextmanager

@@ -2,6 +2,7 @@
 # One GPU lease, prepared as one command (issues 60 and 62): install the carried wheels and narbench, then
 #   1. breakdown.txt  where an epoch's time goes on the GPU (benchmarks.speed.breakdown --device cuda,
 #                     narbench beside the plain-PyG peer, GPU utilisation sampled) -- issue 60
+#   1b. layer-memory.txt  what recomputing layers saves on a paper-size real batch (benchmarks.speed.layer_memory)
 #   2. solo.txt       one paper-profile run alone (nas gcn, seed 0: 35-54 s before issue 60's trainer),
 #                     its wall time and the process's peak GPU memory -- issue 60
 #   3. the paper grid GRID through benchmarks/gpu/paper_sweep.sh until the lease's budget -- issue 62
@@ -28,6 +29,9 @@ cd "$bench" || exit 3
 # 1. the per-phase breakdown (benchmarks/ copied from the checkout, narbench from the install)
 PYTHONPATH=$site:$bench timeout -k 5 ${BREAKDOWN_S:-100} $py -m benchmarks.speed.breakdown --device cuda --rounds 1 \
     > "$out/breakdown.txt" 2>&1; echo "breakdown rc $? after $(( $(date +%s) - start )) s" | tee -a "$out/breakdown.txt"
+# 1b. what recomputing layers saves and costs on a paper-size real batch (gcn, gat, gin) -- issue 60
+PYTHONPATH=$site:$bench timeout -k 5 ${LAYER_S:-45} $py -m benchmarks.speed.layer_memory --device cuda \
+    > "$out/layer-memory.txt" 2>&1; echo "layer-memory rc $? after $(( $(date +%s) - start )) s" | tee -a "$out/layer-memory.txt"
 # 2. one paper-profile run alone: wall time and peak GPU memory of the process
 cd /tmp || exit 3
 timeout -k 5 ${SOLO_S:-70} $py - > "$out/solo.txt" 2>&1 <<'PY'
