@@ -27,6 +27,9 @@ declares nothing yet; profile `quick`, protocol `family`):
    (two-sided paired t-test); of several, the highest mean. A configuration with no record on the
    split is never chosen: where none but the reference has one, the file says `default: no
    validation record`.
+4. **One configuration** is declared as it is. Where it is not the registered one and has no validation
+   record on this version (run here because the version before declared it: `ours-ft`'s on `real` 2.3),
+   the file names the version before's declaration and why.
 
     python -m narbench.cli.declared            # rewrites leaderboard/declared.csv
     python -m narbench.cli.declared --check    # exit 1 when the file is not what the rule gives
@@ -237,9 +240,11 @@ def _source(obs: list[Observation]) -> str:
 
 
 def declare(method: str, dataset: str, version: str, configs: dict[Config, bool],
-            observations: list[Observation]) -> Declared:
+            observations: list[Observation], before: "Declared | None" = None) -> Declared:
     """The declared configuration of `method` on `dataset` (module docstring): `configs` are its
-    configurations (-> trained), `observations` its validation records on this dataset version."""
+    configurations (-> trained), `observations` its validation records on this dataset version,
+    `before` its declaration on the version before (named when this version's only configuration,
+    not the registered one, has no validation record here: it was run because it was declared there)."""
     default = _default(method)
     trained = any(configs.values())
     holdouts = {o.holdout for o in observations}
@@ -257,6 +262,8 @@ def declare(method: str, dataset: str, version: str, configs: dict[Config, bool]
         only = len(configs) == 1
         choice = ("training-free: one configuration" if not trained else "one configuration") if only else NO_RECORD
         chosen = next(iter(configs)) if only else default
+        if only and chosen != default and before is not None and before.config == chosen and before.records:
+            choice = f"one configuration, the one declared on {dataset} {before.version} ({before.choice})"
         return Declared(config=chosen, label=_label(method, chosen, trained), validation=None, records=0,
                         validated_on="", choice=choice, compared="", source="", **base)
     ref = default if default in scored else min(scored, key=lambda c: (c.size(), c))
@@ -312,7 +319,20 @@ def select(results_dirs: Sequence[str | Path] = (RESULTS_DIR,), curve_dirs: Sequ
     for o in observations:
         if newest[o.dataset] == o.version:
             obs[(o.method, o.dataset)].append(o)
-    return [declare(m, d, newest[d], by_method[(m, d)], obs[(m, d)]) for m, d in sorted(by_method)]
+    return [declare(m, d, newest[d], by_method[(m, d)], obs[(m, d)],
+                    _before(m, d, newest[d], configs, observations)) for m, d in sorted(by_method)]
+
+
+def _before(method: str, dataset: str, version: str, configs: dict, observations: list[Observation]
+            ) -> Declared | None:
+    """`method`'s declaration on the newest version of `dataset` older than `version` that it has records on."""
+    older = {v for m, d, v, _ in configs if (m, d) == (method, dataset) and version_key(v) < version_key(version)}
+    if not older:
+        return None
+    prev = max(older, key=version_key)
+    mine = {c: t for (m, d, v, c), t in configs.items() if (m, d, v) == (method, dataset, prev)}
+    return declare(method, dataset, prev, mine,
+                   [o for o in observations if (o.method, o.dataset, o.version) == (method, dataset, prev)])
 
 
 # ----------------------------------------------------------------------------- the file

@@ -113,6 +113,26 @@ def test_a_newer_version_declares_once_it_holds_every_method_of_the_current_one(
     assert {d.version for d in select([tmp_path], []) if d.dataset == "real"} == {"2.3"}
 
 
+def test_a_variant_carried_to_a_newer_version_without_records_says_where_it_was_chosen(tmp_path):
+    """graf-lda's variant chosen on 2.2's validation records and the only configuration run on 2.3 (no
+    validation record there): 2.3 declares it and names 2.2's choice; a registered configuration alone says
+    only "one configuration"."""
+    for s in range(3):
+        _lda(tmp_path, s, "holdout=cross-source", 0.70 + 0.01 * s, "cross-source")
+        _lda(tmp_path, s, "holdout=cross-source,wl_rounds=3", 0.78 + 0.012 * s, "cross-source")
+        write_result(tmp_path, "graf-lda", "none", s, base(s), dataset="real", version="2.3",
+                     variant="holdout=cross-source,wl_rounds=3")
+    d = _rows(select([tmp_path], []))[("graf-lda", "real")]
+    assert d.version == "2.3" and d.config == Config("none", variant="holdout=cross-source,wl_rounds=3")
+    assert d.records == 0 and d.validation is None
+    assert d.choice == ("one configuration, the one declared on real 2.2 (significantly above the simplest "
+                        "validated (holdout=cross-source) (paired t, p < 0.05))")
+    for s in range(3):
+        write_result(tmp_path / "b", "gcn", "none", s, base(s), dataset="real", version="2.2")
+        write_result(tmp_path / "b", "gcn", "none", s, base(s), dataset="real", version="2.3")
+    assert _rows(select([tmp_path / "b"], []))[("gcn", "real")].choice == "one configuration"
+
+
 def test_table_1_shows_the_declared_rows_and_the_variants_move_to_their_own_table(tmp_path):
     """gcn (registered) beats its variant on test, but the variant is declared: Table 1 shows the variant alone,
     marked among Table 1's rows; both gcn rows are in the variants' table, and `versus_markdown` says so."""
