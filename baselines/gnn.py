@@ -68,7 +68,7 @@ class GNNStack(nn.Module):
             if recompute:  # GIN's batch norms keep the statistics of the forward pass only (`frozen_norms`)
                 from torch.utils.checkpoint import checkpoint
 
-                norms = {"context_fn": functools.partial(_recompute_contexts, conv, True)} if _has_norms(conv) else {}
+                norms = {"context_fn": functools.partial(_recompute_contexts, conv, True)} if _tracking_norms(conv) else {}
                 h = checkpoint(self._layer, *args, use_reentrant=False, **norms)
             else:
                 h = self._layer(*args)
@@ -243,8 +243,9 @@ _NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm, nn.I
           nn.InstanceNorm3d)
 
 
-def _has_norms(module: nn.Module) -> bool:
-    return any(isinstance(m, _NORMS) and m.track_running_stats for m in module.modules())
+def _tracking_norms(module: nn.Module) -> list[nn.Module]:
+    """`module`'s norms that keep running statistics (what a recomputed layer must not update again)."""
+    return [m for m in module.modules() if isinstance(m, _NORMS) and m.track_running_stats]
 
 
 @contextlib.contextmanager
@@ -252,8 +253,8 @@ def frozen_norms(module: nn.Module):
     """`module`'s norms run as in training (batch statistics, the same saved tensors), and afterwards their
     running statistics and batch counts are what they were before: what a layer recomputed in the backward
     pass must leave, or each recomputed batch would count twice in the statistics that embed the corpus."""
-    buffers = [b for m in module.modules() if isinstance(m, _NORMS) and m.track_running_stats
-               for b in (m.running_mean, m.running_var, m.num_batches_tracked) if b is not None]
+    buffers = [b for m in _tracking_norms(module) for b in (m.running_mean, m.running_var, m.num_batches_tracked)
+               if b is not None]
     kept = [b.clone() for b in buffers]
     try:
         yield

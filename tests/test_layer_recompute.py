@@ -13,6 +13,7 @@ import pytest
 import torch
 from torch_geometric.data import Batch
 
+from benchmarks.speed.layer_memory import held_bytes
 from narbench.baselines import gnn
 from narbench.train import fastpath
 from tests.conftest import toy_graphs
@@ -59,16 +60,8 @@ def test_recomputation_keeps_fewer_activations():
         torch.manual_seed(0)
         stack = gnn.GNNStack(gnn.gin_conv, 64, 3, 0.1, num_ops=8).train()
         stack.CHECKPOINT_ELEMENTS = -1 if recompute else 1 << 62
-        storages = {}
-
-        def pack(t):
-            storages[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
-            return t
-
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            out = stack(batch)
+        held[recompute], out = held_bytes(stack, batch)
         out.sum().backward()
-        held[recompute] = sum(storages.values())
     assert 0 < held[True] < 0.5 * held[False], held
 
 

@@ -35,7 +35,9 @@ def _batch(n_graphs: int, device: torch.device):
     return Batch.from_data_list([graph_to_data(ds.graphs[i], len(ds.vocab)) for i in order]).to(device), len(ds.vocab)
 
 
-def _held_bytes(stack, batch) -> tuple[int, torch.Tensor]:
+def held_bytes(stack, batch) -> tuple[int, torch.Tensor]:
+    """(bytes the forward pass of `stack` on `batch` keeps for the backward pass, its output): the distinct
+    storages autograd saves, a checkpoint's inputs included (tests/test_layer_recompute.py uses it too)."""
     storages: dict[int, int] = {}
 
     def pack(t):
@@ -52,7 +54,7 @@ def _step(stack, batch, device) -> tuple[float, int]:
     if device.type == "cuda":
         torch.cuda.synchronize()
     t = time.perf_counter()
-    held, out = _held_bytes(stack, batch)
+    held, out = held_bytes(stack, batch)
     out.square().sum().backward()
     if device.type == "cuda":
         torch.cuda.synchronize()
