@@ -174,3 +174,47 @@ def test_validation_queries_treat_a_graph_that_keeps_several_families_by_all_of_
     assert sum(g.family in val for g in graphs) - 1 == len(positives)
     assert graphs[corpus_shared].name not in {g.name for g in v.corpus.graphs}  # it keeps a held-out family
     assert not {f for g in v.corpus.graphs for f in g.families} & set(val)
+
+
+def test_the_threshold_bounds_each_kind_of_in_family_query_by_its_own_share():
+    """Held-out sources (a known family from another codebase) score higher than held-out models: the flag
+    fires on at most SOURCE_FALSE_FLAG of them and at most FALSE_FLAG of the models, the tighter bound binding."""
+    from narbench.search_engine.outside_fit import SOURCE_FALSE_FLAG
+
+    rng = np.random.default_rng(1)
+    n = 400
+    kinds = np.array(["family"] * n + ["model"] * n + ["source"] * n, dtype=object)
+    y = (kinds == "family").astype(np.int64)
+    x = rng.normal(size=(3 * n, len(FEATURES)))
+    x[:, FEATURES.index("agree")] -= 2.0 * y + 1.0 * (kinds == "source")  # sources sit between the two
+    groups = [f"f{i % 40}" for i in range(3 * n)]
+    before, now = fit(x[kinds != "source"], y[kinds != "source"], [g for g, k in zip(groups, kinds) if k != "source"]), \
+        fit(x, y, groups, kinds=kinds)
+    p = np.array([now(dict(zip(FEATURES, row))) for row in x])
+    p_before = np.array([before(dict(zip(FEATURES, row))) for row in x])
+    model, source = (p[kinds == "model"] >= now.threshold).mean(), (p[kinds == "source"] >= now.threshold).mean()
+    assert model <= FALSE_FLAG + 1 / n and source <= SOURCE_FALSE_FLAG + 1 / n
+    assert abs(source - SOURCE_FALSE_FLAG) <= 2 / n  # the sources' bound binds here
+    assert (p_before[kinds == "source"] >= before.threshold).mean() > 2 * SOURCE_FALSE_FLAG  # it did not bind before
+    assert now.validation["source_false_flagged"] == pytest.approx(source, abs=1e-4)
+    assert now.validation["in_family_sources"] == n and now.validation["in_family"] == n
+    assert "source_false_flagged" not in before.validation
+
+
+def test_validation_queries_hold_out_a_source_of_families_that_two_sources_implement():
+    from narbench.search_engine.outside_fit import validation_queries
+
+    graphs = family_graphs(families=12)
+    split = novel_split(graphs, min_families=2, min_queries=10)
+    ds = dataset(graphs, {"novel": split})
+    assert "source" not in validation_queries(ds, graphs).kinds.tolist()  # one source: no such hold-out
+    for g in graphs:  # models m0 and m1 from one zoo, m2 and m3 from another
+        g.source = "zoo-a" if g.meta["model"] in ("m0", "m1") else "zoo-b"
+    v = validation_queries(ds, graphs)
+    held = [g for g, k in zip(v.queries, v.kinds) if k == "source"]
+    corpus = {g.name for g in v.corpus.graphs}
+    assert held and not {g.name for g in held} & corpus
+    for g in held:  # its family stays in the corpus, written by the other source only
+        others = [c for c in v.corpus.graphs if c.family == g.family]
+        assert others and all(c.source != g.source for c in others)
+    assert list(v.labels) == [int(k == "family") for k in v.kinds]

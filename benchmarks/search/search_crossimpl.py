@@ -8,8 +8,8 @@ Each `crossimpl` query (a zoo architecture as another package implements it; nev
 is searched as `narbench search` searches a graph: embedded by the index's encoder, ranked by
 cosine over every graph of the index with the exact backend. Per package, then over all queries
 and the `reimpl` and `exact` subsets: top-1 family (the query's family is one of the first hit's) and
-family precision@10 (the share of the ten hits with the query's family). Targets: top-1 >= 0.9,
-precision@10 >= 0.85. The index must be over the dataset's vocabulary (the same canonical rules).
+family precision@10 (the share of the ten hits with the query's family), and the share flagged "no family in
+the index fits" (a false flag: every query's family is in the index). Targets: top-1 >= 0.9, precision@10 >= 0.85. The index must be over the dataset's vocabulary (the same canonical rules).
 `--against OTHER` also searches every query in another index and prints, over all queries and each
 subset, the paired difference (index minus OTHER) and its two-sided p: the leaderboard's paired
 bootstrap over queries (`narbench.leaderboard.significance.bootstrap_test`; one index is one seed).
@@ -39,6 +39,18 @@ def measure(index, queries, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
     return hit[:, 0], hit.mean(axis=1)
 
 
+def flagged(index, queries) -> np.ndarray | None:
+    """Per query, whether search says "no family in the index fits" (every crossimpl query fits one: a false
+    flag); None when the index has no out-of-family score."""
+    from narbench.search_engine.outside import FEATURES, stored
+    from narbench.search_engine.outside_fit import query_features
+
+    score = stored(index)
+    if score is None:
+        return None
+    return np.array([score(dict(zip(FEATURES, row))) >= score.threshold for row in query_features(index, queries)])
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", default="real", help="registered dataset whose crossimpl split queries")
@@ -59,16 +71,20 @@ def main(argv=None) -> int:
     split = ds.get_split("crossimpl")
     queries = [ds.graphs[i] for i in split.test]
     top1, p10 = measure(index, queries)
+    flags = flagged(index, queries)
+    flags = np.full(len(queries), np.nan) if flags is None else flags.astype(np.float64)
     print(f"index: {index.describe()} (sha256 {index.sha256[:12]}); queries: {args.dataset} crossimpl, {len(queries)}")
     packages = [(name.split(":", 1)[1], pos) for name, pos in sorted(split.subsets.items()) if name.startswith("package:")]
     summary = [("all", np.arange(len(queries)))] + [(name, pos) for name, pos in sorted(split.subsets.items())
                                                      if not name.startswith("package:")]
     groups = packages + summary
-    print(f"| {'queries':<26} | {'n':>4} | top-1 family | family P@10 |")
-    print(f"|{'-' * 28}|{'-' * 6}|{'-' * 14}|{'-' * 13}|")
+    print(f"| {'queries':<26} | {'n':>4} | top-1 family | family P@10 | flagged |")
+    print(f"|{'-' * 28}|{'-' * 6}|{'-' * 14}|{'-' * 13}|{'-' * 9}|")
     for name, pos in groups:
         pos = np.asarray(pos, dtype=np.int64)
-        print(f"| {name:<26} | {len(pos):>4} | {top1[pos].mean():>12.3f} | {p10[pos].mean():>11.3f} |")
+        print(f"| {name:<26} | {len(pos):>4} | {top1[pos].mean():>12.3f} | {p10[pos].mean():>11.3f} | "
+              f"{flags[pos].mean():>7.3f} |")
+    print('flagged: search says "no family in the index fits" (false for every crossimpl query; nan: no score)')
     met = top1.mean() >= TOP1 and p10.mean() >= P10
     print(f"targets (all queries): top-1 >= {TOP1}, P@10 >= {P10}: {'met' if met else 'not met'}")
     if args.against is not None:
