@@ -6,7 +6,7 @@
 The index is built as `narbench index build` builds one (its defaults, or `--encoder`/`--param`) on `real`'s
 `unseen` corpus less every graph of the `novel` split's test families, so the build fits its out-of-family
 score (`narbench.search_engine.outside_fit.attach`) on the `novel` validation families and on in-family models
-held out of that corpus, never on a test query. The test queries, searched as `narbench search` searches a saved
+and sources held out of that corpus, never on a test query. The test queries, searched as `narbench search` searches a saved
 graph (warm, in process): every graph of a `novel` test family (positives: no family of the index fits them)
 and `unseen`'s test queries of the other families (in-family: their family is in the index, their model not).
 
@@ -139,7 +139,7 @@ def report(index, ds, world, test: list[str], boot: int, seed: int) -> dict:
 
 
 def unknown_study(cfg, ds, seed: int) -> list[dict]:
-    """Top-1 family of the in-family validation queries with a share of their nodes' ops made `other`."""
+    """Top-1 family of the held-out-model validation queries with a share of their nodes' ops made `other`."""
     from narbench.data.graph import ArchGraph
     from narbench.data.ops import UNKNOWN_OP
     from narbench.search_engine.backends import ExactBackend
@@ -148,7 +148,7 @@ def unknown_study(cfg, ds, seed: int) -> list[dict]:
 
     sides = validation_queries(ds, ds.core_graphs, seed=cfg.seed)
     index = build_index(cfg, dataset=sides.corpus)
-    queries = [g for g, t in zip(sides.queries, sides.labels) if t == 0]
+    queries = [g for g, k in zip(sides.queries, sides.kinds) if k == "model"]  # held-out models, as it was chosen on
     other, backend = list(ds.vocab).index(UNKNOWN_OP), ExactBackend(index.arrays["embeddings"])
     fam = [index.header["families"][i] for i in index.arrays["family"].tolist()]
     rng, rows = np.random.default_rng(seed), []
