@@ -25,8 +25,8 @@ import numpy as np
 
 from narbench.search_engine.outside import FEATURES, K, KEY, NEAREST, RELATIVE, OutsideScore, features
 
-#: the share of in-family validation queries the flag may fire on (issue 59's target is 1 in 10; half of
-#: it is left for the step from validation to code nobody here has read)
+#: the share of held-out-model validation queries the flag may fire on (issue 59's target is 1 in 10; half of
+#: it is left for the step from a zoo's own models to code nobody here has read)
 FALSE_FLAG = 0.05
 #: the share of held-out-source queries (a known family's graphs from another source) the flag may fire on: the
 #: target itself, since this hold-out is the step to another codebase. Why (issue 59, validation only;
