@@ -42,7 +42,7 @@ def _scores(index, graphs):
     from narbench.search_engine.outside_fit import query_features
 
     score = stored(index)
-    return np.array([score(dict(zip(FEATURES, row))) for row in query_features(index, graphs)]), score.threshold
+    return score.scores(query_features(index, graphs)), score.threshold
 
 
 def test_the_score_fitted_on_validation_families_tells_test_families_from_new_models(world):
@@ -67,7 +67,7 @@ def test_the_threshold_flags_the_share_of_in_family_validation_queries_it_is_set
     groups = [f"f{i % 40}" if t else f"g{i % 40}" for i, t in enumerate(y)]
     score = fit(x, y, groups)
     assert "agree" in score.features and score.coef[score.features.index("agree")] < 0
-    p = np.array([score(dict(zip(FEATURES, row))) for row in x])
+    p = score.scores(x)
     assert abs((p[y == 0] >= score.threshold).mean() - FALSE_FLAG) <= 2 / n
     assert score.validation["false_flagged"] == pytest.approx((p[y == 0] >= score.threshold).mean(), abs=1e-4)
     # calibrated at even odds: among the queries scored about p, a share of about p are out of family
@@ -190,8 +190,8 @@ def test_the_threshold_bounds_each_kind_of_in_family_query_by_its_own_share():
     groups = [f"f{i % 40}" for i in range(3 * n)]
     before, now = fit(x[kinds != "source"], y[kinds != "source"], [g for g, k in zip(groups, kinds) if k != "source"]), \
         fit(x, y, groups, kinds=kinds)
-    p = np.array([now(dict(zip(FEATURES, row))) for row in x])
-    p_before = np.array([before(dict(zip(FEATURES, row))) for row in x])
+    p = now.scores(x)
+    p_before = before.scores(x)
     model, source = (p[kinds == "model"] >= now.threshold).mean(), (p[kinds == "source"] >= now.threshold).mean()
     assert model <= FALSE_FLAG + 1 / n and source <= SOURCE_FALSE_FLAG + 1 / n
     assert abs(source - SOURCE_FALSE_FLAG) <= 2 / n  # the sources' bound binds here

@@ -123,7 +123,7 @@ def report(index, ds, world, test: list[str], boot: int, seed: int) -> dict:
     graphs, y, clusters = report_queries(ds, world, test)
     x = query_features(index, graphs)
     score = stored(index)
-    p = np.array([score(dict(zip(FEATURES, row))) for row in x])
+    p = score.scores(x)
     flag = p >= score.threshold
     top1 = x[:, FEATURES.index("top1")]
     weak = top1 < index.weak_below

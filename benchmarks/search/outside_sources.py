@@ -34,14 +34,14 @@ LEVELS = (0.05, 0.10, 0.15, 0.20)
 def main(argv: list[str] | None = None) -> int:
     from narbench.data.dataset import load_dataset
     from narbench.search_engine.index_build import IndexConfig, build_index
-    from narbench.search_engine.outside import FEATURES, NEAREST
+    from narbench.search_engine.outside import NEAREST
     from narbench.search_engine.outside_fit import fit, nearest_other, query_features, validation_queries
 
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--dataset", default="real")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, default=None)
-    args = p.parse_args(argv)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dataset", default="real")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
 
     ds = load_dataset(args.dataset)
     val = validation_queries(ds, ds.core_graphs, seed=args.seed)
@@ -57,11 +57,6 @@ def main(argv: list[str] | None = None) -> int:
 
     right = np.array([bool(set(row_families(copy, r[0])) & set(g.families)) for r, g in zip(rows.tolist(), queries)])
 
-    def flagged(score, mask):
-        cols = list(score.features)
-        p = np.array([score(dict(zip(cols, row))) for row in x[mask][:, [FEATURES.index(c) for c in cols]]])
-        return p
-
     report = {"dataset": f"{ds.name} {ds.version}", "counts": {k: int((kinds == k).sum()) for k in ("family", "model", "source")},
               "families": {k: len({f for f, kk in zip(fams, kinds) if kk == k}) for k in ("family", "model", "source")},
               "sources": sorted({g.source for g, k in zip(queries, kinds) if k == "source"}),
@@ -71,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     report["fits"] = {}
     for name, score in (("before: fitted on held-out models, 5% of them flagged", before),
                         ("now: fitted on both hold-outs, at most 5% of models and 10% of sources flagged", now)):
-        p_all = flagged(score, np.ones(len(x), dtype=bool))
+        p_all = score.scores(x)
         rates = {k: round(float((p_all[kinds == k] >= score.threshold).mean()), 4) for k in ("family", "model", "source")}
         trade = {}
         for level in LEVELS:

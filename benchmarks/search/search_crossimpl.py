@@ -42,13 +42,13 @@ def measure(index, queries, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
 def flagged(index, queries) -> np.ndarray | None:
     """Per query, whether search says "no family in the index fits" (every crossimpl query fits one: a false
     flag); None when the index has no out-of-family score."""
-    from narbench.search_engine.outside import FEATURES, stored
+    from narbench.search_engine.outside import stored
     from narbench.search_engine.outside_fit import query_features
 
     score = stored(index)
     if score is None:
         return None
-    return np.array([score(dict(zip(FEATURES, row))) >= score.threshold for row in query_features(index, queries)])
+    return score.scores(query_features(index, queries)) >= score.threshold
 
 
 def main(argv=None) -> int:

@@ -71,6 +71,11 @@ class OutsideScore:
                                                                            self.coef))
         return 1.0 / (1.0 + math.exp(-max(min(z, 60.0), -60.0)))
 
+    def scores(self, x: np.ndarray) -> np.ndarray:
+        """[n] scores of the rows of `x`, [n, len(FEATURES)] as `outside_fit.query_features` returns them (each row
+        scored as a search scores its query, so a row and a search flag alike at the threshold)."""
+        return np.array([self(dict(zip(FEATURES, row))) for row in np.asarray(x, dtype=np.float64)], dtype=np.float64)
+
     def to_header(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
         return {key: list(v) if isinstance(v, tuple) else v for key, v in out.items()}

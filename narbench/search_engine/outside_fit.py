@@ -112,7 +112,7 @@ def fit(x: np.ndarray, y: np.ndarray, groups: Sequence[str], *, kinds: Sequence[
     cols = [FEATURES.index(f) for f in chosen]
     mean, scale, coef, intercept = _logistic(x[:, cols], y)
     score = OutsideScore(chosen, mean, scale, coef, intercept, threshold=1.0)
-    p = np.array([score(dict(zip(chosen, row))) for row in x[:, cols]])
+    p = score.scores(x)
     bounds = [float(np.quantile(p[m], 1.0 - share)) for m, share in ((model, false_flag), (source, source_false_flag))
               if m.any()]
     threshold = max(bounds) if bounds else 0.5
