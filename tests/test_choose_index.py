@@ -66,3 +66,29 @@ def test_a_validation_side_never_touches_the_test_graphs(name):
     assert len(side.val) and {ds.graphs[i].family for i in side.val} <= {ds.graphs[i].family for i in side.pool}
     if name == "unseen":  # no variant of a validation model in the pool
         assert not {model_group(ds.graphs[i]) for i in side.val} & {model_group(ds.graphs[i]) for i in side.pool}
+
+
+def test_the_source_side_holds_out_each_shared_familys_smallest_source_once():
+    """`source` (code of a known family from another source): every family two sources implement is a query
+    family in exactly one fold, by its smallest source's graphs; its graphs from the other source stay in that
+    fold's pool; a family of one source is never a query; no test graph of `standard` is touched."""
+    from benchmarks.search.choose_index import source_folds
+
+    ds = _real_like()
+    for i, g in enumerate(ds.graphs):  # vitish and resnetish: two sources (the second smaller); the rest one
+        g.source = "zoo-b" if g.family in ("vitish", "resnetish") and i % 4 == 0 else "zoo-a"
+    folds = source_folds(ds, seed=0, folds=2)
+    train = set(ds.get_split("standard").train.tolist())
+    held = [{ds.graphs[i].family for i in f.val} for f in folds]
+    assert sorted(fam for h in held for fam in h) == ["resnetish", "vitish"]  # each family in one fold only
+    for fold in folds:
+        assert set(fold.val) | set(fold.pool) == set(fold.index) and not set(fold.val) & set(fold.pool)
+        assert set(fold.index) <= train
+        assert {ds.graphs[i].source for i in fold.val} == {"zoo-b"}
+        for fam in {ds.graphs[i].family for i in fold.val}:  # still findable: its other source in the pool
+            assert any(ds.graphs[i].family == fam and ds.graphs[i].source == "zoo-a" for i in fold.pool)
+            assert all(ds.graphs[i].source == "zoo-a" for i in fold.pool if ds.graphs[i].family == fam)
+    for g in ds.graphs:
+        g.source = "zoo-a"
+    with pytest.raises(ValueError, match="two sources"):
+        source_folds(ds)
