@@ -1,4 +1,4 @@
-"""What the benchmark scripts share: the checkout's root, timing a call, and the one-line figure.
+"""What the benchmark scripts share: the checkout's root, timing a call, the one-line figure and the report.
 
 Every script runs as a module from the checkout's root (`python -m benchmarks.speed.bench`), so
 `narbench`, `tests` and `benchmarks` import from the checkout with no path set by hand. A figure
@@ -28,6 +28,17 @@ def line(name: str, **fields) -> None:
             v = f"{v:.4g}"
         parts.append(f"{k}={v}")
     print(" ".join(parts), flush=True)
+
+
+def report(data: dict, out: Path | None) -> None:
+    """Print a script's report as JSON and, when `out` is a folder, write it there as `results.json`."""
+    import json
+
+    text = json.dumps(data, indent=1)
+    print(text)
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "results.json").write_text(text + "\n")
 
 
 def timed(fn, repeats: int = 1) -> tuple[float, object]:

@@ -19,13 +19,12 @@ sources flagged); and each score's trade-off with its threshold at a share of th
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks.timing import line
+from benchmarks.timing import line, report
 
 #: shares of held-out-source queries flagged at which the trade-off is printed
 LEVELS = (0.05, 0.10, 0.15, 0.20)
@@ -57,13 +56,13 @@ def main(argv: list[str] | None = None) -> int:
 
     right = np.array([bool(set(row_families(copy, r[0])) & set(g.families)) for r, g in zip(rows.tolist(), queries)])
 
-    report = {"dataset": f"{ds.name} {ds.version}", "counts": {k: int((kinds == k).sum()) for k in ("family", "model", "source")},
+    summary = {"dataset": f"{ds.name} {ds.version}", "counts": {k: int((kinds == k).sum()) for k in ("family", "model", "source")},
               "families": {k: len({f for f, kk in zip(fams, kinds) if kk == k}) for k in ("family", "model", "source")},
               "sources": sorted({g.source for g, k in zip(queries, kinds) if k == "source"}),
               "top1_family": {k: round(float(right[kinds == k].mean()), 4) for k in ("model", "source")}}
     before = fit(x[kinds != "source"], y[kinds != "source"], [f for f, k in zip(fams, kinds) if k != "source"])
     now = fit(x, y, fams, kinds=kinds)
-    report["fits"] = {}
+    summary["fits"] = {}
     for name, score in (("before: fitted on held-out models, 5% of them flagged", before),
                         ("now: fitted on both hold-outs, at most 5% of models and 10% of sources flagged", now)):
         p_all = score.scores(x)
@@ -73,15 +72,12 @@ def main(argv: list[str] | None = None) -> int:
             t = float(np.quantile(p_all[kinds == "source"], 1.0 - level))
             trade[f"{level:.2f} of source queries"] = {k: round(float((p_all[kinds == k] >= t).mean()), 4)
                                                        for k in ("family", "model", "source")}
-        report["fits"][name] = {"features": list(score.features), "threshold": score.threshold,
+        summary["fits"][name] = {"features": list(score.features), "threshold": score.threshold,
                                 "cv_auroc": score.validation["cv_auroc"], "flagged": rates,
                                 "flagged with the threshold at a share of source queries": trade}
         line("outside-sources", fit=name, **{f"flagged_{k}": v for k, v in rates.items()},
              features="+".join(score.features), threshold=score.threshold)
-    print(json.dumps(report, indent=1))
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "results.json").write_text(json.dumps(report, indent=1) + "\n")
+    report(summary, args.out)
     return 0
 
 

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import sys
 import types
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks.timing import line
+from benchmarks.timing import line, report
 
 #: what is trimmed in each mode
 MODES = {"none": (False, False), "head": (True, False), "embeddings": (False, True), "both": (True, True)}
@@ -78,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     base = load_dataset(args.dataset)
     vocab = list(base.vocab)
     cands = [Candidate("wl", "wl", {"dim": 256}), Candidate("graf-lda+wl@0.2", "graf-lda", {**LDA, "fuse_wl": 0.2})]
-    report = {"dataset": f"{base.name} {base.version}", "sha256": base.sha256, "modes": {}}
+    summary = {"dataset": f"{base.name} {base.version}", "sha256": base.sha256, "modes": {}}
     for mode, (head, embeddings) in MODES.items():
         graphs = [trim(g, vocab, head, embeddings) for g in base.graphs]
         ds = GraphDataset(base.name, base.version, vocab, graphs, base.sha256, base.split, splits=base.splits,
@@ -89,18 +88,15 @@ def main(argv: list[str] | None = None) -> int:
         for side in [*folds, validation_side(ds, "standard")]:
             rows.update(measure_side(ds, side, cands, types.SimpleNamespace(graphs=0, seed=0, boot=0), edit=False)[0])
         weights = np.array([len(f.val) for f in folds], dtype=np.float64)
-        report["modes"][mode] = {"nodes": nodes}
+        summary["modes"][mode] = {"nodes": nodes}
         for cand in cands:
             source = {m: float(np.average([rows[cand.label, f.name][m] for f in folds], weights=weights)) for m in METRICS}
             standard = {m: rows[cand.label, "standard"][m] for m in METRICS}
-            report["modes"][mode][cand.label] = {"source": source, "standard": standard}
+            summary["modes"][mode][cand.label] = {"source": source, "standard": standard}
             line("ends", mode=mode, candidate=cand.label, nodes=nodes,
                  **{f"source_{m}": f"{v:.4f}" for m, v in source.items()},
                  **{f"standard_{m}": f"{v:.4f}" for m, v in standard.items()})
-    print(json.dumps(report, indent=1))
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "results.json").write_text(json.dumps(report, indent=1) + "\n")
+    report(summary, args.out)
     return 0
 
 
