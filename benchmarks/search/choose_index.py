@@ -102,25 +102,20 @@ def source_folds(ds, seed: int = 0, folds: int = SOURCE_FOLDS) -> list[Side]:
     sources implement (in a seeded order, every `folds`-th one to a fold), the graphs of the family's smallest
     source (ties: the first name) are the fold's queries; every other training graph is its pool, and the
     training graphs are its index. ValueError when no family has two sources."""
+    from narbench.eval.holdout import smallest_sources
     from narbench.harness.runner import select
     from narbench.train.profiles import get_profile
 
     train = np.sort(select(ds, get_profile("quick"), seed, "standard")[0])
-    by_family: dict[str, dict[str, list[int]]] = {}
-    for i in train.tolist():
-        g = ds.graphs[i]
-        by_family.setdefault(str(g.family), {}).setdefault(str(g.source), []).append(i)
-    eligible = sorted(f for f, srcs in by_family.items() if len(srcs) >= 2)
-    if not eligible:
+    held = smallest_sources([str(ds.graphs[i].family) for i in train], [ds.graphs[i].source for i in train])
+    if not held:
         raise ValueError("no family has training graphs from two sources; no source side")
+    eligible = list(held)
     order = np.random.default_rng(seed).permutation(len(eligible)).tolist()
     out = []
     for fold in range(folds):
-        val = []
-        for f in (eligible[j] for k, j in enumerate(order) if k % folds == fold):
-            srcs = by_family[f]
-            val.extend(srcs[min(srcs, key=lambda s: (len(srcs[s]), s))])
-        val_arr = np.sort(np.asarray(val, dtype=np.int64))
+        val = [i for k, j in enumerate(order) if k % folds == fold for i in held[eligible[j]]]
+        val_arr = np.sort(train[np.asarray(val, dtype=np.int64)])
         out.append(Side(f"{SOURCE}{fold}", train, np.setdiff1d(train, val_arr), val_arr))
     return [side for side in out if len(side.val)]
 

@@ -57,9 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     right = np.array([bool(set(row_families(copy, r[0])) & set(g.families)) for r, g in zip(rows.tolist(), queries)])
 
     summary = {"dataset": f"{ds.name} {ds.version}", "counts": {k: int((kinds == k).sum()) for k in ("family", "model", "source")},
-              "families": {k: len({f for f, kk in zip(fams, kinds) if kk == k}) for k in ("family", "model", "source")},
-              "sources": sorted({g.source for g, k in zip(queries, kinds) if k == "source"}),
-              "top1_family": {k: round(float(right[kinds == k].mean()), 4) for k in ("model", "source")}}
+               "families": {k: len({f for f, kk in zip(fams, kinds) if kk == k}) for k in ("family", "model", "source")},
+               "sources": sorted({g.source for g, k in zip(queries, kinds) if k == "source"}),
+               "top1_family": {k: round(float(right[kinds == k].mean()), 4) for k in ("model", "source")}}
     before = fit(x[kinds != "source"], y[kinds != "source"], [f for f, k in zip(fams, kinds) if k != "source"])
     now = fit(x, y, fams, kinds=kinds)
     summary["fits"] = {}
@@ -73,8 +73,8 @@ def main(argv: list[str] | None = None) -> int:
             trade[f"{level:.2f} of source queries"] = {k: round(float((p_all[kinds == k] >= t).mean()), 4)
                                                        for k in ("family", "model", "source")}
         summary["fits"][name] = {"features": list(score.features), "threshold": score.threshold,
-                                "cv_auroc": score.validation["cv_auroc"], "flagged": rates,
-                                "flagged with the threshold at a share of source queries": trade}
+                                 "cv_auroc": score.validation["cv_auroc"], "flagged": rates,
+                                 "flagged with the threshold at a share of source queries": trade}
         line("outside-sources", fit=name, **{f"flagged_{k}": v for k, v in rates.items()},
              features="+".join(score.features), threshold=score.threshold)
     report(summary, args.out)

@@ -66,7 +66,7 @@ def trim(g, vocab: list[str], head: bool, embeddings: bool):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks.search.choose_index import LDA, Candidate, measure_side, source_folds
+    from benchmarks.search.choose_index import LDA, SOURCE, Candidate, measure_side, measure_source
     from benchmarks.search.robustness import validation_side
     from narbench.data.dataset import GraphDataset, load_dataset
 
@@ -83,14 +83,12 @@ def main(argv: list[str] | None = None) -> int:
         ds = GraphDataset(base.name, base.version, vocab, graphs, base.sha256, base.split, splits=base.splits,
                           meta=base.meta)
         nodes = int(sum(g.num_nodes for g in graphs))
-        folds = source_folds(ds)
-        rows = {}
-        for side in [*folds, validation_side(ds, "standard")]:
-            rows.update(measure_side(ds, side, cands, types.SimpleNamespace(graphs=0, seed=0, boot=0), edit=False)[0])
-        weights = np.array([len(f.val) for f in folds], dtype=np.float64)
+        no_edits = types.SimpleNamespace(graphs=0, seed=0, boot=0)
+        rows = {**measure_source(ds, cands, no_edits, {}),
+                **measure_side(ds, validation_side(ds, "standard"), cands, no_edits, edit=False)[0]}
         summary["modes"][mode] = {"nodes": nodes}
         for cand in cands:
-            source = {m: float(np.average([rows[cand.label, f.name][m] for f in folds], weights=weights)) for m in METRICS}
+            source = {m: rows[cand.label, SOURCE][m] for m in METRICS}
             standard = {m: rows[cand.label, "standard"][m] for m in METRICS}
             summary["modes"][mode][cand.label] = {"source": source, "standard": standard}
             line("ends", mode=mode, candidate=cand.label, nodes=nodes,

@@ -56,26 +56,36 @@ def validation_split(labels: np.ndarray, fraction: float = VALIDATION_FRACTION,
 HOLDOUT_RULES = ("family", "cross-source")
 
 
+def smallest_sources(labels, sources) -> dict:
+    """{family: indices of its smallest source's graphs (ties: the first name)} for every family of `labels`
+    that two or more `sources` implement, families in order of their names: the graphs a cross-source hold-out
+    queries with (`cross_source_split`, and benchmarks/search/choose_index.py's `source` side)."""
+    by_family: dict = {}
+    for i, (lab, src) in enumerate(zip(np.asarray(labels).tolist(), np.asarray(sources).astype(str).tolist())):
+        by_family.setdefault(lab, {}).setdefault(src, []).append(i)
+    out = {}
+    for lab in sorted((lab for lab, srcs in by_family.items() if len(srcs) >= 2), key=str):
+        srcs = by_family[lab]
+        out[lab] = srcs[min(srcs, key=lambda s: (len(srcs[s]), s))]
+    return out
+
+
 def cross_source_split(labels: np.ndarray, sources: np.ndarray, fraction: float = VALIDATION_FRACTION,
                        seed: int = VALIDATION_SEED) -> tuple[np.ndarray, np.ndarray]:
     """(pool, validation) indices: for families implemented by at least two sources, chosen in a
     seeded order until about `fraction` of all graphs are held out (at least one family), the
     graphs of the family's smallest source (ties: the first name) are validation queries; their
     family's graphs from the other sources stay in the pool. ValueError when no family has two sources."""
-    labels, sources = np.asarray(labels), np.asarray(sources).astype(str)
-    by_family: dict = {}
-    for i, (lab, src) in enumerate(zip(labels.tolist(), sources.tolist())):
-        by_family.setdefault(lab, {}).setdefault(src, []).append(i)
-    eligible = sorted((lab for lab, srcs in by_family.items() if len(srcs) >= 2), key=str)
-    if not eligible:
+    labels = np.asarray(labels)
+    held = smallest_sources(labels, sources)
+    if not held:
         raise ValueError("no family has training graphs from two sources; nothing to validate across sources on")
+    eligible = list(held)
     order = np.random.default_rng(seed).permutation(len(eligible))
     target = max(1, int(round(fraction * len(labels))))
     val: list[int] = []
     for j in order.tolist():
-        srcs = by_family[eligible[j]]
-        held = min(srcs, key=lambda s: (len(srcs[s]), s))
-        val.extend(srcs[held])
+        val.extend(held[eligible[j]])
         if len(val) >= target:
             break
     val_arr = np.sort(np.asarray(val, dtype=np.int64))
