@@ -41,7 +41,10 @@ unit-length block to graf's, the `wl-binary` floor's features (whether the graph
 Weisfeiler-Lehman label of levels 0..3, signed-hashed to 2048 dims, `wl_weighted_features` with
 `mode="binary"`), weight 1 like the op pairs. The discriminant then weighs subtree patterns, which
 graf's op pairs (one edge) do not see, against graf's blocks. The number of rounds is the floor's
-default, fixed before any run; 0 (the default) is graf's features alone.
+default, fixed before any run; 0 (the default) is graf's features alone. `--encoder-param
+wl_alphabet=roles` reads that block's labels in `narbench.data.roles`' alphabet (every activation one
+op, every normalisation one op): the choice two packages make differently when they write one design
+(issue 59; the op pairs keep the vocabulary). It needs the dataset's vocabulary (`use_vocabulary`).
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ import torch
 from narbench.baselines import graf
 from narbench.baselines.graf import GrafEncoder
 from narbench.data.graph import ArchGraph
+from narbench.data.roles import check_alphabet, in_alphabet
 from narbench.train.encoder import Encoder, Labels
 from narbench.train.trainer import Trainer
 
@@ -150,8 +154,10 @@ class GrafLdaEncoder(Encoder):
     #: `holdout`: the validation split that chooses (`family`: stratified; `cross-source`: one source's
     #: graphs of families several sources implement query the others'); `sources`: `ignore` (plain LDA)
     #: or `nuisance` (the between-source scatter within a family weighted by g in NUISANCE, chosen too)
-    #: `wl_rounds`: 0 (graf's features) or the levels of a WL-presence block appended to them
-    PARAMS: ClassVar[dict[str, object]] = {"holdout": "family", "sources": "ignore", "wl_rounds": 0}
+    #: `wl_rounds`: 0 (graf's features) or the levels of a WL-presence block appended to them;
+    #: `wl_alphabet`: the block's labels read in `ops` or in `roles` (`narbench.data.roles`)
+    PARAMS: ClassVar[dict[str, object]] = {"holdout": "family", "sources": "ignore", "wl_rounds": 0,
+                                           "wl_alphabet": "ops"}
 
     def params_changed(self) -> None:
         from narbench.eval.holdout import HOLDOUT_RULES
@@ -164,16 +170,21 @@ class GrafLdaEncoder(Encoder):
         if self.wl_rounds < 0:  # its type is checked by `set_params` against the default's
             raise ValueError(f"encoder {self.name!r}: wl_rounds must be >= 0 (0: graf's features alone), "
                              f"got {self.wl_rounds}")
+        check_alphabet(self.wl_alphabet, f"encoder {self.name!r}: wl_alphabet")
 
     def config(self) -> dict:
         grid = {"shrinkage": list(SHRINKAGES), "dims": list(DIMS)}
         if self.sources == "nuisance":
             grid["nuisance"] = list(NUISANCE)
         return {**super().config(), "uses_labels": "the protocol's classifier label (labels.ce) of the training graphs",
-                "features": "graf" + (f"+wl-binary(rounds={self.wl_rounds},dim={WL_DIM})" if self.wl_rounds else ""),
+                "features": "graf" + (f"+wl-binary(rounds={self.wl_rounds},dim={WL_DIM}{self._alphabet_note()})"
+                                      if self.wl_rounds else ""),
                 "weights": {**GrafEncoder.weights, **({"wl": WL_WEIGHT} if self.wl_rounds else {})}, "grid": grid,
                 **({"uses_sources": "the source (zoo) of the training graphs: the between-source scatter within a "
                                     "family is nuisance"} if self.sources == "nuisance" else {})}
+
+    def _alphabet_note(self) -> str:
+        return "" if self.wl_alphabet == "ops" else f",alphabet={self.wl_alphabet}"
 
     def _nuisances(self) -> tuple[float, ...]:
         return NUISANCE if self.sources == "nuisance" else (1.0,)
@@ -184,7 +195,8 @@ class GrafLdaEncoder(Encoder):
             return x
         from narbench.baselines.floors import wl_weighted_features
 
-        wl = wl_weighted_features(graphs, self.wl_rounds, WL_DIM, "binary", dtype=np.float64)
+        wl = wl_weighted_features(in_alphabet(graphs, self.vocab, self.wl_alphabet), self.wl_rounds, WL_DIM, "binary",
+                                  dtype=np.float64)
         return np.concatenate([x, np.sqrt(WL_WEIGHT) * graf.unit(wl)], axis=1)
 
     def _key(self, g: float, a: float, dims: int) -> str:

@@ -51,9 +51,9 @@ OPTIONAL_FIELDS = ("compile", "epochs", "curve", "holdout")
 #: behaviour before them: at that value a parameter is hashed as absent, so those runs keep their hash
 #: (`ours-ft`'s `stage1_positive`, issue 39; `best-floor`'s `holdout` and `fuse`, `graf-lda`'s `holdout`,
 #: `sources` and `wl_rounds`, issue 38; `gps`' `norm_stats`, whose old value a file on `real` implies instead:
-#: `narbench.eval.olddefaults`).
+#: `narbench.eval.olddefaults`; `graf-lda`'s `wl_alphabet`, issue 59).
 ADDED_PARAMS = {"stage1_positive": "context", "holdout": "family", "fuse": 1, "sources": "ignore", "wl_rounds": 0,
-                "norm_stats": "once"}
+                "norm_stats": "once", "wl_alphabet": "ops"}
 _ABSENT = object()
 
 

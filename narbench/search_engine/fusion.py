@@ -16,22 +16,25 @@ search keeps its one path (`engine.run_search`) and its cost: `dims + wl_dim` is
 Only an encoder whose coordinates come in order of importance can be cut to its leading axes
 (`ORDERED`: `graf-lda`, whose axes are the discriminant's by decreasing eigenvalue); the index
 then stores only those axes of what it fitted. An index asks for a fusion through its parameters
-(`fuse_wl=SHARE`, and `fuse_dims`, `fuse_wl_dim`; `narbench index build --param fuse_wl=0.5`,
+(`fuse_wl=SHARE`, and `fuse_dims`, `fuse_wl_dim`, `fuse_wl_alphabet`; `narbench index build --param fuse_wl=0.5`,
 `index_build.DEFAULT_PARAMS`); its header records it (`fusion`), and `SearchIndex.encoder` wraps
 the rebuilt encoder in `FusedEncoder`, so a query embeds as the corpus did.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
+from narbench.data.roles import check_alphabet, in_alphabet
+
 #: encoders whose leading coordinates carry the most, and the fitted buffer whose columns are those axes
 ORDERED: dict[str, str] = {"graf-lda": "projection"}
 #: the parameters of a fusion, given among an index's encoder parameters (`split_params`)
-KEYS = {"fuse_wl": "share", "fuse_dims": "dims", "fuse_wl_dim": "wl_dim"}
+KEYS = {"fuse_wl": "share", "fuse_dims": "dims", "fuse_wl_dim": "wl_dim", "fuse_wl_alphabet": "wl_alphabet"}
 #: the `wl` floor's rounds (its own default: `wl`'s vectors)
 WL_ROUNDS = 3
 
@@ -39,12 +42,14 @@ WL_ROUNDS = 3
 @dataclass(frozen=True)
 class Fusion:
     """`share`: WL's weight in the score (0 < share < 1); `dims`: the encoder's leading axes kept;
-    `wl_dim`: WL's hashed width."""
+    `wl_dim`: WL's hashed width; `wl_alphabet`: what WL reads a node's op as (`narbench.data.roles`: `ops`, the
+    vocabulary; `roles`, every activation one op and every normalisation one op)."""
 
     share: float
     dims: int = 128
     wl_dim: int = 128
     wl: str = "wl"
+    wl_alphabet: str = "ops"
 
     def __post_init__(self) -> None:
         if isinstance(self.share, bool) or not isinstance(self.share, (int, float)) or not 0 < self.share < 1:
@@ -53,6 +58,7 @@ class Fusion:
         for key, value in (("fuse_dims", self.dims), ("fuse_wl_dim", self.wl_dim)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{key} must be a positive integer, got {value!r}")
+        check_alphabet(self.wl_alphabet, "fuse_wl_alphabet")
 
     @property
     def width(self) -> int:
@@ -60,15 +66,20 @@ class Fusion:
 
     def record(self) -> dict[str, Any]:
         """What an index header keeps (`from_record` reads it back)."""
-        return {**asdict(self), "wl_rounds": WL_ROUNDS, "rule": "(1 - share) * cosine(encoder's leading dims axes)"
+        record = asdict(self)
+        if self.wl_alphabet == "ops":  # an index written before the alphabet existed reads as `ops`
+            del record["wl_alphabet"]
+        return {**record, "wl_rounds": WL_ROUNDS, "rule": "(1 - share) * cosine(encoder's leading dims axes)"
                 " + share * cosine(wl hashed to wl_dim)"}
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> "Fusion":
-        return cls(float(record["share"]), int(record["dims"]), int(record["wl_dim"]), str(record.get("wl", "wl")))
+        return cls(float(record["share"]), int(record["dims"]), int(record["wl_dim"]), str(record.get("wl", "wl")),
+                   str(record.get("wl_alphabet", "ops")))
 
     def describe(self) -> str:
-        return f"fused with {self.wl} at {self.share:g}"
+        on = "" if self.wl_alphabet == "ops" else f" on op {self.wl_alphabet}"
+        return f"fused with {self.wl}{on} at {self.share:g}"
 
 
 def split_params(encoder: str, params: dict[str, Any]) -> tuple[dict[str, Any], Fusion | None]:
@@ -115,11 +126,12 @@ def wl_encoder(num_ops: int, profile, fusion: Fusion):
 
 
 class FusedEncoder:
-    """An index's fitted encoder and the `wl` floor, embedding as the fused index's rows (`combine`)."""
+    """An index's fitted encoder and the `wl` floor, embedding as the fused index's rows (`combine`); `vocab`:
+    the index's op names (WL reads them in the fusion's alphabet)."""
 
-    def __init__(self, primary, fusion: Fusion, num_ops: int, profile) -> None:
-        self.primary, self.fusion = primary, fusion
-        self.wl = wl_encoder(num_ops, profile, fusion)
+    def __init__(self, primary, fusion: Fusion, vocab: Sequence[str], profile) -> None:
+        self.primary, self.fusion, self.vocab = primary, fusion, tuple(vocab)
+        self.wl = wl_encoder(len(self.vocab), profile, fusion)
 
     def eval(self) -> "FusedEncoder":
         self.primary.eval()
@@ -127,7 +139,8 @@ class FusedEncoder:
 
     def parts(self, trainer, graphs) -> tuple[np.ndarray, np.ndarray]:
         """(the encoder's leading `dims` axes, WL's hashed counts), float32."""
-        primary, wl = (self.primary.embed(trainer, graphs), self.wl.embed(trainer, graphs))
+        primary = self.primary.embed(trainer, graphs)
+        wl = self.wl.embed(trainer, in_alphabet(graphs, self.vocab, self.fusion.wl_alphabet))
         primary = primary.detach().cpu().numpy() if hasattr(primary, "detach") else np.asarray(primary)
         return primary[:, : self.fusion.dims], wl.detach().cpu().numpy()  # `wl` gives a tensor
 

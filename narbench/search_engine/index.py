@@ -266,7 +266,7 @@ def _fused(index: SearchIndex, encoder):
     from narbench.search_engine.fusion import FusedEncoder, Fusion
     from narbench.train.profiles import get_profile
 
-    return FusedEncoder(encoder, Fusion.from_record(index.header["fusion"]), len(index.vocab),
+    return FusedEncoder(encoder, Fusion.from_record(index.header["fusion"]), index.vocab,
                         get_profile(index.header["profile"]))
 
 
@@ -284,6 +284,7 @@ def _rebuild_encoder(index: SearchIndex):
             splitter = registry.load("splitter", enc["splitter"]["name"])(**enc["splitter"]["params"])
         encoder = encoder_cls(enc["num_ops"], enc["num_classes"], get_profile(index.header["profile"]), splitter)
         apply_params(encoder, enc["params"])
+        encoder.use_vocabulary(index.vocab)  # as when it was fitted (`index_build.fit_encoder`)
         if enc["weights"]:
             state = {k: torch.from_numpy(np.array(index.arrays[f"weight:{k}"])) for k in enc["weights"]}
             encoder.load_state_dict(state)

@@ -108,12 +108,13 @@ def fit_encoder(cfg: IndexConfig, ds, train: np.ndarray | None = None, *, consol
     with plugin_call("encoder", cfg.encoder, "its constructor"):  # a plugin's error: one line naming it
         encoder = encoder_cls(len(ds.vocab), labels.num_ce_classes, profile, splitter)
     apply_params(encoder, params)
+    encoder.use_vocabulary(ds.vocab)  # as the runner gives it: an encoder may read ops by name
     with plugin_call("encoder", cfg.encoder, "fit()"):
         encoder.fit(trainer, [graphs[i] for i in train], labels)
     embedder = encoder
     if fusion is not None:
         cut(encoder, cfg.encoder, fusion)
-        embedder = FusedEncoder(encoder, fusion, len(ds.vocab), profile)
+        embedder = FusedEncoder(encoder, fusion, ds.vocab, profile)
     return Fitted(encoder, encoder_cls, splitter_name, splitter, params, fusion, labels, np.asarray(train), trainer,
                   embedder)
 

@@ -29,10 +29,8 @@ from typing import Sequence
 
 import numpy as np
 
-#: Pointwise nonlinearities that zoo variants swap (`act_layer=`); gates (sigmoid, tanh) are not.
-ACTIVATIONS = ("relu", "relu6", "gelu", "silu", "hardswish", "mish", "elu", "leakyrelu", "prelu")
-#: Normalisations packages choose between.
-NORMS = ("batchnorm", "layernorm", "rmsnorm", "groupnorm")
+from narbench.data.roles import ACTIVATIONS, NORMS  # the ops of a role (`narbench.data.roles`)
+
 #: Ops after which an activation or a normalisation may be inserted.
 ANCHORS = ("linear", "conv")
 
