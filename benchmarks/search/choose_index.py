@@ -235,7 +235,7 @@ def side_indexes(fitted, members: list[Candidate], sub, dataset: str):
             yield cand, index, lambda qs, index=index: np.concatenate(
                 [index.embed(qs[lo: lo + 512]) for lo in range(0, len(qs), 512)])
             continue
-        shape = (fusion.dims, fusion.wl_dim)
+        shape = (fusion.dims, fusion.wl_dim, fusion.wl_alphabet)  # what the parts depend on (not the share)
         if shape not in parts:
             encoder = copy.deepcopy(fitted.encoder)
             cut(encoder, cand.encoder, fusion)
