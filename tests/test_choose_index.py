@@ -92,3 +92,28 @@ def test_the_source_side_holds_out_each_shared_familys_smallest_source_once():
         g.source = "zoo-a"
     with pytest.raises(ValueError, match="two sources"):
         source_folds(ds)
+
+
+def test_fusions_in_two_alphabets_from_one_fit_keep_their_own_parts():
+    """Candidates that differ only in their fusion share one fit; one reading WL in op roles must not reuse the
+    WL part of one reading it in ops (each index's rows and its query embedding agree; the two differ)."""
+    from benchmarks.search.choose_index import Candidate, side_dataset, side_indexes
+    from narbench.data.dataset import GraphDataset
+    from narbench.search_engine.index_build import IndexConfig, fit_encoder
+
+    toy = _real_like()
+    names = ["relu", "gelu", "linear", "add", "layernorm", "rmsnorm", "conv", "softmax"]  # two roles among op0-op5
+    ds = GraphDataset("toy", "0", names, toy.graphs, toy.sha256, toy.split, splits=toy.splits)
+    side = validation_side(ds, "standard")
+    sub = side_dataset(ds, side)
+    where = {int(p): i for i, p in enumerate(side.index)}
+    pool = np.array([where[int(p)] for p in side.pool])
+    own = {"holdout": "family", "wl_rounds": 1}
+    fitted = fit_encoder(IndexConfig(encoder="graf-lda", dataset="toy", params=own, progress=False), sub, train=pool)
+    members = [Candidate("ops", "graf-lda", {**own, "fuse_wl": 0.5}),
+               Candidate("roles", "graf-lda", {**own, "fuse_wl": 0.5, "fuse_wl_alphabet": "roles"})]
+    out = {cand.label: (index, embed(sub.core_graphs[:8])) for cand, index, embed in side_indexes(fitted, members,
+                                                                                                   sub, "toy")}
+    (ops_index, ops_q), (roles_index, roles_q) = out["ops"], out["roles"]
+    assert not np.allclose(ops_index.embeddings, roles_index.embeddings, atol=1e-3)
+    assert not np.allclose(ops_q, roles_q, atol=1e-3)
