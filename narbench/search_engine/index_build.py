@@ -21,8 +21,10 @@ from narbench.search_engine.weak import WEAK_QUANTILE, WEAK_SAMPLE, model_group,
 
 #: Encoder parameters an index uses unless told otherwise (compact, measured to stay faithful); `fuse_wl`:
 #: graf-lda's index is fused with WL at that share, chosen on validation (benchmarks/search/choose_index.py)
-DEFAULT_PARAMS: dict[str, dict[str, Any]] = {"wl": {"dim": 256},
-                                              "graf-lda": {"holdout": "cross-source", "wl_rounds": 3, "fuse_wl": 0.2}}
+DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
+    "wl": {"dim": 256},
+    "graf-lda": {"holdout": "cross-source", "wl_rounds": 3, "wl_alphabet": "roles", "fuse_wl": 0.2,
+                 "fuse_wl_alphabet": "roles"}}
 
 
 @dataclass(frozen=True)
