@@ -365,6 +365,28 @@ def test_compare_folds_repeated_blocks_and_marks_shared_and_missing_structure():
     assert unfolded["blocks"] == 0 and len(unfolded["nodes"]) == a.num_nodes
 
 
+def test_compare_in_roles_marks_a_relu_network_and_its_gelu_twin_as_wired_alike():
+    """For an index that reads activations and norms by role, the pair view reads them so too: a ReLU/BatchNorm
+    chain beside its GELU/LayerNorm twin is matched everywhere and differs nowhere; read by op, the activations
+    and norms differ. The nodes keep their own names either way."""
+    from narbench.data.graph import ArchGraph
+    from narbench.explorer.compare import compare
+
+    ops, edges = [0], []
+    for _ in range(3):
+        i = len(ops)
+        ops += [1, 2, 3, 4]  # conv, act, norm, add
+        edges += [(i - 1, i), (i, i + 1), (i + 1, i + 2), (i + 2, i + 3), (i - 1, i + 3)]
+    graph = ArchGraph(np.array(ops), np.array(edges).T, "g", "f", "cnn")
+    relu, gelu = ["input", "conv", "relu", "batchnorm", "add"], ["input", "conv", "gelu", "layernorm", "add"]
+    by_op, by_role = compare(graph, relu, graph, gelu, fold=False), compare(graph, relu, graph, gelu, fold=False,
+                                                                            roles=True)
+    assert by_role["query"]["matched"] == 1.0 and by_role["query"]["differs"] == 0
+    assert by_op["query"]["matched"] < 0.5 and by_op["query"]["differs"] == 6  # 3 relu + 3 batchnorm
+    assert {n["label"] for n in by_role["hit"]["nodes"]} >= {"gelu", "layernorm"}
+    assert "(activations and norms by role)" in by_role["why"] and "by role" not in by_op["why"]
+
+
 def test_search_by_index_name_then_the_hit_beside_the_query(searcher, resnet):
     name, graph = resnet
     client = _search_client(searcher)

@@ -375,6 +375,27 @@ def test_explain_names_shared_ops():
     assert "largest difference: Relu (+4 in the query)" in line
 
 
+def test_explain_counts_ops_by_role_for_an_index_that_reads_them_so():
+    """A ReLU network against its GELU twin: by op, the activations differ entirely; by role (how an index in roles
+    reads them) they are one op and the line says so."""
+    query, hit = {"conv": 4, "relu": 4, "batchnorm": 4}, {"conv": 4, "gelu": 4, "layernorm": 3}
+    plain = explain(query, hit)
+    assert plain.startswith("21% of their op counts overlap; most shared: conv x4")
+    by_role = explain(query, hit, roles=True)
+    assert by_role.startswith("92% of their op counts overlap (activations and norms by role); most shared: "
+                              "activation x4, conv x4, norm x3")
+    assert by_role.endswith("largest difference: norm (+1 in the query)")
+
+
+def test_only_an_index_in_roles_explains_by_role(index):
+    from narbench.search_engine.index import SearchIndex
+
+    assert index.reads_roles == ("roles" in (index.header.get("fusion") or {}).get("wl_alphabet", ""))
+    ops = SearchIndex({"encoder": {"params": {"holdout": "family"}}, "fusion": {"share": 0.2}}, {})
+    roles = SearchIndex({"encoder": {"params": {"wl_alphabet": "roles"}}}, {})
+    assert not ops.reads_roles and roles.reads_roles
+
+
 def test_splice_connects_producers_to_consumers():
     edges = np.array([[0, 1, 1, 2], [1, 2, 3, 3]])
     out = splice(edges, np.array([True, False, True, True]))

@@ -10,6 +10,9 @@ the structure they share marked.
   Explorer folds repeated layers. Folding changes the drawing, never the marks: a block is
   matched when all its nodes are, differing when any is.
 - The op-count overlap line is the CLI's (`narbench.search_engine.engine.explain`).
+- `roles=True` (a search in an index that reads activations and norms by role, `narbench.data.roles`):
+  marks and the overlap line read every op of a role as the role, as that index does (a ReLU network
+  beside its GELU twin is wired alike); the nodes keep their own op names.
 
 Both graphs are compared by op *name* (a query extracted in the index's vocabulary, a corpus graph
 in its dataset's), so their op-id tables need not agree.
@@ -97,22 +100,29 @@ def draw(graph: ArchGraph, names: list[str], matched: np.ndarray, differs: np.nd
             "matched": float(matched.mean()) if n else 0.0, "differs": int(differs.sum())}
 
 
-def compare(a: ArchGraph, a_vocab: list[str], b: ArchGraph, b_vocab: list[str], *, fold: bool = True) -> dict[str, Any]:
-    """Both graphs drawn with their shared structure marked, and the op-count overlap line."""
+def compare(a: ArchGraph, a_vocab: list[str], b: ArchGraph, b_vocab: list[str], *, fold: bool = True,
+            roles: bool = False) -> dict[str, Any]:
+    """Both graphs drawn with their shared structure marked, and the op-count overlap line (`roles`: module
+    docstring)."""
+    from narbench.data.roles import ROLES
     from narbench.search_engine.engine import explain
     from narbench.splitters.motif import encode_levels
 
+    role_of = {op: role for role, ops in ROLES.items() for op in ops} if roles else {}
+    a_keys, b_keys = ([role_of.get(n, n) for n in vocab] for vocab in (a_vocab, b_vocab))
     common: dict[str, int] = {}
-    ga, gb = _named(a, a_vocab, common), _named(b, b_vocab, common)
-    names = list(common)  # ids were given in insertion order
+    ga, gb = _named(a, a_keys, common), _named(b, b_keys, common)
+    keys = list(common)  # ids were given in insertion order
     la, lb = encode_levels(ga, STEPS, children=True)[-1], encode_levels(gb, STEPS, children=True)[-1]
     ops_a, ops_b = set(ga.ops.tolist()), set(gb.ops.tolist())
     out = {}
-    for side, g, mine, other, other_ops in (("query", ga, la, lb, ops_b), ("hit", gb, lb, la, ops_a)):
+    for side, g, mine, other, other_ops, own, vocab in (("query", ga, la, lb, ops_b, a, a_vocab),
+                                                         ("hit", gb, lb, la, ops_a, b, b_vocab)):
+        labels = [vocab[o] if 0 <= o < len(vocab) else f"op{o}" for o in own.ops.tolist()]  # the ops' own names
         matched = np.isin(mine, other)
         differs = ~np.isin(g.ops, np.fromiter(other_ops, dtype=np.int64, count=len(other_ops)))
-        out[side] = draw(g, [names[o] for o in g.ops.tolist()], matched, differs, fold=fold)
-    counts_a = Counter(names[o] for o in ga.ops.tolist())
-    counts_b = Counter(names[o] for o in gb.ops.tolist())
-    out["why"] = explain(dict(counts_a), dict(counts_b))
+        out[side] = draw(g, labels, matched, differs, fold=fold)
+    counts_a = Counter(keys[o] for o in ga.ops.tolist())
+    counts_b = Counter(keys[o] for o in gb.ops.tolist())
+    out["why"] = explain(dict(counts_a), dict(counts_b), roles=roles)
     return out

@@ -175,7 +175,7 @@ class Searcher:
         if hit not in graphs:
             raise NotFound(f"no graph {hit!r} in the index's dataset")
         graph, qvocab, label = self._queries[query_id]
-        out = compare(graph, qvocab, graphs[hit], vocab)
+        out = compare(graph, qvocab, graphs[hit], vocab, roles=self.index().reads_roles)
         out["query"]["name"] = label
         return out
 

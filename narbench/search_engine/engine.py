@@ -117,19 +117,34 @@ def _short(op: str) -> str:
     return op.removesuffix("Backward0").removesuffix("Backward1")
 
 
-def explain(query_ops: dict[str, int], hit_ops: dict[str, int], top: int = 3) -> str:
-    """One line on why two graphs are close: op-histogram overlap and the ops they share most."""
+def explain(query_ops: dict[str, int], hit_ops: dict[str, int], top: int = 3, roles: bool = False) -> str:
+    """One line on why two graphs are close: op-histogram overlap and the ops they share most; with `roles` (an
+    index that reads activations and norms by role, `narbench.data.roles`) their ops counted by role, as it reads them."""
+    if roles:
+        query_ops, hit_ops = by_role(query_ops), by_role(hit_ops)
     ops = set(query_ops) | set(hit_ops)
     shared = {op: min(query_ops.get(op, 0), hit_ops.get(op, 0)) for op in ops}
     union = sum(max(query_ops.get(op, 0), hit_ops.get(op, 0)) for op in ops)
     overlap = sum(shared.values()) / union if union else 0.0
     most = [f"{_short(op)} x{c}" for op, c in sorted(shared.items(), key=lambda kv: (-kv[1], kv[0]))[:top] if c]
     diff = max(ops, key=lambda op: (abs(query_ops.get(op, 0) - hit_ops.get(op, 0)), op), default=None)
-    line = f"{overlap:.0%} of their op counts overlap; most shared: {', '.join(most) or 'none'}"
+    line = (f"{overlap:.0%} of their op counts overlap{' (activations and norms by role)' if roles else ''}; "
+            f"most shared: {', '.join(most) or 'none'}")
     if diff is not None and query_ops.get(diff, 0) != hit_ops.get(diff, 0):
         delta = query_ops.get(diff, 0) - hit_ops.get(diff, 0)
         line += f"; largest difference: {_short(diff)} ({'+' if delta > 0 else ''}{delta} in the query)"
     return line
+
+
+def by_role(ops: dict[str, int]) -> dict[str, int]:
+    """Op counts with every op of a role (`narbench.data.roles.ROLES`) counted under the role's name."""
+    from narbench.data.roles import ROLES
+
+    role_of = {op: role for role, members in ROLES.items() for op in members}
+    out: dict[str, int] = {}
+    for op, count in ops.items():
+        out[role_of.get(op, op)] = out.get(role_of.get(op, op), 0) + count
+    return out
 
 
 def no_fit_line(result: SearchResult) -> str:
@@ -270,7 +285,7 @@ def run_search(target: Any, k: int = 10, *, encoder: str | None = None, index: S
     hits, duplicates = _rank(index, vec, query.row, digest, max(k, outside.K), backend)
     score, no_fit = outside.judge(index, hits, num_nodes)  # from the first K hits, whatever k
     hits = hits[:k]
-    why = explain(query.ops, index.op_counts(index.row_of(hits[0].name))) if hits else ""
+    why = explain(query.ops, index.op_counts(index.row_of(hits[0].name)), roles=index.reads_roles) if hits else ""
     timings = {"index": t_index, "target": query.info.pop("seconds", 0.0), "embed": t_embed,
                "total": time.perf_counter() - t0}
     return query, SearchResult(

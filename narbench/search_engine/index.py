@@ -139,6 +139,12 @@ class SearchIndex:
                 "coarse": h["coarse_labels"][a["coarse"][row]], "source": h["sources"][a["source"][row]],
                 "num_nodes": int(a["num_nodes"][row]), "num_edges": int(a["num_edges"][row])}
 
+    @property
+    def reads_roles(self) -> bool:
+        """Whether the index reads activations and norms by role (`narbench.data.roles`) in any of its parts."""
+        fusion, params = self.header.get("fusion") or {}, self.header["encoder"].get("params") or {}
+        return "roles" in (fusion.get("wl_alphabet"), params.get("wl_alphabet"))
+
     def op_counts(self, row: int) -> dict[str, int]:
         """{op name: count} of the graph in `row`."""
         a = self.arrays
