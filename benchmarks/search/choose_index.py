@@ -110,16 +110,18 @@ def side_dataset(ds, side: Side):
     return GraphDataset(ds.name, ds.version, list(ds.vocab), graphs, ds.sha256, split, meta=ds.meta)
 
 
-def source_folds(ds, seed: int = 0, folds: int = SOURCE_FOLDS) -> list[Side]:
-    """The `source` side's folds: of `standard`'s `quick` training graphs (seed `seed`), for the families two
-    sources implement (in a seeded order, every `folds`-th one to a fold), the graphs of the family's smallest
-    source (ties: the first name) are the fold's queries; every other training graph is its pool, and the
-    training graphs are its index. ValueError when no family has two sources."""
+def source_folds(ds, seed: int = 0, folds: int = SOURCE_FOLDS, train: np.ndarray | None = None) -> list[Side]:
+    """The `source` side's folds: of `standard`'s `quick` training graphs (seed `seed`; or the positions `train`),
+    for the families two sources implement (in a seeded order, every `folds`-th one to a fold), the graphs of the
+    family's smallest source (ties: the first name) are the fold's queries; every other training graph is its
+    pool, and the training graphs are its index. ValueError when no family has two sources."""
     from narbench.eval.holdout import smallest_sources
     from narbench.harness.runner import select
     from narbench.train.profiles import get_profile
 
-    train = np.sort(select(ds, get_profile("quick"), seed, "standard")[0])
+    if train is None:
+        train = select(ds, get_profile("quick"), seed, "standard")[0]
+    train = np.sort(np.asarray(train))
     held = smallest_sources([str(ds.graphs[i].family) for i in train], [ds.graphs[i].source for i in train])
     if not held:
         raise ValueError("no family has training graphs from two sources; no source side")
@@ -135,6 +137,11 @@ def source_folds(ds, seed: int = 0, folds: int = SOURCE_FOLDS) -> list[Side]:
 
 def quality(index, graphs: list, pool: np.ndarray, val: np.ndarray) -> dict[str, float]:
     """The validation queries `val` searching the pool `pool` (positions into `graphs`) in the index's rows."""
+    return {m: float(v.mean()) for m, v in per_query(index, graphs, pool, val).items()}
+
+
+def per_query(index, graphs: list, pool: np.ndarray, val: np.ndarray) -> dict[str, np.ndarray]:
+    """`quality`'s figures per query (`QUALITY`'s order, arrays over `val`)."""
     import torch
 
     from narbench.eval.metrics import score_rankings
@@ -147,12 +154,12 @@ def quality(index, graphs: list, pool: np.ndarray, val: np.ndarray) -> dict[str,
     ranked, _ = top_k_cosine(q, c, 100, tiebreak=tiebreak_keys([graphs[i] for i in pool]))
     labels = relevance_labels(graphs)  # real 2.3: a graph's every family (relevant: sharing one)
     lab_q, lab_c = labels[val], labels[pool]
-    means, _ = score_rankings(lab_q, lab_c, ranked.numpy(), ks=(20,))
+    _, each = score_rankings(lab_q, lab_c, ranked.numpy(), ks=(20,))
     fams_q = [set(families_of(lab)) for lab in lab_q.tolist()]
     fams_c = [set(families_of(lab)) for lab in lab_c.tolist()]
     hits = np.array([[bool(fams_q[i] & fams_c[j]) for j in row[:10]] for i, row in enumerate(ranked.numpy().tolist())])
-    return {**{m: float(means[m]) for m in QUALITY[:3]}, "family@1": float(hits[:, 0].mean()),
-            "p@10": float(hits.mean())}
+    return {**{m: np.asarray(each[m], dtype=np.float64) for m in QUALITY[:3]}, "family@1": hits[:, 0].astype(float),
+            "p@10": hits.mean(axis=1)}
 
 
 def side_edits(ds, side: Side, graphs_per_cell: int, seed: int) -> dict:
