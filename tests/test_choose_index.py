@@ -88,6 +88,9 @@ def test_the_source_side_holds_out_each_shared_familys_smallest_source_once():
         for fam in {ds.graphs[i].family for i in fold.val}:  # still findable: its other source in the pool
             assert any(ds.graphs[i].family == fam and ds.graphs[i].source == "zoo-a" for i in fold.pool)
             assert all(ds.graphs[i].source == "zoo-a" for i in fold.pool if ds.graphs[i].family == fam)
+    wide = source_folds(ds, seed=0, folds=2, train=ds.get_split("standard").train[::2])  # given training graphs
+    assert all(set(f.index) == set(ds.get_split("standard").train[::2].tolist()) for f in wide)
+    assert all(set(f.val) <= set(f.index) for f in wide)
     for g in ds.graphs:
         g.source = "zoo-a"
     with pytest.raises(ValueError, match="two sources"):
