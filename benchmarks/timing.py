@@ -20,6 +20,17 @@ from types import ModuleType
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def study_parser(doc: str):
+    """The argument parser of a study script (its docstring's first line as description): `--dataset` (default
+    `real`) and `--out` (a folder for results.json, `report`); a script adds its own options."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument("--dataset", default="real")
+    parser.add_argument("--out", type=Path, default=None, help="write results.json into this folder")
+    return parser
+
+
 def line(name: str, **fields) -> None:
     """Print one figure line: `name key=value ...` (floats with 4 significant digits, strings as given)."""
     parts = [name]

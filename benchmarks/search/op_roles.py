@@ -12,14 +12,12 @@ query or wild-set model is read.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 
-from benchmarks.timing import line, report
+from benchmarks.timing import line, report, study_parser
 
 
 def op_shares(graphs: list, num_ops: int) -> np.ndarray:
@@ -47,10 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     from narbench.data.dataset import load_dataset
     from narbench.data.roles import ROLES
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--dataset", default="real")
+    parser = study_parser(__doc__)
     parser.add_argument("--top", type=int, default=12)
-    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     ds = load_dataset(args.dataset)
     diff, families = differences(ds, source_folds(ds))

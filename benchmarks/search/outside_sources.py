@@ -18,13 +18,11 @@ sources flagged); and each score's trade-off with its threshold at a share of th
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
 import numpy as np
 
-from benchmarks.timing import line, report
+from benchmarks.timing import line, report, study_parser
 
 #: shares of held-out-source queries flagged at which the trade-off is printed
 LEVELS = (0.05, 0.10, 0.15, 0.20)
@@ -36,10 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     from narbench.search_engine.outside import NEAREST
     from narbench.search_engine.outside_fit import fit, nearest_other, query_features, validation_queries
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--dataset", default="real")
+    parser = study_parser(__doc__)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
 
     ds = load_dataset(args.dataset)

@@ -14,15 +14,13 @@ then the `source` side's two folds and the `standard` side (quality only, no edi
 
 from __future__ import annotations
 
-import argparse
 import copy
 import sys
 import types
-from pathlib import Path
 
 import numpy as np
 
-from benchmarks.timing import line, report
+from benchmarks.timing import line, report, study_parser
 
 #: what is trimmed in each mode
 MODES = {"none": (False, False), "head": (True, False), "embeddings": (False, True), "both": (True, True)}
@@ -70,9 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.search.robustness import validation_side
     from narbench.data.dataset import GraphDataset, load_dataset
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--dataset", default="real")
-    parser.add_argument("--out", type=Path, default=None)
+    parser = study_parser(__doc__)
     args = parser.parse_args(argv)
     base = load_dataset(args.dataset)
     vocab = list(base.vocab)

@@ -16,14 +16,12 @@ revision of the rule, made before that revision's run.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
 
-from benchmarks.timing import line, report
+from benchmarks.timing import line, report, study_parser
 
 METRICS = ("map_capped@20", "family@1", "p@10")
 
@@ -62,11 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.search.choose_index import source_folds
     from narbench.data.dataset import load_dataset
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--dataset", default="real")
+    parser = study_parser(__doc__)
     parser.add_argument("--graphs", choices=("split", "quick"), default="split",
                         help="the training graphs the side is drawn from (default: standard's whole training split)")
-    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     ds = load_dataset(args.dataset)
     train = ds.get_split("standard").train if args.graphs == "split" else None
