@@ -43,7 +43,7 @@ def differences(ds, folds) -> tuple[np.ndarray, list[str]]:
 def main(argv: list[str] | None = None) -> int:
     from benchmarks.search.choose_index import source_folds
     from narbench.data.dataset import load_dataset
-    from narbench.data.roles import ROLES
+    from narbench.data.roles import ROLE_OF
 
     parser = study_parser(__doc__)
     parser.add_argument("--top", type=int, default=12)
@@ -51,15 +51,14 @@ def main(argv: list[str] | None = None) -> int:
     ds = load_dataset(args.dataset)
     diff, families = differences(ds, source_folds(ds))
     mean = diff.mean(axis=0)
-    role_of = {op: role for role, ops in ROLES.items() for op in ops}
     top = []
     for op in np.argsort(-mean, kind="stable")[: args.top].tolist():
         name = ds.vocab[op]
         widest = families[int(np.argmax(diff[:, op]))]
-        top.append({"op": name, "role": role_of.get(name, ""), "mean_abs_share_diff": round(float(mean[op]), 4),
+        top.append({"op": name, "role": ROLE_OF.get(name, ""), "mean_abs_share_diff": round(float(mean[op]), 4),
                     "families_differing_by_1pct": int((diff[:, op] > 0.01).sum()), "widest_family": widest})
         line("op", **top[-1])
-    in_roles = float(mean[[i for i, op in enumerate(ds.vocab) if op in role_of]].sum() / mean.sum())
+    in_roles = float(mean[[i for i, op in enumerate(ds.vocab) if op in ROLE_OF]].sum() / mean.sum())
     line("roles", share_of_the_difference=f"{in_roles:.3f}", families=len(families))
     report({"dataset": f"{ds.name} {ds.version}", "sha256": ds.sha256, "families": families, "top": top,
             "roles_share_of_difference": in_roles}, args.out)

@@ -25,6 +25,8 @@ ACTIVATIONS = ("relu", "relu6", "gelu", "silu", "hardswish", "mish", "elu", "lea
 NORMS = ("batchnorm", "layernorm", "rmsnorm", "groupnorm")
 #: the role groups, each read as one op in the `roles` alphabet
 ROLES = {"activation": ACTIVATIONS, "norm": NORMS}
+#: op name -> its role's name, for the ops of a role
+ROLE_OF = {op: role for role, ops in ROLES.items() for op in ops}
 #: the alphabets a graph's ops can be read in
 ALPHABETS = ("ops", "roles")
 

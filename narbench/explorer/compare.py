@@ -104,25 +104,23 @@ def compare(a: ArchGraph, a_vocab: list[str], b: ArchGraph, b_vocab: list[str], 
             roles: bool = False) -> dict[str, Any]:
     """Both graphs drawn with their shared structure marked, and the op-count overlap line (`roles`: module
     docstring)."""
-    from narbench.data.roles import ROLES
+    from narbench.data.roles import ROLE_OF
     from narbench.search_engine.engine import explain
     from narbench.splitters.motif import encode_levels
 
-    role_of = {op: role for role, ops in ROLES.items() for op in ops} if roles else {}
+    role_of = ROLE_OF if roles else {}
     a_keys, b_keys = ([role_of.get(n, n) for n in vocab] for vocab in (a_vocab, b_vocab))
     common: dict[str, int] = {}
-    ga, gb = _named(a, a_keys, common), _named(b, b_keys, common)
-    keys = list(common)  # ids were given in insertion order
+    ga, gb = _named(a, a_keys, common), _named(b, b_keys, common)  # marks read ops by role when `roles`
     la, lb = encode_levels(ga, STEPS, children=True)[-1], encode_levels(gb, STEPS, children=True)[-1]
     ops_a, ops_b = set(ga.ops.tolist()), set(gb.ops.tolist())
-    out = {}
+    out, counts = {}, []
     for side, g, mine, other, other_ops, own, vocab in (("query", ga, la, lb, ops_b, a, a_vocab),
                                                          ("hit", gb, lb, la, ops_a, b, b_vocab)):
         labels = [vocab[o] if 0 <= o < len(vocab) else f"op{o}" for o in own.ops.tolist()]  # the ops' own names
         matched = np.isin(mine, other)
         differs = ~np.isin(g.ops, np.fromiter(other_ops, dtype=np.int64, count=len(other_ops)))
         out[side] = draw(g, labels, matched, differs, fold=fold)
-    counts_a = Counter(keys[o] for o in ga.ops.tolist())
-    counts_b = Counter(keys[o] for o in gb.ops.tolist())
-    out["why"] = explain(dict(counts_a), dict(counts_b), roles=roles)
+        counts.append(dict(Counter(labels)))
+    out["why"] = explain(*counts, roles=roles)  # `explain` counts by role itself
     return out

@@ -138,12 +138,11 @@ def explain(query_ops: dict[str, int], hit_ops: dict[str, int], top: int = 3, ro
 
 def by_role(ops: dict[str, int]) -> dict[str, int]:
     """Op counts with every op of a role (`narbench.data.roles.ROLES`) counted under the role's name."""
-    from narbench.data.roles import ROLES
+    from narbench.data.roles import ROLE_OF
 
-    role_of = {op: role for role, members in ROLES.items() for op in members}
     out: dict[str, int] = {}
     for op, count in ops.items():
-        out[role_of.get(op, op)] = out.get(role_of.get(op, op), 0) + count
+        out[ROLE_OF.get(op, op)] = out.get(ROLE_OF.get(op, op), 0) + count
     return out
 
 
