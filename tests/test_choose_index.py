@@ -26,6 +26,21 @@ def test_the_rule_keeps_the_best_admissible_and_breaks_ties_by_order():
     assert choose(labels, {"a": 0.9, "wl": 0.5, "b": 0.7, "c": 0.71}, cells)[0] == "c"
 
 
+def test_rule_2_weighs_each_family_once_and_reads_the_first_hit_and_p10():
+    """A side's search score is the mean of family@1 and P@10, each a mean of per-family means: one family's
+    many queries do not outweigh the others (the by-query figures are kept beside them)."""
+    from benchmarks.search.choose_index import BY_FAMILY, search_score, summarise
+
+    each = {"family@1": np.array([1.0, 1.0, 1.0, 0.0]), "p@10": np.array([0.9, 0.9, 0.9, 0.1]),
+            "map_capped@20": np.array([0.5, 0.5, 0.5, 0.5])}
+    row = summarise(each, ["vit", "vit", "vit", "swin"])
+    assert row["family@1"] == pytest.approx(0.75) and row["family@1" + BY_FAMILY] == pytest.approx(0.5)
+    assert row["p@10" + BY_FAMILY] == pytest.approx(0.5)
+    assert search_score(row) == pytest.approx(0.5)
+    row["map_capped@20" + BY_FAMILY] = 1.0  # MAP plays no part in rule 2
+    assert search_score(row) == pytest.approx(0.5)
+
+
 def test_only_the_chosen_graphs_are_edited_and_the_default_is_unchanged():
     from narbench.data.edits import EDIT_KINDS
     from tests.conftest import toy_graphs
