@@ -32,7 +32,8 @@ S_within + g S_src: g = 1 is plain LDA, a larger g penalises the directions alon
 implementations differ (within-class covariance normalisation / nuisance attribute projection, the
 closed-form counterpart of contrastive training with "the same family from another zoo" as
 positives). g in `NUISANCE` is chosen with the shrinkage and the dimensions on the validation split,
-ties keeping the smaller g. `--encoder-param holdout=cross-source` makes that split
+ties keeping the smaller g; `--encoder-param nuisance=G` fixes it instead (issue 59: on search's validation side
+of code from another source, graf-lda's own split kept g = 1 and a fixed 256 put more first hits right). `--encoder-param holdout=cross-source` makes that split
 `narbench.eval.holdout.cross_source_split` (for some families implemented by several sources, one
 source's graphs query the others'), which measures what cross-implementation search asks.
 
@@ -155,9 +156,10 @@ class GrafLdaEncoder(Encoder):
     #: graphs of families several sources implement query the others'); `sources`: `ignore` (plain LDA)
     #: or `nuisance` (the between-source scatter within a family weighted by g in NUISANCE, chosen too)
     #: `wl_rounds`: 0 (graf's features) or the levels of a WL-presence block appended to them;
-    #: `wl_alphabet`: the block's labels read in `ops` or in `roles` (`narbench.data.roles`)
+    #: `wl_alphabet`: the block's labels read in `ops` or in `roles` (`narbench.data.roles`);
+    #: `nuisance`: with `sources=nuisance`, g fixed instead of chosen (0: chosen in NUISANCE)
     PARAMS: ClassVar[dict[str, object]] = {"holdout": "family", "sources": "ignore", "wl_rounds": 0,
-                                           "wl_alphabet": "ops"}
+                                           "wl_alphabet": "ops", "nuisance": 0.0}
 
     def params_changed(self) -> None:
         from narbench.eval.holdout import HOLDOUT_RULES
@@ -171,11 +173,14 @@ class GrafLdaEncoder(Encoder):
             raise ValueError(f"encoder {self.name!r}: wl_rounds must be >= 0 (0: graf's features alone), "
                              f"got {self.wl_rounds}")
         check_alphabet(self.wl_alphabet, f"encoder {self.name!r}: wl_alphabet")
+        if self.nuisance < 0 or (self.nuisance and self.sources != "nuisance"):
+            raise ValueError(f"encoder {self.name!r}: nuisance fixes the weight g of sources=nuisance (a positive "
+                             f"number; 0: chosen on validation), got {self.nuisance:g} with sources={self.sources}")
 
     def config(self) -> dict:
         grid = {"shrinkage": list(SHRINKAGES), "dims": list(DIMS)}
         if self.sources == "nuisance":
-            grid["nuisance"] = list(NUISANCE)
+            grid["nuisance"] = list(self._nuisances())
         return {**super().config(), "uses_labels": "the protocol's classifier label (labels.ce) of the training graphs",
                 "features": "graf" + (f"+wl-binary(rounds={self.wl_rounds},dim={WL_DIM}{self._alphabet_note()})"
                                       if self.wl_rounds else ""),
@@ -187,7 +192,9 @@ class GrafLdaEncoder(Encoder):
         return "" if self.wl_alphabet == "ops" else f",alphabet={self.wl_alphabet}"
 
     def _nuisances(self) -> tuple[float, ...]:
-        return NUISANCE if self.sources == "nuisance" else (1.0,)
+        if self.sources != "nuisance":
+            return (1.0,)
+        return (self.nuisance,) if self.nuisance else NUISANCE
 
     def _features(self, graphs: list[ArchGraph], pairs: np.ndarray) -> np.ndarray:
         x = graf.features(graphs, self.num_ops, np.asarray(pairs, dtype=np.int64), GrafEncoder.weights)

@@ -168,6 +168,35 @@ def test_sources_and_holdout_params_choose_on_their_split_and_hash_apart(toy_dat
             enc.set_params(bad)
 
 
+def test_a_fixed_nuisance_weight_is_the_only_one_tried_and_hashes_apart(toy_dataset, tmp_path):
+    """`nuisance=G` (issue 59) fixes g of `sources=nuisance`: selection tries G alone and records it; 0, the
+    default, hashes as before the parameter existed; G without `sources=nuisance`, or below 0, is refused."""
+    from dataclasses import replace as dc_replace
+
+    from narbench.harness.confighash import config_hash
+    from narbench.harness.runner import RunConfig, run
+    from narbench.harness.sweepplan import planned_fields
+
+    graphs = [dc_replace(g, source=("zoo-a" if i % 3 else "zoo-b")) for i, g in enumerate(toy_dataset.graphs)]
+    data = GraphDataset("toy", "0", list(toy_dataset.vocab), graphs, "0" * 64, toy_dataset.split)
+    params = {"sources": "nuisance", "holdout": "cross-source", "nuisance": 256}
+    cfg = RunConfig(encoder="graf-lda", profile="smoke", device="cpu", out=str(tmp_path / "a"), progress=False,
+                    encoder_params=params)
+    res = run(cfg, dataset=data).result
+    sel = res.config["encoder_stats"]["selection"]
+    assert sel["picked"]["nuisance"] == 256.0 and len(sel["scores"]) == len(graf_lda.GRID)
+    assert res.config["encoder"]["grid"]["nuisance"] == [256.0]
+    chosen = {"sources": "nuisance", "holdout": "cross-source"}
+    fields = {name: planned_fields(RunConfig(encoder="graf-lda", profile="smoke", device="cpu", out="o",
+                                             encoder_params=p))
+              for name, p in (("fixed", params), ("chosen", chosen), ("zero", {**chosen, "nuisance": 0.0}))}
+    assert config_hash(fields["zero"]) == config_hash(fields["chosen"]) != config_hash(fields["fixed"])
+    enc = registry.load("encoder", "graf-lda")(NUM_OPS, 4, get_profile("smoke"))
+    for bad in ({"nuisance": 16.0}, {"sources": "nuisance", "nuisance": -1.0}):
+        with pytest.raises(ValueError, match="nuisance"):
+            enc.set_params(bad)
+
+
 def test_wl_rounds_appends_the_wl_binary_floor_as_one_more_block_and_hashes_apart():
     from narbench.baselines import graf
     from narbench.baselines.floors import wl_weighted_features

@@ -53,7 +53,7 @@ OPTIONAL_FIELDS = ("compile", "epochs", "curve", "holdout")
 #: `sources` and `wl_rounds`, issue 38; `gps`' `norm_stats`, whose old value a file on `real` implies instead:
 #: `narbench.eval.olddefaults`; `graf-lda`'s `wl_alphabet`, issue 59).
 ADDED_PARAMS = {"stage1_positive": "context", "holdout": "family", "fuse": 1, "sources": "ignore", "wl_rounds": 0,
-                "norm_stats": "once", "wl_alphabet": "ops"}
+                "norm_stats": "once", "wl_alphabet": "ops", "nuisance": 0.0}
 _ABSENT = object()
 
 
