@@ -29,7 +29,7 @@ def test_the_rule_keeps_the_best_admissible_and_breaks_ties_by_order():
 def test_rule_2_weighs_each_family_once_and_reads_the_first_hit_and_p10():
     """A side's search score is the mean of family@1 and P@10, each a mean of per-family means: one family's
     many queries do not outweigh the others (the by-query figures are kept beside them)."""
-    from benchmarks.search.choose_index import BY_FAMILY, search_score, summarise
+    from benchmarks.search.index_quality import BY_FAMILY, search_score, summarise
 
     each = {"family@1": np.array([1.0, 1.0, 1.0, 0.0]), "p@10": np.array([0.9, 0.9, 0.9, 0.1]),
             "map_capped@20": np.array([0.5, 0.5, 0.5, 0.5])}

@@ -12,9 +12,8 @@ out (`narbench.harness.curve.hold_out`); `unseen` by model, as the `unseen` spli
 fitted on the pool alone and builds an index (`index_build.fit_encoder` + `assemble`: its parameters,
 projection, float16 rows) of the split's whole training side. Then:
 
-- quality: the validation queries search the pool (index rows, cosine, the benchmark's tie-break) and are
-  scored as a run scores (`score_rankings`: MAP@20 = `map_capped@20`, NDCG@20, MRR@20) and as search
-  is judged (family of the first hit, family precision@10);
+- quality: the validation queries search the pool, scored by `benchmarks.search.index_quality` (as a run scores
+  them, and family@1 and family precision@10, per query and per family);
 - robustness: each validation graph is edited (`benchmarks.search.robustness`: every edit kind, sizes 1-5)
   and searched in the side's index; the rank of the original, its median and 90th percentile per size with
   95% bootstrap intervals.
@@ -47,10 +46,9 @@ rule 2's figure and the `source` side's graphs, before this script had computed 
    the fusions by increasing WL share, then the other floors, then the candidates reading WL in op roles, then
    those treating a family's sources as nuisance.
 
-Why the second revision (validation only, `benchmarks/search/source_wide.py`, run after the first revision's test
-figures were read): the `quick` graphs' `source` side is 113 queries in 21 families, 66 of them `vit`; drawn from the
-whole training split it is 274 in 25 (158 `vit`), and weighed by query or by family the same two fusions swapped
-places. The figure search is judged by is the first hit and the precision of the first ten, not MAP@20.
+Why the second revision (validation only, `benchmarks/search/source_wide.py`): the `quick` `source` side is 113
+queries in 21 families (66 `vit`); weighed by query or by family, two fusions swapped places there and on the whole
+split's 274 in 25. Search is judged by its first hit and the precision of the first ten, not MAP@20.
 
 Candidates added on 2026-11-29, before the second revision's first full run: both parts in op roles, the
 discriminant fitted with a family's sources as nuisance (`graf-lda --encoder-param sources=nuisance --encoder-param
@@ -87,6 +85,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.search.robustness import SIDES, Side, validation_side
+from benchmarks.search.index_quality import BY_FAMILY, QUALITY, SEARCH, per_query, search_score, summarise
 from benchmarks.timing import line
 
 #: WL's shares of a fused index's score tried (fixed before any run)
@@ -98,11 +97,6 @@ METRIC = "map_capped@20"
 #: the side without edits (code of a known family from another source) and its number of folds
 SOURCE = "source"
 SOURCE_FOLDS = 2
-QUALITY = ("map_capped@20", "ndcg@20", "mrr@20", "family@1", "p@10")
-#: rule 2's figures (their mean is a side's search score), each averaged per family first
-SEARCH = ("family@1", "p@10")
-#: the suffix of a figure averaged per family first (every query family counts once)
-BY_FAMILY = "/family"
 
 
 @dataclass(frozen=True)
@@ -168,47 +162,6 @@ def source_folds(ds, seed: int = 0, folds: int = SOURCE_FOLDS, train: np.ndarray
         val_arr = np.sort(train[np.asarray(val, dtype=np.int64)])
         out.append(Side(f"{SOURCE}{fold}", train, np.setdiff1d(train, val_arr), val_arr))
     return [side for side in out if len(side.val)]
-
-
-def quality(index, graphs: list, pool: np.ndarray, val: np.ndarray) -> dict[str, float]:
-    """The validation queries `val` searching the pool `pool` (positions into `graphs`) in the index's rows."""
-    return summarise(per_query(index, graphs, pool, val), [str(graphs[i].family) for i in val])
-
-
-def summarise(each: dict[str, np.ndarray], families: list[str]) -> dict[str, float]:
-    """{figure: mean over queries, figure + BY_FAMILY: mean over the query families of each family's mean}."""
-    fam = np.asarray(families)
-    names = sorted(set(families))
-    out = {m: float(v.mean()) for m, v in each.items()}
-    out.update({m + BY_FAMILY: float(np.mean([v[fam == f].mean() for f in names])) for m, v in each.items()})
-    return out
-
-
-def search_score(row: dict[str, float]) -> float:
-    """Rule 2's figure of one side: the mean of `SEARCH`'s figures, each averaged per family first."""
-    return float(np.mean([row[m + BY_FAMILY] for m in SEARCH]))
-
-
-def per_query(index, graphs: list, pool: np.ndarray, val: np.ndarray) -> dict[str, np.ndarray]:
-    """`quality`'s figures per query (`QUALITY`'s order, arrays over `val`)."""
-    import torch
-
-    from narbench.eval.metrics import score_rankings
-    from narbench.eval.relevance import families_of, relevance_labels
-    from narbench.eval.retrieval import tiebreak_keys, top_k_cosine
-
-    emb = index.embeddings
-    q = torch.from_numpy(emb[[index.row_of(graphs[i].name) for i in val]])
-    c = torch.from_numpy(emb[[index.row_of(graphs[i].name) for i in pool]])
-    ranked, _ = top_k_cosine(q, c, 100, tiebreak=tiebreak_keys([graphs[i] for i in pool]))
-    labels = relevance_labels(graphs)  # real 2.3: a graph's every family (relevant: sharing one)
-    lab_q, lab_c = labels[val], labels[pool]
-    _, each = score_rankings(lab_q, lab_c, ranked.numpy(), ks=(20,))
-    fams_q = [set(families_of(lab)) for lab in lab_q.tolist()]
-    fams_c = [set(families_of(lab)) for lab in lab_c.tolist()]
-    hits = np.array([[bool(fams_q[i] & fams_c[j]) for j in row[:10]] for i, row in enumerate(ranked.numpy().tolist())])
-    return {**{m: np.asarray(each[m], dtype=np.float64) for m in QUALITY[:3]}, "family@1": hits[:, 0].astype(float),
-            "p@10": hits.mean(axis=1)}
 
 
 def side_edits(ds, side: Side, graphs_per_cell: int, seed: int) -> dict:

@@ -37,7 +37,8 @@ def candidates():
 
 def fold_rows(ds, fold, cands) -> dict[str, dict[str, np.ndarray]]:
     """{candidate: {metric: per-query values over the fold's queries}}, each fitted once on the fold's pool."""
-    from benchmarks.search.choose_index import per_query, side_dataset, side_indexes
+    from benchmarks.search.choose_index import side_dataset, side_indexes
+    from benchmarks.search.index_quality import per_query
     from narbench.search_engine.index_build import IndexConfig, fit_encoder, index_params
 
     sub = side_dataset(ds, fold)

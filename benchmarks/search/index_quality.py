@@ -1,0 +1,53 @@
+"""Validation figures of a search index (issue 59): what `choose_index` and the `source` studies score.
+
+The validation queries of a side search its pool in an index's rows (cosine, the benchmark's tie-break) and are
+scored as a run scores (`score_rankings`: MAP@20 = `map_capped@20`, NDCG@20, MRR@20) and as search is judged
+(family of the first hit, family precision@10), per query and averaged over queries or per family first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+QUALITY = ("map_capped@20", "ndcg@20", "mrr@20", "family@1", "p@10")
+#: rule 2's figures (their mean is a side's search score), each averaged per family first
+SEARCH = ("family@1", "p@10")
+#: the suffix of a figure averaged per family first (every query family counts once)
+BY_FAMILY = "/family"
+
+
+def summarise(each: dict[str, np.ndarray], families: list[str]) -> dict[str, float]:
+    """{figure: mean over queries, figure + BY_FAMILY: mean over the query families of each family's mean}."""
+    fam = np.asarray(families)
+    names = sorted(set(families))
+    out = {m: float(v.mean()) for m, v in each.items()}
+    out.update({m + BY_FAMILY: float(np.mean([v[fam == f].mean() for f in names])) for m, v in each.items()})
+    return out
+
+
+def search_score(row: dict[str, float]) -> float:
+    """Rule 2's figure of one side: the mean of `SEARCH`'s figures, each averaged per family first."""
+    return float(np.mean([row[m + BY_FAMILY] for m in SEARCH]))
+
+
+def per_query(index, graphs: list, pool: np.ndarray, val: np.ndarray) -> dict[str, np.ndarray]:
+    """The validation queries `val` searching the pool `pool` (positions into `graphs`) in the index's rows: each
+    of `QUALITY`'s figures per query (arrays over `val`)."""
+    import torch
+
+    from narbench.eval.metrics import score_rankings
+    from narbench.eval.relevance import families_of, relevance_labels
+    from narbench.eval.retrieval import tiebreak_keys, top_k_cosine
+
+    emb = index.embeddings
+    q = torch.from_numpy(emb[[index.row_of(graphs[i].name) for i in val]])
+    c = torch.from_numpy(emb[[index.row_of(graphs[i].name) for i in pool]])
+    ranked, _ = top_k_cosine(q, c, 100, tiebreak=tiebreak_keys([graphs[i] for i in pool]))
+    labels = relevance_labels(graphs)  # real 2.3: a graph's every family (relevant: sharing one)
+    lab_q, lab_c = labels[val], labels[pool]
+    _, each = score_rankings(lab_q, lab_c, ranked.numpy(), ks=(20,))
+    fams_q = [set(families_of(lab)) for lab in lab_q.tolist()]
+    fams_c = [set(families_of(lab)) for lab in lab_c.tolist()]
+    hits = np.array([[bool(fams_q[i] & fams_c[j]) for j in row[:10]] for i, row in enumerate(ranked.numpy().tolist())])
+    return {**{m: np.asarray(each[m], dtype=np.float64) for m in QUALITY[:3]}, "family@1": hits[:, 0].astype(float),
+            "p@10": hits.mean(axis=1)}
