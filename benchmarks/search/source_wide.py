@@ -59,6 +59,7 @@ def fold_rows(ds, fold, cands) -> dict[str, dict[str, np.ndarray]]:
 
 def main(argv: list[str] | None = None) -> int:
     from benchmarks.search.choose_index import source_folds
+    from benchmarks.search.index_quality import BY_FAMILY, summarise
     from narbench.data.dataset import load_dataset
 
     parser = study_parser(__doc__)
@@ -82,11 +83,8 @@ def main(argv: list[str] | None = None) -> int:
                "queries": int(len(fam)), "families": {f: int((fam == f).sum()) for f in sorted(set(fam))},
                "candidates": {}}
     for label, per in values.items():
-        row = {}
-        for m in METRICS:
-            v = np.concatenate(per[m])
-            row[m] = {"queries": round(float(v.mean()), 4),
-                      "families": round(float(np.mean([v[fam == f].mean() for f in sorted(set(fam))])), 4)}
+        means = summarise({m: np.concatenate(per[m]) for m in METRICS}, families)
+        row = {m: {"queries": round(means[m], 4), "families": round(means[m + BY_FAMILY], 4)} for m in METRICS}
         summary["candidates"][label] = row
         line("measured", candidate=label, **{f"{m}_{w}": f"{row[m][w]:.4f}" for m in METRICS
                                              for w in ("queries", "families")})
