@@ -124,8 +124,7 @@ def test_fusions_in_two_alphabets_from_one_fit_keep_their_own_parts():
     ds = GraphDataset("toy", "0", names, toy.graphs, toy.sha256, toy.split, splits=toy.splits)
     side = validation_side(ds, "standard")
     sub = side_dataset(ds, side)
-    where = {int(p): i for i, p in enumerate(side.index)}
-    pool = np.array([where[int(p)] for p in side.pool])
+    pool = side.positions()[0]
     own = {"holdout": "family", "wl_rounds": 1}
     fitted = fit_encoder(IndexConfig(encoder="graf-lda", dataset="toy", params=own, progress=False), sub, train=pool)
     members = [Candidate("ops", "graf-lda", {**own, "fuse_wl": 0.5}),

@@ -188,8 +188,7 @@ def measure_side(ds, side: Side, cands: list[Candidate], args, edit: bool = True
 
     sub = side_dataset(ds, side)
     graphs = sub.core_graphs
-    where = {int(p): i for i, p in enumerate(side.index)}
-    pool, val = (np.array([where[int(p)] for p in part]) for part in (side.pool, side.val))
+    pool, val = side.positions()
     edits = side_edits(ds, side, args.graphs, args.seed) if edit else {}
     flat = [g for edited, _ in edits.values() for g in edited]
     names = [n for _, originals in edits.values() for n in originals]
@@ -391,12 +390,11 @@ def main(argv=None) -> int:
     line("choice", candidate=choice, score=f"{scores[choice]:.4f}", map_mean=f"{maps[choice]:.4f}",
          wall_s=time.perf_counter() - t0)
     if args.out:
-        write_out(args.out, ds, args, cands, quality_rows, cells, (scores, maps), ok, choice, sides_meta)
+        write_out(args.out, ds, args, cands, quality_rows, cells, scores, maps, ok, choice, sides_meta)
     return 0
 
 
-def write_out(out: Path, ds, args, cands, quality_rows, cells, scores, ok, choice, sides_meta) -> None:
-    scores, maps = scores
+def write_out(out: Path, ds, args, cands, quality_rows, cells, scores, maps, ok, choice, sides_meta) -> None:
     out.mkdir(parents=True, exist_ok=True)
     columns = [*QUALITY, *(m + BY_FAMILY for m in QUALITY)]
     with (out / "quality.csv").open("w", newline="") as fh:

@@ -30,24 +30,31 @@ def search_score(row: dict[str, float]) -> float:
     return float(np.mean([row[m + BY_FAMILY] for m in SEARCH]))
 
 
-def per_query(index, graphs: list, pool: np.ndarray, val: np.ndarray) -> dict[str, np.ndarray]:
-    """The validation queries `val` searching the pool `pool` (positions into `graphs`) in the index's rows: each
-    of `QUALITY`'s figures per query (arrays over `val`)."""
+def ranked_pool(index, graphs: list, pool: np.ndarray, val: np.ndarray, k: int) -> np.ndarray:
+    """[len(val), k]: the validation queries `val` searching the pool `pool` (positions into `graphs`) in the
+    index's rows (cosine, the benchmark's tie-break); each row the first k hits as positions into `pool`."""
     import torch
 
-    from narbench.eval.metrics import score_rankings
-    from narbench.eval.relevance import families_of, relevance_labels
     from narbench.eval.retrieval import tiebreak_keys, top_k_cosine
 
     emb = index.embeddings
     q = torch.from_numpy(emb[[index.row_of(graphs[i].name) for i in val]])
     c = torch.from_numpy(emb[[index.row_of(graphs[i].name) for i in pool]])
-    ranked, _ = top_k_cosine(q, c, 100, tiebreak=tiebreak_keys([graphs[i] for i in pool]))
+    return top_k_cosine(q, c, k, tiebreak=tiebreak_keys([graphs[i] for i in pool]))[0].numpy()
+
+
+def per_query(index, graphs: list, pool: np.ndarray, val: np.ndarray) -> dict[str, np.ndarray]:
+    """The validation queries `val` searching the pool `pool` (`ranked_pool`): each of `QUALITY`'s figures per
+    query (arrays over `val`)."""
+    from narbench.eval.metrics import score_rankings
+    from narbench.eval.relevance import families_of, relevance_labels
+
+    ranked = ranked_pool(index, graphs, pool, val, 100)
     labels = relevance_labels(graphs)  # real 2.3: a graph's every family (relevant: sharing one)
     lab_q, lab_c = labels[val], labels[pool]
-    _, each = score_rankings(lab_q, lab_c, ranked.numpy(), ks=(20,))
+    _, each = score_rankings(lab_q, lab_c, ranked, ks=(20,))
     fams_q = [set(families_of(lab)) for lab in lab_q.tolist()]
     fams_c = [set(families_of(lab)) for lab in lab_c.tolist()]
-    hits = np.array([[bool(fams_q[i] & fams_c[j]) for j in row[:10]] for i, row in enumerate(ranked.numpy().tolist())])
+    hits = np.array([[bool(fams_q[i] & fams_c[j]) for j in row[:10]] for i, row in enumerate(ranked.tolist())])
     return {**{m: np.asarray(each[m], dtype=np.float64) for m in QUALITY[:3]}, "family@1": hits[:, 0].astype(float),
             "p@10": hits.mean(axis=1)}

@@ -53,6 +53,11 @@ class Side:
     pool: np.ndarray
     val: np.ndarray
 
+    def positions(self) -> tuple[np.ndarray, np.ndarray]:
+        """(pool, val) as positions into `index` (the rows of the side's own dataset, `side_dataset`)."""
+        where = {int(p): i for i, p in enumerate(self.index)}
+        return tuple(np.array([where[int(p)] for p in part], dtype=np.int64) for part in (self.pool, self.val))
+
 
 @dataclass(frozen=True)
 class Cell:

@@ -32,26 +32,19 @@ def candidates():
 
 def first_hits(ds, fold, cand) -> list[dict]:
     """One row per query of `fold`: its family and source, the first ten hits' families and sources."""
-    import torch
-
     from benchmarks.search.choose_index import side_dataset, side_indexes
+    from benchmarks.search.index_quality import ranked_pool
     from narbench.eval.relevance import families_of, relevance_labels
-    from narbench.eval.retrieval import tiebreak_keys, top_k_cosine
     from narbench.search_engine.index_build import IndexConfig, fit_encoder, index_params
 
     sub = side_dataset(ds, fold)
-    where = {int(p): i for i, p in enumerate(fold.index)}
-    pool, val = (np.array([where[int(p)] for p in part]) for part in (fold.pool, fold.val))
+    pool, val = fold.positions()
     graphs, labels = sub.core_graphs, relevance_labels(sub.core_graphs)
     own = index_params(IndexConfig(encoder=cand.encoder, params=cand.params))[0]
     fitted = fit_encoder(IndexConfig(encoder=cand.encoder, dataset=ds.name, params=own, progress=False), sub, train=pool)
     (_, index, _), = side_indexes(fitted, [cand], sub, ds.name)
-    emb = index.embeddings
-    q = torch.from_numpy(emb[[index.row_of(graphs[i].name) for i in val]])
-    c = torch.from_numpy(emb[[index.row_of(graphs[i].name) for i in pool]])
-    ranked, _ = top_k_cosine(q, c, 10, tiebreak=tiebreak_keys([graphs[i] for i in pool]))
     rows = []
-    for qi, hits in zip(val.tolist(), ranked.numpy().tolist()):
+    for qi, hits in zip(val.tolist(), ranked_pool(index, graphs, pool, val, 10).tolist()):
         rows.append({"family": str(graphs[qi].family), "families": set(families_of(labels[qi])),
                      "source": graphs[qi].source,
                      "hits": [(set(families_of(labels[pool[j]])), graphs[pool[j]].source) for j in hits]})

@@ -42,8 +42,7 @@ def fold_rows(ds, fold, cands) -> dict[str, dict[str, np.ndarray]]:
     from narbench.search_engine.index_build import IndexConfig, fit_encoder, index_params
 
     sub = side_dataset(ds, fold)
-    where = {int(p): i for i, p in enumerate(fold.index)}
-    pool, val = (np.array([where[int(p)] for p in part]) for part in (fold.pool, fold.val))
+    pool, val = fold.positions()
     groups: dict[str, list] = {}
     for cand in cands:
         own = index_params(IndexConfig(encoder=cand.encoder, params=cand.params))[0]
