@@ -134,3 +134,23 @@ def test_fusions_in_two_alphabets_from_one_fit_keep_their_own_parts():
     (ops_index, ops_q), (roles_index, roles_q) = out["ops"], out["roles"]
     assert not np.allclose(ops_index.embeddings, roles_index.embeddings, atol=1e-3)
     assert not np.allclose(ops_q, roles_q, atol=1e-3)
+
+
+def test_the_files_are_written_when_only_the_source_side_ran(tmp_path):
+    """`--sides source` measures no edits: robustness.csv is its header alone, and choice.json is still written."""
+    import csv
+    import json
+    import types
+
+    from benchmarks.search.choose_index import Candidate, write_out
+
+    args = types.SimpleNamespace(graphs=40, seed=0, boot=0, source_graphs="split")
+    ds = types.SimpleNamespace(name="toy", version="0", sha256="0" * 64)
+    row = {m: 0.5 for m in ("map_capped@20", "ndcg@20", "mrr@20", "family@1", "p@10")}
+    row.update({m + "/family": 0.5 for m in list(row)})
+    write_out(tmp_path, ds, args, [Candidate("wl", "wl")], {("wl", "source"): row}, {}, {"wl": 0.5}, {"wl": 0.5},
+              {"wl": True}, "wl", {})
+    with (tmp_path / "robustness.csv").open() as fh:
+        assert list(csv.reader(fh)) == [["candidate", "side", "index", "kind", "size", "n", "median", "median_lo",
+                                         "median_hi", "p90", "p90_lo", "p90_hi", "first", "p99", "worst"]]
+    assert json.loads((tmp_path / "choice.json").read_text())["choice"] == "wl"

@@ -79,12 +79,12 @@ import csv
 import json
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks.search.robustness import SIDES, Side, validation_side
+from benchmarks.search.robustness import SIDES, Cell, Side, validation_side
 from benchmarks.search.index_quality import BY_FAMILY, QUALITY, SEARCH, per_query, search_score, summarise
 from benchmarks.timing import line
 
@@ -404,7 +404,7 @@ def write_out(out: Path, ds, args, cands, quality_rows, cells, scores, maps, ok,
             w.writerow([lab, side, *(f"{row[m]:.6f}" for m in columns)])
     with (out / "robustness.csv").open("w", newline="") as fh:
         rows = [{"candidate": lab, "side": side, **asdict(c)} for (lab, side, _, _), c in cells.items()]
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w = csv.DictWriter(fh, fieldnames=["candidate", "side", *(f.name for f in fields(Cell))])  # none: `source` alone
         w.writeheader()
         w.writerows(rows)
     meta = {"dataset": f"{ds.name} {ds.version}", "sha256": ds.sha256, "sides": sides_meta, "graphs": args.graphs,
