@@ -34,8 +34,9 @@ closed-form counterpart of contrastive training with "the same family from anoth
 positives). g in `NUISANCE` is chosen with the shrinkage and the dimensions on the validation split,
 ties keeping the smaller g; `--encoder-param nuisance=G` fixes it instead (issue 59: on search's validation side
 of code from another source, graf-lda's own split kept g = 1 and a fixed 256 put more first hits right).
-`--encoder-param holdout=cross-source` makes that split `narbench.eval.holdout.cross_source_split` (for some families implemented by several sources, one
-source's graphs query the others'), which measures what cross-implementation search asks.
+`--encoder-param holdout=cross-source` makes that split `narbench.eval.holdout.cross_source_split` (for some
+families implemented by several sources, one source's graphs query the others'), which measures what
+cross-implementation search asks.
 
 **Starting from the floors' features** (issue 38): `--encoder-param wl_rounds=3` appends one more
 unit-length block to graf's, the `wl-binary` floor's features (whether the graph holds each
