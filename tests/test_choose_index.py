@@ -87,7 +87,7 @@ def test_the_source_side_holds_out_each_shared_familys_smallest_source_once():
     """`source` (code of a known family from another source): every family two sources implement is a query
     family in exactly one fold, by its smallest source's graphs; its graphs from the other source stay in that
     fold's pool; a family of one source is never a query; no test graph of `standard` is touched."""
-    from benchmarks.search.choose_index import source_folds
+    from benchmarks.search.index_sides import source_folds
 
     ds = _real_like()
     for i, g in enumerate(ds.graphs):  # vitish and resnetish: two sources (the second smaller); the rest one
@@ -115,7 +115,8 @@ def test_the_source_side_holds_out_each_shared_familys_smallest_source_once():
 def test_fusions_in_two_alphabets_from_one_fit_keep_their_own_parts():
     """Candidates that differ only in their fusion share one fit; one reading WL in op roles must not reuse the
     WL part of one reading it in ops (each index's rows and its query embedding agree; the two differ)."""
-    from benchmarks.search.choose_index import Candidate, side_dataset, side_indexes
+    from benchmarks.search.choose_index import Candidate
+    from benchmarks.search.index_sides import side_dataset, side_indexes
     from narbench.data.dataset import GraphDataset
     from narbench.search_engine.index_build import IndexConfig, fit_encoder
 
@@ -154,3 +155,25 @@ def test_the_files_are_written_when_only_the_source_side_ran(tmp_path):
         assert list(csv.reader(fh)) == [["candidate", "side", "index", "kind", "size", "n", "median", "median_lo",
                                          "median_hi", "p90", "p90_lo", "p90_hi", "first", "p99", "worst"]]
     assert json.loads((tmp_path / "choice.json").read_text())["choice"] == "wl"
+
+
+def test_outside_models_are_scored_by_every_family_they_expect_against_the_whole_index():
+    """The `wildval` side: a model from outside the corpus searches every row of a side's index; its first hit is
+    right when one of the hit's families is one it expects, and P@10 counts such hits; MAP and the rest are NaN."""
+    from benchmarks.search.index_quality import outside_per_query
+    from benchmarks.search.index_sides import side_dataset
+    from narbench.search_engine.index_build import IndexConfig, build_index
+
+    ds = _real_like()
+    sub = side_dataset(ds, validation_side(ds, "standard"))
+    index = build_index(IndexConfig(encoder="wl", dataset="toy", params={"dim": 64}, progress=False), dataset=sub)
+    queries = sub.core_graphs[:6]
+    own = [(g.family,) for g in queries]
+    other = [("no-such-family", g.family) for g in queries]  # a second expected family: still right
+    wrong = [("no-such-family",)] * len(queries)
+    emb = index.embed(queries)
+    right = outside_per_query(index, sub.core_graphs, emb, own)
+    assert right["family@1"].tolist() == [1.0] * 6  # each finds itself first
+    assert np.array_equal(outside_per_query(index, sub.core_graphs, emb, other)["p@10"], right["p@10"])
+    none = outside_per_query(index, sub.core_graphs, emb, wrong)
+    assert not none["family@1"].any() and not none["p@10"].any() and np.isnan(none["map_capped@20"]).all()

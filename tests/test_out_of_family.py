@@ -12,7 +12,7 @@ import pytest
 from narbench.data.dataset import Split
 from narbench.datasets.novel import families_of, novel_split
 from narbench.search_engine.outside import FEATURES, KEY, NEAREST, OutsideScore, features
-from narbench.search_engine.outside_fit import CANDIDATES, FALSE_FLAG, fit
+from narbench.search_engine.outside_fit import CANDIDATES, FALSE_FLAG, OUTSIDE_FALSE_FLAG, fit
 from tests.family_toys import VOCAB, dataset, family_graphs
 
 HELD_MODEL = "m3"  # the in-family test queries: this model of every family the index keeps
@@ -74,6 +74,26 @@ def test_the_threshold_flags_the_share_of_in_family_validation_queries_it_is_set
     for lo, hi in ((0.1, 0.3), (0.4, 0.6), (0.7, 0.9)):
         band = (p >= lo) & (p < hi)
         assert band.sum() > 20 and lo - 0.1 <= y[band].mean() <= hi + 0.1
+
+
+def test_outside_models_of_a_known_family_bound_the_threshold_too():
+    # `wildval`'s in-family models (kind "outside") score higher than the held-out models: fitted without them the
+    # flag fires on far more than 10% of them; with them, on at most 10%, and the record says so
+    rng = np.random.default_rng(1)
+    n, m = 400, 60
+    y = np.array([1] * n + [0] * n + [0] * m + [1] * 10)
+    kinds = np.array(["family"] * n + ["model"] * n + ["outside"] * (m + 10), dtype=object)
+    x = rng.normal(size=(len(y), len(FEATURES)))
+    x[:, FEATURES.index("agree")] -= 1.5 * y + 1.0 * (kinds == "outside") * (y == 0)
+    groups = [f"f{i % 40}" for i in range(len(y))]
+    p_without = fit(x, y, groups, kinds=kinds, outside_false_flag=1.0)
+    p_with = fit(x, y, groups, kinds=kinds)
+    outside = (kinds == "outside") & (y == 0)
+    assert (p_without.scores(x)[outside] >= p_without.threshold).mean() > 0.2
+    flagged = (p_with.scores(x)[outside] >= p_with.threshold).mean()
+    assert flagged <= OUTSIDE_FALSE_FLAG + 1 / m and p_with.threshold > p_without.threshold
+    assert p_with.validation["outside_false_flagged"] == pytest.approx(flagged, abs=1e-4)
+    assert p_with.validation["in_family_outside"] == m and p_with.validation["outside_none"] == 10
 
 
 def test_features_read_the_first_hits():
@@ -218,3 +238,27 @@ def test_validation_queries_hold_out_a_source_of_families_that_two_sources_imple
         others = [c for c in v.corpus.graphs if c.family == g.family]
         assert others and all(c.source != g.source for c in others)
     assert list(v.labels) == [int(k == "family") for k in v.kinds]
+
+
+def test_validation_queries_take_outside_models_by_whether_the_corpus_copy_holds_their_family():
+    """`wildval`'s models join as kind `outside`: in-family when an expected family is in the copy, a positive
+    when none is (`none`, or only a held-out family); the corpus copy is unchanged by them."""
+    import copy
+
+    from narbench.search_engine.outside_fit import validation_queries
+
+    graphs = family_graphs(families=12)
+    split = novel_split(graphs, min_families=2, min_queries=10)
+    val = families_of(graphs, split, "validation")
+    ds = dataset(graphs, {"novel": split})
+    base = validation_queries(ds, graphs)
+    kept = next(f for f in sorted({g.family for g in base.corpus.graphs}))
+    outside = [copy.deepcopy(graphs[0]) for _ in range(3)]
+    for i, g in enumerate(outside):
+        g.name = f"wildval/pkg/m{i}"
+    v = validation_queries(ds, graphs, outside=(outside, [(kept,), (), (val[0],)]))
+    assert [g.name for g in v.corpus.graphs] == [g.name for g in base.corpus.graphs]
+    tail = len(base.queries)
+    assert list(v.kinds[tail:]) == ["outside"] * 3 and list(v.labels[tail:]) == [0, 1, 1]
+    assert v.groups[tail:] == [kept, "wildval/pkg/m1", val[0]]
+    assert list(v.labels[:tail]) == list(base.labels)

@@ -58,3 +58,23 @@ def per_query(index, graphs: list, pool: np.ndarray, val: np.ndarray) -> dict[st
     hits = np.array([[bool(fams_q[i] & fams_c[j]) for j in row[:10]] for i, row in enumerate(ranked.tolist())])
     return {**{m: np.asarray(each[m], dtype=np.float64) for m in QUALITY[:3]}, "family@1": hits[:, 0].astype(float),
             "p@10": hits.mean(axis=1)}
+
+
+def outside_per_query(index, graphs: list, queries_emb: np.ndarray, expected: list[tuple[str, ...]]) -> dict[str, np.ndarray]:
+    """Models from outside the corpus (`wildval`), embedded as the index embeds a query (`queries_emb`), searching
+    every row of the index (`graphs`: the index's graphs, for the tie-break): family@1 and family precision@10 per
+    query (a hit is right when one of its families is one the model expects; the other figures NaN)."""
+    import torch
+
+    from narbench.eval.retrieval import tiebreak_keys, top_k_cosine
+    from narbench.search_engine.index_file import row_families
+
+    by_name = {g.name: g for g in graphs}
+    order = [by_name[n] for n in index.names]
+    top = top_k_cosine(torch.from_numpy(np.asarray(queries_emb, dtype=np.float32)),
+                       torch.from_numpy(np.asarray(index.embeddings, dtype=np.float32)), 10,
+                       tiebreak=tiebreak_keys(order))[0].numpy()
+    hits = np.array([[bool(set(row_families(index, r)) & set(want)) for r in row]
+                     for row, want in zip(top.tolist(), expected)])
+    nan = np.full(len(expected), np.nan)
+    return {**{m: nan for m in QUALITY[:3]}, "family@1": hits[:, 0].astype(float), "p@10": hits.mean(axis=1)}

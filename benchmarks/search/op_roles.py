@@ -41,7 +41,7 @@ def differences(ds, folds) -> tuple[np.ndarray, list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks.search.choose_index import source_folds
+    from benchmarks.search.index_sides import source_folds
     from narbench.data.dataset import load_dataset
     from narbench.data.roles import ROLE_OF
 

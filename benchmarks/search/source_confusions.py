@@ -32,7 +32,7 @@ def candidates():
 
 def first_hits(ds, fold, cand) -> list[dict]:
     """One row per query of `fold`: its family and source, the first ten hits' families and sources."""
-    from benchmarks.search.choose_index import side_dataset, side_indexes
+    from benchmarks.search.index_sides import side_dataset, side_indexes
     from benchmarks.search.index_quality import ranked_pool
     from narbench.eval.relevance import families_of, relevance_labels
     from narbench.search_engine.index_build import IndexConfig, fit_encoder, index_params
@@ -70,7 +70,7 @@ def summary_of(rows: list[dict]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks.search.choose_index import source_folds
+    from benchmarks.search.index_sides import source_folds
     from narbench.data.dataset import load_dataset
 
     args = study_parser(__doc__).parse_args(argv)

@@ -64,7 +64,8 @@ def trim(g, vocab: list[str], head: bool, embeddings: bool):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks.search.choose_index import LDA, SOURCE, Candidate, measure_side, measure_source
+    from benchmarks.search.choose_index import LDA, Candidate
+    from benchmarks.search.index_sides import SOURCE, measure_side, measure_source
     from benchmarks.search.robustness import validation_side
     from narbench.data.dataset import GraphDataset, load_dataset
 

@@ -37,7 +37,7 @@ def candidates():
 
 def fold_rows(ds, fold, cands) -> dict[str, dict[str, np.ndarray]]:
     """{candidate: {metric: per-query values over the fold's queries}}, each fitted once on the fold's pool."""
-    from benchmarks.search.choose_index import side_dataset, side_indexes
+    from benchmarks.search.index_sides import side_dataset, side_indexes
     from benchmarks.search.index_quality import per_query
     from narbench.search_engine.index_build import IndexConfig, fit_encoder, index_params
 
@@ -57,7 +57,7 @@ def fold_rows(ds, fold, cands) -> dict[str, dict[str, np.ndarray]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks.search.choose_index import source_folds
+    from benchmarks.search.index_sides import source_folds
     from benchmarks.search.index_quality import BY_FAMILY, summarise
     from narbench.data.dataset import load_dataset
 

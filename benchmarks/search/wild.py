@@ -3,6 +3,7 @@
     python -m benchmarks.search.wild                      # the shipped index
     python -m benchmarks.search.wild --index FILE         # another index (real 2.2's or 2.3's vocabulary)
     python -m benchmarks.search.wild --per-model          # one line per model too (after a release only)
+    python -m benchmarks.search.wild --set wildval        # the validation set (docs/wildval.md), read freely
 
 Each graph of the wild file under the index's canonical rules (`wild-1.0.narg`, 2.2;
 `wild-1.0-canonical-2.3.narg`, 2.3) is searched as `narbench search FILE` searches a saved graph
@@ -17,6 +18,9 @@ see): top-1 >= 0.8, P@10 >= 0.75, >= 5 in 7 of the `none` models flagged, <= 1 i
 The wild set is a test set: this script reports it, per release; nothing is chosen on its figures
 (rules, settings and the index are chosen on validation splits of the corpus). The per-model lines
 are off by default so that reading a report does not show which model failed how.
+
+`--set wildval` measures the validation set of the same kind (other packages, docs/wildval.md) the same way;
+rules, settings and the out-of-family threshold are chosen on it, so its per-model lines may be read.
 """
 
 from __future__ import annotations
@@ -69,24 +73,27 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--index", type=Path, help="index file (default: the shipped index)")
     parser.add_argument("--per-model", action="store_true", help="also one line per model: its first hits")
+    parser.add_argument("--set", choices=("wild", "wildval"), default="wild",
+                        help="wild (the test set, default) or wildval (the validation set)")
     args = parser.parse_args(argv)
 
-    from narbench.datasets.wild import SHIPPED, read_graphs
+    from narbench.datasets.wild import outside_set, read_graphs
     from narbench.search_engine.index_file import load_index
 
     index = load_index(None, args.index)
-    wild = next((w for w in (read_graphs(canonical=c) for c in SHIPPED) if list(w.vocab) == list(index.vocab)), None)
+    files = outside_set(args.set).files
+    wild = next((w for w in (read_graphs(canonical=c, name=args.set) for c in files)
+                 if list(w.vocab) == list(index.vocab)), None)
     if wild is None:
-        print(f"the index ({index.describe()}) is over no canonical vocabulary the wild set ships ("
-              f"{', '.join(SHIPPED)}); build one with narbench index build --dataset real-2.2 (or real-2.3)",
-              file=sys.stderr)
+        print(f"the index ({index.describe()}) is over no canonical vocabulary the {args.set} set ships ("
+              f"{', '.join(files)}); build one with narbench index build --dataset real-2.3", file=sys.stderr)
         return 2
     m = measure(index, wild.graphs, wild.families, wild.vocab)
     fits = np.array([bool(f) for f in wild.families])
     packages = np.array([g.meta.get("package", g.name.split("/")[1]) for g in wild.graphs], dtype=object)
     flag = ("the out-of-family score" if index.header.get("out_of_family")
             else f"a first hit below cosine {index.weak_below}")
-    print(f"index: {index.describe()} (sha256 {index.sha256[:12]}); wild {wild.header.get('version', '1.0')}: "
+    print(f"index: {index.describe()} (sha256 {index.sha256[:12]}); {args.set} {wild.header.get('version', '1.0')}: "
           f"{len(wild.graphs)} models from {len(set(packages))} packages, {int(fits.sum())} fit a family, "
           f"{int((~fits).sum())} none; flagged by {flag}")
     print(f"| {'package':<28} | fit | none | top-1 family | family P@10 | none flagged | fit flagged |")

@@ -1,5 +1,6 @@
 """`python -m narbench.cli.wild --out DIR`: extract every row of `narbench/data/wild-1.0.csv` into
-`DIR/wild-1.0.narg` (`narbench.zoo.wild_graphs.run_cli`; needs the wild packages, docs/wild.md)."""
+`DIR/wild-1.0.narg` (`narbench.zoo.wild_graphs.run_cli`; needs the wild packages, docs/wild.md); `--set
+wildval` the validation set's rows (`wildval-1.0.csv` into `wildval-1.0.narg`, docs/wildval.md)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,18 @@ from pathlib import Path
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from narbench.datasets.wild import ARTIFACT, CANONICAL, SHIPPED
+    from narbench.datasets.wild import ARTIFACT, CANONICAL, SETS
 
     ap = argparse.ArgumentParser(prog="python -m narbench.cli.wild",
                                  description="Extract the wild set's graphs (canonical 2.2, as crossimpl's queries) "
                                              "into `wild-1.0.narg`; prints a table of nodes, unknown ops and seconds.")
     ap.add_argument("--out", type=Path, required=True, help=f"folder for {ARTIFACT} (or the file of --canonical-version)")
-    ap.add_argument("--canonical-version", choices=list(SHIPPED), default=CANONICAL,
-                    help=f"canonical rules to extract under (default {CANONICAL}; 2.3 re-extracts with convolution "
-                         "groups and dimensions, custom functions traced through)")
+    ap.add_argument("--canonical-version", choices=sorted({c for s in SETS.values() for c in s.files}), default=None,
+                    help=f"canonical rules to extract under (default: the set's first, the wild set's {CANONICAL}; "
+                         "2.3 re-extracts with convolution groups and dimensions, custom functions traced through)")
+    ap.add_argument("--set", choices=list(SETS), default="wild",
+                    help="which table: wild (the test set, docs/wild.md) or wildval (the validation set, "
+                         "docs/wildval.md)")
     return ap
 
 
@@ -25,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from narbench.zoo.wild_graphs import run_cli
 
-    return run_cli(args.out, args.canonical_version)
+    return run_cli(args.out, args.canonical_version, args.set)
 
 
 if __name__ == "__main__":

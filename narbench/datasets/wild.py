@@ -10,6 +10,10 @@ convolution groups and dimensions, custom autograd functions traced through) are
 their expectations are the ones frozen in 1.0, so an index searches the file of its own rules. Each graph's `meta` keeps the row's
 `package`, pinned `version` and `expected_family` (a family of `real`, several joined by `|`, or
 `none`). It is a test set: reported, never used to choose a rule, a setting or an encoder.
+
+`wildval` (docs/wildval.md) is a second table of the same kind, from other packages, and a *validation* set:
+rules, settings and the out-of-family flag's threshold are chosen on it, so the wild set stays unread. `SETS`
+names both; every function here takes the set's `name` (default `wild`).
 """
 
 from __future__ import annotations
@@ -53,12 +57,53 @@ SHIPPED: dict[str, WildFile] = {
 }
 
 
-def shipped_file(canonical: str = CANONICAL) -> WildFile:
-    """The shipped file under canonical `canonical`; ValueError naming the versions there are."""
+#: the validation set's name: models from other packages, chosen on (docs/wildval.md)
+VALIDATION = "wildval"
+
+
+@dataclass(frozen=True)
+class OutsideSet:
+    """A table of models from packages outside the zoos, each with the family its design expects: its name
+    (identity prefix and file stem), version, role (`test`: reported, never chosen on; `validation`: chosen
+    on), the canonical rules of its first file and its shipped graph files by canonical rules."""
+
+    name: str
+    version: str
+    role: str
+    canonical: str
+    files: dict[str, WildFile]
+
+    @property
+    def table(self) -> str:
+        return f"{self.name}-{self.version}.csv"
+
+
+#: every set of outside models, by name
+SETS: dict[str, OutsideSet] = {
+    NAME: OutsideSet(NAME, VERSION, "test", CANONICAL, SHIPPED),
+    VALIDATION: OutsideSet(VALIDATION, "1.0", "validation", "2.3",
+                           {"2.3": WildFile("1.0", f"{VALIDATION}-1.0.narg",
+                                                   "13e91f46c78aaa3d159d34d8b1f0bb5e2b7c27501ccc27e67df6fe2d1b6b1858")}),
+}
+
+
+def outside_set(name: str = NAME) -> OutsideSet:
+    """The set called `name`; ValueError naming the sets there are."""
     try:
-        return SHIPPED[canonical]
+        return SETS[name]
     except KeyError:
-        raise ValueError(f"no {NAME} graphs under canonical {canonical!r}; there are: {', '.join(SHIPPED)}") from None
+        raise ValueError(f"no set of outside models called {name!r}; there are: {', '.join(SETS)}") from None
+
+
+def shipped_file(canonical: str | None = None, name: str = NAME) -> WildFile:
+    """The set's shipped file under canonical `canonical` (default: its first); ValueError naming the versions
+    there are."""
+    chosen = outside_set(name)
+    canonical = chosen.canonical if canonical is None else canonical
+    try:
+        return chosen.files[canonical]
+    except KeyError:
+        raise ValueError(f"no {name} graphs under canonical {canonical!r}; there are: {', '.join(chosen.files)}") from None
 
 
 def families_of(family: str) -> tuple[str, ...]:
@@ -78,23 +123,27 @@ class WildGraphs:
     sha256: str
 
 
-def shipped_path(canonical: str = CANONICAL) -> Path:
-    return Path(str(resources.files("narbench"))) / "data" / shipped_file(canonical).artifact
+def shipped_path(canonical: str | None = None, name: str = NAME) -> Path:
+    return Path(str(resources.files("narbench"))) / "data" / shipped_file(canonical, name).artifact
 
 
-def read_graphs(path: str | Path | None = None, canonical: str = CANONICAL) -> WildGraphs:
-    """The wild set's graphs: the shipped file under canonical `canonical` (checked against its pin) or,
-    given `path`, a local build (unchecked). Needs none of the wild packages."""
+def read_graphs(path: str | Path | None = None, canonical: str | None = None, name: str = NAME) -> WildGraphs:
+    """The set's graphs (default: the wild set): the shipped file under canonical `canonical` (default: the
+    set's first; checked against its pin) or, given `path`, a local build (unchecked). Needs none of the
+    set's packages."""
+    chosen = outside_set(name)
+    canonical = chosen.canonical if canonical is None else canonical
     pinned = path is None
-    path = shipped_path(canonical) if path is None else Path(path)
+    path = shipped_path(canonical, name) if path is None else Path(path)
+    label = f"{name} {chosen.version}"
     if not path.is_file():
-        raise FileNotFoundError(f"{NAME} {VERSION}: {path} does not exist; build it with the wild packages "
-                                f"installed: `python -m narbench.cli.wild --canonical-version {canonical} --out DIR` "
-                                "(docs/wild.md)")
+        raise FileNotFoundError(f"{label}: {path} does not exist; build it with the set's packages installed: "
+                                f"`python -m narbench.cli.wild --set {name} --canonical-version {canonical} --out DIR` "
+                                f"(docs/{name}.md)")
     try:
-        graphs, vocab, header, digest = read_graph_file(path, shipped_file(canonical).sha256 if pinned else None)
+        graphs, vocab, header, digest = read_graph_file(path, shipped_file(canonical, name).sha256 if pinned else None)
     except CorruptFileError as exc:
-        raise CorruptFileError(f"{NAME} {VERSION}: {exc}; "
+        raise CorruptFileError(f"{label}: {exc}; "
                                + ("reinstall narbench to restore the shipped file" if pinned else "rebuild it")) from exc
     families = [families_of(str((g.meta or {}).get("expected_family", g.family))) for g in graphs]
     return WildGraphs(graphs, families, list(vocab), header, digest)

@@ -27,7 +27,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from narbench.datasets.wild import NAME, NONE, VERSION, families_of  # NONE: the table's "no family fits"
+from narbench.datasets.wild import NAME, NONE, VERSION, families_of, outside_set  # NONE: "no family fits"
 
 TABLE = f"{NAME}-{VERSION}.csv"
 #: crossimpl's columns, then the package's pinned version and where its code comes from
@@ -66,10 +66,12 @@ class WildRow:
     reason: str = ""
     version: str = ""
     provenance: str = ""
+    #: the set the row belongs to (`wild`, or `wildval`, the validation set): its identity's prefix
+    collection: str = NAME
 
     @property
     def identity(self) -> str:
-        return f"{NAME}/{self.package}/{self.model}"
+        return f"{self.collection}/{self.package}/{self.model}"
 
     @property
     def families(self) -> tuple[str, ...]:
@@ -127,11 +129,11 @@ def make_inputs(specs: tuple[InputSpec, ...], device: str = "cpu", seed: int = 0
     return tuple(args), kwargs
 
 
-def table_path() -> Path:
-    return Path(str(resources.files("narbench"))) / "data" / TABLE
+def table_path(name: str = NAME) -> Path:
+    return Path(str(resources.files("narbench"))) / "data" / outside_set(name).table
 
 
-def _parse_row(rec: dict[str, str]) -> WildRow:
+def _parse_row(rec: dict[str, str], collection: str = NAME) -> WildRow:
     """One table record as a row; ValueError saying what is wrong with it."""
     empty = [c for c in COLUMNS if c not in ("kwargs", "zoo_model") and not rec.get(c)]
     if empty:
@@ -142,16 +144,17 @@ def _parse_row(rec: dict[str, str]) -> WildRow:
         raise ValueError(f"kwargs: {exc}") from None
     if not isinstance(kwargs, dict):
         raise ValueError("kwargs is a JSON object")
-    row = WildRow(**{**rec, "kwargs": kwargs})
+    row = WildRow(**{**rec, "kwargs": kwargs}, collection=collection)
     if ":" not in row.builder:
         raise ValueError(f"builder {row.builder!r} is not module:attribute")
     parse_inputs(row.input)
     return row
 
 
-def read_table(path: str | os.PathLike | None = None) -> list[WildRow]:
-    """The rows of the wild table; ValueError naming the line of a malformed or repeated row."""
-    path = Path(path) if path is not None else table_path()
+def read_table(path: str | os.PathLike | None = None, name: str = NAME) -> list[WildRow]:
+    """The rows of the set's table (default: the wild set's; `path`: another file of its columns, rows of set
+    `name`); ValueError naming the line of a malformed or repeated row."""
+    path = Path(path) if path is not None else table_path(name)
     with open(path, newline="") as fh:
         reader = csv.DictReader(fh)
         if tuple(reader.fieldnames or ()) != COLUMNS:
@@ -160,7 +163,7 @@ def read_table(path: str | os.PathLike | None = None) -> list[WildRow]:
     rows: dict[str, WildRow] = {}
     for line, rec in enumerate(records, start=2):
         try:
-            row = _parse_row(rec)
+            row = _parse_row(rec, name)
         except ValueError as exc:
             raise ValueError(f"{path}:{line}: {exc}") from None
         if rows.setdefault(row.identity, row) is not row:

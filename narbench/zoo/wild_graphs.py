@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from narbench.datasets.wild import CANONICAL, NAME, shipped_file
+from narbench.datasets.wild import NAME, outside_set, shipped_file
 from narbench.zoo.crossimpl import QuerySet, build as build_queries
 from narbench.zoo.wild import WildRow, build_model, make_inputs, no_network, read_table, table_path, zoo_modules
 
@@ -27,10 +27,16 @@ MOSTLY_UNKNOWN = 0.5
 
 
 def make(row: WildRow, device: str) -> tuple[Any, tuple, dict[str, Any]]:
-    """The row's model built on `device` (seed 0, no network) and its inputs there."""
+    """The row's model built on `device` (seed 0 for torch, numpy and `random`, no network) and its inputs
+    there. numpy too: s3prl's wav2vec2 draws its pretraining masks from numpy's global generator."""
+    import random
+
+    import numpy as np
     import torch
 
     torch.manual_seed(0)
+    np.random.seed(0)
+    random.seed(0)
     with torch.device(device):
         model = build_model(row)
     zoo = zoo_modules(model)
@@ -45,19 +51,21 @@ def row_meta(row: WildRow) -> dict[str, Any]:
     return {"version": row.version, "expected_family": row.family}
 
 
-def query_set(canonical: str = CANONICAL) -> QuerySet:
-    """The wild rows as crossimpl's build writes them under canonical `canonical` (its file: `SHIPPED`'s)."""
-    return QuerySet(NAME, shipped_file(canonical).version, table_path(), make=make, max_other_share=None,
+def query_set(canonical: str | None = None, name: str = NAME) -> QuerySet:
+    """The set's rows as crossimpl's build writes them under canonical `canonical` (default: the set's first;
+    its file: `SETS`'s)."""
+    return QuerySet(name, shipped_file(canonical, name).version, table_path(name), make=make, max_other_share=None,
                     corpus_twins=False, row_meta=row_meta)
 
 
-def build(out: str | Path, rows: list[WildRow] | None = None, *, canonical: str = CANONICAL,
+def build(out: str | Path, rows: list[WildRow] | None = None, *, canonical: str | None = None, name: str = NAME,
           progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Extract every row (default: the shipped table) under canonical `canonical` into `<out>/<its file>`
-    (2.2: `wild-1.0.narg`); crossimpl's summary. A row that fails stops the build, named; the network is
-    refused throughout."""
-    rows = read_table() if rows is None else rows
-    queries = query_set(canonical)
+    """Extract every row (default: the set's shipped table) under canonical `canonical` (default: the set's
+    first) into `<out>/<its file>` (wild, 2.2: `wild-1.0.narg`); crossimpl's summary. A row that fails stops
+    the build, named; the network is refused throughout."""
+    rows = read_table(name=name) if rows is None else rows
+    canonical = outside_set(name).canonical if canonical is None else canonical
+    queries = query_set(canonical, name)
     with no_network():
         return build_queries(out, rows, progress=progress, version=canonical, queries=queries)
 
@@ -84,10 +92,10 @@ def report(records: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def run_cli(out: Path, canonical: str = CANONICAL) -> int:
+def run_cli(out: Path, canonical: str | None = None, name: str = NAME) -> int:
     """What `python -m narbench.cli.wild` runs: `build` into `out` (progress on stderr), then the file and
     the per-graph table on stdout; 0."""
-    summary = build(out, canonical=canonical, progress=lambda s: print(s, file=sys.stderr, flush=True))
+    summary = build(out, canonical=canonical, name=name, progress=lambda s: print(s, file=sys.stderr, flush=True))
     print(f"wrote {summary['path']}: {summary['graphs']} graphs, sha256 {summary['sha256']}")
     print(report(summary["rows"]))
     return 0

@@ -1,5 +1,6 @@
-"""The wild set (`narbench/data/wild-1.0.csv`, `narbench.zoo.wild`): its table's shape, checked without
-the packages installed, and the runner on small models the tests build."""
+"""The wild set (`narbench/data/wild-1.0.csv`, `narbench.zoo.wild`) and the validation set of its kind
+(`wildval-1.0.csv`): their tables' shape, checked without the packages installed, and the runner on small
+models the tests build."""
 
 from __future__ import annotations
 
@@ -22,18 +23,35 @@ def _column(path: Path, name: str) -> set[str]:
         return {rec[name] for rec in csv.DictReader(fh)}
 
 
-@pytest.fixture(scope="module")
-def rows() -> list[wild.WildRow]:
-    return wild.read_table()
+#: the sets of outside models, each table's promised least rows, packages, `none` rows and fitting rows
+SHAPES = {"wild": (30, 10, 7, 20), "wildval": (40, 12, 10, 25)}
+
+
+@pytest.fixture(scope="module", params=sorted(SHAPES))
+def rows(request) -> list[wild.WildRow]:
+    return wild.read_table(name=request.param)
 
 
 def test_table_has_the_promised_shape(rows):
-    with open(wild.table_path(), newline="") as fh:
+    name = rows[0].collection
+    with open(wild.table_path(name), newline="") as fh:
         assert tuple(next(csv.reader(fh))) == wild.COLUMNS
     packages = {r.package for r in rows}
-    assert len(rows) >= 30 and len(packages) >= 10
-    assert sum(r.family == wild.NONE for r in rows) >= 7
-    assert sum(r.family != wild.NONE for r in rows) >= 20
+    least_rows, least_packages, least_none, least_fit = SHAPES[name]
+    assert len(rows) >= least_rows and len(packages) >= least_packages
+    assert sum(r.family == wild.NONE for r in rows) >= least_none
+    assert sum(r.family != wild.NONE for r in rows) >= least_fit
+    assert all(r.identity.startswith(f"{name}/") for r in rows)
+
+
+@pytest.fixture(scope="module")
+def wild_rows() -> list[wild.WildRow]:
+    return wild.read_table()
+
+
+def test_the_validation_set_shares_no_package_with_the_test_set():
+    """Rules are chosen on `wildval`; the wild set stays code nobody here has read."""
+    assert {r.package for r in wild.read_table(name="wildval")}.isdisjoint({r.package for r in wild.read_table()})
 
 
 def test_families_exist_in_the_corpus_taxonomy(rows):
@@ -51,7 +69,9 @@ def test_no_package_is_a_zoo_or_a_crossimpl_package(rows):
 
 def test_every_row_is_pinned_and_says_where_its_code_comes_from(rows):
     pins = {}
-    for line in (DATA / f"{wild.NAME}-{wild.VERSION}-requirements.txt").read_text().splitlines():
+    name = rows[0].collection
+    version = wild.outside_set(name).version
+    for line in (DATA / f"{name}-{version}-requirements.txt").read_text().splitlines():
         if line.strip() and not line.startswith("#"):
             name, sep, version = line.strip().partition("==")
             assert sep and version, f"unpinned requirement {line!r}"
@@ -209,7 +229,7 @@ def test_every_row_builds_and_runs_where_the_packages_are_installed(rows):
 
 
 @pytest.mark.parametrize("canonical", ["2.2", "2.3"])
-def test_shipped_graphs_are_one_per_row_under_each_canonical_version(rows, canonical):
+def test_shipped_graphs_are_one_per_row_under_each_canonical_version(wild_rows, canonical):
     import hashlib
 
     from narbench.data.canonical import canonical_vocabulary
@@ -217,21 +237,37 @@ def test_shipped_graphs_are_one_per_row_under_each_canonical_version(rows, canon
 
     ws = shipped.read_graphs(canonical=canonical)  # raises if the content does not match the pin
     assert ws.sha256 == shipped.SHIPPED[canonical].sha256 and (canonical != "2.2" or ws.sha256 == shipped.EXPECTED_SHA256)
-    assert [g.name for g in ws.graphs] == [r.identity for r in rows]
-    assert ws.families == [r.families for r in rows]
+    assert [g.name for g in ws.graphs] == [r.identity for r in wild_rows]
+    assert ws.families == [r.families for r in wild_rows]
     assert [(g.family, g.source, g.meta["package"], g.meta["version"], g.meta["expected_family"])
-            for g in ws.graphs] == [(r.family, r.package, r.package, r.version, r.family) for r in rows]
+            for g in ws.graphs] == [(r.family, r.package, r.package, r.version, r.family) for r in wild_rows]
     assert ws.vocab == list(canonical_vocabulary(canonical)) and ws.header["ops"]["version"] == canonical
     assert (ws.header["name"], ws.header["version"]) == (shipped.NAME, shipped.SHIPPED[canonical].version)
     assert shipped.SHIPPED[canonical].version.startswith(shipped.VERSION)  # the same frozen rows
-    assert ws.header["versions"] == {"torch": ws.header["versions"]["torch"], **{r.package: r.version for r in rows}}
+    assert ws.header["versions"] == {"torch": ws.header["versions"]["torch"], **{r.package: r.version for r in wild_rows}}
     # extracted from the frozen table as it is, and never compared with the corpus (a test set)
     assert ws.header["table_sha256"] == hashlib.sha256(wild.table_path().read_bytes()).hexdigest()
     assert "corpus" not in ws.header and not any("corpus_twins" in g.meta for g in ws.graphs)
     assert all(g.num_nodes > 0 for g in ws.graphs)
 
 
+def test_the_validation_set_ships_one_graph_per_row_under_canonical_2_3():
+    import hashlib
+
+    from narbench.data.canonical import canonical_vocabulary
+    from narbench.datasets import wild as shipped
+
+    rows = wild.read_table(name=shipped.VALIDATION)
+    ws = shipped.read_graphs(name=shipped.VALIDATION)  # raises if the content does not match the pin
+    assert shipped.outside_set(shipped.VALIDATION).canonical == "2.3" and shipped.outside_set(shipped.VALIDATION).role == "validation"
+    assert [g.name for g in ws.graphs] == [r.identity for r in rows] and ws.families == [r.families for r in rows]
+    assert ws.vocab == list(canonical_vocabulary("2.3")) and ws.header["name"] == shipped.VALIDATION
+    assert ws.header["table_sha256"] == hashlib.sha256(wild.table_path(shipped.VALIDATION).read_bytes()).hexdigest()
+    assert ws.header["versions"] == {"torch": ws.header["versions"]["torch"], **{r.package: r.version for r in rows}}
+
+
 def test_shipped_graphs_read_without_the_packages(rows):
+    name = rows[0].collection
     import subprocess
     import sys
 
@@ -244,7 +280,7 @@ def test_shipped_graphs_read_without_the_packages(rows):
             "            raise ImportError(f'{name} is blocked')\n"
             "sys.meta_path.insert(0, Block())\n"
             "from narbench.datasets import wild\n"
-            "ws = wild.read_graphs()\n"
+            f"ws = wild.read_graphs(name={name!r})\n"
             "print(len(ws.graphs), sorted(m for m in sys.modules if m.split('.')[0] in TOPS))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == [str(len(rows)), "[]"]
@@ -317,10 +353,11 @@ def test_extraction_command_needs_its_folder():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("canonical", ["2.2", "2.3"])
-def test_extraction_remakes_the_shipped_file_where_the_packages_are_installed(rows, tmp_path, canonical):
-    """A minute on two cores; needs the packages (PYTHONPATH=DIR, docs/wild.md). Under the torch the file was
-    built with, the same bytes; under another, the same graphs by name and size."""
+@pytest.mark.parametrize("name,canonical", [("wild", "2.2"), ("wild", "2.3"), ("wildval", "2.3")])
+def test_extraction_remakes_the_shipped_file_where_the_packages_are_installed(tmp_path, name, canonical):
+    """A minute on two cores; needs the packages (PYTHONPATH=DIR, docs/wild.md, docs/wildval.md). Under the torch
+    the file was built with, the same bytes; under another, the same graphs by name and size."""
+    rows = wild.read_table(name=name)
     missing = _missing(rows)
     if missing:
         pytest.skip(f"wild packages not installed: {', '.join(sorted(set(missing)))}")
@@ -329,8 +366,8 @@ def test_extraction_remakes_the_shipped_file_where_the_packages_are_installed(ro
     from narbench.datasets import wild as shipped
     from narbench.zoo import wild_graphs
 
-    summary = wild_graphs.build(tmp_path, rows, canonical=canonical)
-    ws = shipped.read_graphs(canonical=canonical)
+    summary = wild_graphs.build(tmp_path, rows, canonical=canonical, name=name)
+    ws = shipped.read_graphs(canonical=canonical, name=name)
     if torch.__version__.split("+")[0] == ws.header["versions"]["torch"]:
         assert summary["sha256"] == ws.sha256
     assert [(r["name"], r["nodes"]) for r in summary["rows"]] == [(g.name, g.num_nodes) for g in ws.graphs]
