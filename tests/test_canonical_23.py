@@ -361,4 +361,6 @@ def test_the_rules_of_22_hash_as_real_22_and_crossimpl_22_recorded():
     _, _, header, _ = read_graphs(Path(str(resources.files("narbench"))) / "data" / "crossimpl-2.2.narg")
     assert rules_sha256("2.2") == header["ops"]["rules_sha256"] == \
         "9c494ea899568f541fccb18d43ddfe22f0cd9eacd01d4f3486ac609b074e5745"
-    assert rules_sha256("2.3") == rules_sha256() != rules_sha256("2.2")
+    _, _, header23, _ = read_graphs(Path(str(resources.files("narbench"))) / "data" / "real-2.3.narg")
+    assert rules_sha256("2.3") == header23["ops"]["rules_sha256"] != rules_sha256("2.2")  # 2.4's row changes neither
+    assert rules_sha256("2.4") == rules_sha256() != rules_sha256("2.3")

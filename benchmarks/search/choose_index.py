@@ -45,7 +45,9 @@ rule 2's figure and the `source` side's graphs, before this script had computed 
    Since its third revision (2026-11-29, before this script had computed any figure of the side) a fourth side
    joins the mean: `wildval` (docs/wildval.md), its models that fit a family (37 of 56), each searched in every
    `source` fold's index (the candidate fitted on the fold's pool, indexing all of `standard`'s training graphs),
-   the folds pooled; family@1 and P@10 per expected family first.
+   the folds pooled; family@1 and P@10 per expected family first. Its graphs are read as an index of the corpus
+   reads a saved graph (canonical 2.4's pass applied, `outside_flag.outside_queries`; the first full run under
+   the revision, started before 2.4 existed, read them as saved and was stopped after 10 minutes).
 3. Ties (equal to 4 decimals) go to the earlier candidate of `candidates()`: the shipped `graf-lda`, `wl`,
    the fusions by increasing WL share, then the other floors, then the candidates reading WL in op roles, then
    those treating a family's sources as nuisance.

@@ -27,14 +27,25 @@ THRESHOLDS = (0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995)
 
 
 def outside_queries(ds) -> tuple[list, list[tuple[str, ...]]]:
-    """`wildval`'s graphs in `ds`'s op vocabulary and each one's expected families (() where none fits); empty
-    when it ships no file in that vocabulary."""
+    """`wildval`'s graphs in `ds`'s op vocabulary, read as an index of `ds` reads a saved graph (under the newest
+    canonical rules its corpus is a fixed point of, `index_build.corpus_rules`: 2.4's pass applied), and each one's
+    expected families (() where none fits); empty when it ships no file in that vocabulary."""
+    from narbench.data.graph import ArchGraph
+    from narbench.data.mapping import onto_vocabulary
     from narbench.datasets.wild import VALIDATION, outside_set, read_graphs
+    from narbench.search_engine.index_build import corpus_rules
 
     for canonical in outside_set(VALIDATION).files:
         val = read_graphs(canonical=canonical, name=VALIDATION)
-        if list(val.vocab) == list(ds.vocab):
-            return list(val.graphs), list(val.families)
+        if list(val.vocab) != list(ds.vocab):
+            continue
+        rules = corpus_rules((ds.meta.get("ops") or {}).get("version"), ds.core_graphs, ds.vocab)
+        graphs = []
+        for g in val.graphs:
+            m = onto_vocabulary([val.vocab[i] for i in g.ops.tolist()], g.edges, ds.vocab, rules, g.coarse or None)
+            graphs.append(ArchGraph(ops=m.ops, edges=m.edges, name=g.name, family=g.family, coarse=m.coarse,
+                                    source=g.source, meta=g.meta))
+        return graphs, list(val.families)
     return [], []
 
 

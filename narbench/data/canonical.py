@@ -32,7 +32,9 @@ same 2.1 canonical graph as one without. `version="2.3"` (issue 59) adds a convo
 dimensions (`conv-groups-dims`: `#depthwise`, `#grouped`, `#1d`, `#3d` -> `conv_depthwise`,
 `conv3d`, ...; 2.2 ignores those marks), norms folded by what their subgraph computes rather than by
 their spelling (`narbench.data.canonical_algebra`), one form for what is left of quotients and
-roots, and the tanh-GELU written with products; its rows in the same table.
+roots, and the tanh-GELU written with products; its rows in the same table. `version="2.4"` adds one pass
+over canonical graphs, last (`UPGRADES`, `upgrade`): a tensor times a negative power of a tensor the graph does not
+see is a batch norm in its inference form (`batchnorm-by-value`); its vocabulary is 2.3's.
 
 Only op names and edges are read, so graphs stored by `real` 1.0 canonicalise exactly as a fresh
 extraction does, except where 1.0 stored an in-place op on a view as `CopySlices`: the extraction
@@ -53,12 +55,12 @@ from typing import Sequence
 
 import numpy as np
 
-from narbench.data.canonical_algebra import quotient_form
+from narbench.data.canonical_algebra import quotient_form, unseen_batchnorm
 from narbench.data.canonical_rewrite import FOLDED_OPS, RewriteGraph
 from narbench.data.ops import ELIDED, UNKNOWN_OP, load_table, vocabulary
 
 #: Rule sets, oldest first; the default is the one `real` 2.1 and the shipped index use.
-VERSIONS = ("2.1", "2.2", "2.3")
+VERSIONS = ("2.1", "2.2", "2.3", "2.4")
 DEFAULT_VERSION = "2.1"
 #: Separates a raw op name from its design attributes (`ConvolutionBackward0#pointwise`).
 ATTR_SEP = "#"
@@ -74,6 +76,12 @@ OPS_2_2 = ("causal_attention",)
 #: groups; the dense 2-D one stays `conv`), appended after 2.2's.
 OPS_2_3 = ("conv1d", "conv1d_depthwise", "conv1d_grouped", "conv3d", "conv3d_depthwise", "conv3d_grouped",
            "conv_depthwise", "conv_grouped")
+
+#: Versions whose rules add to the previous version's only a pass over canonical graphs (no raw name or mark read):
+#: a graph canonical under the previous rules is canonical under these once the pass is applied (`upgrade`), and
+#: a corpus the pass leaves unchanged is a corpus of these rules too (`narbench.search_engine.index_build`); with
+#: each pass, the ops without one of which it changes nothing (a graph without them is skipped)
+UPGRADES = {"2.4": (unseen_batchnorm, frozenset({"rsqrt", "sqrt", "reciprocal"}))}
 
 #: A later version's own op -> the op that earlier rules write for the same node (they ignore the mark the later
 #: op reads): how a canonical graph saved under later rules meets an index of earlier ones (`narbench.data.mapping`).
@@ -185,8 +193,29 @@ def canonicalize(ops: Sequence[str], edges: np.ndarray, version: str = DEFAULT_V
     g.fold_patterns(algebra=v23)
     if v23:
         quotient_form(g)
+    if version >= "2.4":
+        unseen_batchnorm(g)  # last: a 2.4 graph is its 2.3 graph with this pass applied (`upgrade`)
     kept_ops, kept_edges = g.result()
     return CanonicalGraph(ops=kept_ops, edges=kept_edges, unknown=dict(unknown))
+
+
+def upgrade(ops: Sequence[str], edges: np.ndarray, version: str) -> CanonicalGraph:
+    """A canonical graph (canonical op names, topologically numbered) with the passes of `UPGRADES` up to `version`
+    applied: a 2.3 graph becomes its 2.4 graph. Each pass is idempotent, so a graph already under `version` comes
+    back as it is (the same ops and edges)."""
+    present = set(ops)
+    passes = [f for v, (f, needs) in UPGRADES.items() if v <= check_version(version) and present & needs]
+    edges = np.asarray(edges, dtype=np.int64).reshape(2, -1)
+    if not passes:
+        return CanonicalGraph(list(ops), edges)
+    preds: dict[int, dict[int, None]] = {v: {} for v in range(len(ops))}
+    for s, d in edges.T.tolist():
+        preds[d][s] = None
+    g = RewriteGraph(dict(enumerate(ops)), preds)
+    for run in passes:
+        run(g)
+    kept_ops, kept_edges = g.result()
+    return CanonicalGraph(kept_ops, kept_edges)
 
 
 def canonical_vocabulary(version: str = DEFAULT_VERSION) -> tuple[str, ...]:

@@ -286,3 +286,52 @@ def quotient_form(g: Any) -> None:
                     else:
                         g.op[r], g.op[u] = "sqrt", "div"
                     break
+
+
+def unseen_batchnorm(g: Any) -> int:
+    """2.4 `batchnorm-by-value`: a tensor times a negative power of a tensor the graph does not see (a chain of
+    roots and reciprocals with no input: a statistic held as a parameter), or divided by a positive power of
+    one, is a batch norm in its inference form, `(x - mean) * rsqrt(var + eps) * g + b` written out (Keras on
+    torch writes every `BatchNormalization` so): the product or quotient and the chain become one `batchnorm`
+    of the tensor. The factor may also feed the shift added to the product, `x * s + (b - mean * s)` with
+    `s = g * rsqrt(var + eps)` (a frozen batch norm's spelling): that sum joins it. A chain with a `pow`
+    (exponent unknown) or another consumer is left. The number folded."""
+    folded = 0
+    for u in list(g.order):
+        if not g.alive(u) or g.op[u] not in ("mul", "div") or len(g.inputs(u)) != 2:
+            continue
+        for r in g.inputs(u):
+            shift = _shift(g, u, r)
+            chain, e = _unseen_power(g, r, {u} | ({shift} if shift is not None else set()))
+            if chain and ((g.op[u] == "mul" and e < 0) or (g.op[u] == "div" and e > 0)):
+                g.merge([*chain, u, *(() if shift is None else (shift,))], u if shift is None else shift, "batchnorm")
+                folded += 1
+                break
+    return folded
+
+
+def _shift(g: Any, u: int, r: int) -> int | None:
+    """The `add` that is the product `u`'s only consumer and whose other input is the factor `r` itself (the shift
+    computed from it), or None."""
+    (a, *more) = sorted(g.succs[u]) or [None]
+    if a is None or more or g.op[a] != "add" or set(g.inputs(a)) != {u, r}:
+        return None
+    return a
+
+
+def _unseen_power(g: Any, r: int, readers: set[int]) -> tuple[list[int], float]:
+    """([the chain's nodes], its exponent) when `r` ends a chain of roots and reciprocals that begins with no input,
+    `r` read by `readers` only and every other node of it by the next; ([], 0.0) otherwise."""
+    chain, e, v = [], 1.0, r
+    while True:
+        k = POWERS.get(g.op[v])
+        if not isinstance(k, float) or (g.succs[v] != readers if v == r else not g.only_consumer(v, chain[-1])):
+            return [], 0.0
+        chain.append(v)
+        e *= k
+        ins = g.inputs(v)
+        if not ins:
+            return chain, e
+        if len(ins) != 1:
+            return [], 0.0
+        v = ins[0]

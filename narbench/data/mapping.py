@@ -17,7 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-from narbench.data.canonical import EARLIER_OP, VERSIONS, canonical_vocabulary, canonicalize
+from narbench.data.canonical import EARLIER_OP, VERSIONS, canonical_vocabulary, canonicalize, upgrade
 from narbench.data.coarse import coarse_label
 
 
@@ -43,6 +43,9 @@ def onto_vocabulary(raw_ops: Sequence[str], edges: np.ndarray, vocab: Sequence[s
         else:
             c = canonicalize(raw_ops, edges, version)
             raw_ops, edges, unknown = c.ops, c.edges, c.unknown
+    elif version is not None and list(vocab) == list(canonical_vocabulary(version)) and len(raw_ops):
+        c = upgrade(raw_ops, edges, version)  # canonical under the rules before: 2.4's pass over canonical graphs
+        raw_ops, edges = c.ops, c.edges
     counts = Counter(raw_ops)
     unknown = unknown or {op: c for op, c in counts.items() if op not in index}
     coarse = coarse or coarse_label(raw_ops, edges)

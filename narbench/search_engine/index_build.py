@@ -131,6 +131,29 @@ def index_params(cfg: IndexConfig) -> tuple[dict[str, Any], Fusion | None]:
     return params, fusion
 
 
+def corpus_rules(version: str | None, graphs, vocab) -> str | None:
+    """The canonical rules an index of `graphs` (canonical under `version`) reads queries by: the newest later version
+    of `narbench.data.canonical.UPGRADES` (a pass over canonical graphs) that leaves every graph as it is, since such
+    a corpus is a corpus of those rules too (real 2.3 is a 2.4 corpus: 2.4's pass finds nothing in its 16,905
+    graphs); `version` when the next one changes a graph or is no such pass."""
+    from narbench.data.canonical import UPGRADES, VERSIONS, upgrade
+
+    if version not in VERSIONS:
+        return version
+    for later in VERSIONS[VERSIONS.index(version) + 1:]:
+        if later not in UPGRADES:
+            break
+        needs = {i for i, op in enumerate(vocab) if op in UPGRADES[later][1]}
+        for g in graphs:
+            if needs & set(g.ops.tolist()):
+                ops = [vocab[i] for i in g.ops.tolist()]
+                up = upgrade(ops, g.edges, later)
+                if up.ops != ops or not np.array_equal(up.edges, np.asarray(g.edges).reshape(2, -1)):
+                    return version
+        version = later
+    return version
+
+
 def assemble(cfg: IndexConfig, ds, fitted: Fitted, raw) -> SearchIndex:
     """The index of `ds.core_graphs` from their embeddings `raw` by `fitted` (rows in graph order)."""
     from narbench.eval.retrieval import check_finite
@@ -180,7 +203,7 @@ def assemble(cfg: IndexConfig, ds, fitted: Fitted, raw) -> SearchIndex:
         "profile": cfg.profile, "protocol": cfg.protocol if encoder_cls.trainable else None, "seed": cfg.seed,
         "trained_on": int(len(train)) if encoder_cls.trainable else 0,
         "dataset": {"name": ds.name, "version": ds.version, "sha256": ds.sha256, "num_graphs": len(graphs)},
-        "canonical_version": canonical.get("version"),
+        "canonical_version": corpus_rules(canonical.get("version"), graphs, ds.vocab),
         "vocab": list(ds.vocab), "families": families, "coarse_labels": coarse, "sources": sources,
         "names": [g.name for g in gs],
         "torch_checked": list(TORCH_CHECKED) if canonical else None,

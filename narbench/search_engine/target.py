@@ -240,8 +240,8 @@ def _graph(target: Target, index, timeout: float | None) -> Query:
         label, coarse, info = g.name, g.coarse or None, {"file": str(path)}
         ops, edges = [vocab[i] for i in g.ops.tolist()], g.edges
         saved = rules_of(vocab)
-        if saved and index.canonical_version and saved != index.canonical_version:
-            info["saved_rules"] = saved  # engine.rules_warning says what that means
+        if saved and index.canonical_version and list(vocab) != list(index.vocab):
+            info["saved_rules"] = saved  # engine.rules_warning says what that means (one vocabulary: read exactly)
     m = onto_vocabulary(ops, edges, index.vocab, index.canonical_version, coarse)
     graph = ArchGraph(ops=m.ops, edges=m.edges, name=label, family="", coarse=m.coarse, source="query")
     return Query(label, target.kind, graph=graph, ops=m.counts, unknown_ops=m.unknown, coarse=m.coarse, info=info)
