@@ -218,11 +218,16 @@ class RunResult:
 
 
 def _describe(out: Any) -> tuple[str, bool]:
-    """A short description of a forward's outputs and whether any depends on a parameter."""
+    """A short description of a forward's outputs and whether any depends on a parameter (tensors, and the
+    tensors inside dicts, tuples, lists and dataclasses, as the extraction reads them)."""
+    import dataclasses
+
     import torch
 
     if isinstance(out, torch.Tensor):
         return f"{list(out.shape)}", out.grad_fn is not None
+    if dataclasses.is_dataclass(out) and not isinstance(out, type):
+        out = {f.name: getattr(out, f.name, None) for f in dataclasses.fields(out)}
     if isinstance(out, dict):
         out = list(out.values())
     if isinstance(out, (tuple, list)):

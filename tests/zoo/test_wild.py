@@ -156,6 +156,21 @@ def fake_package(tmp_path, monkeypatch):
         def frozen():
             return torch.nn.Identity()
 
+        import dataclasses
+
+        @dataclasses.dataclass
+        class Out:
+            logits: torch.Tensor
+            state: object = None
+
+        class DataclassNet(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = torch.nn.Linear(4, 2)
+
+            def forward(self, x):
+                return Out(self.lin(x))
+
         class TokenNet(torch.nn.Module):
             def __init__(self):
                 super().__init__()
@@ -191,6 +206,8 @@ def test_run_row_reports_ok_and_failures(fake_package):
     assert not missing.ok and "scale" in missing.error and "\n" not in missing.error
     frozen = wild.run_row(_row("narbench_fake_wild:frozen", {}, "tensor:1x4"))
     assert not frozen.ok and "depends on a parameter" in frozen.error
+    boxed = wild.run_row(_row("narbench_fake_wild:DataclassNet", {}, "tensor:1x4"))  # a forward returning a dataclass
+    assert boxed.ok and boxed.outputs == "([1, 2], NoneType)"
     zoo = wild.run_row(_row("narbench_fake_wild:zoo_net", {}, "tensor:1x4"))
     assert not zoo.ok and "built from modules of timm" in zoo.error
 
