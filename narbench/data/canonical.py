@@ -55,7 +55,7 @@ from typing import Sequence
 
 import numpy as np
 
-from narbench.data.canonical_algebra import quotient_form, unseen_batchnorm
+from narbench.data.canonical_algebra import may_fold_unseen, quotient_form, unseen_batchnorm
 from narbench.data.canonical_rewrite import FOLDED_OPS, RewriteGraph
 from narbench.data.ops import ELIDED, UNKNOWN_OP, load_table, vocabulary
 
@@ -80,8 +80,8 @@ OPS_2_3 = ("conv1d", "conv1d_depthwise", "conv1d_grouped", "conv3d", "conv3d_dep
 #: Versions whose rules add to the previous version's only a pass over canonical graphs (no raw name or mark read):
 #: a graph canonical under the previous rules is canonical under these once the pass is applied (`upgrade`), and
 #: a corpus the pass leaves unchanged is a corpus of these rules too (`narbench.search_engine.index_build`); with
-#: each pass, the ops without one of which it changes nothing (a graph without them is skipped)
-UPGRADES = {"2.4": (unseen_batchnorm, frozenset({"rsqrt", "sqrt", "reciprocal"}))}
+#: each pass, a cheap check of whether it can fire at all (a graph where it cannot is not rebuilt)
+UPGRADES = {"2.4": (unseen_batchnorm, may_fold_unseen)}
 
 #: A later version's own op -> the op that earlier rules write for the same node (they ignore the mark the later
 #: op reads): how a canonical graph saved under later rules meets an index of earlier ones (`narbench.data.mapping`).
@@ -203,9 +203,8 @@ def upgrade(ops: Sequence[str], edges: np.ndarray, version: str) -> CanonicalGra
     """A canonical graph (canonical op names, topologically numbered) with the passes of `UPGRADES` up to `version`
     applied: a 2.3 graph becomes its 2.4 graph. Each pass is idempotent, so a graph already under `version` comes
     back as it is (the same ops and edges)."""
-    present = set(ops)
-    passes = [f for v, (f, needs) in UPGRADES.items() if v <= check_version(version) and present & needs]
     edges = np.asarray(edges, dtype=np.int64).reshape(2, -1)
+    passes = [f for v, (f, may) in UPGRADES.items() if v <= check_version(version) and may(ops, edges)]
     if not passes:
         return CanonicalGraph(list(ops), edges)
     preds: dict[int, dict[int, None]] = {v: {} for v in range(len(ops))}

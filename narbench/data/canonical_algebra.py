@@ -22,7 +22,9 @@ which is how `F.batch_norm` on a weight (timm's StdConv2d) already reads.
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Any, Sequence, Union
+
+import numpy as np
 
 #: Exponents: exact (a float: sums and products of +-1 and +-1/2 are exact in binary), or known only
 #: by sign ("+", "-"), or unknown ("?").
@@ -308,6 +310,17 @@ def unseen_batchnorm(g: Any) -> int:
                 folded += 1
                 break
     return folded
+
+
+def may_fold_unseen(ops: Sequence[str], edges: np.ndarray) -> bool:
+    """Whether `unseen_batchnorm` can fire on a canonical graph: a root or reciprocal with no input (a cheap check,
+    so that a graph without one is not rebuilt)."""
+    roots = [i for i, op in enumerate(ops) if op in ("rsqrt", "sqrt", "reciprocal")]
+    if not roots:
+        return False
+    fed = np.zeros(len(ops), dtype=bool)
+    fed[np.asarray(edges, dtype=np.int64).reshape(2, -1)[1]] = True
+    return not bool(fed[roots].all())
 
 
 def _shift(g: Any, u: int, r: int) -> int | None:

@@ -143,10 +143,10 @@ def corpus_rules(version: str | None, graphs, vocab) -> str | None:
     for later in VERSIONS[VERSIONS.index(version) + 1:]:
         if later not in UPGRADES:
             break
-        needs = {i for i, op in enumerate(vocab) if op in UPGRADES[later][1]}
+        may = UPGRADES[later][1]
         for g in graphs:
-            if needs & set(g.ops.tolist()):
-                ops = [vocab[i] for i in g.ops.tolist()]
+            ops = [vocab[i] for i in g.ops.tolist()]
+            if may(ops, g.edges):
                 up = upgrade(ops, g.edges, later)
                 if up.ops != ops or not np.array_equal(up.edges, np.asarray(g.edges).reshape(2, -1)):
                     return version
