@@ -390,7 +390,8 @@ def test_explain_counts_ops_by_role_for_an_index_that_reads_them_so():
 def test_only_an_index_in_roles_explains_by_role(index):
     from narbench.search_engine.index import SearchIndex
 
-    assert index.reads_roles == ("roles" in (index.header.get("fusion") or {}).get("wl_alphabet", ""))
+    parts = ((index.header.get("fusion") or {}).get("wl_alphabet"), index.header["encoder"]["params"].get("wl_alphabet"))
+    assert index.reads_roles == ("roles" in parts)
     ops = SearchIndex({"encoder": {"params": {"holdout": "family"}}, "fusion": {"share": 0.2}}, {})
     roles = SearchIndex({"encoder": {"params": {"wl_alphabet": "roles"}}}, {})
     assert not ops.reads_roles and roles.reads_roles

@@ -52,17 +52,18 @@ class ShippedIndex:
 
 
 #: The default index (`narbench index build --encoder graf-lda` on `real` 2.3: `index_build.DEFAULT_PARAMS`'
-#: holdout=cross-source, wl_rounds=3 with its WL block read in op roles, fused with wl read in op roles at share
-#: 0.2, 256-d, float16; chosen on 2.3's validation splits by benchmarks/search/choose_index.py, docs/search.md
-#: "real 2.3: its index, measured"; before 2026-11-29 both WL parts read ops, sha256 e64b3a9a8cc2...; the same
-#: embeddings under the header of 2026-11-29 evening, which reads queries by canonical 2.4 (real 2.3 is a 2.4 corpus:
-#: `index_build.corpus_rules`), sha256 c2b532ccae00...; before it 5033e998a59c...). The indexes
+#: holdout=cross-source, wl_rounds=3 with its WL block read in op roles, a family's sources as nuisance (g = 256),
+#: unfused, 256-d, float16, queries read by canonical 2.4; chosen on 2.3's validation sides and `wildval` by
+#: benchmarks/search/choose_index.py on 2026-11-29; docs/search.md "real 2.3: its index, measured"). Before it,
+#: `index-real-2.3-graf-lda+wl.nari`: the discriminant without `sources`, fused with wl read in op roles at share
+#: 0.2 (sha256 c2b532ccae00... reading queries by 2.4, 5033e998a59c... by 2.3; e64b3a9a8cc2... with both WL parts
+#: reading ops). The indexes
 #: on real 2.2 (fused at 0.1, sha256 8afb6d576403...; unfused graf-lda, bdf825561df8...) and the earlier
 #: `wl` ones left the package when `real` moved to 2.3. `narbench index build --dataset real-2.2 --encoder graf-lda
 #: --param holdout=cross-source --param wl_rounds=3 --param fuse_wl=0.1` rebuilds the fused one byte for byte; the
 #: same without fuse_wl rebuilds the unfused one's embeddings exactly (its fitted weights to 1e-11; the header
 #: now adds the out-of-family score, so its sha256 differs).
-SHIPPED = ShippedIndex("graf-lda", "c2b532ccae0041b254fdecdf800b0fbd5b46cecb925d676ac58dd1f9cb4ee818", fused="wl")
+SHIPPED = ShippedIndex("graf-lda", "55f885e9d156a6b4235b2e73e6f24cd3e21a82dcbb0402dfc8158834b461ed2e")
 
 
 class IndexFileError(CorruptFileError):

@@ -19,12 +19,14 @@ from narbench.search_engine.index_file import FORMAT
 from narbench.search_engine.weak import WEAK_QUANTILE, WEAK_SAMPLE, model_group, weak_threshold
 
 
-#: Encoder parameters an index uses unless told otherwise (compact, measured to stay faithful); `fuse_wl`:
-#: graf-lda's index is fused with WL at that share, chosen on validation (benchmarks/search/choose_index.py)
+#: Encoder parameters an index uses unless told otherwise (compact, measured to stay faithful). graf-lda's: chosen
+#: on validation by benchmarks/search/choose_index.py; since 2026-11-29 (its rule averaging a `wildval` side too)
+#: unfused, WL read in op roles, a family's sources treated as nuisance with g = 256; before it, fused with WL in
+#: op roles at share 0.2 (`fuse_wl=0.2, fuse_wl_alphabet=roles`, without `sources`/`nuisance`)
 DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
     "wl": {"dim": 256},
-    "graf-lda": {"holdout": "cross-source", "wl_rounds": 3, "wl_alphabet": "roles", "fuse_wl": 0.2,
-                 "fuse_wl_alphabet": "roles"}}
+    "graf-lda": {"holdout": "cross-source", "wl_rounds": 3, "wl_alphabet": "roles", "sources": "nuisance",
+                 "nuisance": 256.0}}
 
 
 @dataclass(frozen=True)
