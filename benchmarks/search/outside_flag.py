@@ -7,7 +7,7 @@ sources in a copy of the corpus). This builds that copy as `narbench index build
 as the index build fits it, and with the validation set `wildval` (docs/wildval.md: models from packages outside
 the zoos, crossimpl and the wild set) joining the copy's queries (`validation_queries(outside=...)`: a model of a
 family the copy holds is an in-family query of kind `outside`, at most `OUTSIDE_FALSE_FLAG` of them flagged; one of
-no family there a positive). Each score is then applied to `wildval` searched in the shipped index as `narbench
+no family there a positive); and a third time with them as training rows of the regression but no bound of theirs. Each score is then applied to `wildval` searched in the shipped index as `narbench
 search FILE` searches it. Printed: each fit's threshold and its record in the copy; on `wildval` in the shipped
 index, fitting and `none` models flagged, the AUROC of the score and of the first hit's cosine alone, and the
 flagged counts along the threshold. Validation only: no test query of any split, no `crossimpl` query and no
@@ -75,7 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     zoo = kinds != "outside"
     fits = {"as the index build fits it (zoo hold-outs)": fit(x[zoo], y[zoo], [g for g, z in zip(groups, zoo) if z],
                                                               kinds=kinds[zoo]),
-            "with wildval's in-family models bounded too": fit(x, y, groups, kinds=kinds)}
+            "with wildval's in-family models bounded too": fit(x, y, groups, kinds=kinds),
+            "with wildval's models as training rows only (no bound)": fit(x, y, groups, kinds=kinds,
+                                                                          outside_false_flag=1.0)}
     shipped = load_index(None, None)
     xs = query_features(shipped, graphs)
     fit_rows = np.array([bool(f) for f in families])
