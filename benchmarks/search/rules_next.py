@@ -62,11 +62,7 @@ def apply(graph, vocab: list[str], run) -> tuple[object, int]:
     from narbench.data.canonical_rewrite import RewriteGraph
     from narbench.data.graph import ArchGraph
 
-    ops = [vocab[i] for i in graph.ops.tolist()]
-    preds = {v: {} for v in range(len(ops))}
-    for s, d in np.asarray(graph.edges).reshape(2, -1).T.tolist():
-        preds[d][s] = None
-    g = RewriteGraph(dict(enumerate(ops)), preds)
+    g = RewriteGraph.of_canonical([vocab[i] for i in graph.ops.tolist()], graph.edges)
     n = run(g)
     if not n:
         return graph, 0

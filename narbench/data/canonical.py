@@ -207,10 +207,7 @@ def upgrade(ops: Sequence[str], edges: np.ndarray, version: str) -> CanonicalGra
     passes = [f for v, (f, may) in UPGRADES.items() if v <= check_version(version) and may(ops, edges)]
     if not passes:
         return CanonicalGraph(list(ops), edges)
-    preds: dict[int, dict[int, None]] = {v: {} for v in range(len(ops))}
-    for s, d in edges.T.tolist():
-        preds[d][s] = None
-    g = RewriteGraph(dict(enumerate(ops)), preds)
+    g = RewriteGraph.of_canonical(ops, edges)
     for run in passes:
         run(g)
     kept_ops, kept_edges = g.result()

@@ -42,6 +42,14 @@ class RewriteGraph:
         self.order = sorted(op)  # ids of kept nodes in a topological order (inserted nodes too)
         self._next_id = max(op, default=-1) + 1
 
+    @classmethod
+    def of_canonical(cls, ops: Sequence[str], edges: np.ndarray) -> "RewriteGraph":
+        """A canonical graph (op names, 2 x E edges, ids in topological order) as a graph to rewrite further."""
+        preds: dict[int, dict[int, None]] = {v: {} for v in range(len(ops))}
+        for s, d in np.asarray(edges, dtype=np.int64).reshape(2, -1).T.tolist():
+            preds[d][s] = None
+        return cls(dict(enumerate(ops)), preds)
+
     # ------------------------------------------------------------------ primitives
 
     def alive(self, v: int) -> bool:

@@ -27,9 +27,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from narbench.datasets.wild import NAME, NONE, VERSION, families_of, outside_set  # NONE: "no family fits"
+from narbench.datasets.wild import NAME, NONE, families_of, outside_set  # NONE: "no family fits"
 
-TABLE = f"{NAME}-{VERSION}.csv"
 #: crossimpl's columns, then the package's pinned version and where its code comes from
 COLUMNS = ("package", "model", "builder", "kwargs", "input", "family", "zoo_model", "reason", "version", "provenance")
 #: a JSON object with this key is built: `{"__builder__": "module:attr", **kwargs}`
