@@ -1,6 +1,6 @@
 """`python -m narbench.cli.wild --out DIR`: extract every row of `narbench/data/wild-1.0.csv` into
 `DIR/wild-1.0.narg` (`narbench.zoo.wild_graphs.run_cli`; needs the wild packages, docs/wild.md); `--set
-wildval` the validation set's rows (`wildval-1.0.csv` into `wildval-1.0.narg`, docs/wildval.md)."""
+wildval` the validation set's rows (`wildval-1.1.csv` into `wildval-1.1.narg`, docs/wildval.md)."""
 
 from __future__ import annotations
 

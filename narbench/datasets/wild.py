@@ -81,9 +81,9 @@ class OutsideSet:
 #: every set of outside models, by name
 SETS: dict[str, OutsideSet] = {
     NAME: OutsideSet(NAME, VERSION, "test", CANONICAL, SHIPPED),
-    VALIDATION: OutsideSet(VALIDATION, "1.0", "validation", "2.3",
-                           {"2.3": WildFile("1.0", f"{VALIDATION}-1.0.narg",
-                                                   "13e91f46c78aaa3d159d34d8b1f0bb5e2b7c27501ccc27e67df6fe2d1b6b1858")}),
+    VALIDATION: OutsideSet(VALIDATION, "1.1", "validation", "2.3",
+                           {"2.3": WildFile("1.1", f"{VALIDATION}-1.1.narg",
+                                                   "9465cef7d7113defcf9d6d17deb83729becb448ceb952a354e916d4e33cc7388")}),
 }
 
 
