@@ -117,10 +117,10 @@ def test_a_saved_23_graph_meets_a_24_index_through_the_pass(graphs):
 
 
 def test_an_index_reads_queries_by_the_newest_rules_its_corpus_is_a_fixed_point_of(graphs):
-    """`index_build.corpus_rules`: a 2.3 corpus that 2.4's pass leaves as it is reads queries by 2.4; one graph the
+    """`mapping.corpus_rules`: a 2.3 corpus that 2.4's pass leaves as it is reads queries by 2.4; one graph the
     pass would change keeps the corpus at 2.3; a 2.2 corpus stays 2.2 (2.3 is no pass over canonical graphs)."""
     from narbench.data.graph import ArchGraph
-    from narbench.search_engine.index_build import corpus_rules
+    from narbench.data.mapping import corpus_rules
 
     vocab = list(canonical_vocabulary("2.3"))
 

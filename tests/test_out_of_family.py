@@ -12,7 +12,7 @@ import pytest
 from narbench.data.dataset import Split
 from narbench.datasets.novel import families_of, novel_split
 from narbench.search_engine.outside import FEATURES, KEY, NEAREST, OutsideScore, features
-from narbench.search_engine.outside_fit import CANDIDATES, FALSE_FLAG, OUTSIDE_FALSE_FLAG, fit
+from narbench.search_engine.outside_fit import CANDIDATES, FALSE_FLAG, OUTSIDE_FALSE_FLAG, TIE, fit
 from tests.family_toys import VOCAB, dataset, family_graphs
 
 HELD_MODEL = "m3"  # the in-family test queries: this model of every family the index keeps
@@ -194,6 +194,75 @@ def test_validation_queries_treat_a_graph_that_keeps_several_families_by_all_of_
     assert sum(g.family in val for g in graphs) - 1 == len(positives)
     assert graphs[corpus_shared].name not in {g.name for g in v.corpus.graphs}  # it keeps a held-out family
     assert not {f for g in v.corpus.graphs for f in g.families} & set(val)
+
+
+def test_models_from_elsewhere_choose_the_features_and_the_threshold_when_given():
+    """In the copy `lead` tells held-out families apart only beside `top1` and with the sign reversed from code
+    from elsewhere (issue 59's `wildval`): cross-validated on the copy the fit reads it; given the outside models
+    searched in the index (`choose_on`), the set that ranks them best is kept and the flag fires where it tells
+    their `none` models from their fitting ones best, never below the copy's own bounds."""
+    rng = np.random.default_rng(2)
+    n, m = 400, 60
+    y = np.array([1] * n + [0] * n)
+    x = rng.normal(size=(2 * n, len(FEATURES)))
+    top1, lead = FEATURES.index("top1"), FEATURES.index("lead")
+    x[:, top1] -= 1.0 * y
+    x[:, lead] += 1.5 * y + 0.5 * x[:, top1]  # beside top1, a higher lead reads "held out" in the copy
+    groups = [f"f{i % 40}" for i in range(2 * n)]
+    fits = np.array([True] * m + [False] * (m // 2))
+    xs = rng.normal(size=(len(fits), len(FEATURES)))
+    xs[:, top1] -= 1.2 * ~fits
+    xs[:, lead] -= 1.5 * ~fits  # outside, `none` models lead less: the copy's sign is wrong here
+    plain = fit(x, y, groups)
+    chosen = fit(x, y, groups, choose_on=(xs, fits))
+    assert "lead" in plain.features and "lead" not in chosen.features
+    record = chosen.validation["chosen_on"]
+    best = max(record["auroc"].values())  # the first candidate, smallest first, within TIE of the best
+    assert chosen.features == next(c for c in CANDIDATES if record["auroc"][",".join(c)] >= best - TIE)
+    ps = chosen.scores(xs)
+    gain = lambda t: (ps[~fits] >= t).mean() - (ps[fits] >= t).mean()  # noqa: E731
+    bound = float(np.quantile(chosen.scores(x)[y == 0], 1.0 - FALSE_FLAG))
+    assert chosen.threshold >= round(bound, 6) - 1e-6
+    if chosen.threshold > bound + 1e-6:  # the outside models set it: no other threshold tells them apart better
+        assert all(gain(chosen.threshold) >= gain(t) - 1e-9 for t in np.unique(ps) if t >= bound)
+    assert record["fit_flagged"] == int((ps[fits] >= chosen.threshold).sum())
+    assert record["none_flagged"] == int((ps[~fits] >= chosen.threshold).sum())
+    assert (record["fit"], record["none"]) == (m, m // 2)
+
+
+def test_the_index_build_chooses_the_score_on_the_datasets_outside_models_when_it_has_them():
+    """`GraphDataset.outside` (real 2.3: `wildval`) reaches the build: its models, searched in the index being built,
+    choose the score's features and threshold, and the header's record says how many fit and how many were flagged;
+    a dataset without them is scored as before, and one whose outside models are in another vocabulary too."""
+    from narbench.search_engine.index_build import IndexConfig, build_index
+    from narbench.search_engine.outside import stored
+    from narbench.search_engine.outside_fit import query_features
+
+    graphs = family_graphs(families=24)
+    split = novel_split(graphs, min_families=4, min_queries=30)
+    test, val = set(families_of(graphs, split, "test")), set(families_of(graphs, split, "validation"))
+    kept = [g for g in graphs if g.family not in test and g.meta["model"] != HELD_MODEL]
+    held = np.array([i for i, g in enumerate(kept) if g.family in val], dtype=np.int64)
+    novel = Split(train=np.setdiff1d(np.arange(len(kept)), held), test=held, seed=0, test_size=0.0, name="novel",
+                  subsets={"validation": np.arange(len(held))})
+    outside = [g for g in graphs if g.family in test][::7] + [g for g in graphs if g.meta["model"] == HELD_MODEL
+                                                             and g.family not in test | val][::3]
+    expected = [() if g.family in test else (g.family,) for g in outside]
+    cfg = IndexConfig(encoder="wl", progress=False)
+    plain = build_index(cfg, dataset=dataset(kept, {"novel": novel}))
+    with_outside = dataset(kept, {"novel": novel})
+    with_outside.outside = lambda: (outside, list(VOCAB), expected)
+    chosen = build_index(cfg, dataset=with_outside)
+    other_vocab = dataset(kept, {"novel": novel})
+    other_vocab.outside = lambda: (outside, [*VOCAB, "extra"], expected)
+    assert "chosen_on" not in stored(plain).validation
+    assert "chosen_on" not in stored(build_index(cfg, dataset=other_vocab)).validation
+    record, score = stored(chosen).validation["chosen_on"], stored(chosen)
+    fits = np.array([bool(f) for f in expected])
+    assert (record["fit"], record["none"]) == (int(fits.sum()), int((~fits).sum()))
+    p = score.scores(query_features(chosen, outside))
+    assert record["fit_flagged"] == int((p[fits] >= score.threshold).sum())
+    assert record["none_flagged"] == int((p[~fits] >= score.threshold).sum())
 
 
 def test_the_threshold_bounds_each_kind_of_in_family_query_by_its_own_share():

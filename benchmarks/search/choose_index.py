@@ -43,10 +43,11 @@ rule 2's figure and the `source` side's graphs, before this script had computed 
    `quick` graphs. (The choices of 2026-11-28 and the first two of 2026-11-29 took validation MAP@20 averaged over
    queries, and the `quick` graphs' `source` side; that mean is still printed, as `map@20_mean`.)
    Since its third revision (2026-11-29, before this script had computed any figure of the side) a fourth side
-   joins the mean: `wildval` (docs/wildval.md), its models that fit a family (37 of 56), each searched in every
+   joins the mean: `wildval` (docs/wildval.md), its models that fit a family (37 of 56 in 1.0, 59 of 92 in 1.1: the
+   version read is the one shipped, recorded in the results), each searched in every
    `source` fold's index (the candidate fitted on the fold's pool, indexing all of `standard`'s training graphs),
    the folds pooled; family@1 and P@10 per expected family first. Its graphs are read as an index of the corpus
-   reads a saved graph (canonical 2.4's pass applied, `outside_flag.outside_queries`; the first full run under
+   reads a saved graph (canonical 2.4's pass applied, `outside_fit.outside_queries`; the first full run under
    the revision, started before 2.4 existed, read them as saved and was stopped after 10 minutes).
 3. Ties (equal to 4 decimals) go to the earlier candidate of `candidates()`: the shipped `graf-lda`, `wl`,
    the fusions by increasing WL share, then the other floors, then the candidates reading WL in op roles, then
@@ -259,6 +260,10 @@ def write_out(out: Path, ds, args, cands, quality_rows, cells, scores, maps, ok,
             "seed": args.seed, "boot": args.boot, "rule": __doc__.split("The rule")[1].split("\n\n")[0].strip(),
             "source_graphs": args.source_graphs, "candidates": [asdict(c) for c in cands], "score": scores,
             "map_mean": maps, "admissible": ok, "choice": choice}
+    if WILDVAL in args.sides:
+        from narbench.datasets.wild import outside_set
+
+        meta["wildval_version"] = outside_set(WILDVAL).version
     (out / "choice.json").write_text(json.dumps(meta, indent=1) + "\n")
 
 

@@ -203,7 +203,7 @@ def measure_source(ds, cands: list, args, sides_meta: dict) -> dict:
 def wildval_queries(ds) -> tuple[list, list[tuple[str, ...]]]:
     """`wildval`'s models that fit a family, in `ds`'s vocabulary: (graphs, expected families); ValueError when it
     ships none in that vocabulary."""
-    from benchmarks.search.outside_flag import outside_queries
+    from narbench.search_engine.outside_fit import outside_queries
 
     graphs, families = outside_queries(ds)
     if not graphs:

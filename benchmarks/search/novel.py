@@ -54,7 +54,7 @@ def held_out_world(ds):
                   subsets={"validation": np.arange(len(held), dtype=np.int64)})
     standard = Split(train=np.arange(n, dtype=np.int64), test=np.zeros(0, dtype=np.int64), seed=0, test_size=0.0)
     return GraphDataset(ds.name, ds.version, list(ds.vocab), graphs, ds.sha256, standard, meta=ds.meta,
-                        splits={"novel": split}), sorted(test)
+                        splits={"novel": split}, outside=ds.outside), sorted(test)
 
 
 def report_queries(ds, world, test: list[str]):

@@ -3,14 +3,16 @@
     python -m benchmarks.search.outside_flag [--out DIR]         # about 3 minutes
 
 The index's score is fitted on zoo hold-outs (`narbench.search_engine.outside_fit`: held-out families, models and
-sources in a copy of the corpus). This builds that copy as `narbench index build` does and fits the score twice:
-as the index build fits it, and with the validation set `wildval` (docs/wildval.md: models from packages outside
-the zoos, crossimpl and the wild set) joining the copy's queries (`validation_queries(outside=...)`: a model of a
-family the copy holds is an in-family query of kind `outside`, at most `OUTSIDE_FALSE_FLAG` of them flagged; one of
-no family there a positive); and a third time with them as training rows of the regression but no bound of theirs. Each score is then applied to `wildval` searched in the shipped index as `narbench
-search FILE` searches it. Printed: each fit's threshold and its record in the copy; on `wildval` in the shipped
-index, fitting and `none` models flagged, the AUROC of the score and of the first hit's cosine alone, and the
-flagged counts along the threshold. Validation only: no test query of any split, no `crossimpl` query and no
+sources in a copy of the corpus). This builds that copy as `narbench index build` does and fits the score four
+times: on the zoo hold-outs alone (the index build until 2026-11-29); with the validation set `wildval`
+(docs/wildval.md: models from packages outside the zoos, crossimpl and the wild set) joining the copy's queries
+(`validation_queries(outside=...)`: a model of a family the copy holds is an in-family query of kind `outside`, at
+most `OUTSIDE_FALSE_FLAG` of them flagged; one of no family there a positive); a third time with them as training
+rows of the regression but no bound of theirs; and as the index build fits it now, features and threshold chosen on
+`wildval` searched in the index (`fit(choose_on=...)`). Each score is then applied to `wildval` searched in the
+shipped index as `narbench search FILE` searches it. Printed: each fit's threshold and its record in the copy; on
+`wildval` in the shipped index, fitting and `none` models flagged, the AUROC of the score and of the first hit's
+cosine alone, and the flagged counts along the threshold. Validation only: no test query of any split, no `crossimpl` query and no
 wild-set model is read.
 """
 
@@ -26,29 +28,6 @@ from benchmarks.timing import line, report, study_parser
 THRESHOLDS = (0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995)
 
 
-def outside_queries(ds) -> tuple[list, list[tuple[str, ...]]]:
-    """`wildval`'s graphs in `ds`'s op vocabulary, read as an index of `ds` reads a saved graph (under the newest
-    canonical rules its corpus is a fixed point of, `index_build.corpus_rules`: 2.4's pass applied), and each one's
-    expected families (() where none fits); empty when it ships no file in that vocabulary."""
-    from narbench.data.graph import ArchGraph
-    from narbench.data.mapping import onto_vocabulary
-    from narbench.datasets.wild import VALIDATION, outside_set, read_graphs
-    from narbench.search_engine.index_build import corpus_rules
-
-    for canonical in outside_set(VALIDATION).files:
-        val = read_graphs(canonical=canonical, name=VALIDATION)
-        if list(val.vocab) != list(ds.vocab):
-            continue
-        rules = corpus_rules((ds.meta.get("ops") or {}).get("version"), ds.core_graphs, ds.vocab)
-        graphs = []
-        for g in val.graphs:
-            m = onto_vocabulary([val.vocab[i] for i in g.ops.tolist()], g.edges, ds.vocab, rules, g.coarse or None)
-            graphs.append(ArchGraph(ops=m.ops, edges=m.edges, name=g.name, family=g.family, coarse=m.coarse,
-                                    source=g.source, meta=g.meta))
-        return graphs, list(val.families)
-    return [], []
-
-
 def main(argv: list[str] | None = None) -> int:
     from sklearn.metrics import roc_auc_score
 
@@ -56,7 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     from narbench.search_engine.index_build import IndexConfig, build_index
     from narbench.search_engine.index_file import load_index
     from narbench.search_engine.outside import FEATURES, NEAREST
-    from narbench.search_engine.outside_fit import fit, nearest_other, query_features, validation_queries
+    from narbench.search_engine.outside_fit import (fit, nearest_other, outside_queries, query_features,
+                                                    validation_queries)
 
     parser = study_parser(__doc__)
     parser.add_argument("--seed", type=int, default=0)
@@ -73,14 +53,19 @@ def main(argv: list[str] | None = None) -> int:
     copy.arrays[NEAREST] = nearest_other(copy, val.corpus.core_graphs)
     x, y, kinds, groups = query_features(copy, val.queries), val.labels, val.kinds, val.groups
     zoo = kinds != "outside"
-    fits = {"as the index build fits it (zoo hold-outs)": fit(x[zoo], y[zoo], [g for g, z in zip(groups, zoo) if z],
-                                                              kinds=kinds[zoo]),
+    shipped = load_index(None, None)
+    if NEAREST not in shipped.arrays:  # an index whose score reads no relative feature does not keep it
+        shipped.arrays[NEAREST] = nearest_other(shipped, ds.core_graphs)
+    xs = query_features(shipped, graphs)
+    present = {f for g in ds.core_graphs for f in g.families}
+    fit_rows = np.array([bool(set(f) & present) for f in families])
+    zoo_rows = (x[zoo], y[zoo], [g for g, z in zip(groups, zoo) if z])
+    fits = {"on zoo hold-outs alone (the index build until 2026-11-29)": fit(*zoo_rows, kinds=kinds[zoo]),
             "with wildval's in-family models bounded too": fit(x, y, groups, kinds=kinds),
             "with wildval's models as training rows only (no bound)": fit(x, y, groups, kinds=kinds,
-                                                                          outside_false_flag=1.0)}
-    shipped = load_index(None, None)
-    xs = query_features(shipped, graphs)
-    fit_rows = np.array([bool(f) for f in families])
+                                                                          outside_false_flag=1.0),
+            "as the index build fits it: chosen on wildval searched in the index": fit(*zoo_rows, kinds=kinds[zoo],
+                                                                                       choose_on=(xs, fit_rows))}
     top1 = xs[:, FEATURES.index("top1")]
     summary = {"dataset": f"{ds.name} {ds.version}", "index": shipped.sha256, "wildval": {
         "fit": int(fit_rows.sum()), "none": int((~fit_rows).sum()),

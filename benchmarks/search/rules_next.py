@@ -72,7 +72,7 @@ def apply(graph, vocab: list[str], run) -> tuple[object, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks.search.outside_flag import outside_queries
+    from narbench.search_engine.outside_fit import outside_queries
     from benchmarks.search.wild import measure
     from narbench.data.dataset import GraphDataset, load_dataset
     from narbench.search_engine.index_build import IndexConfig, build_index
@@ -93,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
                "wildval_models": [g.name for g, n in queries if n]}
         if args.measure:
             changed = GraphDataset(ds.name, ds.version, vocab, [g for g, _ in corpus] + ds.graphs[len(corpus):],
-                                   ds.sha256, ds.split, splits=ds.splits, meta=ds.meta, query_only=ds.query_only)
+                                   ds.sha256, ds.split, splits=ds.splits, meta=ds.meta, query_only=ds.query_only,
+                                   outside=ds.outside)
             index = build_index(IndexConfig(dataset=args.dataset, progress=False), dataset=changed)
             m = measure(index, [g for g, _ in queries], expected, vocab)
             row |= {"wildval_top1": round(float(m["top1"][fits].mean()), 4), "wildval_p10": round(float(m["p10"][fits].mean()), 4),

@@ -315,9 +315,9 @@ def unseen_batchnorm(g: Any) -> int:
 def may_fold_unseen(ops: Sequence[str], edges: np.ndarray) -> bool:
     """Whether `unseen_batchnorm` can fire on a canonical graph: a root or reciprocal with no input (a cheap check,
     so that a graph without one is not rebuilt)."""
-    roots = [i for i, op in enumerate(ops) if op in ("rsqrt", "sqrt", "reciprocal")]
-    if not roots:
+    if "rsqrt" not in ops and "sqrt" not in ops and "reciprocal" not in ops:  # most graphs: a scan in C
         return False
+    roots = [i for i, op in enumerate(ops) if op in ("rsqrt", "sqrt", "reciprocal")]
     fed = np.zeros(len(ops), dtype=bool)
     fed[np.asarray(edges, dtype=np.int64).reshape(2, -1)[1]] = True
     return not bool(fed[roots].all())

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -156,6 +157,10 @@ class GraphDataset:
     meta: dict[str, Any] = field(default_factory=dict)
     splits: dict[str, Split] = field(default_factory=dict)
     query_only: int = 0
+    #: the dataset's validation set of models from packages outside its sources (`real`: `wildval`, docs/wildval.md),
+    #: read on demand: () -> (graphs in their file's vocabulary, that vocabulary, each one's expected families, ()
+    #: where none fits); None when it has none. Not part of the dataset's content or hash.
+    outside: Callable[[], tuple[list[ArchGraph], list[str], list[tuple[str, ...]]]] | None = None
 
     def __post_init__(self) -> None:
         self.splits = {"standard": self.split, **{k: v for k, v in self.splits.items() if k != "standard"}}

@@ -17,7 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-from narbench.data.canonical import EARLIER_OP, VERSIONS, canonical_vocabulary, canonicalize, upgrade
+from narbench.data.canonical import EARLIER_OP, UPGRADES, VERSIONS, canonical_vocabulary, canonicalize, upgrade
 from narbench.data.coarse import coarse_label
 
 
@@ -76,3 +76,25 @@ def splice(edges: np.ndarray, keep: np.ndarray) -> np.ndarray:
         else:
             resolved[v] = list(dict.fromkeys(srcs))
     return np.array(sorted(out), dtype=np.int64).reshape(-1, 2).T.copy()
+
+
+def corpus_rules(version: str | None, graphs, vocab) -> str | None:
+    """The canonical rules an index of `graphs` (canonical under `version`) reads queries by: the newest later version
+    of `narbench.data.canonical.UPGRADES` (a pass over canonical graphs) that leaves every graph as it is, since such
+    a corpus is a corpus of those rules too (real 2.3 is a 2.4 corpus: 2.4's pass finds nothing in its 16,905
+    graphs); `version` when the next one changes a graph or is no such pass."""
+    if version not in VERSIONS:
+        return version
+    names = np.asarray(list(vocab), dtype=object)
+    for later in VERSIONS[VERSIONS.index(version) + 1:]:
+        if later not in UPGRADES:
+            break
+        may = UPGRADES[later][1]
+        for g in graphs:
+            ops = names[g.ops].tolist()
+            if may(ops, g.edges):
+                up = upgrade(ops, g.edges, later)
+                if up.ops != ops or not np.array_equal(up.edges, np.asarray(g.edges).reshape(2, -1)):
+                    return version
+        version = later
+    return version

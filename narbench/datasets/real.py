@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar
@@ -207,6 +208,12 @@ class Real23Dataset(Real22Dataset):
     #: extraction (groups and dimensions; functions traced through): `narbench.zoo.reextract.overlay`
     patch_artifact = "real-1.0-reextracted-2.3.narg"
 
+    def dataset(self, graphs: list[ArchGraph], vocab: list[str], header: dict[str, Any], digest: str) -> GraphDataset:
+        """2.2's, with the validation set of outside models (`wildval`) read on demand (`GraphDataset.outside`)."""
+        ds = super().dataset(graphs, vocab, header, digest)
+        ds.outside = partial(outside_models, self.canonical_version)
+        return ds
+
     def splits(self, graphs: list[ArchGraph]) -> dict[str, Split]:
         """2.2's splits, `unseen` grouped by identities that share a graph (`families.identity_groups`), the groups
         whose families chose different sides in the corpus (`families.whole_group_split`)."""
@@ -222,3 +229,14 @@ class Real23Dataset(Real22Dataset):
 
 #: the `real` version the taxonomy tables (`narbench.datasets.taxonomy`) describe: the newest shipped
 NEWEST = Real23Dataset
+
+
+def outside_models(canonical: str) -> tuple[list[ArchGraph], list[str], list[tuple[str, ...]]]:
+    """`wildval`'s graphs under canonical rules `canonical`, their vocabulary and each one's expected families (()
+    where none fits); all empty when it ships no file under those rules."""
+    from narbench.datasets.wild import VALIDATION, outside_set, read_graphs as read_outside
+
+    if canonical not in outside_set(VALIDATION).files:
+        return [], [], []
+    val = read_outside(canonical=canonical, name=VALIDATION)
+    return list(val.graphs), list(val.vocab), list(val.families)

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from narbench.data.mapping import corpus_rules
 from narbench.data.ops import TORCH_CHECKED
 from narbench.search_engine.index import SHIPPED, SearchIndex, apply_params, as_numpy, hash64, normalised
 from narbench.search_engine.fusion import Fusion, FusedEncoder, cut, split_params
@@ -131,29 +132,6 @@ def index_params(cfg: IndexConfig) -> tuple[dict[str, Any], Fusion | None]:
         raise ValueError(f"a fused index is never projected: fuse_dims + fuse_wl_dim ({fusion.width}) must be at "
                          f"most max_dim ({cfg.max_dim})")
     return params, fusion
-
-
-def corpus_rules(version: str | None, graphs, vocab) -> str | None:
-    """The canonical rules an index of `graphs` (canonical under `version`) reads queries by: the newest later version
-    of `narbench.data.canonical.UPGRADES` (a pass over canonical graphs) that leaves every graph as it is, since such
-    a corpus is a corpus of those rules too (real 2.3 is a 2.4 corpus: 2.4's pass finds nothing in its 16,905
-    graphs); `version` when the next one changes a graph or is no such pass."""
-    from narbench.data.canonical import UPGRADES, VERSIONS, upgrade
-
-    if version not in VERSIONS:
-        return version
-    for later in VERSIONS[VERSIONS.index(version) + 1:]:
-        if later not in UPGRADES:
-            break
-        may = UPGRADES[later][1]
-        for g in graphs:
-            ops = [vocab[i] for i in g.ops.tolist()]
-            if may(ops, g.edges):
-                up = upgrade(ops, g.edges, later)
-                if up.ops != ops or not np.array_equal(up.edges, np.asarray(g.edges).reshape(2, -1)):
-                    return version
-        version = later
-    return version
 
 
 def assemble(cfg: IndexConfig, ds, fitted: Fitted, raw) -> SearchIndex:

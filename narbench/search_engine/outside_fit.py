@@ -12,16 +12,22 @@ from packages narbench never looked at (`wildval`, docs/wildval.md): a model who
 family the copy holds an in-family negative of kind `outside`, one of no family there a positive; `fit` then
 bounds their flagged share by `OUTSIDE_FALSE_FLAG` too. The index build does not (measured and not adopted,
 `benchmarks/search/outside_flag.py`; docs/wildval.md). Each candidate feature set (`CANDIDATES`) is scored by a
-logistic regression (scikit-learn, balanced classes) as the mean AUROC of a 5-fold cross-validation grouped by
-family; the first set, smallest first, within `TIE` of the best is fitted on all of them (`fit`). The flag
-fires from the lowest score that flags at most `FALSE_FLAG` of the held-out models and at most
-`SOURCE_FALSE_FLAG` of the held-out sources. The index gets the header entry and, when the chosen features
-read it, its graphs' `NEAREST` array (`nearest_other`).
+logistic regression (scikit-learn, balanced classes) fitted on the copy's queries. **Where the dataset has outside
+models in its vocabulary** (`GraphDataset.outside`: real 2.3's `wildval`), the index build searches them in the index
+itself (`choose_on`): the
+candidate whose score ranks `wildval`'s `none` models above its fitting ones best (AUROC; the first, smallest
+first, within `TIE` of the best) is kept, and the flag fires from the score that best tells them apart (Youden's J:
+the share of `none` flagged less the share of fitting models flagged, the highest of equals), or higher where a
+bound below needs it (`CHOSE_ON_OUTSIDE` says why). Without it, the candidate is chosen by the mean AUROC of a
+5-fold cross-validation on the copy grouped by family. Either way the flag fires no lower than the score that
+flags at most `FALSE_FLAG` of the held-out models and at most `SOURCE_FALSE_FLAG` of the held-out sources. The
+index gets the header entry and, when the chosen features read it, its graphs' `NEAREST` array (`nearest_other`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -43,6 +49,14 @@ SOURCE_FALSE_FLAG = 0.10
 #: `wildval` in the shipped index fitting models flagged went 21/37 -> 13/37 and `none` 15/19 -> 11/19 (no threshold
 #: meets both targets there: the score's AUROC is 0.65), `benchmarks/search/outside_flag.py`
 OUTSIDE_FALSE_FLAG = 0.10
+#: what `choose_on` is, as an index build passes it: `wildval`'s models searched in the index. Why (issue 59,
+#: validation only; `python -m benchmarks.search.outside_flag`): fitted and thresholded on zoo hold-outs alone, the
+#: score read `lead` with the wrong sign for code from elsewhere (in the copy a query closer to its first hit than
+#: that hit's own nearest other model is more often of a held-out family; on `wildval` the reverse) and flagged
+#: 14 of its 37 fitting models, among them exact and near-exact hits (mpnet at cosine 1.0, xception 0.98); the
+#: first cosine alone ranks `wildval` better (AUROC 0.86 against 0.70). Written 2026-11-29 after reading
+#: `wildval` 1.0's figures, before `wildval` 1.1's rows were searched
+CHOSE_ON_OUTSIDE = "wildval"
 #: a larger feature set is chosen over a smaller one only when its cross-validated AUROC is higher by more
 TIE = 0.005
 #: candidate feature sets, smallest first (`top1` alone is what `weak` reads)
@@ -60,16 +74,50 @@ CANDIDATES: tuple[tuple[str, ...], ...] = (
 
 def attach(cfg, ds, index, build: Callable[..., Any]) -> None:
     """Give `index` (built with `cfg` on `ds`'s core graphs by `build`, `index_build.build_index`) its score
-    and, when the score reads it, its `NEAREST` array; nothing when `ds` has no `novel` split."""
+    and, when the score reads it, its `NEAREST` array; nothing when `ds` has no `novel` split. Where `ds` has outside
+    models in its vocabulary (`outside_queries`), the features and threshold are chosen on them searched in `index`
+    (`fit`'s `choose_on`)."""
     sides = validation_queries(ds, ds.core_graphs, seed=cfg.seed)
     if sides is None:
         return
     copy = build(dataclasses.replace(cfg, progress=False), dataset=sides.corpus)
     copy.arrays[NEAREST] = nearest_other(copy, sides.corpus.core_graphs)
-    score = fit(query_features(copy, sides.queries), sides.labels, sides.groups, kinds=sides.kinds)
+    choose_on = None
+    graphs, families = outside_queries(ds)
+    if graphs:
+        index.arrays[NEAREST] = nearest_other(index, ds.core_graphs)  # the relative features read it
+        present = {f for g in ds.core_graphs for f in g.families}
+        choose_on = (query_features(index, graphs), np.array([bool(set(f) & present) for f in families]))
+    score = fit(query_features(copy, sides.queries), sides.labels, sides.groups, kinds=sides.kinds,
+                choose_on=choose_on)
     index.header[KEY] = score.to_header()
     if set(score.features) & set(RELATIVE):
-        index.arrays[NEAREST] = nearest_other(index, ds.core_graphs)
+        if NEAREST not in index.arrays:
+            index.arrays[NEAREST] = nearest_other(index, ds.core_graphs)
+    else:
+        index.arrays.pop(NEAREST, None)
+
+
+def outside_queries(ds) -> tuple[list, list[tuple[str, ...]]]:
+    """The dataset's validation set of outside models (`GraphDataset.outside`: `wildval` for `real`) in `ds`'s op
+    vocabulary, read as an index of `ds` reads a saved graph (under the newest canonical rules its corpus is a
+    fixed point of, `narbench.data.mapping.corpus_rules`), and each one's expected families (() where none fits);
+    empty when it has none in that vocabulary."""
+    from narbench.data.graph import ArchGraph
+    from narbench.data.mapping import corpus_rules, onto_vocabulary
+
+    if getattr(ds, "outside", None) is None:
+        return [], []
+    graphs, vocab, families = ds.outside()
+    if not graphs or list(vocab) != list(ds.vocab):
+        return [], []
+    rules = corpus_rules((ds.meta.get("ops") or {}).get("version"), ds.core_graphs, ds.vocab)
+    out = []
+    for g in graphs:
+        m = onto_vocabulary([vocab[i] for i in g.ops.tolist()], g.edges, ds.vocab, rules, g.coarse or None)
+        out.append(ArchGraph(ops=m.ops, edges=m.edges, name=g.name, family=g.family, coarse=m.coarse,
+                             source=g.source, meta=g.meta))
+    return out, list(families)
 
 
 def nearest_other(index, graphs: Sequence[Any], block: int = 512) -> np.ndarray:
@@ -108,10 +156,13 @@ def query_features(index, graphs: Sequence[Any], k: int = K, batch: int = 256) -
 
 def fit(x: np.ndarray, y: np.ndarray, groups: Sequence[str], *, kinds: Sequence[str] | None = None,
         false_flag: float = FALSE_FLAG, source_false_flag: float = SOURCE_FALSE_FLAG,
-        outside_false_flag: float = OUTSIDE_FALSE_FLAG, folds: int = 5) -> OutsideScore:
-    """Choose a feature set by grouped cross-validated AUROC and fit it (module docstring); `x` is
-    [n, len(FEATURES)], `y` 1 for out-of-family, `groups` the family of each row, `kinds` each in-family row's
-    hold-out (`"model"`, `"source"` or `"outside"`, a `wildval` model; None: every one a held-out model)."""
+        outside_false_flag: float = OUTSIDE_FALSE_FLAG, folds: int = 5,
+        choose_on: tuple[np.ndarray, np.ndarray] | None = None) -> OutsideScore:
+    """Choose a feature set and fit it (module docstring); `x` is [n, len(FEATURES)], `y` 1 for out-of-family,
+    `groups` the family of each row, `kinds` each in-family row's hold-out (`"model"`, `"source"` or `"outside"`,
+    a `wildval` model in the copy; None: every one a held-out model). `choose_on`, ([m, len(FEATURES)], [m] bool:
+    fits a family): models from packages narbench never looked at searched in the index itself; the feature set is
+    then the one that ranks them best and the threshold the one that tells them apart best (`CHOSE_ON_OUTSIDE`)."""
     from sklearn.metrics import roc_auc_score
 
     y = np.asarray(y, dtype=np.int64)
@@ -120,15 +171,20 @@ def fit(x: np.ndarray, y: np.ndarray, groups: Sequence[str], *, kinds: Sequence[
     outside = (y == 0) & (kinds == "outside")
     aurocs = {",".join(c): _cross_validated(x[:, [FEATURES.index(f) for f in c]], y, groups, folds)
               for c in CANDIDATES}
-    best = max(aurocs.values())
-    chosen = next(c for c in CANDIDATES if aurocs[",".join(c)] >= best - TIE)
-    cols = [FEATURES.index(f) for f in chosen]
-    mean, scale, coef, intercept = _logistic(x[:, cols], y)
-    score = OutsideScore(chosen, mean, scale, coef, intercept, threshold=1.0)
+    scored = aurocs
+    if choose_on is not None:
+        xs, fits = np.asarray(choose_on[0], dtype=np.float64), np.asarray(choose_on[1], dtype=bool)
+        scored = {",".join(c): round(float(roc_auc_score(~fits, _fitted(x, y, c).scores(xs))), 4) for c in CANDIDATES}
+    best = max(scored.values())
+    chosen = next(c for c in CANDIDATES if scored[",".join(c)] >= best - TIE)
+    score = _fitted(x, y, chosen)
     p = score.scores(x)
     bounds = [float(np.quantile(p[m], 1.0 - share))
               for m, share in ((model, false_flag), (source, source_false_flag), (outside, outside_false_flag)) if m.any()]
-    threshold = max(bounds) if bounds else 0.5
+    if choose_on is not None:
+        bounds.append(_youden(score.scores(xs), ~fits))
+    # stored to 6 decimals, rounded down, so the query a bound or Youden's J stops at is still flagged on read
+    threshold = math.floor((max(bounds) if bounds else 0.5) * 1e6) / 1e6
     validation = {"queries": int(y.sum()), "in_family": int(model.sum()),
                   "families": len({g for g, t in zip(groups, y) if t}), "cv_auroc": aurocs,
                   "auroc": round(float(roc_auc_score(y, p)), 4), "false_flag_target": false_flag,
@@ -145,7 +201,27 @@ def fit(x: np.ndarray, y: np.ndarray, groups: Sequence[str], *, kinds: Sequence[
                        "outside_false_flagged": round(float((p[outside] >= threshold).mean()), 4),
                        "outside_none": int(none.sum()),
                        "outside_none_flagged": round(float((p[none] >= threshold).mean()), 4) if none.any() else None}
-    return dataclasses.replace(score, threshold=round(threshold, 6), validation=validation)
+    if choose_on is not None:
+        ps = score.scores(xs)
+        validation["chosen_on"] = {"set": CHOSE_ON_OUTSIDE, "fit": int(fits.sum()), "none": int((~fits).sum()),
+                                   "auroc": scored, "fit_flagged": int((ps[fits] >= threshold).sum()),
+                                   "none_flagged": int((ps[~fits] >= threshold).sum())}
+    return dataclasses.replace(score, threshold=threshold, validation=validation)
+
+
+def _fitted(x: np.ndarray, y: np.ndarray, names: tuple[str, ...]) -> OutsideScore:
+    """The regression on the features `names` of the rows `x` (threshold not set)."""
+    mean, scale, coef, intercept = _logistic(x[:, [FEATURES.index(f) for f in names]], y)
+    return OutsideScore(names, mean, scale, coef, intercept, threshold=1.0)
+
+
+def _youden(p: np.ndarray, positive: np.ndarray) -> float:
+    """The threshold (one of `p`) at which the share of `positive` flagged less the share of the others flagged is
+    largest; of equals, the highest (fewer flags). 1.0 when one side is empty."""
+    if not positive.any() or positive.all():
+        return 1.0
+    gain = [((p[positive] >= t).mean() - (p[~positive] >= t).mean(), t) for t in np.unique(p)]
+    return float(max(gain, key=lambda a: (round(float(a[0]), 9), a[1]))[1])
 
 
 def _logistic(x: np.ndarray, y: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...], float]:

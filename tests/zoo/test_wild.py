@@ -388,3 +388,16 @@ def test_extraction_remakes_the_shipped_file_where_the_packages_are_installed(tm
     if torch.__version__.split("+")[0] == ws.header["versions"]["torch"]:
         assert summary["sha256"] == ws.sha256
     assert [(r["name"], r["nodes"]) for r in summary["rows"]] == [(g.name, g.num_nodes) for g in ws.graphs]
+
+
+def test_real_23_reads_the_validation_set_as_its_outside_models_and_earlier_rules_have_none():
+    """`Real23Dataset.dataset` sets `GraphDataset.outside` to `outside_models(2.3)`, which the index build chooses the
+    out-of-family score on (`narbench.search_engine.outside_fit`)."""
+    from narbench.datasets.real import outside_models
+    from narbench.datasets import wild as shipped
+
+    graphs, vocab, families = outside_models("2.3")
+    rows = wild.read_table(name=shipped.VALIDATION)
+    assert [g.name for g in graphs] == [r.identity for r in rows] and families == [r.families for r in rows]
+    assert vocab == list(shipped.read_graphs(name=shipped.VALIDATION).vocab)
+    assert outside_models("2.2") == ([], [], [])
