@@ -18,12 +18,9 @@ from tests.family_toys import VOCAB, dataset, family_graphs
 HELD_MODEL = "m3"  # the in-family test queries: this model of every family the index keeps
 
 
-@pytest.fixture(scope="module")
-def world():
-    """A `wl` index of the toy families less the `novel` test families and less model m3 of every family,
-    its score fitted on the `novel` validation families; and (positives, in-family queries)."""
-    from narbench.search_engine.index_build import IndexConfig, build_index
-
+def _toy_world():
+    """The toy families, the `novel` split's test and validation families, and a maker of the corpus: every graph
+    less the test families and less model m3 of every family, the validation families as its own `novel` split."""
     graphs = family_graphs(families=24)
     split = novel_split(graphs, min_families=4, min_queries=30)
     test, val = set(families_of(graphs, split, "test")), set(families_of(graphs, split, "validation"))
@@ -31,7 +28,17 @@ def world():
     held = np.array([i for i, g in enumerate(kept) if g.family in val], dtype=np.int64)
     novel = Split(train=np.setdiff1d(np.arange(len(kept)), held), test=held, seed=0, test_size=0.0, name="novel",
                   subsets={"validation": np.arange(len(held))})
-    index = build_index(IndexConfig(encoder="wl", progress=False), dataset=dataset(kept, {"novel": novel}))
+    return graphs, test, val, lambda: dataset(kept, {"novel": novel})
+
+
+@pytest.fixture(scope="module")
+def world():
+    """A `wl` index of the toy families less the `novel` test families and less model m3 of every family,
+    its score fitted on the `novel` validation families; and (positives, in-family queries)."""
+    from narbench.search_engine.index_build import IndexConfig, build_index
+
+    graphs, test, val, corpus = _toy_world()
+    index = build_index(IndexConfig(encoder="wl", progress=False), dataset=corpus())
     positives = [g for g in graphs if g.family in test]
     in_family = [g for g in graphs if g.meta["model"] == HELD_MODEL and g.family not in test | val]
     return index, positives, in_family
@@ -238,22 +245,16 @@ def test_the_index_build_chooses_the_score_on_the_datasets_outside_models_when_i
     from narbench.search_engine.outside import stored
     from narbench.search_engine.outside_fit import query_features
 
-    graphs = family_graphs(families=24)
-    split = novel_split(graphs, min_families=4, min_queries=30)
-    test, val = set(families_of(graphs, split, "test")), set(families_of(graphs, split, "validation"))
-    kept = [g for g in graphs if g.family not in test and g.meta["model"] != HELD_MODEL]
-    held = np.array([i for i, g in enumerate(kept) if g.family in val], dtype=np.int64)
-    novel = Split(train=np.setdiff1d(np.arange(len(kept)), held), test=held, seed=0, test_size=0.0, name="novel",
-                  subsets={"validation": np.arange(len(held))})
+    graphs, test, val, corpus = _toy_world()
     outside = [g for g in graphs if g.family in test][::7] + [g for g in graphs if g.meta["model"] == HELD_MODEL
                                                              and g.family not in test | val][::3]
     expected = [() if g.family in test else (g.family,) for g in outside]
     cfg = IndexConfig(encoder="wl", progress=False)
-    plain = build_index(cfg, dataset=dataset(kept, {"novel": novel}))
-    with_outside = dataset(kept, {"novel": novel})
+    plain = build_index(cfg, dataset=corpus())
+    with_outside = corpus()
     with_outside.outside = lambda: (outside, list(VOCAB), expected)
     chosen = build_index(cfg, dataset=with_outside)
-    other_vocab = dataset(kept, {"novel": novel})
+    other_vocab = corpus()
     other_vocab.outside = lambda: (outside, [*VOCAB, "extra"], expected)
     assert "chosen_on" not in stored(plain).validation
     assert "chosen_on" not in stored(build_index(cfg, dataset=other_vocab)).validation
