@@ -260,7 +260,7 @@ def write_out(out: Path, ds, args, cands, quality_rows, cells, scores, maps, ok,
             "seed": args.seed, "boot": args.boot, "rule": __doc__.split("The rule")[1].split("\n\n")[0].strip(),
             "source_graphs": args.source_graphs, "candidates": [asdict(c) for c in cands], "score": scores,
             "map_mean": maps, "admissible": ok, "choice": choice}
-    if WILDVAL in args.sides:
+    if any(side == WILDVAL for _, side in quality_rows):  # the version of the validation set the side read
         from narbench.datasets.wild import outside_set
 
         meta["wildval_version"] = outside_set(WILDVAL).version
