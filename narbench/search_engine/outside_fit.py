@@ -83,7 +83,7 @@ def attach(cfg, ds, index, build: Callable[..., Any]) -> None:
     copy = build(dataclasses.replace(cfg, progress=False), dataset=sides.corpus)
     copy.arrays[NEAREST] = nearest_other(copy, sides.corpus.core_graphs)
     choose_on = None
-    graphs, families = outside_queries(ds)
+    graphs, families = outside_queries(ds, index)
     if graphs:
         index.arrays[NEAREST] = nearest_other(index, ds.core_graphs)  # the relative features read it
         present = {f for g in ds.core_graphs for f in g.families}
@@ -98,20 +98,21 @@ def attach(cfg, ds, index, build: Callable[..., Any]) -> None:
         index.arrays.pop(NEAREST, None)
 
 
-def outside_queries(ds) -> tuple[list, list[tuple[str, ...]]]:
+def outside_queries(ds, index=None) -> tuple[list, list[tuple[str, ...]]]:
     """The dataset's validation set of outside models (`GraphDataset.outside`: `wildval` for `real`) in `ds`'s op
-    vocabulary, read as an index of `ds` reads a saved graph (under the newest canonical rules its corpus is a
-    fixed point of, `narbench.data.mapping.corpus_rules`), and each one's expected families (() where none fits);
-    empty when it has none in that vocabulary."""
+    vocabulary, read as `index` (an index of `ds`) reads a saved graph: by its `canonical_version`, the newest
+    canonical rules its corpus is a fixed point of (`narbench.data.mapping.corpus_rules`, computed here when no index
+    is given); and each one's expected families (() where none fits). Empty when it has none in that vocabulary."""
     from narbench.data.graph import ArchGraph
     from narbench.data.mapping import corpus_rules, onto_vocabulary
 
-    if getattr(ds, "outside", None) is None:
+    if ds.outside is None:
         return [], []
     graphs, vocab, families = ds.outside()
     if not graphs or list(vocab) != list(ds.vocab):
         return [], []
-    rules = corpus_rules((ds.meta.get("ops") or {}).get("version"), ds.core_graphs, ds.vocab)
+    rules = index.canonical_version if index is not None else corpus_rules(
+        (ds.meta.get("ops") or {}).get("version"), ds.core_graphs, ds.vocab)
     out = []
     for g in graphs:
         m = onto_vocabulary([vocab[i] for i in g.ops.tolist()], g.edges, ds.vocab, rules, g.coarse or None)
@@ -171,18 +172,20 @@ def fit(x: np.ndarray, y: np.ndarray, groups: Sequence[str], *, kinds: Sequence[
     outside = (y == 0) & (kinds == "outside")
     aurocs = {",".join(c): _cross_validated(x[:, [FEATURES.index(f) for f in c]], y, groups, folds)
               for c in CANDIDATES}
-    scored = aurocs
+    scored, fitted = aurocs, {}
     if choose_on is not None:
         xs, fits = np.asarray(choose_on[0], dtype=np.float64), np.asarray(choose_on[1], dtype=bool)
-        scored = {",".join(c): round(float(roc_auc_score(~fits, _fitted(x, y, c).scores(xs))), 4) for c in CANDIDATES}
+        fitted = {c: _fitted(x, y, c) for c in CANDIDATES}
+        scored = {",".join(c): round(float(roc_auc_score(~fits, fitted[c].scores(xs))), 4) for c in CANDIDATES}
     best = max(scored.values())
     chosen = next(c for c in CANDIDATES if scored[",".join(c)] >= best - TIE)
-    score = _fitted(x, y, chosen)
+    score = fitted[chosen] if fitted else _fitted(x, y, chosen)
     p = score.scores(x)
     bounds = [float(np.quantile(p[m], 1.0 - share))
               for m, share in ((model, false_flag), (source, source_false_flag), (outside, outside_false_flag)) if m.any()]
     if choose_on is not None:
-        bounds.append(_youden(score.scores(xs), ~fits))
+        ps = score.scores(xs)
+        bounds.append(_youden(ps, ~fits))
     # stored to 6 decimals, rounded down, so the query a bound or Youden's J stops at is still flagged on read
     threshold = math.floor((max(bounds) if bounds else 0.5) * 1e6) / 1e6
     validation = {"queries": int(y.sum()), "in_family": int(model.sum()),
@@ -202,7 +205,6 @@ def fit(x: np.ndarray, y: np.ndarray, groups: Sequence[str], *, kinds: Sequence[
                        "outside_none": int(none.sum()),
                        "outside_none_flagged": round(float((p[none] >= threshold).mean()), 4) if none.any() else None}
     if choose_on is not None:
-        ps = score.scores(xs)
         validation["chosen_on"] = {"set": CHOSE_ON_OUTSIDE, "fit": int(fits.sum()), "none": int((~fits).sum()),
                                    "auroc": scored, "fit_flagged": int((ps[fits] >= threshold).sum()),
                                    "none_flagged": int((ps[~fits] >= threshold).sum())}
