@@ -32,7 +32,9 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description="validation NDCG@20 of index encoders off crossimpl")
     parser.add_argument("--dataset", default="real")
     args = parser.parse_args(argv)
-    ds = load_dataset(args.dataset)
+    from narbench.search_engine.index_build import newest_corpus
+
+    ds = newest_corpus(load_dataset(args.dataset))  # as the index build reads it
     graphs, profile = ds.core_graphs, get_profile("quick")
     fam = np.array([g.family for g in graphs])
     train = stratified_subset(np.arange(len(graphs)), fam, profile.max_train, seed=0)

@@ -188,12 +188,12 @@ def parse(argv) -> argparse.Namespace:
 def main(argv=None) -> int:
     args = parse(argv)
     from narbench.data.dataset import load_dataset
-    from narbench.search_engine.index_build import IndexConfig, build_index
+    from narbench.search_engine.index_build import IndexConfig, build_index, newest_corpus
 
     t0 = time.perf_counter()
     params = dict(args.param) or None
     cfg = IndexConfig(progress=False, params=params, **({"encoder": args.encoder} if args.encoder else {}))
-    ds = load_dataset(args.dataset)
+    ds = newest_corpus(load_dataset(args.dataset))  # as the index build reads it
     world, test = held_out_world(ds)
     index = build_index(cfg, dataset=world)
     validation = index.header["out_of_family"]

@@ -48,7 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = study_parser(__doc__)
     parser.add_argument("--top", type=int, default=12)
     args = parser.parse_args(argv)
-    ds = load_dataset(args.dataset)
+    from narbench.search_engine.index_build import newest_corpus
+
+    ds = newest_corpus(load_dataset(args.dataset))  # as the index build reads it
     diff, families = differences(ds, source_folds(ds))
     mean = diff.mean(axis=0)
     top = []

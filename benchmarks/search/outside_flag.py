@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     from sklearn.metrics import roc_auc_score
 
     from narbench.data.dataset import load_dataset
-    from narbench.search_engine.index_build import IndexConfig, build_index
+    from narbench.search_engine.index_build import IndexConfig, build_index, newest_corpus
     from narbench.search_engine.index_file import load_index
     from narbench.search_engine.outside import FEATURES, NEAREST
     from narbench.search_engine.outside_fit import (fit, nearest_other, outside_queries, query_features,
@@ -41,8 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = study_parser(__doc__)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-
-    ds = load_dataset(args.dataset)
+    ds = newest_corpus(load_dataset(args.dataset))  # as the index build reads it
     graphs, families = outside_queries(ds)
     if not graphs:
         print(f"wildval ships no graphs in {ds.name} {ds.version}'s vocabulary", file=sys.stderr)

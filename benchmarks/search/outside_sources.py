@@ -30,15 +30,14 @@ LEVELS = (0.05, 0.10, 0.15, 0.20)
 
 def main(argv: list[str] | None = None) -> int:
     from narbench.data.dataset import load_dataset
-    from narbench.search_engine.index_build import IndexConfig, build_index
+    from narbench.search_engine.index_build import IndexConfig, build_index, newest_corpus
     from narbench.search_engine.outside import NEAREST
     from narbench.search_engine.outside_fit import fit, nearest_other, query_features, validation_queries
 
     parser = study_parser(__doc__)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-
-    ds = load_dataset(args.dataset)
+    ds = newest_corpus(load_dataset(args.dataset))  # as the index build reads it
     val = validation_queries(ds, ds.core_graphs, seed=args.seed)
     corpus, queries, kinds, y, fams = val.corpus, val.queries, val.kinds, val.labels, val.groups
     cfg = IndexConfig(dataset=args.dataset, progress=False, seed=args.seed)

@@ -247,7 +247,9 @@ def main(argv=None) -> int:
     from narbench.search_engine.index_file import load_index
 
     t0 = time.perf_counter()
-    ds = load_dataset(args.dataset)
+    from narbench.search_engine.index_build import newest_corpus
+
+    ds = newest_corpus(load_dataset(args.dataset))  # as the index build reads it
     graphs, vocab = ds.core_graphs, list(ds.vocab)
     among = None if args.edit_from == "corpus" else validation_side(ds, args.edit_from).val
     indexes = {}

@@ -1,19 +1,20 @@
-"""Candidate canonical passes after 2.4, chosen from `wildval`'s misses: what each would change (validation only)
+"""Candidate canonical passes after 2.5, chosen from `wildval`'s misses: what each would change (validation only)
 
     python -m benchmarks.search.rules_next                 # corpus graphs and wildval models each pass changes (1 min)
     python -m benchmarks.search.rules_next --measure       # also wildval searched in an index of the changed corpus
 
-Each candidate is a pass over canonical graphs, like 2.4's (`narbench.data.canonical.UPGRADES`), not yet a rule:
-- `lookup-is-embedding`: a `gather` with no input (a learned table read by indices the graph does not see) is an
-  `embedding`. Why: transformer-lens reads its token and position tables by indexing (`W_E[tokens]`), where the
-  corpus's decoders call an embedding (its GPT-2, GPT-Neo and Pythia first hit `whisper` and `longformer`).
+Each candidate is a pass over canonical graphs, like 2.4's and 2.5's (`narbench.data.canonical.UPGRADES`), not yet
+a rule (2.5 adopted two: `rope-pairs`, and `table-lookup`, measured here as `lookup-is-embedding` on 2026-11-29):
 - `norms-of-one-tensor`: norms of one op on the same input (not a selection) are one norm (their affine parts are
   elided, so the canonical values are one). Why: transformer-lens applies `ln1` three times, once per q, k and v,
   so its blocks hold three LayerNorms where the corpus's hold one.
-Unlike 2.4's pass, both change corpus graphs (printed), so a rule of them needs the corpus canonicalised again
-(a new `real` version, or an index that upgrades its corpus); `--measure` builds the shipped index's encoder on
-the corpus with the pass applied and searches `wildval` with the pass applied (its graphs as 2.4 reads them).
-No test query of any split, no `crossimpl` query and no wild-set model is read.
+- `kv-cache-layout`: a concatenation with one data input read only by attention cores is elided (what it appends
+  is a tensor the graph does not see: a cache's past keys and values). Why: transformers' decoders concatenate
+  onto an (empty) cache in every forward; torchtune's and transformer-lens's decoders have no cache.
+Both change corpus graphs (printed). `--measure` applies the pass to every corpus graph and builds the shipped
+index's encoder on them (`narbench index build` reads that corpus under the newest rules, 2.5, on top), and
+searches `wildval` with the pass applied (its graphs then read as the index reads them). No test query of any
+split, no `crossimpl` query and no wild-set model is read.
 """
 
 from __future__ import annotations
@@ -26,15 +27,8 @@ from benchmarks.timing import line, report, study_parser
 
 #: the norms `norms-of-one-tensor` merges
 NORMS = frozenset({"layernorm", "rmsnorm", "batchnorm", "groupnorm"})
-
-
-def lookup_is_embedding(g) -> int:
-    n = 0
-    for v in list(g.order):
-        if g.alive(v) and g.op[v] == "gather" and not g.inputs(v):
-            g.op[v] = "embedding"
-            n += 1
-    return n
+#: what a cache concatenation feeds (`kv-cache-layout`)
+ATTENTION = frozenset({"attention", "causal_attention"})
 
 
 def norms_of_one_tensor(g) -> int:
@@ -54,7 +48,23 @@ def norms_of_one_tensor(g) -> int:
     return n
 
 
-CANDIDATES = {"lookup-is-embedding": lookup_is_embedding, "norms-of-one-tensor": norms_of_one_tensor}
+def kv_cache_layout(g) -> int:
+    n = 0
+    for v in list(g.order):
+        if not (g.alive(v) and g.op[v] == "concat" and len(g.inputs(v)) == 1 and g.succs[v]
+                and all(g.op[c] in ATTENTION for c in g.succs[v])):
+            continue
+        (p,) = g.inputs(v)
+        for c in list(g.succs[v]):  # the concatenation's consumers read its input in its place
+            g.preds[c] = dict.fromkeys(p if q == v else q for q in g.preds[c])
+            g.succs[p].add(c)
+        g.succs[p].discard(v)
+        del g.op[v], g.preds[v], g.succs[v]
+        n += 1
+    return n
+
+
+CANDIDATES = {"norms-of-one-tensor": norms_of_one_tensor, "kv-cache-layout": kv_cache_layout}
 
 
 def apply(graph, vocab: list[str], run) -> tuple[object, int]:
@@ -75,16 +85,17 @@ def main(argv: list[str] | None = None) -> int:
     from narbench.search_engine.outside_fit import outside_queries
     from benchmarks.search.wild import measure
     from narbench.data.dataset import GraphDataset, load_dataset
-    from narbench.search_engine.index_build import IndexConfig, build_index
+    from narbench.search_engine.index_build import IndexConfig, build_index, newest_corpus
 
     parser = study_parser(__doc__)
     parser.add_argument("--measure", action="store_true", help="also search wildval in an index of the changed corpus")
     args = parser.parse_args(argv)
-    ds = load_dataset(args.dataset)
+    ds = newest_corpus(load_dataset(args.dataset))  # as the index build reads it: the candidates apply after 2.5
     vocab = list(ds.vocab)
     val, expected = outside_queries(ds)
     fits = np.array([bool(f) for f in expected])
-    summary = {"dataset": f"{ds.name} {ds.version}", "candidates": {}}
+    summary = {"dataset": f"{ds.name} {ds.version}", "read_under": ds.meta.get("ops", {}).get("version"),
+               "candidates": {}}
     for name, run in CANDIDATES.items():
         corpus = [apply(g, vocab, run) for g in ds.core_graphs]
         queries = [apply(g, vocab, run) for g in val]

@@ -61,8 +61,9 @@ def main(argv=None) -> int:
 
     from narbench.data.dataset import load_dataset
     from narbench.search_engine.index_file import load_index
+    from narbench.search_engine.index_build import newest_corpus
 
-    ds = load_dataset(args.dataset)
+    ds = newest_corpus(load_dataset(args.dataset))  # as the index build reads it
     index = load_index(None, args.index)
     if list(index.vocab) != list(ds.vocab):
         print(f"the index ({index.describe()}) is not over {args.dataset}'s vocabulary; build one on it with "

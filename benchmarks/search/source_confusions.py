@@ -74,7 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     from narbench.data.dataset import load_dataset
 
     args = study_parser(__doc__).parse_args(argv)
-    ds = load_dataset(args.dataset)
+    from narbench.search_engine.index_build import newest_corpus
+
+    ds = newest_corpus(load_dataset(args.dataset))  # as the index build reads it
     folds = source_folds(ds, 0, train=ds.get_split("standard").train)
     out = {"dataset": f"{ds.name} {ds.version}", "sha256": ds.sha256, "candidates": {}}
     for cand in candidates():

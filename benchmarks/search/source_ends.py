@@ -71,7 +71,9 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = study_parser(__doc__)
     args = parser.parse_args(argv)
-    base = load_dataset(args.dataset)
+    from narbench.search_engine.index_build import newest_corpus
+
+    base = newest_corpus(load_dataset(args.dataset))  # as the index build reads it
     vocab = list(base.vocab)
     cands = [Candidate("wl", "wl", {"dim": 256}), Candidate("graf-lda+wl@0.2", "graf-lda", {**LDA, "fuse_wl": 0.2})]
     summary = {"dataset": f"{base.name} {base.version}", "sha256": base.sha256, "modes": {}}

@@ -65,7 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--graphs", choices=("split", "quick"), default="split",
                         help="the training graphs the side is drawn from (default: standard's whole training split)")
     args = parser.parse_args(argv)
-    ds = load_dataset(args.dataset)
+    from narbench.search_engine.index_build import newest_corpus
+
+    ds = newest_corpus(load_dataset(args.dataset))  # as the index build reads it
     train = ds.get_split("standard").train if args.graphs == "split" else None
     folds = source_folds(ds, 0, train=train)
     cands = candidates()
