@@ -36,7 +36,7 @@ NONE = "none"
 CANONICAL = "2.2"
 ARTIFACT = f"{NAME}-{VERSION}.narg"
 #: sha256 of the payload of the shipped `wild-1.0.narg`
-EXPECTED_SHA256: str | None = "bc2166f15c5080ba5deddd7a7d9b8e200e97a6bf604b3e78668f573ce7093f26"
+EXPECTED_SHA256: str | None = "75db15f09495af781b3d09535c0f93094110799ad9baf01bab024d9ed0e8309c"
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class WildFile:
 SHIPPED: dict[str, WildFile] = {
     CANONICAL: WildFile(VERSION, ARTIFACT, EXPECTED_SHA256),
     "2.3": WildFile(f"{VERSION}-canonical-2.3", f"{NAME}-{VERSION}-canonical-2.3.narg",
-                    "e345b23346600ae7aba07c9a3a7089d986946fe5401ad316af9556ba024f68a6"),
+                    "0643780795790af1c1ef95775e53d6db2375f03195ea01081cb0b16f6000450f"),
 }
 
 
@@ -83,7 +83,7 @@ SETS: dict[str, OutsideSet] = {
     NAME: OutsideSet(NAME, VERSION, "test", CANONICAL, SHIPPED),
     VALIDATION: OutsideSet(VALIDATION, "1.1", "validation", "2.3",
                            {"2.3": WildFile("1.1", f"{VALIDATION}-1.1.narg",
-                                                   "9465cef7d7113defcf9d6d17deb83729becb448ceb952a354e916d4e33cc7388")}),
+                                                   "99e255a2e849e334638aabb184d42e446ff29c37b98d3d135e59469cde3684da")}),
 }
 
 

@@ -105,7 +105,10 @@ class QuerySet:
     """What `build` writes a table's rows as: the set's name and version (the file `<name>-<version>.narg`), its
     table (hashed into the header), how a row's model and inputs are made (None: crossimpl's, its builder and a
     normal image), the share of `other` nodes above which a row fails the build (None: recorded, never failed),
-    whether each graph's corpus twins are looked up, and what a row adds to its graph's meta."""
+    whether each graph's corpus twins are looked up, what a row adds to its graph's meta, and whether a model
+    extracted on the meta device with square buffers there (perhaps causal masks, which have no values on meta) is
+    extracted again on the CPU, as `narbench search` extracts a model (`read_masks`; crossimpl's queries, part of
+    `real`, were not)."""
 
     name: str
     version: str
@@ -114,6 +117,7 @@ class QuerySet:
     max_other_share: float | None = MAX_OTHER_SHARE
     corpus_twins: bool = True
     row_meta: Callable[[Any], dict[str, Any]] | None = None
+    read_masks: bool = False
 
 
 def crossimpl_set(version: str = DEFAULT_VERSION) -> QuerySet:
@@ -121,11 +125,13 @@ def crossimpl_set(version: str = DEFAULT_VERSION) -> QuerySet:
     return QuerySet(NAME, VERSION if version == DEFAULT_VERSION else version, table_path(version))
 
 
-def extract_row(row: Row, version: str = DEFAULT_VERSION, make: Make | None = None) -> tuple[ArchGraph, dict[str, Any]]:
+def extract_row(row: Row, version: str = DEFAULT_VERSION, make: Make | None = None,
+                read_masks: bool = False) -> tuple[ArchGraph, dict[str, Any]]:
     """The labelled canonical graph of one row under the canonical rules of `version`, and how it
     was extracted (device, parameters); from 2.2 on, extracted with design attributes (2.3: and custom
     functions traced through). `make` builds the
-    row's model and inputs on a device (default: crossimpl's builder and a normal image of its input shape)."""
+    row's model and inputs on a device (default: crossimpl's builder and a normal image of its input shape).
+    `read_masks`: a graph extracted on meta with square buffers there is extracted again on the CPU (`QuerySet`)."""
     import torch
 
     from narbench.data.coarse import coarse_label
@@ -148,6 +154,12 @@ def extract_row(row: Row, version: str = DEFAULT_VERSION, make: Make | None = No
                 {"params": int(sum(p.numel() for p in model.parameters()))})
 
     raw, info = try_devices(["meta", "cpu"], run)
+    if read_masks and info["device"] == "meta" and raw.meta.get("unread_masks"):
+        try:  # as `narbench search` does (`_target_run`): where the buffers have values; the meta graph if that fails
+            raw, more = run("cpu")
+            info = {"device": "cpu", **more, "masks_unread_on": "meta"}
+        except Exception as exc:  # noqa: BLE001 - user code may raise anything; the meta graph stands
+            info["masks_unread"] = f"[cpu] {type(exc).__name__}: {str(exc)[:200]}"
     functions = read_functions()
     renamed = {op: n for op, n in raw.op_counts().items() if op in functions}
     raw.ops = [functions.get(op, op) for op in raw.ops]
@@ -231,7 +243,7 @@ def build(out: str | Path, rows: list[Row] | None = None, *, progress: Callable[
     for i, row in enumerate(rows, start=1):
         start = time.perf_counter()
         try:
-            graph, info = extract_row(row, version, qs.make)
+            graph, info = extract_row(row, version, qs.make, read_masks=qs.read_masks)
         except Exception as exc:  # noqa: BLE001 - named and re-raised
             raise RuntimeError(f"{row.identity} ({row.builder}): {type(exc).__name__}: {str(exc)[:500]}") from exc
         share = other_share(graph, vocab)

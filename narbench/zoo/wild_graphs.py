@@ -55,7 +55,7 @@ def query_set(canonical: str | None = None, name: str = NAME) -> QuerySet:
     """The set's rows as crossimpl's build writes them under canonical `canonical` (default: the set's first;
     its file: `SETS`'s)."""
     return QuerySet(name, shipped_file(canonical, name).version, table_path(name), make=make, max_other_share=None,
-                    corpus_twins=False, row_meta=row_meta)
+                    corpus_twins=False, row_meta=row_meta, read_masks=True)
 
 
 def build(out: str | Path, rows: list[WildRow] | None = None, *, canonical: str | None = None, name: str = NAME,

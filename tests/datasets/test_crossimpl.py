@@ -407,3 +407,48 @@ def test_real_22_queries_the_widened_crossimpl_built_under_its_rules():
     assert len([k for k in sp.subsets if k.startswith("package:")]) == 17
     assert "v2.1.1" not in load_dataset("real-2.1").splits["crossimpl"].subsets
 
+
+
+def _masked_lm():
+    """A one-block causal LM whose mask is a `tril` buffer (nanoGPT's way): on the meta device it has no values."""
+    import torch
+    from torch import nn
+
+    class MaskedLM(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed, self.qkv, self.out = nn.Embedding(11, 8), nn.Linear(8, 24), nn.Linear(8, 11)
+            self.register_buffer("bias", torch.ones(5, 5).tril())
+
+        def forward(self, tokens):
+            q, k, v = self.qkv(self.embed(tokens)).chunk(3, -1)
+            scores = (q @ k.transpose(-2, -1)).masked_fill(self.bias == 0, float("-inf"))
+            return self.out(scores.softmax(-1) @ v)
+
+    return MaskedLM()
+
+
+def test_a_mask_buffer_unread_on_meta_is_read_on_the_cpu_when_the_set_asks():
+    """`QuerySet.read_masks` (the wild sets): a graph extracted on meta with a square buffer there is extracted
+    again on the CPU, as `narbench search` does, so the buffer's causal mask is kept; crossimpl's queries keep
+    the meta graph (their files are part of `real`)."""
+    torch = pytest.importorskip("torch")
+    from narbench.data.canonical import canonical_vocabulary
+    from narbench.datasets.crossimpl import Row
+    from narbench.zoo.crossimpl import crossimpl_set, extract_row
+    from narbench.zoo.wild_graphs import query_set
+
+    def make(row, dev):
+        with torch.device(dev):
+            model = _masked_lm()
+        return model, (torch.randint(0, 11, (1, 5), device=dev),), {}
+
+    vocab = list(canonical_vocabulary("2.3"))
+    row = Row("pkg", "masked", "tests.datasets.test_crossimpl:_masked_lm", {}, "image:1x3x4x4", "gpt2")
+    kept, info = extract_row(row, "2.3", make)
+    assert info["device"] == "meta" and "attention" in [vocab[o] for o in kept.ops]
+    read, info = extract_row(row, "2.3", make, read_masks=True)
+    ops = [vocab[o] for o in read.ops]
+    assert info["device"] == "cpu" and info["masks_unread_on"] == "meta"
+    assert "causal_attention" in ops and "attention" not in ops
+    assert query_set(name="wildval").read_masks and query_set().read_masks and not crossimpl_set("2.3").read_masks
