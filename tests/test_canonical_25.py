@@ -1,8 +1,8 @@
 """Canonical version 2.5 (issue 59): its rows of `narbench/data/canonical-rules.csv`, `rope-pairs` and
 `table-lookup`, have real torch decoders whose rotary embedding or token table is written in other ways that must
 give the identical canonical graph, and other designs that must not, extracted as a 2.3 build does; 2.5 is 2.4 with
-one more pass over canonical graphs (`narbench.data.canonical_spelling`), so `upgrade` of a 2.3 graph is its 2.5 graph; an index reads a 2.3 corpus under
-2.5 (`index_build.newest_corpus`).
+one more pass over canonical graphs (`narbench.data.canonical_spelling`), so `upgrade` of a 2.3 graph is its 2.5
+graph; an index reads a 2.3 corpus under 2.5 (`index_build.newest_corpus`).
 """
 
 from __future__ import annotations

@@ -2,14 +2,14 @@
 `rope-pairs` and `table-lookup` of `canonical-rules.csv`. Both were chosen on `wildval` (a validation set,
 docs/wildval.md), where each was the spelling that kept models from their family.
 
-`rope-pairs` (`rope_pairs`). RoPE rotates each pair of a head's channels by an angle of the position. transformers writes it rotate-half,
-`x * cos + rotate_half(x) * sin`, whose canonical graph is `add(x, concat(x))` (the halves' concatenation; the
-products with constants are elided). Meta's and torchtune's code pairs interleaved channels and writes the rotation
-per half, `stack([x0 * cos - x1 * sin, x1 * cos + x0 * sin])`: two sums reading x alone (its selections are one
-node), concatenated, `concat(add(x), add(x))`. Which channels pair up is not in the graph (GPT-J's interleaved
-`rotate_every_two` already reads as rotate-half), so the two are one design written two ways; the pass writes the
-second as the first. In `wildval`, torchtune's LLaMA 3.2 and Gemma 2 retrieved GLM models, whose partial rotary has
-a similar shape; their own families stood at ranks 153 and 62.
+`rope-pairs` (`rope_pairs`). RoPE rotates each pair of a head's channels by an angle of the position. transformers
+writes it rotate-half, `x * cos + rotate_half(x) * sin`, whose canonical graph is `add(x, concat(x))` (the halves'
+concatenation; the products with constants are elided). Meta's and torchtune's code pairs interleaved channels and
+writes the rotation per half, `stack([x0 * cos - x1 * sin, x1 * cos + x0 * sin])`: two sums reading x alone (its
+selections are one node), concatenated, `concat(add(x), add(x))`. Which channels pair up is not in the graph (GPT-J's
+interleaved `rotate_every_two` already reads as rotate-half), so the two are one design written two ways; the pass
+writes the second as the first. In `wildval`, torchtune's LLaMA 3.2 and Gemma 2 retrieved GLM models, whose partial
+rotary has a similar shape; their own families stood at ranks 153 and 62.
 
 `table-lookup` (`table_lookup`). A `gather` with no data input, a learned table indexed by integer ids the graph does
 not see (`W_E[tokens]`, a relative-position table indexed by a buffer), is an `embedding`: what `nn.Embedding`
