@@ -102,12 +102,18 @@ def read_newest(graphs, vocab, version: str | None) -> tuple[list, str | None]:
     pos = {op: i for i, op in enumerate(vocab)}
     out = []
     for g in graphs:
-        ops = names[g.ops].tolist()
-        up = upgrade(ops, g.edges, newest)
-        same = up.ops == ops and np.array_equal(up.edges, np.asarray(g.edges).reshape(2, -1))
-        out.append(g if same else replace(g, ops=np.array([pos[o] for o in up.ops], dtype=np.int64),
-                                          edges=up.edges))
+        up = _upgraded(names[g.ops].tolist(), g.edges, newest)
+        out.append(g if up is None else replace(g, ops=np.array([pos[o] for o in up.ops], dtype=np.int64),
+                                                edges=up.edges))
     return out, newest
+
+
+def _upgraded(ops: list[str], edges: np.ndarray, version: str):
+    """The canonical graph `ops`, `edges` is under `version` (`upgrade`), or None when the passes leave it as it is."""
+    up = upgrade(ops, edges, version)
+    if up.ops == ops and np.array_equal(up.edges, np.asarray(edges).reshape(2, -1)):
+        return None
+    return up
 
 
 def corpus_rules(version: str | None, graphs, vocab) -> str | None:
@@ -125,9 +131,7 @@ def corpus_rules(version: str | None, graphs, vocab) -> str | None:
         may = UPGRADES[later][1]
         for g in graphs:
             ops = names[g.ops].tolist()
-            if may(ops, g.edges):
-                up = upgrade(ops, g.edges, later)
-                if up.ops != ops or not np.array_equal(up.edges, np.asarray(g.edges).reshape(2, -1)):
-                    return version
+            if may(ops, g.edges) and _upgraded(ops, g.edges, later) is not None:
+                return version
         version = later
     return version
