@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 F = torch.nn.functional
 
-from narbench.data.canonical import UPGRADES, canonical_vocabulary, canonicalize, upgrade  # noqa: E402
+from narbench.data.canonical import UPGRADES, VERSIONS, canonical_vocabulary, canonicalize, upgrade  # noqa: E402
 from narbench.data.canonical_rules import rules  # noqa: E402
 from narbench.zoo.extract import extract_graph  # noqa: E402
 
@@ -100,7 +100,7 @@ def _same(a, b) -> bool:
 def test_the_rule_is_documented_for_25():
     assert [r.rule for r in rules() if r.version == "2.5"] == ["rope-pairs", "table-lookup"]
     assert canonical_vocabulary("2.5") == canonical_vocabulary("2.3")
-    assert set(UPGRADES) == {"2.4", "2.5"}
+    assert {"2.4", "2.5"} <= set(UPGRADES)  # and later passes (2.6: tests/test_canonical_26.py)
 
 
 @pytest.mark.parametrize("kind", ["interleaved", "lookup"])
@@ -150,8 +150,9 @@ def test_25_is_24_with_its_pass_applied_and_the_pass_is_idempotent(graphs):
 
 
 def test_an_index_reads_a_23_corpus_under_25(graphs):
-    """`newest_corpus`: the graphs of a 2.3 dataset are read under the newest rules passes reach (2.5), the dataset
-    itself untouched; the index then reads queries by 2.5 (`corpus_rules` finds the read corpus a fixed point)."""
+    """`newest_corpus`: the graphs of a 2.3 dataset are read under the newest rules passes reach (2.5, since 2.6),
+    the dataset itself untouched; the index then reads queries by them (`corpus_rules` finds the read corpus a fixed
+    point). These decoders read the same under 2.6 as under 2.5."""
     from narbench.data.dataset import GraphDataset, Split
     from narbench.data.graph import ArchGraph
     from narbench.data.mapping import corpus_rules, newest_rules
@@ -167,11 +168,12 @@ def test_an_index_reads_a_23_corpus_under_25(graphs):
     split = Split(np.arange(2), np.zeros(0, dtype=np.int64), 0, 0.0)
     ds = GraphDataset("real", "2.3", vocab, gs, "0" * 64, split, meta={"ops": {"version": "2.3"}})
     read = newest_corpus(ds)
-    assert newest_rules("2.3") == "2.5" and newest_rules("2.2") == "2.2" and newest_rules(None) is None
+    newest = VERSIONS[-1]
+    assert newest_rules("2.3") == newest and newest_rules("2.2") == "2.2" and newest_rules(None) is None
     assert [vocab[o] for o in read.graphs[1].ops] == graphs["interleaved"]["2.5"].ops
     assert read.graphs[0] is gs[0]  # the pass leaves it: the same object
     assert ds.graphs[1] is gs[1] and [vocab[o] for o in ds.graphs[1].ops] == graphs["interleaved"]["2.3"].ops
-    assert corpus_rules("2.3", read.graphs, vocab) == "2.5" and corpus_rules("2.3", gs, vocab) == "2.4"
-    assert read.meta["ops"] == {"version": "2.5", "read_from": "2.3"} and ds.meta["ops"] == {"version": "2.3"}
+    assert corpus_rules("2.3", read.graphs, vocab) == newest and corpus_rules("2.3", gs, vocab) == "2.4"
+    assert read.meta["ops"] == {"version": newest, "read_from": "2.3"} and ds.meta["ops"] == {"version": "2.3"}
     nas = GraphDataset("nas", "1.0", vocab, gs, "0" * 64, split, meta={"ops": ["a"]})
     assert newest_corpus(nas) is nas

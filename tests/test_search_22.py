@@ -79,12 +79,12 @@ def test_recording_attributes_overrides_the_environment_within_it_only(monkeypat
 
 def test_a_causal_mask_buffer_is_read_off_the_meta_device():
     """A model built on meta for search holds its `tril` mask buffer there, with no values to read: on an
-    index of canonical 2.2 or later (the shipped one reads 2.5) search runs it where the buffer has them (the
+    index of canonical 2.2 or later (the shipped one reads 2.6) search runs it where the buffer has them (the
     CPU), so the causal mask is kept; a model without such a buffer stays on meta."""
     from narbench.search_engine.index_file import load_index
 
     shipped = load_index()
-    assert shipped.canonical_version in ("2.2", "2.3", "2.4", "2.5")
+    assert shipped.canonical_version in ("2.2", "2.3", "2.4", "2.5", "2.6")
     q = resolve_target("examples/out_of_zoo.py:GPT2Decoder", shipped)
     assert q.info["device"] == "cpu" and q.ops.get("causal_attention", 0) == 12 and "attention" not in q.ops
     bert = resolve_target("examples/out_of_zoo.py:BertEncoder", shipped)

@@ -1,10 +1,12 @@
-"""Candidate canonical passes after 2.5, chosen from `wildval`'s misses: what each would change (validation only)
+"""Candidate canonical passes after 2.6, chosen from `wildval`'s misses: what each would change (validation only)
 
     python -m benchmarks.search.rules_next                 # corpus graphs and wildval models each pass changes (1 min)
     python -m benchmarks.search.rules_next --measure       # also wildval searched in an index of the changed corpus
 
-Each candidate is a pass over canonical graphs, like 2.4's and 2.5's (`narbench.data.canonical.UPGRADES`), not yet
-a rule (2.5 adopted two: `rope-pairs`, and `table-lookup`, measured here as `lookup-is-embedding` on 2026-11-29):
+Each candidate is a pass over canonical graphs, like 2.4's, 2.5's and 2.6's (`narbench.data.canonical.UPGRADES`), not
+yet a rule (2.5 adopted two: `rope-pairs`, and `table-lookup`, measured here as `lookup-is-embedding` on 2026-11-29;
+2.6 three: `packed-weights`, `table-slice` and `one-norm-per-projection`, measured here on 2026-11-30 as
+`packed-weights`, `table-slice` and `qkv-norms`, benchmarks/results/rules-next-2.6-wildval-1.1-2026-11-30):
 - `norms-of-one-tensor`: norms of one op on the same input (not a selection) are one norm (their affine parts are
   elided, so the canonical values are one). Why: transformer-lens applies `ln1` three times, once per q, k and v,
   so its blocks hold three LayerNorms where the corpus's hold one.
@@ -12,7 +14,7 @@ a rule (2.5 adopted two: `rope-pairs`, and `table-lookup`, measured here as `loo
   is a tensor the graph does not see: a cache's past keys and values). Why: transformers' decoders concatenate
   onto an (empty) cache in every forward; torchtune's and transformer-lens's decoders have no cache.
 Both change corpus graphs (printed). `--measure` applies the pass to every corpus graph and builds the shipped
-index's encoder on them (`narbench index build` reads that corpus under the newest rules, 2.5, on top), and
+index's encoder on them (`narbench index build` reads that corpus under the newest rules, 2.6, on top), and
 searches `wildval` with the pass applied (its graphs then read as the index reads them). No test query of any
 split, no `crossimpl` query and no wild-set model is read.
 """
@@ -89,14 +91,17 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = study_parser(__doc__)
     parser.add_argument("--measure", action="store_true", help="also search wildval in an index of the changed corpus")
+    parser.add_argument("--only", nargs="+", choices=sorted(CANDIDATES), help="these candidates alone")
     args = parser.parse_args(argv)
-    ds = newest_corpus(load_dataset(args.dataset))  # as the index build reads it: the candidates apply after 2.5
+    ds = newest_corpus(load_dataset(args.dataset))  # as the index build reads it: the candidates apply after 2.6
     vocab = list(ds.vocab)
     val, expected = outside_queries(ds)
     fits = np.array([bool(f) for f in expected])
     summary = {"dataset": f"{ds.name} {ds.version}", "read_under": ds.meta.get("ops", {}).get("version"),
                "candidates": {}}
     for name, run in CANDIDATES.items():
+        if args.only and name not in args.only:
+            continue
         corpus = [apply(g, vocab, run) for g in ds.core_graphs]
         queries = [apply(g, vocab, run) for g in val]
         families = sorted({g.family for g, n in corpus if n})

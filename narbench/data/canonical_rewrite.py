@@ -113,11 +113,13 @@ class RewriteGraph:
             if len(parts) > 1:
                 self.merge(parts, parts[0], "slice")
 
-    def merge_projections(self, exclude: set[int] = frozenset()) -> None:
+    def merge_projections(self, exclude: set[int] = frozenset(), sources=None) -> None:
         """2.2 `one-projection`: the Linears whose only data input is one tensor are one Linear
-        followed by one `slice` (how a fused projection reads once its selections are merged)."""
+        followed by one `slice` (how a fused projection reads once its selections are merged); `sources`:
+        only the Linears of these tensors (a pass over canonical graphs, which cannot tell a patch embedding)."""
+        only = None if sources is None else set(sources)
         for p in list(self.order):
-            if not self.alive(p):
+            if not self.alive(p) or (only is not None and p not in only):
                 continue
             group = sorted(c for c in self.succs[p]
                            if self.op[c] == "linear" and c not in exclude and list(self.preds[c]) == [p])

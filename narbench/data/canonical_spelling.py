@@ -1,22 +1,39 @@
-"""2.5's pass over canonical graphs (`narbench.data.canonical.UPGRADES`): two designs each written one way, the rows
-`rope-pairs` and `table-lookup` of `canonical-rules.csv`. Both were chosen on `wildval` (a validation set,
+"""The passes over canonical graphs of 2.5 and 2.6 (`narbench.data.canonical.UPGRADES`): designs each written one
+way, the rows of `canonical-rules.csv` of those versions. Every rule was chosen on `wildval` (a validation set,
 docs/wildval.md), where each was the spelling that kept models from their family.
 
-`rope-pairs` (`rope_pairs`). RoPE rotates each pair of a head's channels by an angle of the position. transformers
-writes it rotate-half, `x * cos + rotate_half(x) * sin`, whose canonical graph is `add(x, concat(x))` (the halves'
-concatenation; the products with constants are elided). Meta's and torchtune's code pairs interleaved channels and
-writes the rotation per half, `stack([x0 * cos - x1 * sin, x1 * cos + x0 * sin])`: two sums reading x alone (its
-selections are one node), concatenated, `concat(add(x), add(x))`. Which channels pair up is not in the graph (GPT-J's
-interleaved `rotate_every_two` already reads as rotate-half), so the two are one design written two ways; the pass
-writes the second as the first. In `wildval`, torchtune's LLaMA 3.2 and Gemma 2 retrieved GLM models, whose partial
-rotary has a similar shape; their own families stood at ranks 153 and 62.
+2.5: `rope-pairs` (`rope_pairs`). RoPE rotates each pair of a head's channels by an angle of the position.
+transformers writes it rotate-half, `x * cos + rotate_half(x) * sin`, whose canonical graph is `add(x, concat(x))`
+(the halves' concatenation; the products with constants are elided). Meta's and torchtune's code pairs interleaved
+channels and writes the rotation per half, `stack([x0 * cos - x1 * sin, x1 * cos + x0 * sin])`: two sums reading x
+alone (its selections are one node), concatenated, `concat(add(x), add(x))`. Which channels pair up is not in the
+graph (GPT-J's interleaved `rotate_every_two` already reads as rotate-half), so the two are one design written two
+ways; the pass writes the second as the first. In `wildval`, torchtune's LLaMA 3.2 and Gemma 2 retrieved GLM models,
+whose partial rotary has a similar shape; their own families stood at ranks 153 and 62.
 
-`table-lookup` (`table_lookup`). A `gather` with no data input, a learned table indexed by integer ids the graph does
-not see (`W_E[tokens]`, a relative-position table indexed by a buffer), is an `embedding`: what `nn.Embedding`
+2.5: `table-lookup` (`table_lookup`). A `gather` with no data input, a learned table indexed by integer ids the graph
+does not see (`W_E[tokens]`, a relative-position table indexed by a buffer), is an `embedding`: what `nn.Embedding`
 computes (T5 holds its relative-position table as one). In `wildval`, transformer-lens indexes its token table, and
 its GPT-2, GPT-Neo and Pythia retrieved Whisper and Longformer.
 
-Each rewrite is idempotent, so a graph already under 2.5 comes back as it is.
+2.6 (`spell_26`), three rules:
+- `packed-weights` (`packed_weights`): parameters concatenated and split again before a Linear reads them (fairseq's
+  and WavLM's attention pass `cat([q.weight, k.weight, v.weight])` to `F.multi_head_attention_forward`, which splits
+  it; BEiT's and Swin-V2's `cat([q_bias, zeros, v_bias])`) are a layout subgraph with no data input: it is elided, and
+  the Linears that then read one tensor alone are one projection (2.2's `one-projection`). In `wildval`, s3prl's
+  wav2vec 2.0 and funasr's data2vec retrieved WavLM, whose transformers code packs its weights the same way, and not
+  their own family (hubert, data2vec-audio: nn.Linear projections).
+- `table-slice` (`table_slice`): a `slice` with no input read only by sums, a learned table read for the first n
+  positions and added (`x + W_pos[:n]`), is an `embedding` (of `arange(n)`, as transformers' GPT-2 reads its
+  positions). transformer-lens. A slice with no input read otherwise (YOLOX's `Focus` slicing the image and
+  concatenating the slices; a position table interpolated) stays a slice.
+- `one-norm-per-projection` (`one_norm_per_projection`): norms of one op on one tensor, each read by one Linear alone,
+  whose Linears are all read by the same nodes, are one norm (transformer-lens applies `ln1` once per q, k and v;
+  a distilled head's two BatchNorm-Linear heads averaged); the Linears are then one projection. Two norms of one
+  tensor read by different blocks (GPT-NeoX's parallel attention and MLP) stay two.
+With all three, transformer-lens's GPT-2 is an exact twin of the corpus' GPT-2-family decoders.
+
+Each rewrite is idempotent, so a graph already under a version comes back as it is.
 """
 
 from __future__ import annotations
@@ -77,3 +94,98 @@ def may_spell_25(ops: Sequence[str], edges: np.ndarray) -> bool:
         return True
     pairs = np.bincount(dst[(names[dst] == "concat") & (names[src] == "add")], minlength=len(ops))
     return bool((pairs >= 2).any())
+
+
+#: layout ops that, fed by no data, only pack or unpack parameters (`packed-weights`)
+LAYOUT = frozenset({"concat", "slice"})
+#: what reads packed parameters beside one data tensor: a Linear, with or without bias (`MmBackward0` is `matmul`)
+READERS = frozenset({"linear", "matmul"})
+#: the norms `one-norm-per-projection` merges
+NORMS = frozenset({"layernorm", "rmsnorm", "batchnorm", "groupnorm"})
+
+
+def _drop(g: Any, v: int) -> None:
+    for p in g.preds[v]:
+        g.succs[p].discard(v)
+    for c in g.succs[v]:
+        g.preds[c].pop(v, None)
+    del g.op[v], g.preds[v], g.succs[v]
+
+
+def packed_weights(g: Any) -> int:
+    """Layout nodes (`LAYOUT`) fed by no data, whose last ones are read only by Linears (or matmuls: a Linear without
+    bias) that each read one data tensor besides, are elided on a `RewriteGraph`; such a matmul is then a `linear`,
+    and those Linears' tensors get 2.2's `one-projection`. The nodes elided."""
+    plumbing: set[int] = set()
+    for v in g.order:
+        if g.alive(v) and g.op[v] in LAYOUT and all(p in plumbing for p in g.preds[v]):
+            plumbing.add(v)
+    drop = {v for v in plumbing if g.succs[v] and not g.succs[v] & plumbing
+            and all(g.op[c] in READERS and len(set(g.preds[c]) - plumbing) == 1 for c in g.succs[v])}
+    stack = list(drop)  # and the plumbing that fed only them
+    while stack:
+        for p in g.preds[stack.pop()]:
+            if p in plumbing and p not in drop and g.succs[p] <= drop:
+                drop.add(p)
+                stack.append(p)
+    readers = {c for v in drop for c in g.succs[v]} - drop
+    for v in sorted(drop, reverse=True):
+        _drop(g, v)
+    for c in readers:  # a matmul of one data tensor and a weight is a Linear without bias, as pass 1 reads MmBackward0
+        if g.op[c] == "matmul" and len(g.preds[c]) == 1:
+            g.op[c] = "linear"
+    g.merge_projections(sources={p for c in readers for p in g.preds[c]})
+    return len(drop)
+
+
+def table_slice(g: Any) -> int:
+    """`slice` nodes with no input read only by sums become `embedding` on a `RewriteGraph`; the number renamed. A
+    slice with no input read otherwise stays: of the input itself (YOLOX's `Focus` concatenates slices of the image),
+    or a table resized before use (a ViT's positions interpolated or concatenated to another resolution)."""
+    done = 0
+    for v in g.order:
+        if (g.alive(v) and g.op[v] == "slice" and not g.preds[v] and g.succs[v]
+                and all(g.op[c] == "add" for c in g.succs[v])):
+            g.op[v] = "embedding"
+            done += 1
+    return done
+
+
+def one_norm_per_projection(g: Any) -> int:
+    """On a `RewriteGraph`, norms of one op on one tensor, each read only by a Linear that reads it alone, the Linears
+    all read by the same nodes, become one norm, and its Linears one projection. The norms merged away."""
+    groups: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for v in g.order:
+        if g.alive(v) and g.op[v] in NORMS and len(g.preds[v]) == 1 and len(g.succs[v]) == 1:
+            (c,) = g.succs[v]
+            if g.op[c] == "linear" and list(g.preds[c]) == [v] and g.succs[c]:
+                groups.setdefault((g.op[v], *g.preds[v]), []).append((v, c))
+    done, merged = 0, []
+    for (op, _), members in groups.items():
+        if len(members) > 1 and len({frozenset(g.succs[c]) for _, c in members}) == 1:
+            g.merge([v for v, _ in members], members[0][0], op)
+            merged.append(members[0][0])
+            done += len(members) - 1
+    g.merge_projections(sources=merged)
+    return done
+
+
+def spell_26(g: Any) -> int:
+    """2.6's pass: `packed_weights`, `table_slice`, then `one_norm_per_projection`; the number of rewrites."""
+    return packed_weights(g) + table_slice(g) + one_norm_per_projection(g)
+
+
+def may_spell_26(ops: Sequence[str], edges: np.ndarray) -> bool:
+    """Whether `spell_26` can fire on a canonical graph (a cheap check): a `concat` or `slice` fed by nothing, or two
+    norms of one op fed by the same single node."""
+    names = np.asarray(ops, dtype=object)
+    src, dst = np.asarray(edges, dtype=np.int64).reshape(2, -1)
+    fed = np.bincount(dst, minlength=len(ops))
+    if (((names == "slice") | (names == "concat")) & (fed == 0)).any():
+        return True
+    norm = np.isin(names, list(NORMS))
+    if norm.sum() < 2:
+        return False
+    one = norm & (fed == 1)
+    keys = [(names[d], s) for s, d in zip(src.tolist(), dst.tolist()) if one[d]]
+    return len(keys) != len(set(keys))

@@ -80,7 +80,7 @@ def splice(edges: np.ndarray, keep: np.ndarray) -> np.ndarray:
 
 def newest_rules(version: str | None) -> str | None:
     """The newest canonical rules reachable from `version` by passes over canonical graphs alone (`UPGRADES`): what
-    a corpus canonical under `version` can be read under without extracting it again (2.3 -> 2.5)."""
+    a corpus canonical under `version` can be read under without extracting it again (2.3 -> 2.6)."""
     if version not in VERSIONS:
         return version
     for later in VERSIONS[VERSIONS.index(version) + 1:]:
@@ -121,7 +121,7 @@ def corpus_rules(version: str | None, graphs, vocab) -> str | None:
     of `narbench.data.canonical.UPGRADES` (a pass over canonical graphs) that leaves every graph as it is, since such
     a corpus is a corpus of those rules too (real 2.3 is a 2.4 corpus: 2.4's pass finds nothing in its 16,905
     graphs); `version` when the next one changes a graph or is no such pass. An index build reads its corpus under
-    `newest_rules` first (`read_newest`), so its corpus is a fixed point of them all (real 2.3 read under 2.5)."""
+    `newest_rules` first (`read_newest`), so its corpus is a fixed point of them all (real 2.3 read under 2.6)."""
     if version not in VERSIONS:
         return version
     names = np.asarray(list(vocab), dtype=object)

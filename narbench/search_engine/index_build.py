@@ -92,7 +92,7 @@ def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
 def newest_corpus(ds):
     """`ds` with its graphs read under the newest canonical rules that are passes over canonical graphs
     (`narbench.data.mapping.read_newest`): the index reads its corpus as it reads a query's graph (real 2.3's graphs
-    under 2.5), so a rule of such a pass reaches search without a new dataset; the dataset itself is unchanged. The
+    under 2.6), so a rule of such a pass reaches search without a new dataset; the dataset itself is unchanged. The
     copy's op table records the rules its graphs now follow (`version`) and those the dataset's follow (`read_from`)."""
     ops = ds.meta.get("ops")
     version = ops.get("version") if isinstance(ops, dict) else None
