@@ -36,7 +36,9 @@ class Attention(nn.Module):
     proj: "fused" (one qkv Linear, split) or "split" (three Linears).
     mask: "none", "buffer" (nanoGPT: a tril buffer and masked_fill), "tril" (made in the pass),
     "index" (positions compared, added as 0/-inf: transformers), "sdpa" (is_causal=True),
-    "padding" (an attention mask from an input of ones, added: an encoder's).
+    "padding" (an attention mask from an input of ones, added: an encoder's), "delta" (moshi: position
+    differences compared with 0, the mask given to sdpa), "band" (a local window |i - j| <= 1 given to sdpa: no
+    triangle, not causal).
     """
 
     def __init__(self, proj: str = "fused", mask: str = "none") -> None:
@@ -58,6 +60,11 @@ class Attention(nn.Module):
         n = x.shape[1]
         if self.mask == "sdpa":
             return self.out(_merge(F.scaled_dot_product_attention(q, k, v, is_causal=True)))
+        if self.mask in ("delta", "band"):
+            pos = torch.arange(n)
+            delta = pos[:, None] - pos[None, :]
+            allowed = (pos[None, :] >= 0) & (delta >= 0) if self.mask == "delta" else delta.abs() <= 1
+            return self.out(_merge(F.scaled_dot_product_attention(q, k, v, allowed)))
         s = q @ k.transpose(-2, -1) * (D // H) ** -0.5
         if self.mask == "buffer":
             s = s.masked_fill(self.bias[:, :, :n, :n] == 0, float("-inf"))
@@ -256,6 +263,8 @@ MODELS = {
     "decoder-tril": (lambda: TextModel(mask="tril"), TEXT),
     "decoder-index": (lambda: TextModel(mask="index"), TEXT),
     "decoder-sdpa": (lambda: TextModel(mask="sdpa"), TEXT),
+    "decoder-delta": (lambda: TextModel(mask="delta"), TEXT),
+    "encoder-band": (lambda: TextModel(mask="band"), TEXT),
     "decoder-split-index": (lambda: TextModel(proj="split", mask="index"), TEXT),
     "encoder-padding": (lambda: TextModel(mask="padding"), ("tokens", "pad")),
     "cross-attention": (lambda: CrossAttention(), TEXT),
@@ -314,7 +323,8 @@ SAME = {
     "one-projection": [("text-fused", "text-split"), ("text-glu-fused", "text-glu-split"),
                        ("decoder-index", "decoder-split-index")],
     "causal-attention": [("decoder-buffer", "decoder-tril"), ("decoder-buffer", "decoder-index"),
-                         ("decoder-buffer", "decoder-sdpa"), ("text-fused", "encoder-padding")],
+                         ("decoder-buffer", "decoder-sdpa"), ("text-fused", "encoder-padding"),
+                         ("decoder-sdpa", "decoder-delta")],
 }
 DIFFERENT = {
     "window-linear": [("mixer-linear", "mixer-conv3"), ("vit-conv", "vit-overlap"),
@@ -322,7 +332,7 @@ DIFFERENT = {
     "patch-unfold-layout": [("merge-unfold", "merge-overlap")],
     "one-projection": [("cross-attention", "self-attention-1"), ("text-glu-split", "text-fused")],
     "causal-attention": [("text-fused", "decoder-buffer"), ("encoder-padding", "decoder-index"),
-                         ("text-split", "decoder-sdpa")],
+                         ("text-split", "decoder-sdpa"), ("encoder-band", "decoder-delta")],
 }
 
 

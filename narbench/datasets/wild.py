@@ -36,7 +36,7 @@ NONE = "none"
 CANONICAL = "2.2"
 ARTIFACT = f"{NAME}-{VERSION}.narg"
 #: sha256 of the payload of the shipped `wild-1.0.narg`
-EXPECTED_SHA256: str | None = "75db15f09495af781b3d09535c0f93094110799ad9baf01bab024d9ed0e8309c"
+EXPECTED_SHA256: str | None = "d0d880cf78eef0542ea3a617204977cd5c7ef1c6f6b3bdca6bcae73486af8f39"
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class WildFile:
 SHIPPED: dict[str, WildFile] = {
     CANONICAL: WildFile(VERSION, ARTIFACT, EXPECTED_SHA256),
     "2.3": WildFile(f"{VERSION}-canonical-2.3", f"{NAME}-{VERSION}-canonical-2.3.narg",
-                    "0643780795790af1c1ef95775e53d6db2375f03195ea01081cb0b16f6000450f"),
+                    "5adc4457c825ca8826d738f04ae3b101bf2aae89ba44ef2cda732af0c8f27b7a"),
 }
 
 
@@ -83,7 +83,7 @@ SETS: dict[str, OutsideSet] = {
     NAME: OutsideSet(NAME, VERSION, "test", CANONICAL, SHIPPED),
     VALIDATION: OutsideSet(VALIDATION, "1.1", "validation", "2.3",
                            {"2.3": WildFile("1.1", f"{VALIDATION}-1.1.narg",
-                                                   "99e255a2e849e334638aabb184d42e446ff29c37b98d3d135e59469cde3684da")}),
+                                                   "c7d84e635bda586d650919ce613df05c0a4da20586ee46657d0c5f7acde6e8a7")}),
 }
 
 

@@ -45,7 +45,9 @@ class DesignAttributes:
       from comparing two position indices (`arange(n)[:, None] >= arange(n)`, how transformers
       builds masks), from a model buffer that is triangular (off the meta device: nanoGPT's
       `register_buffer("bias", torch.ones(n, n).tril())`), or from any of those by constant ops
-      (slicing, casting, `where`, `& padding`).
+      (slicing, casting, `where`, `& padding`); and a constant square tensor given as the mask of a call that
+      applies one (sdpa's `attn_mask`, `masked_fill`, `where`, a sum) is causal when its values are a triangle,
+      however it was computed (moshi compares position differences with 0).
 
     A `TorchFunctionMode` (public API, like `InPlaceOnViews`): it sees the calls the model's own
     code makes, reads the call's arguments and its output's `grad_fn`, and marks constant tensors
@@ -159,6 +161,8 @@ def _observe(rec: DesignAttributes, func: Any, args: Sequence[Any], kwargs: dict
         flags = flags | {"causal"}
     elif name in _COMPARE and len(ins) == 2 and all("index" in rec.flags.get(t, ()) for t in ins):
         flags = flags | {"causal"}  # position q compared with position k
+    if name in _APPLY and "causal" not in flags and any(_mask_by_value(rec, t) for t in _masks(name, args, kwargs)):
+        flags = flags | {"causal"}  # a triangle however computed (moshi's `(pos_k >= 0) & (pos_q - pos_k >= 0)`)
     window = _window_attr(func, args, kwargs) if name in _WINDOWED else None
     shape = _conv_shape(func, args, kwargs) if name in _CONV or name in _CONV_T else ()
     causal = "causal" in flags
@@ -174,6 +178,39 @@ def _observe(rec: DesignAttributes, func: Any, args: Sequence[Any], kwargs: dict
                 rec.mark(o, "causal")
         elif flags:
             rec.flags[o] = flags
+
+
+#: Functions that apply a mask to attention scores, and which of their arguments is the mask (`_masks`).
+_APPLY = frozenset({"scaled_dot_product_attention", "masked_fill", "masked_fill_", "where", "add", "__add__",
+                    "__radd__", "add_", "__iadd__"})
+
+
+def _masks(name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
+    """The tensors a mask-applying call (`_APPLY`) could take its mask from: sdpa's `attn_mask`, `masked_fill`'s
+    mask, `where`'s condition, either operand of a sum."""
+    import torch
+
+    if name == "scaled_dot_product_attention":
+        found = [args[3] if len(args) > 3 else kwargs.get("attn_mask")]
+    elif name.startswith("masked_fill"):
+        found = [args[1] if len(args) > 1 else kwargs.get("mask")]
+    elif name == "where":
+        found = [args[0] if args else kwargs.get("condition")]
+    else:
+        found = [*args[:2], kwargs.get("other")]
+    return [t for t in found if isinstance(t, torch.Tensor)]
+
+
+def _mask_by_value(rec: DesignAttributes, t: Any) -> bool:
+    """Whether `t` is a constant (no gradient) square tensor whose values are a triangle (`_triangular`): a causal
+    mask computed in a way the flags do not follow. One on the meta device has no values: it is counted with the
+    unread masks (`DesignAttributes.unread`), so extraction runs the model again where it has them."""
+    if t.grad_fn is not None or t.requires_grad or not _square(t):
+        return False
+    if t.device.type == "meta":
+        rec.unread += 1
+        return False
+    return _triangular(t)
 
 
 #: Functions that make a triangle of a tensor, and comparisons (eq is a diagonal, not causal).
