@@ -175,5 +175,6 @@ def test_an_index_reads_a_23_corpus_under_25(graphs):
     assert ds.graphs[1] is gs[1] and [vocab[o] for o in ds.graphs[1].ops] == graphs["interleaved"]["2.3"].ops
     assert corpus_rules("2.3", read.graphs, vocab) == newest and corpus_rules("2.3", gs, vocab) == "2.4"
     assert read.meta["ops"] == {"version": newest, "read_from": "2.3"} and ds.meta["ops"] == {"version": "2.3"}
+    assert read.canonical_version == newest and ds.canonical_version == "2.3"
     nas = GraphDataset("nas", "1.0", vocab, gs, "0" * 64, split, meta={"ops": ["a"]})
-    assert newest_corpus(nas) is nas
+    assert newest_corpus(nas) is nas and nas.canonical_version is None

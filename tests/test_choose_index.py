@@ -146,7 +146,7 @@ def test_the_files_are_written_when_only_the_source_side_ran(tmp_path):
     from benchmarks.search.choose_index import Candidate, write_out
 
     args = types.SimpleNamespace(graphs=40, seed=0, boot=0, source_graphs="split")
-    ds = types.SimpleNamespace(name="toy", version="0", sha256="0" * 64)
+    ds = types.SimpleNamespace(name="toy", version="0", sha256="0" * 64, canonical_version=None)
     row = {m: 0.5 for m in ("map_capped@20", "ndcg@20", "mrr@20", "family@1", "p@10")}
     row.update({m + "/family": 0.5 for m in list(row)})
     write_out(tmp_path, ds, args, [Candidate("wl", "wl")], {("wl", "source"): row}, {}, {"wl": 0.5}, {"wl": 0.5},

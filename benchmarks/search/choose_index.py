@@ -213,7 +213,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     ds = newest_corpus(load_dataset(args.dataset))  # the corpus as the index build reads it (canonical 2.5 on)
     cands = [c for c in candidates() if not args.candidates or c.label in args.candidates or c.label == "wl"]
-    print(f"corpus: {ds.name} {ds.version} (sha256 {ds.sha256[:12]}, read under canonical {read_rules(ds)}), "
+    print(f"corpus: {ds.name} {ds.version} (sha256 {ds.sha256[:12]}, read under canonical {ds.canonical_version}), "
           f"{len(ds.core_graphs):,} graphs; "
           f"{len(cands)} candidates; sides {', '.join(args.sides)}", flush=True)
     quality_rows, cells, sides_meta = {}, {}, {}
@@ -245,12 +245,6 @@ def main(argv=None) -> int:
     return 0
 
 
-def read_rules(ds) -> str | None:
-    """The canonical rules the corpus is read under (the index build's, `index_build.newest_corpus`)."""
-    ops = getattr(ds, "meta", {}).get("ops")
-    return ops.get("version") if isinstance(ops, dict) else None
-
-
 def write_out(out: Path, ds, args, cands, quality_rows, cells, scores, maps, ok, choice, sides_meta) -> None:
     out.mkdir(parents=True, exist_ok=True)
     columns = [*QUALITY, *(m + BY_FAMILY for m in QUALITY)]
@@ -267,7 +261,7 @@ def write_out(out: Path, ds, args, cands, quality_rows, cells, scores, maps, ok,
     meta = {"dataset": f"{ds.name} {ds.version}", "sha256": ds.sha256, "sides": sides_meta, "graphs": args.graphs,
             "seed": args.seed, "boot": args.boot, "rule": __doc__.split("The rule")[1].split("\n\n")[0].strip(),
             "source_graphs": args.source_graphs, "candidates": [asdict(c) for c in cands], "score": scores,
-            "map_mean": maps, "admissible": ok, "choice": choice, "canonical_read": read_rules(ds)}
+            "map_mean": maps, "admissible": ok, "choice": choice, "canonical_read": ds.canonical_version}
     if any(side == WILDVAL for _, side in quality_rows):  # the version of the validation set the side read
         from narbench.datasets.wild import outside_set
 

@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     vocab = list(ds.vocab)
     val, expected = outside_queries(ds)
     fits = np.array([bool(f) for f in expected])
-    summary = {"dataset": f"{ds.name} {ds.version}", "read_under": ds.meta.get("ops", {}).get("version"),
+    summary = {"dataset": f"{ds.name} {ds.version}", "read_under": ds.canonical_version,
                "candidates": {}}
     for name, run in CANDIDATES.items():
         if args.only and name not in args.only:

@@ -180,6 +180,13 @@ class GraphDataset:
         return self.graphs[:len(self.graphs) - self.query_only]
 
     @property
+    def canonical_version(self) -> str | None:
+        """The canonical rules its graphs follow (`real`'s op table, `meta["ops"]["version"]`; under
+        `index_build.newest_corpus`, the rules they are read under); None for a dataset of raw op names (`nas`)."""
+        ops = self.meta.get("ops")
+        return ops.get("version") if isinstance(ops, dict) else None
+
+    @property
     def families(self) -> list[str]:
         return sorted({g.family for g in self.graphs})
 

@@ -94,11 +94,11 @@ def newest_corpus(ds):
     (`narbench.data.mapping.read_newest`): the index reads its corpus as it reads a query's graph (real 2.3's graphs
     under 2.6), so a rule of such a pass reaches search without a new dataset; the dataset itself is unchanged. The
     copy's op table records the rules its graphs now follow (`version`) and those the dataset's follow (`read_from`)."""
-    ops = ds.meta.get("ops")
-    version = ops.get("version") if isinstance(ops, dict) else None
+    version = ds.canonical_version
     graphs, newest = read_newest(ds.graphs, ds.vocab, version)
     if newest == version:
         return ds
+    ops = ds.meta["ops"]
     read = {**ops, "version": newest, "read_from": version}
     if "rules_sha256" in ops:
         from narbench.data.canonical_rules import rules_sha256

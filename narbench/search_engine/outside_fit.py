@@ -111,8 +111,8 @@ def outside_queries(ds, index=None) -> tuple[list, list[tuple[str, ...]]]:
     graphs, vocab, families = ds.outside()
     if not graphs or list(vocab) != list(ds.vocab):
         return [], []
-    rules = index.canonical_version if index is not None else corpus_rules(
-        (ds.meta.get("ops") or {}).get("version"), ds.core_graphs, ds.vocab)
+    rules = index.canonical_version if index is not None else corpus_rules(ds.canonical_version, ds.core_graphs,
+                                                                            ds.vocab)
     out = []
     for g in graphs:
         m = onto_vocabulary([vocab[i] for i in g.ops.tolist()], g.edges, ds.vocab, rules, g.coarse or None)
