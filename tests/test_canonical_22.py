@@ -38,7 +38,8 @@ class Attention(nn.Module):
     "index" (positions compared, added as 0/-inf: transformers), "sdpa" (is_causal=True),
     "padding" (an attention mask from an input of ones, added: an encoder's), "delta" (moshi: position
     differences compared with 0, the mask given to sdpa), "band" (a local window |i - j| <= 1 given to sdpa: no
-    triangle, not causal).
+    triangle, not causal), "lengths" (funasr/ESPnet: positions compared with lengths made by `.new`, a padding
+    mask applied by masked_fill: not causal).
     """
 
     def __init__(self, proj: str = "fused", mask: str = "none") -> None:
@@ -74,6 +75,10 @@ class Attention(nn.Module):
             i = torch.arange(n)
             allowed = i[None, :] <= i[:, None]
             s = s + torch.where(allowed, 0.0, torch.finfo(s.dtype).min)
+        elif self.mask == "lengths":
+            pos = torch.arange(n).unsqueeze(0).expand(x.shape[0], n)
+            pad = pos >= pos.new([n] * x.shape[0]).unsqueeze(-1)  # True past each length: none here
+            s = s.masked_fill(pad[:, None, None, :], float("-inf"))
         elif self.mask == "padding":
             s = s + (1.0 - pad[:, None, None, :].to(s.dtype)) * torch.finfo(s.dtype).min
         return self.out(_merge(s.softmax(-1) @ v))
@@ -265,6 +270,7 @@ MODELS = {
     "decoder-sdpa": (lambda: TextModel(mask="sdpa"), TEXT),
     "decoder-delta": (lambda: TextModel(mask="delta"), TEXT),
     "encoder-band": (lambda: TextModel(mask="band"), TEXT),
+    "encoder-lengths": (lambda: TextModel(mask="lengths"), TEXT),
     "decoder-split-index": (lambda: TextModel(proj="split", mask="index"), TEXT),
     "encoder-padding": (lambda: TextModel(mask="padding"), ("tokens", "pad")),
     "cross-attention": (lambda: CrossAttention(), TEXT),
@@ -324,7 +330,7 @@ SAME = {
                        ("decoder-index", "decoder-split-index")],
     "causal-attention": [("decoder-buffer", "decoder-tril"), ("decoder-buffer", "decoder-index"),
                          ("decoder-buffer", "decoder-sdpa"), ("text-fused", "encoder-padding"),
-                         ("decoder-sdpa", "decoder-delta")],
+                         ("decoder-sdpa", "decoder-delta"), ("text-fused", "encoder-lengths")],
 }
 DIFFERENT = {
     "window-linear": [("mixer-linear", "mixer-conv3"), ("vit-conv", "vit-overlap"),

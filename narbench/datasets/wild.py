@@ -83,7 +83,7 @@ SETS: dict[str, OutsideSet] = {
     NAME: OutsideSet(NAME, VERSION, "test", CANONICAL, SHIPPED),
     VALIDATION: OutsideSet(VALIDATION, "1.1", "validation", "2.3",
                            {"2.3": WildFile("1.1", f"{VALIDATION}-1.1.narg",
-                                                   "c7d84e635bda586d650919ce613df05c0a4da20586ee46657d0c5f7acde6e8a7")}),
+                                                   "cfa8dabb1f02ebb10af44a317aba5ab35740408bd79bf1ddbba11f376010f4c8")}),
 }
 
 

@@ -47,7 +47,8 @@ class DesignAttributes:
       `register_buffer("bias", torch.ones(n, n).tril())`), or from any of those by constant ops
       (slicing, casting, `where`, `& padding`); and a constant square tensor given as the mask of a call that
       applies one (sdpa's `attn_mask`, `masked_fill`, `where`, a sum) is causal when its values are a triangle,
-      however it was computed (moshi compares position differences with 0).
+      however it was computed (moshi compares position differences with 0). A tensor made new from another's
+      kind (`x.new(lengths)`, `zeros_like`) carries none of its flags: funasr compares positions with lengths so.
 
     A `TorchFunctionMode` (public API, like `InPlaceOnViews`): it sees the calls the model's own
     code makes, reads the call's arguments and its output's `grad_fn`, and marks constant tensors
@@ -157,6 +158,8 @@ def _observe(rec: DesignAttributes, func: Any, args: Sequence[Any], kwargs: dict
             flags |= f
     if name == "arange":
         flags = {"index"}
+    elif name in _FRESH:
+        flags = set()  # new data of a tensor's kind: funasr's `seq_range.new(lengths)` is no position index
     elif name in _TRIANGLE:
         flags = flags | {"causal"}
     elif name in _COMPARE and len(ins) == 2 and all("index" in rec.flags.get(t, ()) for t in ins):
@@ -179,6 +182,10 @@ def _observe(rec: DesignAttributes, func: Any, args: Sequence[Any], kwargs: dict
         elif flags:
             rec.flags[o] = flags
 
+
+#: Functions that make new data of a tensor's dtype and device, not of its values: they carry none of its flags.
+_FRESH = frozenset({"new", "new_tensor", "new_empty", "new_zeros", "new_ones", "new_full", "zeros_like",
+                    "ones_like", "empty_like", "full_like", "rand_like", "randn_like"})
 
 #: Functions that apply a mask to attention scores, and which of their arguments is the mask (`_masks`).
 _APPLY = frozenset({"scaled_dot_product_attention", "masked_fill", "masked_fill_", "where", "add", "__add__",
