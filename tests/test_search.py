@@ -113,7 +113,10 @@ def test_module_instance(index):
     result = narbench.search(model, k=5)
     assert len(result) == 5 and [h.rank for h in result] == [1, 2, 3, 4, 5]
     assert result.coarse == "cnn" and result.hits[0].coarse == "cnn"
-    assert all(a.similarity >= b.similarity for a, b in zip(result.hits, result.hits[1:]))
+    assert result.order == "family"
+    by_cosine = narbench.search(model, k=5, order="cosine")
+    assert all(a.similarity >= b.similarity for a, b in zip(by_cosine.hits, by_cosine.hits[1:]))
+    assert result.hits[0] == by_cosine.hits[0]  # the first hit is the same in either order
     assert model.training and all(torch.equal(before[k], v) for k, v in model.state_dict().items())
     assert "overlap" in result.why and result.duplicate_of == []
 
@@ -569,3 +572,42 @@ def test_torch_outside_the_checked_versions_warns(index):
     assert "torch 2.16.0 is outside the versions" in torch_warning(index, "2.16.0")
     old = type(index)({k: v for k, v in index.header.items() if k != "torch_checked"}, index.arrays)
     assert torch_warning(old, "2.16.0") is None  # an index that recorded none cannot say
+
+
+def test_family_first_orders_hits_by_their_familys_best_hit():
+    """`narbench.search_engine.order`: the hits of the nearest graph's families first (by cosine), then the next
+    family's; a graph of several families goes with the one met first; the ranks are numbered again."""
+    from narbench.search_engine.engine import Hit
+    from narbench.search_engine.order import check_order, family_first, order_hits
+
+    assert family_first(list("abcab"), lambda x: [x]) == list("aabbc")
+    assert family_first([("a",), ("b",), ("b", "c"), ("c",), ("a", "c")], lambda x: x) == [
+        ("a",), ("a", "c"), ("b",), ("b", "c"), ("c",)]
+    sims = [0.9, 0.8, 0.7, 0.6]
+    hits = [Hit(rank=i + 1, name=f"g{i}", family=f, coarse="cnn", source="s", similarity=sim, num_nodes=3,
+                num_edges=2) for i, (f, sim) in enumerate(zip("xyxz", sims))]
+    ordered = order_hits(hits, "family")
+    assert [h.name for h in ordered] == ["g0", "g2", "g1", "g3"] and [h.rank for h in ordered] == [1, 2, 3, 4]
+    assert order_hits(hits, "cosine") == hits
+    with pytest.raises(ValueError, match="the orders are family, cosine"):
+        check_order("random")
+
+
+def test_search_orders_the_hits_it_asks_for(index):
+    """`search(order=...)`: family first by default, the first hit as by cosine, every hit's group (the first
+    position any of its families reaches) never before the previous hit's; an unknown order is refused."""
+    name = next(n for n in index.names if n.startswith("timm/resnet50/"))
+    by_family = narbench.search(name, k=20, index=index)
+    by_cosine = narbench.search(name, k=20, index=index, order="cosine")
+    assert by_family.order == "family" and by_cosine.order == "cosine"
+    assert by_family.hits[0].name == by_cosine.hits[0].name
+    assert all(a.similarity >= b.similarity for a, b in zip(by_cosine.hits, by_cosine.hits[1:]))
+    first: dict[str, int] = {}
+    for pos, h in enumerate(by_family.hits):
+        for f in h.families:
+            first.setdefault(f, pos)
+    groups = [min(first[f] for f in h.families) for h in by_family.hits]
+    assert groups == sorted(groups) and [h.rank for h in by_family.hits] == list(range(1, 21))
+    assert by_family.to_json()["order"] == "family"
+    with pytest.raises(ValueError, match="unknown hit order"):
+        narbench.search(name, index=index, order="random")

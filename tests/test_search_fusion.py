@@ -84,7 +84,7 @@ def test_search_scores_are_exactly_the_weighted_cosines_of_the_parts(fused, toy,
     for q in (0, 17, 30):
         path = tmp_path / f"q{q}.narg"
         write_graphs(path, [graphs[q]], toy.vocab, {})
-        hits = search(str(path), len(graphs), index=fused, progress=False).hits
+        hits = search(str(path), len(graphs), index=fused, progress=False, order="cosine").hits
         scores = np.array([expected[q, name[h.name]] for h in hits])
         np.testing.assert_allclose([h.similarity for h in hits], scores, atol=2e-3)  # float16 rows, 3 decimals
         assert np.all(np.diff(scores) <= 2e-3)  # ranked by the fused score (ties within the rows' precision)

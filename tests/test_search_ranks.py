@@ -39,7 +39,7 @@ def searched_rank(index, graph: ArchGraph, name: str, tmp_path) -> int:
     """The rank `narbench.search` gives index graph `name` for `graph` saved to a graph file (0: not a hit)."""
     path = tmp_path / "query.narg"
     write_graphs(path, [graph], VOCAB, {})
-    hits = [h.name for h in search(str(path), len(index), index=index, progress=False)]
+    hits = [h.name for h in search(str(path), len(index), index=index, progress=False, order="cosine")]
     return hits.index(name) + 1 if name in hits else 0
 
 

@@ -6,7 +6,8 @@
 
 Each `crossimpl` query (a zoo architecture as another package implements it; never in the index)
 is searched as `narbench search` searches a graph: embedded by the index's encoder, ranked by
-cosine over every graph of the index with the exact backend. Per package, then over all queries
+cosine over every graph of the index with the exact backend, the hits in search's default order (family first, since
+2026-11-30: `narbench.search_engine.order`; `--order cosine` for cosine alone). Per package, then over all queries
 and the `reimpl` and `exact` subsets: top-1 family (the query's family is one of the first hit's) and
 family precision@10 (the share of the ten hits with the query's family), and the share flagged "no family in
 the index fits" (a false flag: every query's family is in the index). Targets: top-1 >= 0.9, precision@10 >= 0.85. The index must be over the dataset's vocabulary (the same canonical rules).
@@ -23,18 +24,24 @@ from pathlib import Path
 
 import numpy as np
 
+from narbench.search_engine.order import DEFAULT_ORDER
+
 TOP1, P10 = 0.9, 0.85
 
 
-def measure(index, queries, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
-    """(first hit in the query's family, share of the `k` hits in it) per query; a hit is in it when any of its
-    families is (`row_families`: an index of real 2.3 keeps every family of a shared graph; 2.2's, one)."""
+def measure(index, queries, k: int = 10, order: str = DEFAULT_ORDER) -> tuple[np.ndarray, np.ndarray]:
+    """(first hit in the query's family, share of the `k` hits in it) per query, the hits in `order` as search
+    orders them (`narbench.search_engine.order`); a hit is in it when any of its families is (`row_families`: an
+    index of real 2.3 keeps every family of a shared graph; 2.2's, one)."""
     from narbench.search_engine.backends import make_backend
     from narbench.search_engine.index_file import row_families
+    from narbench.search_engine.order import POOL, family_first
 
     backend = make_backend("exact", index.arrays["embeddings"])
-    rows, _ = backend.search(index.embed(queries), k)
-    hit = np.array([[g.family in row_families(index, r) for r in row] for g, row in zip(queries, rows.tolist())],
+    rows, _ = backend.search(index.embed(queries), max(k, POOL) if order == "family" else k)
+    ranked = [family_first(row, lambda r: row_families(index, r)) if order == "family" else row
+              for row in rows.tolist()]
+    hit = np.array([[g.family in row_families(index, r) for r in row[:k]] for g, row in zip(queries, ranked)],
                    dtype=bool)
     return hit[:, 0], hit.mean(axis=1)
 
@@ -55,6 +62,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", default="real", help="registered dataset whose crossimpl split queries")
     parser.add_argument("--index", type=Path, help="index file (default: the shipped index)")
+    parser.add_argument("--order", default=DEFAULT_ORDER, choices=("family", "cosine"),
+                        help="the hits' order (default: search's)")
     parser.add_argument("--against", type=Path, metavar="OTHER",
                         help="another index file ('shipped' for the shipped index): paired differences and p")
     args = parser.parse_args(argv)
@@ -71,7 +80,7 @@ def main(argv=None) -> int:
         return 2
     split = ds.get_split("crossimpl")
     queries = [ds.graphs[i] for i in split.test]
-    top1, p10 = measure(index, queries)
+    top1, p10 = measure(index, queries, order=args.order)
     flags = flagged(index, queries)
     flags = np.full(len(queries), np.nan) if flags is None else flags.astype(np.float64)
     print(f"index: {index.describe()} (sha256 {index.sha256[:12]}); queries: {args.dataset} crossimpl, {len(queries)}")
@@ -97,7 +106,7 @@ def main(argv=None) -> int:
         for name, pos in packages:
             package[np.asarray(pos, dtype=np.int64)] = name
         clusters = np.asarray([f"{p}|{g.family}" for p, g in zip(package, queries)])  # package x family (protocol.md)
-        compare(other, (top1, p10), measure(other, queries), summary, clusters)  # packages: too few queries to test
+        compare(other, (top1, p10), measure(other, queries, order=args.order), summary, clusters)  # packages: too few queries to test
     return 0
 
 

@@ -7,7 +7,8 @@
 
 Each graph of the wild file under the index's canonical rules (`wild-1.0.narg`, 2.2;
 `wild-1.0-canonical-2.3.narg`, 2.3) is searched as `narbench search FILE` searches a saved graph
-(`narbench.search_engine.engine.search`, exact backend). For the models whose design fits a family of
+(`narbench.search_engine.engine.search`, exact backend, its hits in search's default order, family first, or
+`--order cosine`). For the models whose design fits a family of
 the corpus: top-1 family (a family of the first hit is one the model's row expects) and family
 precision@10 (the share of the ten hits with an expected family). For every model: flagged when search
 says "no family in the index fits" (the index's out-of-family score; an index without one: the first
@@ -34,7 +35,7 @@ import numpy as np
 TOP1, P10, NONE_FLAGGED, FIT_FLAGGED = 0.8, 0.75, 5 / 7, 0.1
 
 
-def measure(index, graphs, families, vocab, k: int = 10) -> dict[str, np.ndarray]:
+def measure(index, graphs, families, vocab, k: int = 10, order: str = "family") -> dict[str, np.ndarray]:
     """Per model, searched as `narbench search FILE` searches a saved graph (`engine.search`, each graph written
     to a file of its own): top-1 in an expected family, share of `k` hits in one (a hit's every family counts,
     real 2.3), flagged (the index's out-of-family score fires, "no family in the index fits"; an index without
@@ -49,7 +50,7 @@ def measure(index, graphs, families, vocab, k: int = 10) -> dict[str, np.ndarray
         for i, (g, want) in enumerate(zip(graphs, families)):
             path = Path(tmp) / f"q{i}.narg"
             write_graphs(path, [g], list(vocab), {"name": "wild-query"})
-            r = search(str(path), k, index=index, progress=False)
+            r = search(str(path), k, index=index, progress=False, order=order)
             hit = [bool(set(h.families) & set(want)) for h in r.hits]
             top1.append(hit[0])
             p10.append(float(np.mean(hit)))
@@ -73,6 +74,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--index", type=Path, help="index file (default: the shipped index)")
     parser.add_argument("--per-model", action="store_true", help="also one line per model: its first hits")
+    parser.add_argument("--order", choices=("family", "cosine"), default="family",
+                        help="the hits' order (default: search's, family first)")
     parser.add_argument("--set", choices=("wild", "wildval"), default="wild",
                         help="wild (the test set, default) or wildval (the validation set)")
     args = parser.parse_args(argv)
@@ -88,7 +91,7 @@ def main(argv=None) -> int:
         print(f"the index ({index.describe()}) is over no canonical vocabulary the {args.set} set ships ("
               f"{', '.join(files)}); build one with narbench index build --dataset real-2.3", file=sys.stderr)
         return 2
-    m = measure(index, wild.graphs, wild.families, wild.vocab)
+    m = measure(index, wild.graphs, wild.families, wild.vocab, order=args.order)
     fits = np.array([bool(f) for f in wild.families])
     packages = np.array([g.meta.get("package", g.name.split("/")[1]) for g in wild.graphs], dtype=object)
     flag = ("the out-of-family score" if index.header.get("out_of_family")

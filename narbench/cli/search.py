@@ -25,6 +25,9 @@ def register(sub) -> None:
     p.add_argument("--index", default=None, metavar="FILE", help="search this index file")
     p.add_argument("--backend", default="exact", choices=["exact", "faiss"],
                    help="exact cosine search (default) or FAISS (pip install 'narbench[faiss]')")
+    p.add_argument("--order", default="family", choices=["family", "cosine"],
+                   help="family: the nearest graph's families first, then the next family's (default); cosine: by "
+                        "cosine alone")
     p.add_argument("--kwargs", type=json_object, default=None, metavar="JSON",
                    help="constructor arguments of CLASS, as a JSON object")
     p.add_argument("--input-shape", type=shape, action="append", default=None, metavar="N,C,H,W",
@@ -61,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
             warnings.simplefilter("ignore")
             result = search(args.target, args.k, encoder=args.encoder, index=args.index, backend=args.backend,
                             input_shape=args.input_shape, kwargs=args.kwargs, inputs=args.inputs,
-                            timeout=args.timeout, max_memory=args.max_memory, progress=not args.quiet)
+                            timeout=args.timeout, max_memory=args.max_memory, progress=not args.quiet,
+                            order=args.order)
     except (TargetError, IndexFileError, BackendError, EmbeddingError) as exc:
         return one_line("search", exc)
     if args.json:

@@ -28,6 +28,7 @@ from narbench.search_engine._target_child import MAX_MEMORY, resolve_apart, runs
 from narbench.search_engine.backends import exact_scores
 from narbench.search_engine.index import SearchIndex
 from narbench.search_engine.index_file import load_index, row_families
+from narbench.search_engine.order import DEFAULT_ORDER, POOL, check_order, order_hits
 from narbench.search_engine.target import Query, query_of, resolve
 from narbench.search_engine.target_check import Served
 from narbench.search_engine.unknown import caveats, unknown_share
@@ -62,7 +63,7 @@ class Hit:
 
 @dataclass
 class SearchResult:
-    """The hits of one search, best first, and what explains them. Iterates like the list of hits."""
+    """The hits of one search, best first (in `order`), and what explains them. Iterates like the list of hits."""
 
     query: str
     kind: str
@@ -83,6 +84,7 @@ class SearchResult:
     out_of_family: float | None = None  # how likely no family fits (`narbench.search_engine.outside`; None: no score)
     no_family_fits: bool = False  # the score is at or above the index's threshold: "no family in the index fits"
     unknown_share: float = 0.0  # share of the query's nodes whose op the index does not know (`unknown`)
+    order: str = "cosine"  # the hits' order (`narbench.search_engine.order`): "family" first, or by "cosine" alone
 
     def __iter__(self):
         return iter(self.hits)
@@ -199,6 +201,7 @@ def search(
     max_memory: int | None = MAX_MEMORY,
     isolate: bool | None = None,
     progress: bool = True,
+    order: str = DEFAULT_ORDER,
 ) -> SearchResult:
     """The `k` graphs of the index most similar to `target`.
 
@@ -219,13 +222,16 @@ def search(
     are). `isolate=False` runs everything in this process (the time limit then by SIGALRM, in the
     main thread; no memory cap); `isolate=True` runs an instance in a child even without a limit.
     A saved graph or an index graph name runs no code and no child. `progress`: the
-    first search in a process says on stderr that it loads torch and the index (`_announce`).
+    first search in a process says on stderr that it loads torch and the index (`_announce`). `order`: "family"
+    (default) lists the nearest graph's families first, then the next family's (`narbench.search_engine.order`);
+    "cosine" by cosine alone.
     Raises `TargetError`, `IndexFileError` or `BackendError` with a one-line message and fix, and
     `narbench.eval.retrieval.EmbeddingError` when the index's encoder embeds the target's graph
     as NaN or inf (nothing to rank it by).
     """
     return run_search(target, k, encoder=encoder, index=index, backend=backend, input_shape=input_shape, kwargs=kwargs,
-                      inputs=inputs, timeout=timeout, max_memory=max_memory, isolate=isolate, progress=progress)[1]
+                      inputs=inputs, timeout=timeout, max_memory=max_memory, isolate=isolate, progress=progress,
+                      order=order)[1]
 
 
 def rules_warning(saved: str | None, index: SearchIndex) -> str | None:
@@ -243,16 +249,19 @@ def rules_warning(saved: str | None, index: SearchIndex) -> str | None:
 def run_search(target: Any, k: int = 10, *, encoder: str | None = None, index: SearchIndex | str | Path | None = None,
                backend: str = "exact", input_shape=None, kwargs: dict[str, Any] | None = None, inputs: Any = None,
                timeout: float | None = None, max_memory: int | None = MAX_MEMORY, isolate: bool | None = None,
-               progress: bool = True, served: Served | None = None) -> tuple[Query, SearchResult]:
+               progress: bool = True, served: Served | None = None,
+               order: str = DEFAULT_ORDER) -> tuple[Query, SearchResult]:
     """The one way through search (`search`, the CLI's `narbench search` and the explorer's `Searcher` go
     through it), and the query with the result: resolve the target (`narbench.search_engine.target.resolve`)
     -> build its model in a child (`_target_child.resolve_apart`) or here (`target.query_of`) -> trace it
     (`narbench.zoo.extract`) -> its graph over the index's vocabulary (`narbench.data.mapping`) -> embed
-    it (`SearchIndex.embed`) -> rank the index's graphs (`narbench.search_engine.backends`).
+    it (`SearchIndex.embed`) -> rank the index's graphs (`narbench.search_engine.backends`) -> judge whether a
+    family fits (`outside`, on the hits by cosine) -> order the hits (`narbench.search_engine.order`).
 
     Arguments as `search`; `served`: a target a client sent, searched as a server allows (`Served`).
     """
     t0 = time.perf_counter()
+    check_order(order)
     if not isinstance(index, SearchIndex):
         index = load_index(encoder, index)
     t_index = time.perf_counter() - t0
@@ -281,9 +290,10 @@ def run_search(target: Any, k: int = 10, *, encoder: str | None = None, index: S
         if not as_other:
             num_nodes += sum(query.unknown_ops.values())
     t_embed = time.perf_counter() - t1
-    hits, duplicates = _rank(index, vec, query.row, digest, max(k, outside.K), backend)
-    score, no_fit = outside.judge(index, hits, num_nodes)  # from the first K hits, whatever k
-    hits = hits[:k]
+    hits, duplicates = _rank(index, vec, query.row, digest, max(k, outside.K, POOL if order == "family" else 0),
+                             backend)
+    score, no_fit = outside.judge(index, hits, num_nodes)  # from the first K hits by cosine, whatever k and order
+    hits = order_hits(hits, order)[:k]
     why = explain(query.ops, index.op_counts(index.row_of(hits[0].name)), roles=index.reads_roles) if hits else ""
     timings = {"index": t_index, "target": query.info.pop("seconds", 0.0), "embed": t_embed,
                "total": time.perf_counter() - t0}
@@ -296,7 +306,7 @@ def run_search(target: Any, k: int = 10, *, encoder: str | None = None, index: S
                               *caveats(query.unknown_ops, num_nodes, query.info.get("opaque_functions"))]
                   if w and query.row is None],
         weak_below=index.weak_below, index_pinned=index.pinned, out_of_family=score, no_family_fits=no_fit,
-        unknown_share=unknown_share(query.unknown_ops, num_nodes),
+        unknown_share=unknown_share(query.unknown_ops, num_nodes), order=order,
     )
 
 

@@ -2,8 +2,8 @@
 
 A benchmark that asks "where does graph X rank for this query?" (the robustness benchmark,
 `benchmarks/search/robustness.py`) needs the full ranking, not the top k. `ranks_of` gives it for
-many queries at once, ranked exactly as `narbench search` ranks with its default `exact` backend
-(`narbench.search_engine.engine.run_search`): the index graphs identical to the query (same content
+many queries at once, ranked exactly as `narbench search --order cosine` ranks with its default `exact` backend
+(`narbench.search_engine.engine.run_search`; the default order, family first, reorders the first 100 hits by family): the index graphs identical to the query (same content
 hash) first, then every other graph by descending cosine between the query's embedding and the stored
 float16 row, taken in float64 and rounded once to float32 (`backends.exact_scores`), ties by row.
 `query_graph` makes a graph a search query as `narbench search FILE.narg` does (`target.query_of` of a
