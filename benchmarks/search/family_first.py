@@ -2,12 +2,14 @@
 
     python -m benchmarks.search.family_first --out DIR     # the zoo's `standard` and `unseen` sides and `wildval`
 
-Search ranks an index's graphs by cosine, so the families of its first ten hits interleave. A family-first order takes
-the first `POOL` hits by cosine and orders them by their family's best hit, then by cosine: every graph of the
-nearest graph's families first, then those of the next family met. The first hit does not change (family@1 is the
-same); family precision@10 and MAP@20 do. For the shipped index's candidate (`graf-lda`, the index build's parameters)
-fitted on each side's pool, as `benchmarks.search.choose_index` fits it, each side's validation queries search the
-pool and are scored in both orders; `wildval`'s fitting models search the shipped index. No test query of any split,
+Search ranks an index's graphs by cosine, so the families of its first ten hits interleave. A family-first order
+takes the first `POOL` hits by cosine (`narbench.search_engine.order`) and orders them by their family's best hit,
+then by cosine: every graph of the nearest graph's families first, then those of the next family met. The first hit
+does not change (family@1 is the same); family precision@10 and MAP@20 do. For the shipped index's candidate
+(`graf-lda`, the index build's parameters) fitted on each side's pool, as `benchmarks.search.choose_index` fits it,
+each side's validation queries search the pool and are scored in both orders
+(`benchmarks.search.index_quality.per_query`); `wildval`'s fitting models search the shipped index
+(`outside_per_query`). No test query of any split,
 no `crossimpl` query and no wild-set model is read.
 
 Why (validation only, 2026-11-30): on `wildval` the shipped index's first hit is right for 0.847 of the fitting models
@@ -19,20 +21,20 @@ from __future__ import annotations
 
 import sys
 
-import numpy as np
-
 from benchmarks.timing import line, report, study_parser
-from narbench.search_engine.order import POOL, family_first
+from narbench.search_engine.order import POOL
+
+
+#: the orders compared, by their names in `narbench.search_engine.order` and in the results
+ORDERS = {"cosine": "cosine", "family": "family-first"}
 
 
 def side_figures(ds, name: str) -> dict:
     """The `standard` or `unseen` validation side: P@10, MAP@20 and family@1 per family, by cosine and family first."""
-    from benchmarks.search.index_quality import BY_FAMILY, ranked_pool, summarise
-    from benchmarks.search.index_sides import side_dataset, side_indexes
     from benchmarks.search.choose_index import candidates
+    from benchmarks.search.index_quality import BY_FAMILY, per_query, summarise
+    from benchmarks.search.index_sides import side_dataset, side_indexes
     from benchmarks.search.robustness import validation_side
-    from narbench.eval.metrics import score_rankings
-    from narbench.eval.relevance import families_of, relevance_labels
     from narbench.search_engine.index_build import IndexConfig, fit_encoder, index_params
 
     cand = next(c for c in candidates() if c.label == "graf-lda/roles/nuisance")
@@ -43,47 +45,32 @@ def side_figures(ds, name: str) -> dict:
     own = index_params(IndexConfig(encoder=cand.encoder, params=cand.params))[0]
     fitted = fit_encoder(IndexConfig(encoder=cand.encoder, dataset=ds.name, params=own, progress=False), sub, train=pool)
     _, index, _ = next(side_indexes(fitted, [cand], sub, ds.name))
-    ranked = ranked_pool(index, graphs, pool, val, POOL)
-    labels = relevance_labels(graphs)
-    lab_q, lab_c = labels[val], labels[pool]
-    fams_c = [tuple(families_of(lab)) for lab in lab_c.tolist()]
-    reordered = np.array([family_first(row, fams_c.__getitem__) for row in ranked.tolist()])
     out = {}
-    for order, r in (("cosine", ranked), ("family-first", reordered)):
-        _, each = score_rankings(lab_q, lab_c, r, ks=(20,))
-        fams_q = [set(families_of(lab)) for lab in lab_q.tolist()]
-        hits = np.array([[bool(fams_q[i] & set(fams_c[j])) for j in row[:10]] for i, row in enumerate(r.tolist())])
-        figures = summarise({"map_capped@20": np.asarray(each["map_capped@20"], dtype=np.float64),
-                             "family@1": hits[:, 0].astype(float), "p@10": hits.mean(axis=1)},
+    for order, label in ORDERS.items():
+        each = per_query(index, graphs, pool, val, order)
+        figures = summarise({m: each[m] for m in ("map_capped@20", "family@1", "p@10")},
                             [str(graphs[i].family) for i in val])
-        out[order] = {k: round(v, 4) for k, v in figures.items()}
-        line("side", side=name, order=order, **{k: out[order][k] for k in ("family@1" + BY_FAMILY, "p@10" + BY_FAMILY,
+        out[label] = {k: round(v, 4) for k, v in figures.items()}
+        line("side", side=name, order=label, **{k: out[label][k] for k in ("family@1" + BY_FAMILY, "p@10" + BY_FAMILY,
                                                                               "p@10", "map_capped@20")})
     return out
 
 
 def wildval_figures(ds) -> dict:
     """`wildval`'s fitting models in the shipped index: top-1 and P@10 over models, by cosine and family first."""
-    import torch
-
-    from narbench.eval.retrieval import tiebreak_keys, top_k_cosine
-    from narbench.search_engine.index_file import load_index, row_families
+    from benchmarks.search.index_quality import outside_per_query
+    from narbench.search_engine.index_file import load_index
     from narbench.search_engine.outside_fit import outside_queries
 
     index = load_index()
     graphs, expected = outside_queries(ds, index)
     fit = [(g, f) for g, f in zip(graphs, expected) if f]
-    by_name = {g.name: g for g in ds.core_graphs}
-    top = top_k_cosine(torch.from_numpy(index.embed([g for g, _ in fit])),
-                       torch.from_numpy(np.asarray(index.embeddings, dtype=np.float32)), POOL,
-                       tiebreak=tiebreak_keys([by_name[n] for n in index.names]))[0].numpy()
-    fams = lambda r: row_families(index, r)  # noqa: E731
+    emb = index.embed([g for g, _ in fit])
     out = {}
-    for order in ("cosine", "family-first"):
-        rows = [row if order == "cosine" else family_first(row, fams) for row in top.tolist()]
-        hits = np.array([[bool(set(fams(r)) & set(want)) for r in row[:10]] for row, (_, want) in zip(rows, fit)])
-        out[order] = {"top1": round(float(hits[:, 0].mean()), 4), "p@10": round(float(hits.mean()), 4)}
-        line("wildval", order=order, **out[order], index=index.sha256[:12])
+    for order, label in ORDERS.items():
+        each = outside_per_query(index, ds.core_graphs, emb, [f for _, f in fit], order)
+        out[label] = {"top1": round(float(each["family@1"].mean()), 4), "p@10": round(float(each["p@10"].mean()), 4)}
+        line("wildval", order=label, **out[label], index=index.sha256[:12])
     return out
 
 

@@ -43,38 +43,46 @@ def ranked_pool(index, graphs: list, pool: np.ndarray, val: np.ndarray, k: int) 
     return top_k_cosine(q, c, k, tiebreak=tiebreak_keys([graphs[i] for i in pool]))[0].numpy()
 
 
-def per_query(index, graphs: list, pool: np.ndarray, val: np.ndarray) -> dict[str, np.ndarray]:
-    """The validation queries `val` searching the pool `pool` (`ranked_pool`): each of `QUALITY`'s figures per
-    query (arrays over `val`)."""
+def per_query(index, graphs: list, pool: np.ndarray, val: np.ndarray, order: str = "cosine") -> dict[str, np.ndarray]:
+    """The validation queries `val` searching the pool `pool` (`ranked_pool`), the hits in `order` (cosine, or family
+    first as search orders them: `narbench.search_engine.order`): each of `QUALITY`'s figures per query (arrays over
+    `val`)."""
     from narbench.eval.metrics import score_rankings
     from narbench.eval.relevance import families_of, relevance_labels
+    from narbench.search_engine.order import depth, family_first
 
-    ranked = ranked_pool(index, graphs, pool, val, 100)
+    ranked = ranked_pool(index, graphs, pool, val, depth(100, order))
     labels = relevance_labels(graphs)  # real 2.3: a graph's every family (relevant: sharing one)
     lab_q, lab_c = labels[val], labels[pool]
-    _, each = score_rankings(lab_q, lab_c, ranked, ks=(20,))
     fams_q = [set(families_of(lab)) for lab in lab_q.tolist()]
     fams_c = [set(families_of(lab)) for lab in lab_c.tolist()]
+    if order == "family":
+        ranked = np.array([family_first(row, fams_c.__getitem__) for row in ranked.tolist()])
+    _, each = score_rankings(lab_q, lab_c, ranked, ks=(20,))
     hits = np.array([[bool(fams_q[i] & fams_c[j]) for j in row[:10]] for i, row in enumerate(ranked.tolist())])
     return {**{m: np.asarray(each[m], dtype=np.float64) for m in QUALITY[:3]}, "family@1": hits[:, 0].astype(float),
             "p@10": hits.mean(axis=1)}
 
 
-def outside_per_query(index, graphs: list, queries_emb: np.ndarray, expected: list[tuple[str, ...]]) -> dict[str, np.ndarray]:
+def outside_per_query(index, graphs: list, queries_emb: np.ndarray, expected: list[tuple[str, ...]],
+                      order: str = "cosine") -> dict[str, np.ndarray]:
     """Models from outside the corpus (`wildval`), embedded as the index embeds a query (`queries_emb`), searching
-    every row of the index (`graphs`: the index's graphs, for the tie-break): family@1 and family precision@10 per
-    query (a hit is right when one of its families is one the model expects; the other figures NaN)."""
+    every row of the index (`graphs`: the index's graphs, for the tie-break), the hits in `order` (as `per_query`):
+    family@1 and family precision@10 per query (a hit is right when one of its families is one the model expects;
+    the other figures NaN)."""
     import torch
 
     from narbench.eval.retrieval import tiebreak_keys, top_k_cosine
     from narbench.search_engine.index_file import row_families
+    from narbench.search_engine.order import depth, family_first
 
     by_name = {g.name: g for g in graphs}
-    order = [by_name[n] for n in index.names]
     top = top_k_cosine(torch.from_numpy(np.asarray(queries_emb, dtype=np.float32)),
-                       torch.from_numpy(np.asarray(index.embeddings, dtype=np.float32)), 10,
-                       tiebreak=tiebreak_keys(order))[0].numpy()
-    hits = np.array([[bool(set(row_families(index, r)) & set(want)) for r in row]
-                     for row, want in zip(top.tolist(), expected)])
+                       torch.from_numpy(np.asarray(index.embeddings, dtype=np.float32)), depth(10, order),
+                       tiebreak=tiebreak_keys([by_name[n] for n in index.names]))[0].numpy().tolist()
+    if order == "family":
+        top = [family_first(row, lambda r: row_families(index, r)) for row in top]
+    hits = np.array([[bool(set(row_families(index, r)) & set(want)) for r in row[:10]]
+                     for row, want in zip(top, expected)])
     nan = np.full(len(expected), np.nan)
     return {**{m: nan for m in QUALITY[:3]}, "family@1": hits[:, 0].astype(float), "p@10": hits.mean(axis=1)}

@@ -35,10 +35,10 @@ def measure(index, queries, k: int = 10, order: str = DEFAULT_ORDER) -> tuple[np
     index of real 2.3 keeps every family of a shared graph; 2.2's, one)."""
     from narbench.search_engine.backends import make_backend
     from narbench.search_engine.index_file import row_families
-    from narbench.search_engine.order import POOL, family_first
+    from narbench.search_engine.order import depth, family_first
 
     backend = make_backend("exact", index.arrays["embeddings"])
-    rows, _ = backend.search(index.embed(queries), max(k, POOL) if order == "family" else k)
+    rows, _ = backend.search(index.embed(queries), depth(k, order))
     ranked = [family_first(row, lambda r: row_families(index, r)) if order == "family" else row
               for row in rows.tolist()]
     hit = np.array([[g.family in row_families(index, r) for r in row[:k]] for g, row in zip(queries, ranked)],
