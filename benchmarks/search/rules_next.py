@@ -13,7 +13,15 @@ yet a rule (2.5 adopted two: `rope-pairs`, and `table-lookup`, measured here as 
 - `kv-cache-layout`: a concatenation with one data input read only by attention cores is elided (what it appends
   is a tensor the graph does not see: a cache's past keys and values). Why: transformers' decoders concatenate
   onto an (empty) cache in every forward; torchtune's and transformer-lens's decoders have no cache.
-Both change corpus graphs (printed). `--measure` applies the pass to every corpus graph and builds the shipped
+- `attention-inputs` (2026-11-30, for 2.7): what an attention core reads through parameter-free nodes with no other
+  input (`FREE`: heads split, keys repeated, positions rotated however written) is read as one form, the sources and
+  rotate-half's `add(x, concat(x))` of each source whose path computes; per-projection norms are then one norm and
+  one projection. Why: transformer-lens's Pythia rotates by scatter, ibm-fms's Mixtral by a sum of pair products
+  (each found its own family at cosine 0.56-0.58, flagged), transformers' Phi-3 graphs concatenate an empty
+  pass-through that torchtune's Phi-3 lacks.
+  `rotations`: the same, only for cores whose region computes. `sum-of-sums`: a sum read only by a sum is part of it
+  (`(x + attn) + mlp` is `x + (attn + mlp)`, GPT-NeoX's parallel block written two ways).
+All change corpus graphs (printed). `--measure` applies the pass to every corpus graph and builds the shipped
 index's encoder on them (`narbench index build` reads that corpus under the newest rules, 2.6, on top), and
 searches `wildval` with the pass applied (its graphs then read as the index reads them). No test query of any
 split, no `crossimpl` query and no wild-set model is read.
@@ -25,10 +33,12 @@ import sys
 
 import numpy as np
 
+from narbench.data.canonical_spelling import NORMS as NORM_OPS, _drop
+
 from benchmarks.timing import line, report, study_parser
 
 #: the norms `norms-of-one-tensor` merges
-NORMS = frozenset({"layernorm", "rmsnorm", "batchnorm", "groupnorm"})
+NORMS = NORM_OPS
 #: what a cache concatenation feeds (`kv-cache-layout`)
 ATTENTION = frozenset({"attention", "causal_attention"})
 
@@ -66,7 +76,157 @@ def kv_cache_layout(g) -> int:
     return n
 
 
-CANDIDATES = {"norms-of-one-tensor": norms_of_one_tensor, "kv-cache-layout": kv_cache_layout}
+#: ops with no parameters that only move or combine their inputs' elements: between a projection and an attention
+#: core, with no input from elsewhere, they split heads, repeat keys for grouped queries, or rotate positions
+FREE = frozenset({"slice", "concat", "scatter", "add", "mul", "sum", "flip", "roll"})
+#: of those, the ones that compute (a rotation: x cos + rot(x) sin, a complex product's real part, a sum of pairs)
+ARITH = frozenset({"add", "mul", "sum"})
+
+
+def _region(g, a: int, pos: dict[int, int]) -> set[int]:
+    """The `FREE` nodes before attention core `a`, each with a data input, read only by `a` and by each other."""
+    region: set[int] = set()
+    frontier = set(g.preds[a])
+    for v in reversed(g.order[: pos[a]]):  # consumers first: a node's readers are decided before it
+        if v in frontier and g.alive(v) and g.op[v] in FREE and g.preds[v] and g.succs[v] <= region | {a}:
+            region.add(v)
+            frontier.update(g.preds[v])
+    return region
+
+
+def _paths(g, a: int, region: set[int], pos: dict[int, int]) -> tuple[set[int], set[int]]:
+    """(the tensors outside `region` that reach `a` through it; those of them that reach it through arithmetic)."""
+    plain: dict[int, set[int]] = {}
+    rotated: dict[int, set[int]] = {}
+    for v in sorted(region, key=pos.__getitem__):
+        arith = g.op[v] in ARITH
+        pl, ro = set(), set()
+        for p in g.preds[v]:
+            if p in region:
+                (ro if arith else pl).update(plain[p])
+                ro.update(rotated[p])
+            else:
+                (ro if arith else pl).add(p)
+        plain[v], rotated[v] = pl, ro
+    sources, through = set(), set()
+    for p in g.preds[a]:
+        if p in region:
+            sources |= plain[p] | rotated[p]
+            through |= rotated[p]
+        else:
+            sources.add(p)
+    return sources, through
+
+
+def _in_form(g, a: int, region: set[int], sources: set[int], through: set[int]) -> bool:
+    """Whether `a` already reads its sources and `add(x, concat(x))` of each rotated x (and nothing else)."""
+    if len(region) != 2 * len(through) or set(g.preds[a]) - region != sources:
+        return False
+    for x in through:
+        cats = [v for v in region if g.op[v] == "concat" and list(g.preds[v]) == [x]]
+        if len(cats) != 1 or not any(g.op[v] == "add" and set(g.preds[v]) == {x, cats[0]} for v in region):
+            return False
+    return True
+
+
+def _node(g, name: str, preds: list[int], after: int) -> int:
+    u = g._next_id
+    g._next_id += 1
+    g.op[u], g.preds[u], g.succs[u] = name, dict.fromkeys(preds), set()
+    for p in preds:
+        g.succs[p].add(u)
+    g.order.insert(g.order.index(after) + 1, u)
+    return u
+
+
+def _elide_regions(g, rotations_only: bool = False) -> dict[int, set[int]]:
+    """Every attention core's region (`_region`) elided, the core reading the region's sources; {core: its sources
+    read through arithmetic} of the cores changed."""
+    pos = {v: i for i, v in enumerate(g.order)}
+    changed: dict[int, set[int]] = {}
+    for a in [v for v in g.order if g.alive(v) and g.op[v] in ATTENTION]:
+        region = _region(g, a, pos)
+        if not region:
+            continue
+        sources, through = _paths(g, a, region, pos)
+        if (rotations_only and not through) or _in_form(g, a, region, sources, through):
+            continue
+        changed[a] = through
+        for v in sorted(region, key=pos.__getitem__, reverse=True):
+            _drop(g, v)
+        for p in sorted(sources, key=pos.__getitem__):
+            g.preds[a][p] = None
+            g.succs[p].add(a)
+    return changed
+
+
+def _norms_per_reader(g) -> None:
+    """Norms of one op on one tensor, each read only by a Linear that reads it alone, whose Linears are read by the
+    same nodes, are one norm and one projection (2.6's `one-norm-per-projection`, grouped by the Linears' readers,
+    so a block's other norm of the same tensor, GPT-NeoX's MLP's, does not stop the merge)."""
+    groups: dict[tuple, list[int]] = {}
+    for v in g.order:
+        if g.alive(v) and g.op[v] in NORMS and len(g.preds[v]) == 1 and len(g.succs[v]) == 1:
+            (c,) = g.succs[v]
+            if g.op[c] == "linear" and list(g.preds[c]) == [v] and g.succs[c]:
+                groups.setdefault((g.op[v], *g.preds[v], frozenset(g.succs[c])), []).append(v)
+    merged = []
+    for (op, *_), norms in groups.items():
+        if len(norms) > 1:
+            g.merge(norms, norms[0], op)
+            merged.append(norms[0])
+    g.merge_projections(sources=merged)
+
+
+def attention_inputs(g, rotations_only: bool = False) -> int:
+    """On a `RewriteGraph`: what an attention core reads through parameter-free nodes (`FREE`) that take no other
+    input (heads split, keys repeated for grouped queries, positions rotated, however written) is read as one form:
+    the core reads those nodes' sources, and `add(x, concat(x))` (rotate-half's form) of each source whose path
+    computes (`ARITH`); per-projection norms are then one norm and one projection (`_norms_per_reader`). The cores
+    changed."""
+    rotated = _elide_regions(g, rotations_only)
+    if not rotated:
+        return 0
+    _norms_per_reader(g)
+    for a, through in _elide_regions(g, rotations_only).items():  # a projection merged just now reads through its split
+        rotated.setdefault(a, set()).update(through)
+    for a, through in rotated.items():
+        if not g.alive(a) or not through:
+            continue
+        pos = {v: i for i, v in enumerate(g.order)}
+        sources = sorted(g.preds[a], key=pos.__getitem__)
+        for x in [p for p in sources if p in through] or sources[:1]:  # merged away: the projection that took it
+            c = _node(g, "concat", [x], x)
+            s = _node(g, "add", [x, c], c)
+            g.preds[a][s] = None
+            g.succs[s].add(a)
+    return len(rotated)
+
+
+def sum_of_sums(g) -> int:
+    """On a `RewriteGraph`, a sum read only by another sum is part of it: `(x + attn) + mlp` and `x + (attn + mlp)`
+    are one sum of three terms. The sums merged away."""
+    done = 0
+    for v in list(g.order):
+        if g.alive(v) and g.op[v] == "add" and len(g.succs[v]) == 1:
+            (c,) = g.succs[v]
+            if g.op[c] == "add":
+                g.merge([v, c], c, "add")
+                done += 1
+    return done
+
+
+def rotations(g) -> int:
+    return attention_inputs(g, rotations_only=True)
+
+
+def attention_inputs_and_sums(g) -> int:
+    return attention_inputs(g) + sum_of_sums(g)
+
+
+CANDIDATES = {"norms-of-one-tensor": norms_of_one_tensor, "kv-cache-layout": kv_cache_layout,
+              "attention-inputs": attention_inputs, "rotations": rotations, "sum-of-sums": sum_of_sums,
+              "attention-inputs+sum-of-sums": attention_inputs_and_sums}
 
 
 def apply(graph, vocab: list[str], run) -> tuple[object, int]:
