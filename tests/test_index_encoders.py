@@ -66,3 +66,23 @@ def test_an_index_of_a_fused_best_floor_embeds_a_query_as_it_embedded_the_corpus
     graphs = toy.core_graphs
     rows = [index.row_of(g.name) for g in graphs]
     assert np.abs(index.embed(graphs) - index.embeddings[rows]).max() < 2e-3  # float16 rows
+
+
+def test_an_index_records_the_setting_its_encoder_chose(toy, tmp_path):
+    """graf-lda chooses its shrinkage and dimensions on an inner hold-out of the corpus; the index header says which
+    it chose and every setting's score (and no time, so the same data give the same bytes)."""
+    from narbench.search_engine.index_build import IndexConfig, build_index
+    from narbench.search_engine.index_file import read_index, write_index
+
+    cfg = IndexConfig(encoder="graf-lda", profile="smoke", params={}, progress=False)
+    built = build_index(cfg, dataset=toy)
+    write_index(built, tmp_path / "a.nari")
+    fit = read_index(tmp_path / "a.nari").header["encoder"]["fit"]
+    assert set(fit["picked"]) == {"shrinkage", "dims"}
+    assert fit["picked"]["dims"] in (32, 64, 128, 256)
+    key = f"shrinkage={fit['picked']['shrinkage']:g},dims={fit['picked']['dims']}"
+    assert fit["scores"][key] == max(fit["scores"].values())
+    assert "seconds" not in fit
+    assert write_index(build_index(cfg, dataset=toy), tmp_path / "b.nari") == write_index(built, tmp_path / "c.nari")
+    wl = build_index(IndexConfig(encoder="wl", profile="smoke", params={}, progress=False), dataset=toy)
+    assert wl.header["encoder"]["fit"] is None

@@ -152,6 +152,28 @@ def index_params(cfg: IndexConfig) -> tuple[dict[str, Any], Fusion | None]:
     return params, fusion
 
 
+#: what `fit_record` keeps of an encoder's choice of setting (no time: the same data give the same index bytes)
+FIT_KEYS = ("picked", "metric", "scores", "validation_queries", "pool", "fraction", "seed", "holdout", "skipped")
+
+
+def fit_record(encoder) -> dict[str, Any] | None:
+    """What an encoder chose when fitted on the corpus, for the header: graf-lda's setting and every setting's score
+    on its inner hold-out (`stats["selection"]`, without its seconds); None for an encoder that records no choice."""
+    stats = getattr(encoder, "stats", None)
+    selection = stats.get("selection") if isinstance(stats, dict) else None
+    if not isinstance(selection, dict):
+        return None
+    import json
+
+    out = {}
+    for key in FIT_KEYS:
+        try:  # a plugin's record may hold what JSON cannot: that key is left out, not the index
+            out[key] = json.loads(json.dumps(selection[key], allow_nan=False))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
+
+
 def assemble(cfg: IndexConfig, ds, fitted: Fitted, raw) -> SearchIndex:
     """The index of `ds.core_graphs` from their embeddings `raw` by `fitted` (rows in graph order)."""
     from narbench.eval.retrieval import check_finite
@@ -197,7 +219,7 @@ def assemble(cfg: IndexConfig, ds, fitted: Fitted, raw) -> SearchIndex:
         "encoder": {"name": cfg.encoder, "params": params, "trainable": bool(encoder_cls.trainable),
                     "num_ops": len(ds.vocab), "num_classes": labels.num_ce_classes,
                     "splitter": {"name": splitter_name, "params": splitter.params()},
-                    "weights": sorted(weights), "config": encoder.config()},
+                    "weights": sorted(weights), "config": encoder.config(), "fit": fit_record(encoder)},
         "profile": cfg.profile, "protocol": cfg.protocol if encoder_cls.trainable else None, "seed": cfg.seed,
         "trained_on": int(len(train)) if encoder_cls.trainable else 0,
         "dataset": {"name": ds.name, "version": ds.version, "sha256": ds.sha256, "num_graphs": len(graphs)},
