@@ -59,6 +59,9 @@ SHIPPED: dict[str, WildFile] = {
 
 #: the validation set's name: models from other packages, chosen on (docs/wildval.md)
 VALIDATION = "wildval"
+#: a second validation set from further packages, built after `wildval`'s rules so that no rule was written from it
+#: (docs/wildval.md, "wildval2")
+VALIDATION2 = "wildval2"
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,8 @@ SETS: dict[str, OutsideSet] = {
     VALIDATION: OutsideSet(VALIDATION, "1.1", "validation", "2.3",
                            {"2.3": WildFile("1.1", f"{VALIDATION}-1.1.narg",
                                                    "cfa8dabb1f02ebb10af44a317aba5ab35740408bd79bf1ddbba11f376010f4c8")}),
+    VALIDATION2: OutsideSet(VALIDATION2, "1.0", "validation", "2.3",
+                            {"2.3": WildFile("1.0", f"{VALIDATION2}-1.0.narg", None)}),
 }
 
 
