@@ -86,9 +86,10 @@ SETS: dict[str, OutsideSet] = {
     NAME: OutsideSet(NAME, VERSION, "test", CANONICAL, SHIPPED),
     VALIDATION: OutsideSet(VALIDATION, "1.1", "validation", "2.3",
                            {"2.3": WildFile("1.1", f"{VALIDATION}-1.1.narg",
-                                                   "cfa8dabb1f02ebb10af44a317aba5ab35740408bd79bf1ddbba11f376010f4c8")}),
+                                                   "43eee260cce77b49cf2dd0400b286898298358af91250d8a184f7224c0d1a947")}),
     VALIDATION2: OutsideSet(VALIDATION2, "1.0", "validation", "2.3",
-                            {"2.3": WildFile("1.0", f"{VALIDATION2}-1.0.narg", None)}),
+                            {"2.3": WildFile("1.0", f"{VALIDATION2}-1.0.narg",
+                                                    "c550f7611e2b7f7453dec111db961960d5f978c3eb2888fb800193105db9eae3")}),
 }
 
 

@@ -317,7 +317,7 @@ def extract_graph(
     through = ThroughFunctions() if wants_functions(functions) else contextlib.nullcontext()
     with _gc_paused():
         try:
-            with (torch.enable_grad(), deterministic_kernels(), cache, InPlaceOnViews() as inplace,
+            with (torch.enable_grad(), deterministic_kernels(), eager_execution(), cache, InPlaceOnViews() as inplace,
                   design if design is not None else contextlib.nullcontext(), through):
                 out = model(*args, **kwargs)
         except Exception as exc:
@@ -333,6 +333,23 @@ def extract_graph(
     if design is not None and design.unread:
         graph.meta["unread_masks"] = design.unread  # off the meta device the pass could read them
     return graph
+
+
+def eager_execution():
+    """Compiled and scripted functions run op by op for one pass: `torch.compile`d ones as plain torch
+    (`torch.compiler.set_stance("force_eager")`, public since torch 2.6), `torch.jit.script`ed ones without the JIT's
+    optimisations (`torch.jit.optimized_execution(False)`). Their ops are the design. Optimised, a scripted function
+    becomes fused nodes (`CppFunction`, which no table maps) whose number depends on how often the process ran it
+    before: the profiling executor rewrites a function after its first runs (wildval2's sockeye attention read 5 such
+    nodes extracted first and 6 after more runs in the same process)."""
+    import torch
+
+    stack = contextlib.ExitStack()
+    stance = getattr(getattr(torch, "compiler", None), "set_stance", None)
+    if stance is not None:
+        stack.enter_context(stance("force_eager"))
+    stack.enter_context(torch.jit.optimized_execution(False))
+    return stack
 
 
 def _runs_without_grad(model: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> bool:

@@ -245,6 +245,8 @@ def run_row(row: WildRow) -> RunResult:
     """Build the row's model and run its forward once on its stated input (CPU)."""
     import torch
 
+    from narbench.zoo.extract import eager_execution
+
     start = time.perf_counter()
     try:
         torch.manual_seed(0)
@@ -253,7 +255,7 @@ def run_row(row: WildRow) -> RunResult:
         if zoo:
             raise RuntimeError(f"it is built from modules of {', '.join(zoo)}")
         args, kwargs = make_inputs(row.inputs)
-        with no_network():
+        with no_network(), eager_execution():  # as extraction runs it, so a check leaves no compiled state behind
             out = model(*args, **kwargs)
         described, tracked = _describe(out)
         if not tracked:

@@ -276,3 +276,44 @@ def test_without_the_view_api_in_place_ops_stay_copyslices(monkeypatch):
 
     monkeypatch.setattr(inplace, "_view_api_present", lambda: False)
     assert extract_graph(InPlace("relu-whole"), torch.randn(2, 4)).ops == ["AddmmBackward0", "CopySlices"]
+
+
+# ----------------------------------------------------------------------------- compiled and scripted code
+
+
+@torch.jit.script
+def _snake_scripted(x: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+    return x + torch.sin(a * x) ** 2 / a
+
+
+def _snake(x, a):
+    return x + torch.sin(a * x) ** 2 / a
+
+
+class _Snake(torch.nn.Module):
+    """A conv and a Snake activation (SNAC's and BigVGAN's), written plain, scripted or compiled."""
+
+    def __init__(self, fn) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv1d(2, 2, 3)
+        self.a = torch.nn.Parameter(torch.ones(1, 2, 1))
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(self.conv(x), self.a)
+
+
+def test_scripted_and_compiled_functions_are_extracted_op_by_op():
+    """A scripted function's ops are the design: optimised, the JIT fuses them into nodes (`CppFunction`) after its
+    first runs, so a model's graph would depend on how often the process ran it; a compiled one would be one opaque
+    node. Both run op by op, every time (a function the process had run optimised before stays fused: docs)."""
+    x = torch.randn(1, 2, 8)
+    torch.manual_seed(0)
+    plain = extract_graph(_Snake(_snake), x)
+    for _ in range(4):  # unoptimised, the profiling executor never fuses: the same graph each time
+        scripted = extract_graph(_Snake(_snake_scripted), x)
+        assert not any("CppFunction" in op for op in scripted.ops)
+        assert (scripted.ops, scripted.edges.tolist()) == (plain.ops, plain.edges.tolist())
+    assert any(op.startswith("SinBackward") for op in scripted.ops)
+    compiled = extract_graph(_Snake(torch.compile(_snake)), x)
+    assert (compiled.ops, compiled.edges.tolist()) == (plain.ops, plain.edges.tolist())

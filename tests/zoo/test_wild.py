@@ -24,7 +24,7 @@ def _column(path: Path, name: str) -> set[str]:
 
 
 #: the sets of outside models, each table's promised least rows, packages, `none` rows and fitting rows
-SHAPES = {"wild": (30, 10, 7, 20), "wildval": (90, 40, 30, 55)}
+SHAPES = {"wild": (30, 10, 7, 20), "wildval": (90, 40, 30, 55), "wildval2": (30, 20, 10, 20)}
 
 
 @pytest.fixture(scope="module", params=sorted(SHAPES))
@@ -54,6 +54,13 @@ def test_the_validation_set_shares_no_package_with_the_test_set():
     assert {r.package for r in wild.read_table(name="wildval")}.isdisjoint({r.package for r in wild.read_table()})
 
 
+def test_the_second_validation_set_shares_no_package_with_the_others():
+    """`wildval2` is code that no rule was written from: none of the wild set's or `wildval`'s packages."""
+    second = {r.package.lower() for r in wild.read_table(name="wildval2")}
+    for other in ("wild", "wildval"):
+        assert second.isdisjoint({r.package.lower() for r in wild.read_table(name=other)}), other
+
+
 def test_families_exist_in_the_corpus_taxonomy(rows):
     corpus = _column(DATA / "taxonomy-real.csv", "family")
     for r in rows:
@@ -75,10 +82,10 @@ def test_every_row_is_pinned_and_says_where_its_code_comes_from(rows):
         if line.strip() and not line.startswith("#"):
             name, sep, version = line.strip().partition("==")
             assert sep and version, f"unpinned requirement {line!r}"
-            pins[name] = version
-    for r in rows:
-        assert pins.get(r.package) == r.version, (r.identity, r.version)
-        assert r.provenance.startswith(f"pip package {r.package}=={r.version}; upstream "), r.identity
+            pins[name.lower()] = version
+    for r in rows:  # pip's names are case-insensitive (DALL-E is dall-e)
+        assert pins.get(r.package.lower()) == r.version, (r.identity, r.version)
+        assert r.provenance.lower().startswith(f"pip package {r.package}=={r.version}; upstream ".lower()), r.identity
         assert len(r.reason.split()) >= 8, r.identity
         assert r.inputs, r.identity
 
@@ -268,18 +275,20 @@ def test_shipped_graphs_are_one_per_row_under_each_canonical_version(wild_rows, 
     assert all(g.num_nodes > 0 for g in ws.graphs)
 
 
-def test_the_validation_set_ships_one_graph_per_row_under_canonical_2_3():
+@pytest.mark.parametrize("name", ["wildval", "wildval2"])
+def test_the_validation_sets_ship_one_graph_per_row_under_canonical_2_3(name):
     import hashlib
 
     from narbench.data.canonical import canonical_vocabulary
     from narbench.datasets import wild as shipped
 
-    rows = wild.read_table(name=shipped.VALIDATION)
-    ws = shipped.read_graphs(name=shipped.VALIDATION)  # raises if the content does not match the pin
-    assert shipped.outside_set(shipped.VALIDATION).canonical == "2.3" and shipped.outside_set(shipped.VALIDATION).role == "validation"
+    rows = wild.read_table(name=name)
+    ws = shipped.read_graphs(name=name)  # raises if the content does not match the pin
+    assert shipped.outside_set(name).canonical == "2.3" and shipped.outside_set(name).role == "validation"
+    assert shipped.outside_set(name).files["2.3"].sha256 == ws.sha256
     assert [g.name for g in ws.graphs] == [r.identity for r in rows] and ws.families == [r.families for r in rows]
-    assert ws.vocab == list(canonical_vocabulary("2.3")) and ws.header["name"] == shipped.VALIDATION
-    assert ws.header["table_sha256"] == hashlib.sha256(wild.table_path(shipped.VALIDATION).read_bytes()).hexdigest()
+    assert ws.vocab == list(canonical_vocabulary("2.3")) and ws.header["name"] == name
+    assert ws.header["table_sha256"] == hashlib.sha256(wild.table_path(name).read_bytes()).hexdigest()
     assert ws.header["versions"] == {"torch": ws.header["versions"]["torch"], **{r.package: r.version for r in rows}}
 
 
@@ -370,7 +379,7 @@ def test_extraction_command_needs_its_folder():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name,canonical", [("wild", "2.2"), ("wild", "2.3"), ("wildval", "2.3")])
+@pytest.mark.parametrize("name,canonical", [("wild", "2.2"), ("wild", "2.3"), ("wildval", "2.3"), ("wildval2", "2.3")])
 def test_extraction_remakes_the_shipped_file_where_the_packages_are_installed(tmp_path, name, canonical):
     """A minute on two cores; needs the packages (PYTHONPATH=DIR, docs/wild.md, docs/wildval.md). Under the torch
     the file was built with, the same bytes; under another, the same graphs by name and size."""
