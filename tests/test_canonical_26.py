@@ -169,3 +169,25 @@ def test_a_slice_with_no_input_is_a_table_only_when_added():
     for reader in ("concat", "upsample"):
         up = upgrade(["slice", reader, "conv"], np.array([[0, 1], [1, 2]]), "2.6")
         assert up.ops == ["slice", reader, "conv"], reader
+
+
+def test_an_index_can_read_its_corpus_under_earlier_passes():
+    """`narbench index build --rules V` (`IndexConfig.rules`): the passes up to V only, never older than the graphs'
+    own rules; an unknown version is named."""
+    from narbench.data.canonical import CanonicalError
+    from narbench.data.mapping import newest_rules, read_newest
+    from narbench.data.graph import ArchGraph
+
+    assert newest_rules("2.3") == "2.6" and newest_rules("2.3", None) == "2.6"
+    assert newest_rules("2.3", "2.5") == "2.5" and newest_rules("2.3", "2.3") == "2.3"
+    assert newest_rules("2.5", "2.4") == "2.5"
+    with pytest.raises(CanonicalError, match="2.6"):
+        newest_rules("2.3", "9.9")
+    vocab = list(canonical_vocabulary("2.3"))
+    ops = ["embedding", "gather", "add"]  # a table indexed by ids: an `embedding` from 2.5 on (`table-lookup`)
+    g = ArchGraph(ops=np.array([vocab.index(o) for o in ops]), edges=np.array([[0, 1], [2, 2]]), name="t",
+                  family="f", coarse="other")
+    (under24,), v24 = read_newest([g], vocab, "2.3", "2.4")
+    (under25,), v25 = read_newest([g], vocab, "2.3", "2.5")
+    assert (v24, v25) == ("2.4", "2.5")
+    assert [vocab[i] for i in under24.ops] == ops and [vocab[i] for i in under25.ops] == ["embedding", "embedding", "add"]

@@ -30,6 +30,7 @@ split, no `crossimpl` query and no wild-set model is read.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
 import numpy as np
 
@@ -243,6 +244,17 @@ def apply(graph, vocab: list[str], run) -> tuple[object, int]:
                      coarse=graph.coarse, source=graph.source, meta=graph.meta), n
 
 
+def _outside(name: str):
+    """`GraphDataset.outside` for another set of outside models: (graphs, vocabulary, expected families)."""
+    from narbench.datasets.wild import read_graphs
+
+    def read():
+        w = read_graphs(canonical="2.3", name=name)
+        return w.graphs, w.vocab, w.families
+
+    return read
+
+
 def main(argv: list[str] | None = None) -> int:
     from narbench.search_engine.outside_fit import outside_queries
     from benchmarks.search.wild import measure
@@ -252,12 +264,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = study_parser(__doc__)
     parser.add_argument("--measure", action="store_true", help="also search wildval in an index of the changed corpus")
     parser.add_argument("--only", nargs="+", choices=sorted(CANDIDATES), help="these candidates alone")
+    parser.add_argument("--set", choices=("wildval", "wildval2"), default="wildval",
+                        help="the validation set of outside models searched (default: the dataset's own, wildval)")
     args = parser.parse_args(argv)
     ds = newest_corpus(load_dataset(args.dataset))  # as the index build reads it: the candidates apply after 2.6
     vocab = list(ds.vocab)
-    val, expected = outside_queries(ds)
+    val, expected = outside_queries(ds if args.set == "wildval" else replace(ds, outside=_outside(args.set)))
     fits = np.array([bool(f) for f in expected])
-    summary = {"dataset": f"{ds.name} {ds.version}", "read_under": ds.canonical_version,
+    summary = {"dataset": f"{ds.name} {ds.version}", "read_under": ds.canonical_version, "set": args.set,
                "candidates": {}}
     for name, run in CANDIDATES.items():
         if args.only and name not in args.only:
@@ -266,19 +280,21 @@ def main(argv: list[str] | None = None) -> int:
         queries = [apply(g, vocab, run) for g in val]
         families = sorted({g.family for g, n in corpus if n})
         row = {"corpus_graphs": sum(1 for _, n in corpus if n), "families": families,
-               "wildval_models": [g.name for g, n in queries if n]}
+               f"{args.set}_models": [g.name for g, n in queries if n]}
         if args.measure:
             changed = GraphDataset(ds.name, ds.version, vocab, [g for g, _ in corpus] + ds.graphs[len(corpus):],
                                    ds.sha256, ds.split, splits=ds.splits, meta=ds.meta, query_only=ds.query_only,
                                    outside=ds.outside)
             index = build_index(IndexConfig(dataset=args.dataset, progress=False), dataset=changed)
             m = measure(index, [g for g, _ in queries], expected, vocab)
-            row |= {"wildval_top1": round(float(m["top1"][fits].mean()), 4), "wildval_p10": round(float(m["p10"][fits].mean()), 4),
-                    "wildval_fit_flagged": int(m["flagged"][fits].sum()), "wildval_none_flagged": int(m["flagged"][~fits].sum())}
+            row |= {f"{args.set}_top1": round(float(m["top1"][fits].mean()), 4),
+                    f"{args.set}_p10": round(float(m["p10"][fits].mean()), 4),
+                    f"{args.set}_fit_flagged": int(m["flagged"][fits].sum()),
+                    f"{args.set}_none_flagged": int(m["flagged"][~fits].sum())}
         summary["candidates"][name] = row
         line("candidate", candidate=name, corpus_graphs=row["corpus_graphs"], families=len(families),
-             wildval_models=len(row["wildval_models"]),
-             **{k: v for k, v in row.items() if k.startswith("wildval_") and k != "wildval_models"})
+             **{f"{args.set}_models": len(row[f"{args.set}_models"])},
+             **{k: v for k, v in row.items() if k.startswith(f"{args.set}_") and not k.endswith("_models")})
     report(summary, args.out)
     return 0
 

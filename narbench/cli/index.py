@@ -27,12 +27,24 @@ def register(sub) -> None:
                    help="wider embeddings are randomly projected (default 256)")
     b.add_argument("--out", default=None, help="index file, in a folder that exists "
                                                "(default: $NARBENCH_CACHE/index/index-DATASET-ENCODER.nari)")
+    b.add_argument("--rules", default=None, type=_rules, metavar="VERSION",
+                   help="read the corpus under passes over canonical graphs up to these rules only (default: all; "
+                        "an index of earlier rules, to compare)")
     b.add_argument("--no-progress", action="store_true", help="hide progress bars")
     b.set_defaults(func=run_build)
     i = isub.add_parser("info", help="check an index's hash and describe it")
     i.add_argument("--encoder", default=None, help="the index built with this encoder (default: the shipped one)")
     i.add_argument("--index", default=None, metavar="FILE", help="this index file")
     i.set_defaults(func=run_info)
+
+
+def _rules(value: str) -> str:
+    """A canonical version for `--rules` (read when given: the table of versions needs numpy)."""
+    from narbench.data.canonical import VERSIONS
+
+    if value not in VERSIONS:
+        raise argparse.ArgumentTypeError(f"unknown canonical rules {value!r}; known: {', '.join(VERSIONS)}")
+    return value
 
 
 def run_build(args: argparse.Namespace) -> int:
@@ -52,7 +64,7 @@ def run_build(args: argparse.Namespace) -> int:
     encoder = args.encoder or SHIPPED.encoder
     cfg = IndexConfig(encoder=encoder, dataset=args.dataset, profile=args.profile, protocol=args.protocol,
                       seed=args.seed, device=args.device, params=dict(args.params) if args.params else None,
-                      max_dim=args.max_dim, progress=not args.no_progress)
+                      max_dim=args.max_dim, rules=args.rules, progress=not args.no_progress)
     path = Path(args.out) if args.out else cache_path(encoder, args.dataset)
     try:  # the target first: a folder, a missing folder or a read-only one is refused before minutes of fitting
         check_output_file(path, what="index file") if args.out else check_output(path.parent, what="index folder")

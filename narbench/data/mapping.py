@@ -17,7 +17,8 @@ from typing import Sequence
 
 import numpy as np
 
-from narbench.data.canonical import EARLIER_OP, UPGRADES, VERSIONS, canonical_vocabulary, canonicalize, upgrade
+from narbench.data.canonical import (EARLIER_OP, UPGRADES, VERSIONS, canonical_vocabulary, canonicalize, check_version,
+                                     upgrade)
 from narbench.data.coarse import coarse_label
 
 
@@ -78,24 +79,27 @@ def splice(edges: np.ndarray, keep: np.ndarray) -> np.ndarray:
     return np.array(sorted(out), dtype=np.int64).reshape(-1, 2).T.copy()
 
 
-def newest_rules(version: str | None) -> str | None:
+def newest_rules(version: str | None, upto: str | None = None) -> str | None:
     """The newest canonical rules reachable from `version` by passes over canonical graphs alone (`UPGRADES`): what
-    a corpus canonical under `version` can be read under without extracting it again (2.3 -> 2.6)."""
+    a corpus canonical under `version` can be read under without extracting it again (2.3 -> 2.6); `upto`: none
+    newer than it (an index of earlier passes, to measure what later ones change)."""
     if version not in VERSIONS:
         return version
+    if upto is not None:
+        check_version(upto)  # CanonicalError naming the versions there are
     for later in VERSIONS[VERSIONS.index(version) + 1:]:
-        if later not in UPGRADES:
+        if later not in UPGRADES or (upto is not None and VERSIONS.index(later) > VERSIONS.index(upto)):
             break
         version = later
     return version
 
 
-def read_newest(graphs, vocab, version: str | None) -> tuple[list, str | None]:
-    """`graphs` (`ArchGraph`s over `vocab`, canonical under `version`) read under `newest_rules(version)`, and that
-    version: each graph through the passes (`upgrade`), a graph they leave as it is kept as the same object."""
+def read_newest(graphs, vocab, version: str | None, upto: str | None = None) -> tuple[list, str | None]:
+    """`graphs` (`ArchGraph`s over `vocab`, canonical under `version`) read under `newest_rules(version, upto)`, and
+    that version: each graph through the passes (`upgrade`), a graph they leave as it is kept as the same object."""
     from dataclasses import replace
 
-    newest = newest_rules(version)
+    newest = newest_rules(version, upto)
     if newest == version:
         return list(graphs), version
     names = np.asarray(list(vocab), dtype=object)

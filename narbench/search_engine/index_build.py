@@ -41,6 +41,7 @@ class IndexConfig:
     seed: int = 0
     device: str = "auto"
     params: dict[str, Any] | None = None  # encoder attributes to set, and fuse_* (None: DEFAULT_PARAMS)
+    rules: str | None = None  # read the corpus under passes up to these canonical rules (None: all, `newest_corpus`)
     max_dim: int = 256  # wider embeddings are randomly projected to this many dimensions
     progress: bool = True
 
@@ -78,7 +79,7 @@ def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
     resolve(RunConfig(encoder=cfg.encoder, dataset=cfg.dataset))  # an unknown name, before the data is loaded
     index_params(cfg)  # a bad fusion too
     check_device(cfg.device)  # before the data is loaded: `--device cuda` on a CPU machine is one line
-    ds = newest_corpus(dataset if dataset is not None else load_dataset(cfg.dataset))
+    ds = newest_corpus(dataset if dataset is not None else load_dataset(cfg.dataset), cfg.rules)
     fitted = fit_encoder(cfg, ds, console=console)
     with plugin_call("encoder", cfg.encoder, "embed() of the corpus"):
         raw = fitted.embedder.embed(fitted.trainer, ds.core_graphs)
@@ -89,13 +90,14 @@ def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
     return index
 
 
-def newest_corpus(ds):
+def newest_corpus(ds, upto: str | None = None):
     """`ds` with its graphs read under the newest canonical rules that are passes over canonical graphs
     (`narbench.data.mapping.read_newest`): the index reads its corpus as it reads a query's graph (real 2.3's graphs
     under 2.6), so a rule of such a pass reaches search without a new dataset; the dataset itself is unchanged. The
-    copy's op table records the rules its graphs now follow (`version`) and those the dataset's follow (`read_from`)."""
+    copy's op table records the rules its graphs now follow (`version`) and those the dataset's follow (`read_from`).
+    `upto`: the passes up to these rules only (`IndexConfig.rules`: an index of earlier rules, to compare)."""
     version = ds.canonical_version
-    graphs, newest = read_newest(ds.graphs, ds.vocab, version)
+    graphs, newest = read_newest(ds.graphs, ds.vocab, version, upto)
     if newest == version:
         return ds
     ops = ds.meta["ops"]
