@@ -335,7 +335,8 @@ def extract_graph(
     return graph
 
 
-def eager_execution():
+@contextlib.contextmanager
+def eager_execution() -> Iterator[None]:
     """Compiled and scripted functions run op by op for one pass: `torch.compile`d ones as plain torch
     (`torch.compiler.set_stance("force_eager")`, public since torch 2.6), `torch.jit.script`ed ones without the JIT's
     optimisations (`torch.jit.optimized_execution(False)`). Their ops are the design. Optimised, a scripted function
@@ -344,12 +345,12 @@ def eager_execution():
     nodes extracted first and 6 after more runs in the same process)."""
     import torch
 
-    stack = contextlib.ExitStack()
     stance = getattr(getattr(torch, "compiler", None), "set_stance", None)
-    if stance is not None:
-        stack.enter_context(stance("force_eager"))
-    stack.enter_context(torch.jit.optimized_execution(False))
-    return stack
+    with contextlib.ExitStack() as stack:
+        if stance is not None:
+            stack.enter_context(stance("force_eager"))
+        stack.enter_context(torch.jit.optimized_execution(False))
+        yield
 
 
 def _runs_without_grad(model: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
