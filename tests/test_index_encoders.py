@@ -86,3 +86,18 @@ def test_an_index_records_the_setting_its_encoder_chose(toy, tmp_path):
     assert write_index(build_index(cfg, dataset=toy), tmp_path / "b.nari") == write_index(built, tmp_path / "c.nari")
     wl = build_index(IndexConfig(encoder="wl", profile="smoke", params={}, progress=False), dataset=toy)
     assert wl.header["encoder"]["fit"] is None
+
+
+def test_index_info_says_what_the_encoder_chose(toy, tmp_path, capsys):
+    from narbench.cli import main
+    from narbench.search_engine.index_build import IndexConfig, build_index
+    from narbench.search_engine.index_file import write_index
+
+    for name in ("graf-lda", "wl"):
+        write_index(build_index(IndexConfig(encoder=name, profile="smoke", params={}, progress=False), dataset=toy),
+                    tmp_path / f"{name}.nari")
+    assert main(["index", "info", "--index", str(tmp_path / "graf-lda.nari")]) == 0
+    out = capsys.readouterr().out
+    assert "chose dims=" in out and "shrinkage=" in out and "on its inner hold-out (ndcg@20," in out
+    assert main(["index", "info", "--index", str(tmp_path / "wl.nari")]) == 0
+    assert "chose" not in capsys.readouterr().out  # wl chooses nothing

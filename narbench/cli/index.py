@@ -100,4 +100,11 @@ def run_info(args: argparse.Namespace) -> int:
     print(f"encoder {h['encoder']['name']} params {h['encoder']['params']} profile {h['profile']} "
           f"protocol {h['protocol']} trained on {h['trained_on']:,} graphs; built with narbench "
           f"{h.get('narbench_version')}")
+    fit = h["encoder"].get("fit") or {}
+    if fit.get("picked"):  # what the encoder chose on its inner hold-out (an index built since 2026-11-30)
+        chosen = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in fit["picked"].items())
+        print(f"chose {chosen} on its inner hold-out ({fit.get('metric', '?')}, {fit.get('validation_queries', '?')} "
+              f"queries)")
+    if h.get("canonical_version"):
+        print(f"corpus and queries read under canonical {h['canonical_version']}")
     return 0
