@@ -26,23 +26,13 @@ FIT_FLAGGED, NONE_FLAGGED = 0.1, 5 / 7
 
 def scores(index, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(out-of-family scores as a search shows them, 4 decimals; fits a family; flagged by the search) of the set's
-    models searched in `index`."""
-    import tempfile
-
-    from narbench.data.store import write_graphs
+    models searched in `index` (`benchmarks.search.wild.measure`)."""
+    from benchmarks.search.wild import measure
     from narbench.datasets.wild import read_graphs
-    from narbench.search_engine.engine import search
 
     w = read_graphs(canonical="2.3", name=name)
-    out, flagged = [], []
-    with tempfile.TemporaryDirectory() as tmp:
-        for i, g in enumerate(w.graphs):
-            path = Path(tmp) / f"q{i}.narg"
-            write_graphs(path, [g], list(w.vocab), {"name": "outside-query"})
-            r = search(str(path), 10, index=index, progress=False)
-            out.append(r.out_of_family)
-            flagged.append(bool(r.no_family_fits))
-    return np.array(out, dtype=np.float64), np.array([bool(f) for f in w.families]), np.array(flagged)
+    m = measure(index, w.graphs, w.families, w.vocab)
+    return m["score"], np.array([bool(f) for f in w.families]), m["flagged"]
 
 
 def main(argv: list[str] | None = None) -> int:

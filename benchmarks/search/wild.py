@@ -42,13 +42,14 @@ def measure(index, graphs, families, vocab, k: int = 10, order: str = "family") 
     """Per model, searched as `narbench search FILE` searches a saved graph (`engine.search`, each graph written
     to a file of its own): top-1 in an expected family, share of `k` hits in one (a hit's every family counts,
     real 2.3), flagged (the index's out-of-family score fires, "no family in the index fits"; an index without
-    one: the first hit is weak), the first cosine and the hits' primary families."""
+    one: the first hit is weak), the out-of-family score (NaN without one), the first cosine and the hits' primary
+    families."""
     import tempfile
 
     from narbench.data.store import write_graphs
     from narbench.search_engine.engine import search
 
-    top1, p10, flagged, cosine, names = [], [], [], [], []
+    top1, p10, flagged, score, cosine, names = [], [], [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for i, (g, want) in enumerate(zip(graphs, families)):
             path = Path(tmp) / f"q{i}.narg"
@@ -58,10 +59,11 @@ def measure(index, graphs, families, vocab, k: int = 10, order: str = "family") 
             top1.append(hit[0])
             p10.append(float(np.mean(hit)))
             flagged.append(bool(r.no_family_fits) if r.out_of_family is not None else bool(r.hits[0].weak))
+            score.append(float("nan") if r.out_of_family is None else r.out_of_family)
             cosine.append(r.hits[0].similarity)
             names.append([h.family for h in r.hits])
-    return {"top1": np.array(top1), "p10": np.array(p10), "flagged": np.array(flagged), "cosine": np.array(cosine),
-            "hits": np.array(names, dtype=object)}
+    return {"top1": np.array(top1), "p10": np.array(p10), "flagged": np.array(flagged),
+            "score": np.array(score, dtype=np.float64), "cosine": np.array(cosine), "hits": np.array(names, dtype=object)}
 
 
 def intervals(m: dict[str, np.ndarray], fits: np.ndarray, packages: np.ndarray) -> str:
