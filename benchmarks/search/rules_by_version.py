@@ -1,9 +1,9 @@
 """Do the canonical passes chosen on `wildval` help elsewhere? Validation sets searched in indexes of each rules' corpus
 
-    python -m benchmarks.search.rules_by_version                              # 2.4, 2.5, 2.6; wildval2 and wildval
+    python -m benchmarks.search.rules_by_version                              # 2.4-2.7; wildval2 and wildval
     python -m benchmarks.search.rules_by_version --rules 2.5 2.6 --sets wildval2
 
-2.4's, 2.5's and 2.6's rules are passes over canonical graphs written from `wildval`'s misses
+2.4's, 2.5's and 2.6's rules are passes over canonical graphs written from `wildval`'s misses, 2.7's from `wildval2`'s
 (`narbench.data.canonical.UPGRADES`). Per version, the shipped index's encoder is built on real 2.3's graphs read
 under the passes up to it (`IndexConfig.rules`, `narbench index build --rules`: its out-of-family score fitted as the
 build fits it), and each set is searched as `narbench search` searches a saved graph, its graphs read under the same
@@ -31,7 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     from narbench.search_engine.index_build import IndexConfig, build_index
 
     parser = study_parser(__doc__)
-    parser.add_argument("--rules", nargs="+", default=["2.4", "2.5", "2.6"], help="canonical versions (default 2.4-2.6)")
+    parser.add_argument("--rules", nargs="+", default=["2.4", "2.5", "2.6", "2.7"],
+                        help="canonical versions (default 2.4-2.7)")
     parser.add_argument("--sets", nargs="+", default=["wildval2", "wildval"], choices=("wildval", "wildval2"))
     args = parser.parse_args(argv)
     ds = load_dataset(args.dataset)

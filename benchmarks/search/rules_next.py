@@ -1,4 +1,4 @@
-"""Candidate canonical passes after 2.6, chosen from `wildval`'s misses: what each would change (validation only)
+"""Candidate canonical passes after 2.6 and 2.7, chosen from `wildval`'s misses: what each would change (validation only)
 
     python -m benchmarks.search.rules_next                 # corpus graphs and wildval models each pass changes (1 min)
     python -m benchmarks.search.rules_next --measure       # also wildval searched in an index of the changed corpus
@@ -6,7 +6,9 @@
 Each candidate is a pass over canonical graphs, like 2.4's, 2.5's and 2.6's (`narbench.data.canonical.UPGRADES`), not
 yet a rule (2.5 adopted two: `rope-pairs`, and `table-lookup`, measured here as `lookup-is-embedding` on 2026-11-29;
 2.6 three: `packed-weights`, `table-slice` and `one-norm-per-projection`, measured here on 2026-11-30 as
-`packed-weights`, `table-slice` and `qkv-norms`, benchmarks/results/rules-next-2.6-wildval-1.1-2026-11-30):
+`packed-weights`, `table-slice` and `qkv-norms`, benchmarks/results/rules-next-2.6-wildval-1.1-2026-11-30; 2.7 one,
+`returned-attention-maps`, measured here on 2026-11-30 as `attention-maps` on `wildval` and `wildval2` pooled,
+benchmarks/results/rules-next-2.7-pooled-2026-11-30):
 - `norms-of-one-tensor`: norms of one op on the same input (not a selection) are one norm (their affine parts are
   elided, so the canonical values are one). Why: transformer-lens applies `ln1` three times, once per q, k and v,
   so its blocks hold three LayerNorms where the corpus's hold one.
@@ -22,7 +24,7 @@ yet a rule (2.5 adopted two: `rope-pairs`, and `table-lookup`, measured here as 
   `rotations`: the same, only for cores whose region computes. `sum-of-sums`: a sum read only by a sum is part of it
   (`(x + attn) + mlp` is `x + (attn + mlp)`, GPT-NeoX's parallel block written two ways).
 All change corpus graphs (printed). `--measure` applies the pass to every corpus graph and builds the shipped
-index's encoder on them (`narbench index build` reads that corpus under the newest rules, 2.6, on top), and
+index's encoder on them (`narbench index build` reads that corpus under the newest rules, 2.7, on top), and
 searches `wildval` with the pass applied (its graphs then read as the index reads them). No test query of any
 split, no `crossimpl` query and no wild-set model is read.
 """
@@ -255,6 +257,13 @@ def _outside(name: str):
     return read
 
 
+def _figures(name: str, m: dict, fits: np.ndarray) -> dict:
+    """A set's figures, as `benchmarks.search.wild` reports them: over fitting models top-1 and P@10, and how many
+    fitting and `none` models are flagged."""
+    return {f"{name}_top1": round(float(m["top1"][fits].mean()), 4), f"{name}_p10": round(float(m["p10"][fits].mean()), 4),
+            f"{name}_fit_flagged": int(m["flagged"][fits].sum()), f"{name}_none_flagged": int(m["flagged"][~fits].sum())}
+
+
 def main(argv: list[str] | None = None) -> int:
     from narbench.search_engine.outside_fit import outside_queries
     from benchmarks.search.wild import measure
@@ -264,37 +273,42 @@ def main(argv: list[str] | None = None) -> int:
     parser = study_parser(__doc__)
     parser.add_argument("--measure", action="store_true", help="also search wildval in an index of the changed corpus")
     parser.add_argument("--only", nargs="+", choices=sorted(CANDIDATES), help="these candidates alone")
-    parser.add_argument("--set", choices=("wildval", "wildval2"), default="wildval",
-                        help="the validation set of outside models searched (default: the dataset's own, wildval)")
+    parser.add_argument("--set", nargs="+", choices=("wildval", "wildval2"), default=["wildval"],
+                        help="the validation sets of outside models searched (default: the dataset's own, wildval); "
+                             "several: each, and all of them pooled")
     args = parser.parse_args(argv)
-    ds = newest_corpus(load_dataset(args.dataset))  # as the index build reads it: the candidates apply after 2.6
+    ds = newest_corpus(load_dataset(args.dataset))  # as the index build reads it: the candidates apply after 2.7
     vocab = list(ds.vocab)
-    val, expected = outside_queries(ds if args.set == "wildval" else replace(ds, outside=_outside(args.set)))
-    fits = np.array([bool(f) for f in expected])
-    summary = {"dataset": f"{ds.name} {ds.version}", "read_under": ds.canonical_version, "set": args.set,
+    sets = {name: outside_queries(ds if name == "wildval" else replace(ds, outside=_outside(name)))
+            for name in args.set}
+    summary = {"dataset": f"{ds.name} {ds.version}", "read_under": ds.canonical_version, "sets": args.set,
                "candidates": {}}
     for name, run in CANDIDATES.items():
         if args.only and name not in args.only:
             continue
         corpus = [apply(g, vocab, run) for g in ds.core_graphs]
-        queries = [apply(g, vocab, run) for g in val]
+        queries = {s: [apply(g, vocab, run) for g in val] for s, (val, _) in sets.items()}
         families = sorted({g.family for g, n in corpus if n})
-        row = {"corpus_graphs": sum(1 for _, n in corpus if n), "families": families,
-               f"{args.set}_models": [g.name for g, n in queries if n]}
+        row = {"corpus_graphs": sum(1 for _, n in corpus if n), "families": families}
+        row |= {f"{s}_models": [g.name for g, n in q if n] for s, q in queries.items()}
         if args.measure:
             changed = GraphDataset(ds.name, ds.version, vocab, [g for g, _ in corpus] + ds.graphs[len(corpus):],
                                    ds.sha256, ds.split, splits=ds.splits, meta=ds.meta, query_only=ds.query_only,
                                    outside=ds.outside)
             index = build_index(IndexConfig(dataset=args.dataset, progress=False), dataset=changed)
-            m = measure(index, [g for g, _ in queries], expected, vocab)
-            row |= {f"{args.set}_top1": round(float(m["top1"][fits].mean()), 4),
-                    f"{args.set}_p10": round(float(m["p10"][fits].mean()), 4),
-                    f"{args.set}_fit_flagged": int(m["flagged"][fits].sum()),
-                    f"{args.set}_none_flagged": int(m["flagged"][~fits].sum())}
+            pooled = []
+            for s, (_, expected) in sets.items():
+                fits = np.array([bool(f) for f in expected])
+                m = measure(index, [g for g, _ in queries[s]], expected, vocab)
+                row |= _figures(s, m, fits)
+                pooled.append((m, fits))
+            if len(sets) > 1:
+                m = {k: np.concatenate([p[0][k] for p in pooled]) for k in ("top1", "p10", "flagged")}
+                row |= _figures("pooled", m, np.concatenate([p[1] for p in pooled]))
         summary["candidates"][name] = row
         line("candidate", candidate=name, corpus_graphs=row["corpus_graphs"], families=len(families),
-             **{f"{args.set}_models": len(row[f"{args.set}_models"])},
-             **{k: v for k, v in row.items() if k.startswith(f"{args.set}_") and not k.endswith("_models")})
+             **{f"{s}_models": len(row[f"{s}_models"]) for s in sets},
+             **{k: v for k, v in row.items() if not k.endswith("_models") and k not in ("corpus_graphs", "families")})
     report(summary, args.out)
     return 0
 

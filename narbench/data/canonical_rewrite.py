@@ -150,7 +150,7 @@ class RewriteGraph:
             if name == "div" and norm(v):
                 continue
             if name == "matmul":
-                self._fold_attention(v)
+                self.fold_attention(v)
 
     def _single(self, v: int, want: str, consumer: int) -> int | None:
         """v's only input, if it is a `want` node whose only consumer is `consumer`."""
@@ -230,7 +230,9 @@ class RewriteGraph:
                 return x, m
         return None
 
-    def _fold_attention(self, v: int) -> bool:
+    def fold_attention(self, v: int) -> bool:
+        """Fold the attention core that ends at matmul `v` (`matmul -> [SCORE_OPS]{0,4} -> softmax -> matmul`, inner
+        nodes read by the core alone) into one node; whether it did."""
         for s in self.inputs(v):
             if self.op[s] != "softmax" or not self.only_consumer(s, v) or len(self.inputs(s)) != 1:
                 continue

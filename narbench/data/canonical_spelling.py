@@ -1,4 +1,4 @@
-"""The passes over canonical graphs of 2.5 and 2.6 (`narbench.data.canonical.UPGRADES`): designs each written one
+"""The passes over canonical graphs of 2.5, 2.6 and 2.7 (`narbench.data.canonical.UPGRADES`): designs each written one
 way, the rows of `canonical-rules.csv` of those versions. Every rule was chosen on `wildval` (a validation set,
 docs/wildval.md), where each was the spelling that kept models from their family.
 
@@ -33,10 +33,21 @@ its GPT-2, GPT-Neo and Pythia retrieved Whisper and Longformer.
   tensor read by different blocks (GPT-NeoX's parallel attention and MLP) stay two.
 With all three, transformer-lens's GPT-2 is an exact twin of the corpus' GPT-2-family decoders.
 
+2.7 (`spell_27`): `returned-attention-maps` (`returned_attention_maps`). A model that returns its attention
+probabilities (`return out, attn`) reads its softmax twice, so the extraction's fold of the attention core, which
+needs the softmax read by the core alone, leaves that core as `matmul -> softmax -> matmul`. What a model hands back
+for inspection is not its design: the branch from the softmax that reads nothing else and leads only to outputs (at
+most `MAP_NODES` nodes) is dropped and the core folded. The extraction saw the core's mask and this pass does not, so
+the core takes the kind the graph's folded cores share when they all are `causal_attention` (a decoder's), else
+`attention`. Chosen on `wildval2` (eole returns its last layer's map: its Phi-2, Mistral, Qwen3.5 and M2M-100 held one
+unfolded core) and measured on both validation sets pooled; no graph of real 2.3 returns a map.
+
 Each rewrite is idempotent, so a graph already under a version comes back as it is.
 """
 
 from __future__ import annotations
+
+import copy
 
 from typing import Any, Sequence
 
@@ -189,3 +200,76 @@ def may_spell_26(ops: Sequence[str], edges: np.ndarray) -> bool:
     one = norm & (fed == 1)
     keys = [(names[d], s) for s, d in zip(src.tolist(), dst.tolist()) if one[d]]
     return len(keys) != len(set(keys))
+
+
+#: the most nodes a returned attention map's branch may hold (a selection, a mean over heads, a reshape or two)
+MAP_NODES = 8
+#: the folded attention cores (2.2's two kinds)
+CORES = frozenset({"attention", "causal_attention"})
+
+
+def _returned(g: Any, s: int, core: int) -> list[int] | None:
+    """The nodes that read softmax `s` besides the core's matmul `core`, and every node after them, when they read
+    nothing else and lead only to the graph's outputs (a returned attention map); None otherwise."""
+    branch: list[int] = []
+    todo = sorted(g.succs[s] - {core})
+    seen = set(todo)
+    while todo:
+        u = todo.pop(0)
+        branch.append(u)
+        if len(branch) > MAP_NODES:
+            return None
+        for c in sorted(g.succs[u] - seen):
+            seen.add(c)
+            todo.append(c)
+    inside = set(branch) | {s}
+    if not branch or any(set(g.preds[u]) - inside for u in branch):
+        return None
+    return branch
+
+
+def returned_attention_maps(g: Any) -> int:
+    """On a `RewriteGraph`: an attention core left as `matmul -> softmax -> matmul` because its probabilities are also
+    returned (`_returned`) is folded and the returned branch dropped; the core is `causal_attention` when every folded
+    core of the graph is, else `attention`. The cores folded."""
+    kinds = {g.op[v] for v in g.order if g.alive(v) and g.op[v] in CORES}
+    kind = "causal_attention" if kinds == {"causal_attention"} else "attention"
+    folded = 0
+    for v in list(g.order):
+        if not g.alive(v) or g.op[v] != "matmul":
+            continue
+        for s in g.inputs(v):
+            if g.op[s] != "softmax" or len(g.preds[s]) != 1 or g.succs[s] == {v}:
+                continue
+            branch = _returned(g, s, v)
+            if branch is None:
+                continue
+            before = copy.deepcopy(g.__dict__)
+            for u in reversed(branch):
+                _drop(g, u)
+            if g.fold_attention(v):
+                g.op[v] = kind
+                folded += 1
+            else:  # the core does not fold for another reason: the graph as it was
+                g.__dict__.update(before)
+            break
+    return folded
+
+
+def spell_27(g: Any) -> int:
+    """2.7's pass: `returned_attention_maps`; the cores folded."""
+    return returned_attention_maps(g)
+
+
+def may_spell_27(ops: Sequence[str], edges: np.ndarray) -> bool:
+    """Whether `spell_27` can fire on a canonical graph (a cheap check): a `softmax` read by a `matmul` and by another
+    node."""
+    names = np.asarray(ops, dtype=object)
+    src, dst = np.asarray(edges, dtype=np.int64).reshape(2, -1)
+    soft = names[src] == "softmax"
+    if not soft.any():
+        return False
+    readers = np.bincount(src[soft], minlength=len(ops))
+    by_matmul = np.zeros(len(ops), dtype=bool)
+    by_matmul[src[soft & (names[dst] == "matmul")]] = True
+    return bool((by_matmul & (readers > 1)).any())
