@@ -62,6 +62,8 @@ VALIDATION = "wildval"
 #: a second validation set from further packages, built after `wildval`'s rules so that no rule was written from it
 #: (docs/wildval.md, "wildval2")
 VALIDATION2 = "wildval2"
+#: a third, from further packages, built after canonical 2.7 (docs/wildval.md, "wildval3")
+VALIDATION3 = "wildval3"
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,8 @@ SETS: dict[str, OutsideSet] = {
     VALIDATION2: OutsideSet(VALIDATION2, "1.0", "validation", "2.3",
                             {"2.3": WildFile("1.0", f"{VALIDATION2}-1.0.narg",
                                                     "c550f7611e2b7f7453dec111db961960d5f978c3eb2888fb800193105db9eae3")}),
+    VALIDATION3: OutsideSet(VALIDATION3, "1.0", "validation", "2.3",
+                            {"2.3": WildFile("1.0", f"{VALIDATION3}-1.0.narg", None)}),
 }
 
 
