@@ -93,7 +93,8 @@ SETS: dict[str, OutsideSet] = {
                             {"2.3": WildFile("1.0", f"{VALIDATION2}-1.0.narg",
                                                     "c550f7611e2b7f7453dec111db961960d5f978c3eb2888fb800193105db9eae3")}),
     VALIDATION3: OutsideSet(VALIDATION3, "1.0", "validation", "2.3",
-                            {"2.3": WildFile("1.0", f"{VALIDATION3}-1.0.narg", None)}),
+                            {"2.3": WildFile("1.0", f"{VALIDATION3}-1.0.narg",
+                                                    "40d1ae7883ae40f7ac22403832ea4ccab5078d978fa39ce4ff8d54816b577508")}),
 }
 
 

@@ -283,7 +283,7 @@ def test_shipped_graphs_are_one_per_row_under_each_canonical_version(wild_rows, 
     assert all(g.num_nodes > 0 for g in ws.graphs)
 
 
-@pytest.mark.parametrize("name", ["wildval", "wildval2"])
+@pytest.mark.parametrize("name", ["wildval", "wildval2", "wildval3"])
 def test_the_validation_sets_ship_one_graph_per_row_under_canonical_2_3(name):
     import hashlib
 
@@ -387,7 +387,8 @@ def test_extraction_command_needs_its_folder():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name,canonical", [("wild", "2.2"), ("wild", "2.3"), ("wildval", "2.3"), ("wildval2", "2.3")])
+@pytest.mark.parametrize("name,canonical", [("wild", "2.2"), ("wild", "2.3"), ("wildval", "2.3"), ("wildval2", "2.3"),
+                                           ("wildval3", "2.3")])
 def test_extraction_remakes_the_shipped_file_where_the_packages_are_installed(tmp_path, name, canonical):
     """A minute on two cores; needs the packages (PYTHONPATH=DIR, docs/wild.md, docs/wildval.md). Under the torch
     the file was built with, the same bytes; under another, the same graphs by name and size."""
