@@ -1,4 +1,4 @@
-"""Candidate canonical passes after 2.6 and 2.7, chosen from `wildval`'s misses: what each would change (validation only)
+"""Candidate canonical passes after 2.6-2.8, chosen from the validation sets' misses: what each would change (validation only)
 
     python -m benchmarks.search.rules_next                 # corpus graphs and wildval models each pass changes (1 min)
     python -m benchmarks.search.rules_next --measure       # also wildval searched in an index of the changed corpus
@@ -8,7 +8,8 @@ yet a rule (2.5 adopted two: `rope-pairs`, and `table-lookup`, measured here as 
 2.6 three: `packed-weights`, `table-slice` and `one-norm-per-projection`, measured here on 2026-11-30 as
 `packed-weights`, `table-slice` and `qkv-norms`, benchmarks/results/rules-next-2.6-wildval-1.1-2026-11-30; 2.7 one,
 `returned-attention-maps`, measured here on 2026-11-30 as `attention-maps` on `wildval` and `wildval2` pooled,
-benchmarks/results/rules-next-2.7-pooled-2026-11-30):
+benchmarks/results/rules-next-2.7-pooled-2026-11-30; 2.8 two, `interpolated-tables` and `heads-as-modules`, measured
+here under those names on the three sets pooled, benchmarks/results/rules-next-2.8-pooled-2026-11-30):
 - `norms-of-one-tensor`: norms of one op on the same input (not a selection) are one norm (their affine parts are
   elided, so the canonical values are one). Why: transformer-lens applies `ln1` three times, once per q, k and v,
   so its blocks hold three LayerNorms where the corpus's hold one.
@@ -24,7 +25,7 @@ benchmarks/results/rules-next-2.7-pooled-2026-11-30):
   `rotations`: the same, only for cores whose region computes. `sum-of-sums`: a sum read only by a sum is part of it
   (`(x + attn) + mlp` is `x + (attn + mlp)`, GPT-NeoX's parallel block written two ways).
 All change corpus graphs (printed). `--measure` applies the pass to every corpus graph and builds the shipped
-index's encoder on them (`narbench index build` reads that corpus under the newest rules, 2.7, on top), and
+index's encoder on them (`narbench index build` reads that corpus under the newest rules, 2.8, on top), and
 searches `wildval` with the pass applied (its graphs then read as the index reads them). No test query of any
 split, no `crossimpl` query and no wild-set model is read.
 """
@@ -277,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="the validation sets of outside models searched (default: the dataset's own, wildval); "
                              "several: each, and all of them pooled")
     args = parser.parse_args(argv)
-    ds = newest_corpus(load_dataset(args.dataset))  # as the index build reads it: the candidates apply after 2.7
+    ds = newest_corpus(load_dataset(args.dataset))  # as the index build reads it: the candidates apply after 2.8
     vocab = list(ds.vocab)
     sets = {name: outside_queries(ds if name == "wildval" else replace(ds, outside=_outside(name)))
             for name in args.set}

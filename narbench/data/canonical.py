@@ -41,7 +41,8 @@ written per half is written as rotate-half writes it (`rope-pairs`), and a learn
 packed and unpacked before a Linear reads them are elided (`packed-weights`), a learned table read by a slice is an
 `embedding` (`table-slice`), and one norm per projection of one tensor is one norm (`one-norm-per-projection`). `version="2.7"` adds a
 fourth (same module): an attention core whose probabilities are also returned is folded, the returned branch dropped
-(`returned-attention-maps`).
+(`returned-attention-maps`). `version="2.8"` a fifth: a learned table resized before it is added is a parameter
+(`interpolated-tables`), and attention heads written one module each are one core (`heads-as-modules`).
 
 Only op names and edges are read, so graphs stored by `real` 1.0 canonicalise exactly as a fresh
 extraction does, except where 1.0 stored an in-place op on a view as `CopySlices`: the extraction
@@ -64,11 +65,12 @@ import numpy as np
 
 from narbench.data.canonical_algebra import may_fold_unseen, quotient_form, unseen_batchnorm
 from narbench.data.canonical_rewrite import FOLDED_OPS, RewriteGraph
-from narbench.data.canonical_spelling import may_spell_25, may_spell_26, may_spell_27, spell_25, spell_26, spell_27
+from narbench.data.canonical_spelling import (may_spell_25, may_spell_26, may_spell_27, may_spell_28, spell_25, spell_26,
+                                              spell_27, spell_28)
 from narbench.data.ops import ELIDED, UNKNOWN_OP, load_table, vocabulary
 
 #: Rule sets, oldest first; the default is the one `real` 2.1 and the shipped index use.
-VERSIONS = ("2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7")
+VERSIONS = ("2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8")
 DEFAULT_VERSION = "2.1"
 #: Separates a raw op name from its design attributes (`ConvolutionBackward0#pointwise`).
 ATTR_SEP = "#"
@@ -90,7 +92,7 @@ OPS_2_3 = ("conv1d", "conv1d_depthwise", "conv1d_grouped", "conv3d", "conv3d_dep
 #: index reads its corpus under the newest of them (`narbench.search_engine.index_build.newest_corpus`); with each
 #: pass, a cheap check of whether it can fire at all (a graph where it cannot is not rebuilt)
 UPGRADES = {"2.4": (unseen_batchnorm, may_fold_unseen), "2.5": (spell_25, may_spell_25),
-            "2.6": (spell_26, may_spell_26), "2.7": (spell_27, may_spell_27)}
+            "2.6": (spell_26, may_spell_26), "2.7": (spell_27, may_spell_27), "2.8": (spell_28, may_spell_28)}
 
 #: A later version's own op -> the op that earlier rules write for the same node (they ignore the mark the later
 #: op reads): how a canonical graph saved under later rules meets an index of earlier ones (`narbench.data.mapping`).
@@ -210,6 +212,8 @@ def canonicalize(ops: Sequence[str], edges: np.ndarray, version: str = DEFAULT_V
         spell_26(g)  # and a 2.6 graph its 2.5 graph with this one
     if version >= "2.7":
         spell_27(g)  # a 2.7 graph its 2.6 graph with this one
+    if version >= "2.8":
+        spell_28(g)  # a 2.8 graph its 2.7 graph with this one
     kept_ops, kept_edges = g.result()
     return CanonicalGraph(ops=kept_ops, edges=kept_edges, unknown=dict(unknown))
 

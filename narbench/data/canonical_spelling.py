@@ -42,6 +42,20 @@ the core takes the kind the graph's folded cores share when they all are `causal
 `attention`. Chosen on `wildval2` (eole returns its last layer's map: its Phi-2, Mistral, Qwen3.5 and M2M-100 held one
 unfolded core) and measured on both validation sets pooled; no graph of real 2.3 returns a map.
 
+2.8 (`spell_28`), two rules, written from `wildval3`'s misses and measured on the three validation sets pooled:
+- `interpolated-tables` (`interpolated_tables`): a learned table resized to the input before it is added (DINOv2's
+  and DPT's position tables: slices of the table, `upsample`, `concat` with the class token's row, all fed by no
+  data) is a parameter, as a table added as it is (an `nn.Parameter`, elided like a bias) is: the subgraph is dropped
+  and the sum it fed, now of one tensor, elided. Meta's DINOv2 interpolates its table at any input size not its own;
+  transformers' DINOv2 only when the size differs, so the corpus' DINOv2 graphs hold no table and DPT's, PVT's and
+  YOLOS's did. Only subgraphs of `TABLE_OPS` whose sources are slices with no input and that hold an `upsample`, read
+  by sums that read a data tensor besides: a slice of the input image (YOLOX's `Focus`) is read by a concatenation.
+- `heads-as-modules` (`heads_as_modules`): attention cores of one kind reading the same inputs, read only by one
+  concatenation read only by Linears (the output projection), are one core: the heads of a multi-head attention
+  written as a module per head with its own q, k, v Linears (which 2.2's `one-projection` has made one projection),
+  as tutorials and BabyBERT write it. DiffLlama's two cores, whose concatenation is split and combined before the
+  projection (differential attention), stay two.
+
 Each rewrite is idempotent, so a graph already under a version comes back as it is.
 """
 
@@ -273,3 +287,91 @@ def may_spell_27(ops: Sequence[str], edges: np.ndarray) -> bool:
     by_matmul = np.zeros(len(ops), dtype=bool)
     by_matmul[src[soft & (names[dst] == "matmul")]] = True
     return bool((by_matmul & (readers > 1)).any())
+
+
+#: what an interpolated table is made of: slices of the table, the resampling, the concatenation with its other rows
+TABLE_OPS = frozenset({"slice", "upsample", "concat"})
+
+
+def _splice(g: Any, v: int) -> None:
+    """Remove `v`, which has one input: its readers read that input in its place."""
+    (p,) = g.preds[v]
+    for c in list(g.succs[v]):
+        g.preds[c] = dict.fromkeys(p if q == v else q for q in g.preds[c])
+        g.succs[p].add(c)
+    g.succs[p].discard(v)
+    del g.op[v], g.preds[v], g.succs[v]
+
+
+def _tables(g: Any) -> set[int]:
+    """The `TABLE_OPS` nodes fed by no data: slices with no input, and what reads only such nodes."""
+    table: set[int] = set()
+    for v in g.order:
+        if g.alive(v) and g.op[v] in TABLE_OPS and (
+                (not g.preds[v] and g.op[v] == "slice") or (g.preds[v] and all(p in table for p in g.preds[v]))):
+            table.add(v)
+    return table
+
+
+def interpolated_tables(g: Any) -> int:
+    """On a `RewriteGraph`: each connected part of `_tables` that holds an `upsample` and is read only by sums that
+    each read a data tensor besides is dropped, and those sums, of one tensor now, elided. The tables dropped."""
+    table = _tables(g)
+    pos = {v: i for i, v in enumerate(g.order)}
+    done, seen = 0, set()
+    for v in sorted(table, key=pos.__getitem__):
+        if v in seen:
+            continue
+        part, todo = {v}, [v]
+        while todo:
+            u = todo.pop()
+            for w in [*g.preds[u], *g.succs[u]]:
+                if w in table and w not in part:
+                    part.add(w)
+                    todo.append(w)
+        seen |= part
+        readers = {c for u in part for c in g.succs[u]} - part
+        if (not any(g.op[u] == "upsample" for u in part) or not readers
+                or any(g.op[c] != "add" or not set(g.preds[c]) - part for c in readers)):
+            continue
+        for u in sorted(part, key=pos.__getitem__, reverse=True):
+            _drop(g, u)
+        for c in sorted(readers, key=pos.__getitem__):
+            if len(g.preds[c]) == 1:
+                _splice(g, c)
+        done += 1
+    return done
+
+
+def heads_as_modules(g: Any) -> int:
+    """On a `RewriteGraph`: attention cores of one kind that read the same inputs, each read only by one
+    concatenation that reads nothing else and is read only by Linears, are one core. The cores merged away."""
+    done = 0
+    for c in list(g.order):
+        if not g.alive(c) or g.op[c] != "concat" or len(g.preds[c]) < 2:
+            continue
+        heads = list(g.preds[c])
+        if (len({g.op[h] for h in heads}) != 1 or g.op[heads[0]] not in CORES
+                or len({tuple(g.preds[h]) for h in heads}) != 1 or any(g.succs[h] != {c} for h in heads)
+                or not g.succs[c] or any(g.op[r] != "linear" for r in g.succs[c])):
+            continue
+        g.merge([*heads, c], c, g.op[heads[0]])
+        done += len(heads) - 1
+    return done
+
+
+def spell_28(g: Any) -> int:
+    """2.8's pass: `interpolated_tables`, then `heads_as_modules`; the number of rewrites."""
+    return interpolated_tables(g) + heads_as_modules(g)
+
+
+def may_spell_28(ops: Sequence[str], edges: np.ndarray) -> bool:
+    """Whether `spell_28` can fire on a canonical graph (a cheap check): an `upsample` and a `slice` with no input, or
+    a concatenation of two or more attention cores."""
+    names = np.asarray(ops, dtype=object)
+    src, dst = np.asarray(edges, dtype=np.int64).reshape(2, -1)
+    fed = np.bincount(dst, minlength=len(ops))
+    if (names == "upsample").any() and ((names == "slice") & (fed == 0)).any():
+        return True
+    cores = np.isin(names[src], list(CORES)) & (names[dst] == "concat")
+    return bool(cores.any() and np.bincount(dst[cores], minlength=len(ops)).max() > 1)
