@@ -37,14 +37,12 @@ from dataclasses import replace
 
 import numpy as np
 
-from narbench.data.canonical_spelling import NORMS as NORM_OPS, _drop
+from narbench.data.canonical_spelling import CORES as ATTENTION, NORMS as NORM_OPS, _drop, _splice
 
 from benchmarks.timing import line, report, study_parser
 
 #: the norms `norms-of-one-tensor` merges
 NORMS = NORM_OPS
-#: what a cache concatenation feeds (`kv-cache-layout`)
-ATTENTION = frozenset({"attention", "causal_attention"})
 
 
 def norms_of_one_tensor(g) -> int:
@@ -70,12 +68,7 @@ def kv_cache_layout(g) -> int:
         if not (g.alive(v) and g.op[v] == "concat" and len(g.inputs(v)) == 1 and g.succs[v]
                 and all(g.op[c] in ATTENTION for c in g.succs[v])):
             continue
-        (p,) = g.inputs(v)
-        for c in list(g.succs[v]):  # the concatenation's consumers read its input in its place
-            g.preds[c] = dict.fromkeys(p if q == v else q for q in g.preds[c])
-            g.succs[p].add(c)
-        g.succs[p].discard(v)
-        del g.op[v], g.preds[v], g.succs[v]
+        _splice(g, v)  # the concatenation's consumers read its input in its place
         n += 1
     return n
 

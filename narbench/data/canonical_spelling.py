@@ -1,6 +1,7 @@
-"""The passes over canonical graphs of 2.5, 2.6 and 2.7 (`narbench.data.canonical.UPGRADES`): designs each written one
-way, the rows of `canonical-rules.csv` of those versions. Every rule was chosen on `wildval` (a validation set,
-docs/wildval.md), where each was the spelling that kept models from their family.
+"""The passes over canonical graphs of 2.5 to 2.8 (`narbench.data.canonical.UPGRADES`): designs each written one
+way, the rows of `canonical-rules.csv` of those versions. Every rule was chosen on the validation sets of outside
+models (docs/wildval.md: 2.5's and 2.6's on `wildval`, 2.7's from `wildval2`, 2.8's from `wildval3`), where each was
+the spelling that kept models from their family.
 
 2.5: `rope-pairs` (`rope_pairs`). RoPE rotates each pair of a head's channels by an angle of the position.
 transformers writes it rotate-half, `x * cos + rotate_half(x) * sin`, whose canonical graph is `add(x, concat(x))`
