@@ -9,7 +9,10 @@
 # Each step has its own time limit, so the sweep gets what is left of BUDGET_S.
 #
 #   GRID=benchmarks/gpu/paper-gpu-62-23.toml bash benchmarks/gpu/lease.sh "$OUT" 570    # on the device
-# Carry .whl (ranx and its needs, py3.12 wheels) and .gpucache (nas-1.0.narg).
+# Carry .whl (`bash benchmarks/gpu/wheels.sh`: ranx and its needs, zstandard; py3.12 wheels) and .gpucache
+# (nas-1.0.narg). Back come logs.tar.gz (every text file below), results.tar.gz and, with KEEP_SNAPSHOTS=1,
+# snapshots.tar.gz (paper_sweep.sh). The tree a call sends is capped at 64 MiB: move leaderboard/results
+# aside for the call when it is over (the grid's finished runs then run again: name the blocks in SWEEP_ARGS).
 set -uo pipefail
 out=${1:?usage: lease.sh OUT [BUDGET_S]}
 budget=${2:-570}
@@ -53,3 +56,6 @@ cd "$root" || exit 3
 NO_GATE=1 bash "$root/benchmarks/gpu/paper_sweep.sh" "$out" "$left"
 kill "$apps" 2>/dev/null
 echo "lease done after $(( $(date +%s) - start )) s"
+# the text files as one (a device call returns at most 8 files): logs.tar.gz, results.tar.gz, snapshots
+( cd "$out" && shopt -s nullglob && logs=(*.txt *.csv *.log) && [ ${#logs[@]} -gt 0 ] \
+    && tar -czf logs.tar.gz --remove-files -- "${logs[@]}"; ls -la "$out" )

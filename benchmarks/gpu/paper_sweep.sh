@@ -7,8 +7,10 @@
 # failed ones again one at a time, until BUDGET_S.
 # Beside it, on the machine's CPU, the gate records that host (torch's CUDA wheel there) against
 # the committed reference. Everything that comes back is under OUT:
-#   results.tar.gz   result files and their per-query sidecars, leaderboard-ready (embeddings stay
-#                    behind: a returned file is capped at 16 MiB, and the tree a call sends at 64 MiB)
+#   results.tar.gz   result files and their per-query sidecars, leaderboard-ready, and each run's log
+#                    (.sweep/logs); embeddings stay behind: a returned file is capped at 16 MiB, and the
+#                    tree a call sends at 64 MiB
+#   snapshots.tar.gz with KEEP_SNAPSHOTS=1, the snapshots of runs stopped at the budget (below)
 #   sweep.log        the sweep's output (one line per finished run, with its wall time)
 #   gpu-util.csv     nvidia-smi every 2 s: where the GPU waits
 #   gate-device.json the gate's measurement on that host (narbench check --record), gate.log its verdict
@@ -27,9 +29,9 @@
 # `pip --no-deps --target /tmp/site`, and runs from /tmp (the repo root has no narbench.baselines).
 # Runs already in leaderboard/results (same configuration hash) are skipped; runs still going at
 # the budget are stopped (the sweep keeps their snapshots, which do not come back) and re-run by
-# the next lease. KEEP_SNAPSHOTS=1 puts the snapshots of runs still going into results.tar.gz too
-# (under .snapshots; a curve run's snapshots hold its per-epoch probes), so a later lease resumes them with
-# the tar unpacked into its --out (`narbench sweep` resumes a run from its last finished epoch).
+# the next lease. KEEP_SNAPSHOTS=1 puts the snapshots of runs still going into snapshots.tar.gz
+# (a curve run's snapshots hold its per-epoch probes; a paper-profile real run's are about 22 MB), so a later lease
+# resumes them with the tar unpacked into its --out (`narbench sweep` resumes a run from its last finished epoch).
 set -uo pipefail
 out=${1:?usage: paper_sweep.sh OUT [BUDGET_S]}
 budget=${2:-480}
@@ -86,14 +88,24 @@ sweep "$jobs" "$threads"
 grep -q '^failed' "$out/sweep.log" && sweep 1 "$((jobs * threads))"
 [ -n "${gate:-}" ] && wait "$gate"   # bounded by its own timeout
 [ -n "${smi:-}" ] && kill "$smi" 2>/dev/null
-# results with their sidecars as one file: a device machine hands back at most 8 files
-if [ -n "${KEEP_SNAPSHOTS:-}" ]; then keep=(); else keep=(--exclude=.snapshots); fi
-tar -C "$work" -czf "$out/results.tar.gz" "${keep[@]}" --exclude=.sweep --exclude="*.embeddings.npz" .
+# results with their sidecars (and the runs' logs) as one file: a device machine hands back at most 8 files,
+# 64 MiB in all. Snapshots go in a file of their own, so that they can never push a result out: on 2026-11-30
+# ten paper-profile snapshots (22 MB a run) made a 77 MB tar, cut in six parts; the part that did not come
+# back sat in the middle, and five of the six results after it had to be dug out of the tail by hand
+# (benchmarks/results/paper-sweep-h200-2026-11-30-real23).
+tar -C "$work" -czf "$out/results.tar.gz" --exclude=.snapshots --exclude=.sweep/claims --exclude="*.embeddings.npz" .
 echo "results: $(tar -tzf "$out/results.tar.gz" | grep -c '[0-9]Z\.json$') result files, $(du -h "$out/results.tar.gz" | cut -f1)"
-# a returned file is capped at 16 MiB (three real gps curve runs' snapshots made 18 MB, which did not
-# come back): cut a larger tar into results.tar.gz.00, .01, ...; `cat results.tar.gz.* | tar -xz` joins them
-if [ "$(stat -c %s "$out/results.tar.gz")" -gt $((15 * 1048576)) ]; then
-    split -d -b 15M "$out/results.tar.gz" "$out/results.tar.gz." && rm "$out/results.tar.gz"
-    echo "results.tar.gz cut into $(ls "$out"/results.tar.gz.* | wc -l) parts of at most 15 MiB"
+if [ -n "${KEEP_SNAPSHOTS:-}" ] && [ -d "$work/.snapshots" ]; then
+    # the snapshots of runs still going, for a later lease to resume from (`narbench sweep` resumes a run from its
+    # last finished epoch; unpack into its --out); only as many as fit SNAPSHOT_MIB (default 40) beside the rest
+    tar -C "$work" -czf "$out/snapshots.tar.gz" .snapshots
+    size=$(( $(stat -c %s "$out/snapshots.tar.gz") / 1048576 ))
+    if [ "$size" -gt "${SNAPSHOT_MIB:-40}" ]; then
+        echo "snapshots: ${size} MiB, over SNAPSHOT_MIB=${SNAPSHOT_MIB:-40}: not kept (a device call returns 64 MiB in all)"
+        rm "$out/snapshots.tar.gz"
+    elif [ "$size" -ge 15 ]; then  # a returned file is capped at 16 MiB: parts, joined by `cat snapshots.tar.gz.* | tar -xz`
+        split -d -b 15M "$out/snapshots.tar.gz" "$out/snapshots.tar.gz." && rm "$out/snapshots.tar.gz"
+        echo "snapshots: ${size} MiB in $(ls "$out"/snapshots.tar.gz.* | wc -l) parts of at most 15 MiB"
+    fi
 fi
 rm -rf "$work"

@@ -129,11 +129,12 @@ def bench_train_breakdown(args) -> None:
     ours_runs, peer_runs, util = [], [], []
     for _ in range(args.rounds):
         enc = data.cls(data.num_ops, data.num_classes, data.profile)
-        run = peer_training._in_child(_narbench, enc, data.graphs, data.labels, args.device, args.compile)
+        fork = args.device == "cpu"
+        run = peer_training._in_child(_narbench, enc, data.graphs, data.labels, args.device, args.compile, fork=fork)
         ours_runs.append(run)
         util += run["util"]
         peer_runs.append(peer_training._in_child(_peer, data.datas, data.num_ops, data.num_classes, data.profile,
-                                                 args.device))
+                                                 args.device, fork=fork))
     ours, peer = _summary(ours_runs), _summary(peer_runs)
     flops, rows = peer_training._in_child(peer_training._epoch_flops, data.datas, data.num_ops, data.num_classes,
                                           data.profile)

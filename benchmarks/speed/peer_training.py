@@ -18,12 +18,19 @@ from narbench.train.profiles import get_profile
 from narbench.train.trainer import Trainer, seed_everything
 
 
-def _in_child(fn, *a, peak: bool = False):
+def _in_child(fn, *a, peak: bool = False, fork: bool = True):
     """fn(*a) in a forked process (fresh copy of this one, allocator state included); its result.
 
     `peak=True`: (result, the child's peak resident memory in MB), ru_maxrss measured in the child
-    at its end (it counts the pages shared with this process at the fork: the loaded dataset)."""
+    at its end (it counts the pages shared with this process at the fork: the loaded dataset).
+    Once this process has initialised CUDA a forked child cannot use it (the H200 lease of 2026-11-30:
+    `CUDA error: initialization error`), so fn then runs here, one call after the other; `fork=False`
+    (a CUDA benchmark, whose parent may have touched the driver outside torch) asks for that always."""
     import multiprocessing as mp
+
+    if not fork or torch.cuda.is_initialized():
+        value = fn(*a)
+        return (value, peak_rss_mb()) if peak else value
 
     ctx = mp.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
