@@ -184,10 +184,10 @@ def test_a_slice_of_the_input_concatenated_stays():
     assert upgrade(ops, edges, "2.8").ops == ops
 
 
-def test_an_index_reads_a_23_corpus_under_28():
+def test_an_index_of_28_reads_a_23_corpus_under_28():
     from narbench.data.mapping import newest_rules
 
-    assert newest_rules("2.3") == "2.8" and newest_rules("2.3", "2.7") == "2.7"
+    assert newest_rules("2.3", "2.8") == "2.8" and newest_rules("2.3", "2.7") == "2.7"
 
 
 @pytest.mark.slow

@@ -43,6 +43,7 @@ packed and unpacked before a Linear reads them are elided (`packed-weights`), a 
 fourth (same module): an attention core whose probabilities are also returned is folded, the returned branch dropped
 (`returned-attention-maps`). `version="2.8"` a fifth: a learned table resized before it is added is a parameter
 (`interpolated-tables`), and attention heads written one module each are one core (`heads-as-modules`).
+`version="2.9"` withdraws `interpolated-tables` (`WITHDRAWS`): its passes are 2.7's and `heads-as-modules`.
 
 Only op names and edges are read, so graphs stored by `real` 1.0 canonicalise exactly as a fresh
 extraction does, except where 1.0 stored an in-place op on a view as `CopySlices`: the extraction
@@ -65,12 +66,12 @@ import numpy as np
 
 from narbench.data.canonical_algebra import may_fold_unseen, quotient_form, unseen_batchnorm
 from narbench.data.canonical_rewrite import FOLDED_OPS, RewriteGraph
-from narbench.data.canonical_spelling import (may_spell_25, may_spell_26, may_spell_27, may_spell_28, spell_25, spell_26,
-                                              spell_27, spell_28)
+from narbench.data.canonical_spelling import (may_spell_25, may_spell_26, may_spell_27, may_spell_28, may_spell_29,
+                                              spell_25, spell_26, spell_27, spell_28, spell_29)
 from narbench.data.ops import ELIDED, UNKNOWN_OP, load_table, vocabulary
 
 #: Rule sets, oldest first; the default is the one `real` 2.1 and the shipped index use.
-VERSIONS = ("2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8")
+VERSIONS = ("2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8", "2.9")
 DEFAULT_VERSION = "2.1"
 #: Separates a raw op name from its design attributes (`ConvolutionBackward0#pointwise`).
 ATTR_SEP = "#"
@@ -92,7 +93,31 @@ OPS_2_3 = ("conv1d", "conv1d_depthwise", "conv1d_grouped", "conv3d", "conv3d_dep
 #: index reads its corpus under the newest of them (`narbench.search_engine.index_build.newest_corpus`); with each
 #: pass, a cheap check of whether it can fire at all (a graph where it cannot is not rebuilt)
 UPGRADES = {"2.4": (unseen_batchnorm, may_fold_unseen), "2.5": (spell_25, may_spell_25),
-            "2.6": (spell_26, may_spell_26), "2.7": (spell_27, may_spell_27), "2.8": (spell_28, may_spell_28)}
+            "2.6": (spell_26, may_spell_26), "2.7": (spell_27, may_spell_27), "2.8": (spell_28, may_spell_28),
+            "2.9": (spell_29, may_spell_29)}
+#: A version whose pass replaces an earlier version's (later -> the version whose pass it withdraws): 2.9 is 2.7 and
+#: `heads-as-modules`, 2.8 without `interpolated-tables` (which made DPT's and YOLOS's encoders read as a ViT's). A
+#: graph under the withdrawn version does not reach the later one by passes (`upgrade_passes`, `reaches`).
+WITHDRAWS = {"2.9": "2.8"}
+
+
+def _index(version: str) -> int:
+    return VERSIONS.index(check_version(version))
+
+
+def upgrade_passes(version: str) -> list:
+    """The passes over canonical graphs (`UPGRADES`: (pass, cheap check)) that make a 2.3 graph one of `version`, in
+    order: those of every version up to it, less the ones a later version up to it withdraws (`WITHDRAWS`)."""
+    upto = [v for v in UPGRADES if _index(v) <= _index(version)]
+    withdrawn = {WITHDRAWS[v] for v in upto if v in WITHDRAWS}
+    return [UPGRADES[v] for v in upto if v not in withdrawn]
+
+
+def reaches(frm: str, to: str) -> bool:
+    """Whether a graph canonical under `frm` becomes one of `to` by passes alone: every version after `frm` up to
+    `to` adds a pass, and none withdraws a pass the graph already had."""
+    later = VERSIONS[_index(frm) + 1:_index(to) + 1]
+    return all(v in UPGRADES and not (v in WITHDRAWS and _index(WITHDRAWS[v]) <= _index(frm)) for v in later)
 
 #: A later version's own op -> the op that earlier rules write for the same node (they ignore the mark the later
 #: op reads): how a canonical graph saved under later rules meets an index of earlier ones (`narbench.data.mapping`).
@@ -204,16 +229,8 @@ def canonicalize(ops: Sequence[str], edges: np.ndarray, version: str = DEFAULT_V
     g.fold_patterns(algebra=v23)
     if v23:
         quotient_form(g)
-    if version >= "2.4":
-        unseen_batchnorm(g)  # last: a 2.4 graph is its 2.3 graph with this pass applied (`upgrade`)
-    if version >= "2.5":
-        spell_25(g)  # after it: a 2.5 graph is its 2.4 graph with this pass applied
-    if version >= "2.6":
-        spell_26(g)  # and a 2.6 graph its 2.5 graph with this one
-    if version >= "2.7":
-        spell_27(g)  # a 2.7 graph its 2.6 graph with this one
-    if version >= "2.8":
-        spell_28(g)  # a 2.8 graph its 2.7 graph with this one
+    for run, _ in upgrade_passes(version):  # last: a 2.4 graph is its 2.3 graph with 2.4's pass applied (`upgrade`), ...
+        run(g)
     kept_ops, kept_edges = g.result()
     return CanonicalGraph(ops=kept_ops, edges=kept_edges, unknown=dict(unknown))
 
@@ -221,9 +238,10 @@ def canonicalize(ops: Sequence[str], edges: np.ndarray, version: str = DEFAULT_V
 def upgrade(ops: Sequence[str], edges: np.ndarray, version: str) -> CanonicalGraph:
     """A canonical graph (canonical op names, topologically numbered) with the passes of `UPGRADES` up to `version`
     applied: a 2.3 graph becomes its 2.4 graph. Each pass is idempotent, so a graph already under `version` comes
-    back as it is (the same ops and edges)."""
+    back as it is (the same ops and edges). A graph under a version that `version` withdraws a pass of (2.8 for 2.9)
+    keeps what that pass rewrote (`reaches`)."""
     edges = np.asarray(edges, dtype=np.int64).reshape(2, -1)
-    passes = [f for v, (f, may) in UPGRADES.items() if v <= check_version(version) and may(ops, edges)]
+    passes = [f for f, may in upgrade_passes(version) if may(ops, edges)]
     if not passes:
         return CanonicalGraph(list(ops), edges)
     g = RewriteGraph.of_canonical(ops, edges)

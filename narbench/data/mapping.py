@@ -17,8 +17,8 @@ from typing import Sequence
 
 import numpy as np
 
-from narbench.data.canonical import (EARLIER_OP, UPGRADES, VERSIONS, canonical_vocabulary, canonicalize, check_version,
-                                     upgrade)
+from narbench.data.canonical import (EARLIER_OP, UPGRADES, VERSIONS, WITHDRAWS, canonical_vocabulary, canonicalize,
+                                     check_version, reaches, upgrade)
 from narbench.data.coarse import coarse_label
 
 
@@ -87,11 +87,13 @@ def newest_rules(version: str | None, upto: str | None = None) -> str | None:
         return version
     if upto is not None:
         check_version(upto)  # CanonicalError naming the versions there are
+    newest = version
     for later in VERSIONS[VERSIONS.index(version) + 1:]:
         if later not in UPGRADES or (upto is not None and VERSIONS.index(later) > VERSIONS.index(upto)):
             break
-        version = later
-    return version
+        if reaches(version, later):  # 2.8 does not reach 2.9, which withdraws one of its passes
+            newest = later
+    return newest
 
 
 def read_newest(graphs, vocab, version: str | None, upto: str | None = None) -> tuple[list, str | None]:
@@ -129,9 +131,12 @@ def corpus_rules(version: str | None, graphs, vocab) -> str | None:
     if version not in VERSIONS:
         return version
     names = np.asarray(list(vocab), dtype=object)
-    for later in VERSIONS[VERSIONS.index(version) + 1:]:
-        if later not in UPGRADES:
+    start = version
+    for later in VERSIONS[VERSIONS.index(start) + 1:]:
+        if later not in UPGRADES or not reaches(start, later):
             break
+        if later in WITHDRAWS.values():  # a withdrawn version is no version to read queries by
+            continue
         may = UPGRADES[later][1]
         for g in graphs:
             ops = names[g.ops].tolist()
