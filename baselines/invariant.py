@@ -6,7 +6,9 @@ its graphs (`narbench.train.augment`: activations and normalisations swapped, dr
 inserted, the skeleton of linear/conv/attention/pooling ops and its wiring kept), labelled like
 its graph: in the contrastive term a graph's rewrite is one more positive beside the graphs of
 its family, the other families' graphs are the negatives. Rewrites are drawn afresh for each
-batch, seeded by the run's seed and the batch's graphs (a resumed run draws the same ones). Only
+batch, seeded by the run's seed and the batch's graphs (a resumed run draws the same ones), all of a
+batch's graphs in one pass of array work (`with_rewrites`, `augment.rewrite_batch`: the draws and
+graphs of a loop over them, which it replaced). Only
 training graphs are rewritten; embedding is the backbone's, as for `gin`/`gcn`/`gat`.
 
 Parameters: `backbone` (`gin`, `gcn`, `gat`: the convolution), `swap`, `drop`, `insert` (the
@@ -19,6 +21,7 @@ Validation, not crossimpl, chooses among them (issue 38).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import warnings
 
@@ -27,7 +30,7 @@ import torch
 
 from narbench.baselines.gnn import GNNEncoder, GNNStack, gat_conv, gcn_conv, gin_conv
 from narbench.data.graph import ArchGraph
-from narbench.train.augment import OpClasses, Rates, rewrite
+from narbench.train.augment import OpClasses, Rates, rewrite_batch
 from narbench.train.encoder import Labels
 from narbench.train.trainer import Trainer
 
@@ -67,25 +70,42 @@ class InvariantEncoder(GNNEncoder):
         if not self.views or not rewritable:
             trainer.fit_graph_level(self, datas, self.profile.train, stage=f"train {self.name}")
             return
-        from torch_geometric.data import Batch
-
         for i, d in enumerate(datas):
             d.idx = torch.tensor([i])  # which training graph: seeds its rewrite
         rates, seed = Rates(self.swap, self.drop, self.insert), int(getattr(trainer, "seed", 0))
+        trainer.fit_graph_level(self, datas, self.profile.train, stage=f"train {self.name}",
+                                expand=functools.partial(with_rewrites, classes=classes, rates=rates, seed=seed))
 
-        def with_views(batch):
-            """The batch and a rewrite of each of its graphs, labelled like it."""
-            graphs = batch.to_data_list()
-            rng = np.random.default_rng(int.from_bytes(
-                hashlib.sha256(repr((seed, batch.idx.tolist())).encode()).digest()[:8], "little"))
-            views = []
-            for d in graphs:
-                ops, edges = rewrite(d.x.cpu().numpy(), d.edge_index.cpu().numpy(), classes, rates, rng)
-                view = d.clone()
-                view.x = torch.as_tensor(ops, device=d.x.device)
-                view.edge_index = torch.as_tensor(edges, device=d.x.device)
-                view.num_nodes = int(ops.shape[0])
-                views.append(view)
-            return Batch.from_data_list([*graphs, *views]).to(batch.x.device)
 
-        trainer.fit_graph_level(self, datas, self.profile.train, stage=f"train {self.name}", expand=with_views)
+#: a batch's attributes `with_rewrites` builds itself; every other one is per graph and repeated for the views
+_NODE_LEVEL = ("x", "edge_index", "batch", "ptr", "num_nodes")
+
+
+def with_rewrites(batch, *, classes: OpClasses, rates: Rates, seed: int):
+    """`batch` (a PyG `Batch` of graphs with `idx`) and a rewrite of each of its graphs, labelled like it: what
+    `Batch.from_data_list([*graphs, *rewrites])` gives, the rewrites drawn by `augment.rewrite_batch` from a generator
+    seeded by the run's seed and the batch's graphs (a resumed run draws the same ones). One copy of the batch's
+    graphs to the host and one of the rewrites back, instead of a `Data` per graph (issue 60)."""
+    from torch_geometric.data import Batch
+
+    rng = np.random.default_rng(int.from_bytes(
+        hashlib.sha256(repr((seed, batch.idx.tolist())).encode()).digest()[:8], "little"))
+    device, n, b = batch.x.device, batch.num_nodes, batch.num_graphs
+    ptr = batch.ptr.cpu().numpy()
+    ops, edges, view_ptr = rewrite_batch(batch.x.cpu().numpy(), batch.edge_index.cpu().numpy(), ptr, classes, rates,
+                                         rng)
+    sizes = torch.from_numpy(np.diff(view_ptr))
+    out = Batch(x=torch.cat([batch.x, torch.from_numpy(ops).to(device)]),
+                edge_index=torch.cat([batch.edge_index, torch.from_numpy(edges + n).to(device)], dim=1),
+                batch=torch.cat([batch.batch, torch.repeat_interleave(torch.arange(b, 2 * b), sizes).to(device)]),
+                ptr=torch.cat([batch.ptr, torch.from_numpy(view_ptr[1:] + n).to(device)]))
+    for key in batch.keys():
+        if key in _NODE_LEVEL:
+            continue
+        value = batch[key]
+        if not isinstance(value, torch.Tensor) or value.dim() == 0 or value.shape[0] != b:
+            raise ValueError(f"invariant: cannot repeat the batch's attribute {key!r} for the rewrites "
+                             f"(not one row per graph)")
+        out[key] = torch.cat([value, value])
+    out._num_graphs = 2 * b
+    return out

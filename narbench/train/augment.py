@@ -78,48 +78,91 @@ def rewrite(ops: np.ndarray, edges: np.ndarray, classes: OpClasses, rates: Rates
             rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """A rewrite of the graph (`ops`: op id per node, `edges`: 2 x E producer -> consumer);
     returns new (ops, edges) with unique edges. The input arrays are not modified."""
+    ops = np.asarray(ops, dtype=np.int64)
+    new_ops, new_edges, _ = rewrite_batch(ops, edges, np.array([0, ops.shape[0]]), classes, rates, rng)
+    return new_ops, new_edges
+
+
+def rewrite_batch(ops: np.ndarray, edges: np.ndarray, ptr: np.ndarray, classes: OpClasses, rates: Rates,
+                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A rewrite of each graph of a batch: graph g holds nodes `ptr[g]:ptr[g + 1]` of `ops` (a PyG batch's `x` and
+    `ptr`) and the edges between them (2 x E, global ids). Returns the rewrites batched the same way (ops, edges,
+    ptr): the arrays that `rewrite` of each graph in turn, with `rng`, batched by PyG, gives (the same draws from the
+    generator, in the same order), made in one pass of array work instead of one per graph (issue 60: the
+    `invariant` encoder rewrote each graph of a paper batch in Python, on the host, every step)."""
     ops = np.asarray(ops, dtype=np.int64).copy()
-    edges = np.asarray(edges, dtype=np.int64).reshape(2, -1)
-    n = ops.shape[0]
+    src, dst = np.asarray(edges, dtype=np.int64).reshape(2, -1)
+    ptr = np.asarray(ptr, dtype=np.int64)
+    n, sizes = ops.shape[0], np.diff(ptr)
     role = classes.role[ops]
-    # swap
-    for kind, pool in ((ACTIVATION, classes.activations), (NORM, classes.norms)):
-        if pool.size > 1:
-            nodes = np.nonzero((role == kind) & (rng.random(n) < rates.swap))[0]
-            for v in nodes:
-                others = pool[pool != ops[v]]
-                ops[v] = others[rng.integers(others.size)]
-    # drop: splice out activations / normalisations with exactly one producer
-    src, dst = edges
     indeg = np.bincount(dst, minlength=n)
-    drop = (role != NONE) & (indeg == 1) & (rng.random(n) < rates.drop)
-    if drop.any():
-        producer = np.arange(n)
-        producer[dst[drop[dst]]] = src[drop[dst]]
-        for v in np.nonzero(drop)[0]:  # a chain of dropped nodes resolves to its first kept producer
-            u = producer[v]
-            while drop[u] and producer[u] != u:
-                u = producer[u]
-            producer[v] = u
-        keep_edge = ~drop[dst]
-        src, dst = producer[src[keep_edge]], dst[keep_edge]
-        kept = np.nonzero(~drop)[0]
-        new_id = np.full(n, -1, dtype=np.int64)
-        new_id[kept] = np.arange(kept.size)
-        ops, src, dst, n = ops[kept], new_id[src], new_id[dst], kept.size
-    # insert after anchors
+    droppable = (role != NONE) & (indeg == 1)
+    anchor = classes.anchor[ops]  # swaps change activations and norms only, so anchors are fixed
     pool = np.concatenate([classes.activations, classes.norms])
-    if pool.size:
-        anchors = np.nonzero(classes.anchor[ops] & (rng.random(n) < rates.insert))[0]
-        if anchors.size:
-            new = n + np.arange(anchors.size)
-            slot = np.full(n, -1, dtype=np.int64)
-            slot[anchors] = new
-            moved = slot[src] >= 0  # an anchor's out-edges leave from its new node
-            src = np.where(moved, slot[src], src)
-            src = np.concatenate([src, anchors])
-            dst = np.concatenate([dst, new])
-            ops = np.concatenate([ops, pool[rng.integers(pool.size, size=anchors.size)]])
-            n += anchors.size
-    key = np.unique(src * n + dst) if src.size else np.zeros(0, dtype=np.int64)
-    return ops, np.stack([key // n, key % n]) if n else np.zeros((2, 0), dtype=np.int64)
+    swap_pools = [(kind, p) for kind, p in ((ACTIVATION, classes.activations), (NORM, classes.norms)) if p.size > 1]
+    # the draws, graph by graph in `rewrite`'s order (the generator's stream is sequential): cheap calls only
+    swapped = {kind: ([], []) for kind, _ in swap_pools}
+    drop = np.zeros(n, dtype=bool)
+    inserted_at, inserted_op = [], []
+    for g in range(sizes.size):
+        a, b = int(ptr[g]), int(ptr[g + 1])
+        for kind, p in swap_pools:
+            nodes = a + np.nonzero((role[a:b] == kind) & (rng.random(b - a) < rates.swap))[0]
+            if nodes.size:
+                swapped[kind][0].append(nodes)
+                swapped[kind][1].append(rng.integers(p.size - 1, size=nodes.size))
+        drop[a:b] = droppable[a:b] & (rng.random(b - a) < rates.drop)
+        if pool.size:
+            kept = a + np.nonzero(~drop[a:b])[0]
+            chosen = kept[anchor[kept] & (rng.random(kept.size) < rates.insert)]
+            if chosen.size:
+                inserted_at.append(chosen)
+                inserted_op.append(pool[rng.integers(pool.size, size=chosen.size)])
+    # swap: another op of the same role, uniform over the others
+    for kind, p in swap_pools:
+        if swapped[kind][0]:
+            nodes, pick = np.concatenate(swapped[kind][0]), np.concatenate(swapped[kind][1])
+            position = np.searchsorted(np.sort(p), ops[nodes])
+            order = np.argsort(p)
+            position = order[position]  # the current op's place in `p`
+            ops[nodes] = p[pick + (pick >= position)]
+    # drop: a dropped node's consumers read its first kept producer
+    producer = np.arange(n)
+    into = drop[dst]
+    producer[dst[into]] = src[into]
+    while True:  # resolve chains of dropped nodes (pointer jumping)
+        up = drop[producer] & drop
+        if not up.any():
+            break
+        producer[up] = producer[producer[up]]
+    src, dst = producer[src[~into]], dst[~into]
+    # new ids: each graph's kept nodes in order, then its inserted nodes in the order of their anchors
+    owner = np.repeat(np.arange(sizes.size), sizes)
+    at = np.concatenate(inserted_at) if inserted_at else np.zeros(0, dtype=np.int64)
+    kept_count = np.bincount(owner[~drop], minlength=sizes.size)
+    ins_count = np.bincount(owner[at], minlength=sizes.size)
+    new_ptr = np.concatenate([[0], np.cumsum(kept_count + ins_count)])
+    new_id = np.full(n, -1, dtype=np.int64)
+    kept_nodes = np.nonzero(~drop)[0]
+    rank = np.arange(kept_nodes.size) - np.repeat(np.concatenate([[0], np.cumsum(kept_count)[:-1]]), kept_count)
+    new_id[kept_nodes] = new_ptr[owner[kept_nodes]] + rank
+    ins_rank = np.arange(at.size) - np.repeat(np.concatenate([[0], np.cumsum(ins_count)[:-1]]), ins_count)
+    ins_id = new_ptr[owner[at]] + kept_count[owner[at]] + ins_rank
+    # insert: an anchor's out-edges leave from its new node, which the anchor feeds
+    src, dst = new_id[src], new_id[dst]
+    if at.size:
+        moved_from = np.full(new_ptr[-1], -1, dtype=np.int64)
+        moved_from[new_id[at]] = ins_id
+        moved = moved_from[src] >= 0
+        src = np.where(moved, moved_from[src], src)
+    src = np.concatenate([src, new_id[at]])
+    dst = np.concatenate([dst, ins_id])
+    total = int(new_ptr[-1])
+    new_ops = np.empty(total, dtype=np.int64)
+    new_ops[new_id[kept_nodes]] = ops[kept_nodes]
+    if at.size:
+        new_ops[ins_id] = np.concatenate(inserted_op)
+    key = np.sort(src * total + dst)  # unique, in order (np.unique hashes first: twice the time on a paper batch)
+    key = key[np.concatenate([[True], key[1:] != key[:-1]])] if key.size else key
+    out = np.stack([key // total, key % total]) if total else np.zeros((2, 0), dtype=np.int64)
+    return new_ops, out, new_ptr
