@@ -33,7 +33,9 @@ def _worker(rank: int, world: int, port: int, out: str) -> None:
     if rank == 0:
         sometimes.grad = torch.ones(2)
     distributed.average_gradients([used, unused, sometimes])
-    shard = [int(i) for batch in distributed.train_loader(list(range(10)), 2, seed=0) for i in batch]
+    from tests.test_packed import train_loader
+
+    shard = [int(i) for batch in train_loader(list(range(10)), 2, seed=0) for i in batch]
     with open(f"{out}/rank{rank}.json", "w") as fh:
         json.dump({"device": str(device), "used": used.grad.tolist(), "unused": unused.grad is None,
                    "sometimes": sometimes.grad.tolist(), "shard": shard, "main": distributed.is_main()}, fh)

@@ -92,11 +92,23 @@ def test_the_epoch_order_is_the_dataloaders_and_leaves_its_generator_where_the_l
     assert torch.equal(mine.get_state(), theirs.get_state())
 
 
+def train_loader(items, batch_size: int, seed: int):
+    """A PyG DataLoader over this rank's shard of `items` (`DistributedSampler`): how distributed training batched
+    before its batches were packed, the reference `distributed.shard_order` must follow."""
+    from torch.utils.data.distributed import DistributedSampler
+    from torch_geometric.loader import DataLoader
+
+    items = list(items)
+    sampler = DistributedSampler(items, num_replicas=distributed.world_size(), rank=distributed.rank(), shuffle=True,
+                                 seed=seed)
+    return DataLoader(items, batch_size=batch_size, sampler=sampler)
+
+
 def test_a_shard_is_the_distributed_loaders_and_draws_what_it_drew():
     items = list(range(11))
     torch.manual_seed(3)
-    loader = distributed.train_loader(items, 4, seed=7)
-    distributed.set_epoch(loader, 2)
+    loader = train_loader(items, 4, seed=7)
+    loader.sampler.set_epoch(2)
     theirs = [int(i) for batch in loader for i in batch]
     after_theirs = torch.rand(1)
     torch.manual_seed(3)

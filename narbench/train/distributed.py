@@ -16,7 +16,7 @@ epoch has 1/N of the steps; the contrastive term's negatives are the process's o
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 import numpy as np
 import torch
@@ -56,29 +56,16 @@ def setup(device: torch.device) -> torch.device:
     return device
 
 
-def train_loader(items: Sequence, batch_size: int, seed: int):
-    """A PyG DataLoader over this rank's shard of `items`, reshuffled each epoch by `set_epoch`."""
-    from torch.utils.data.distributed import DistributedSampler
-
-    from narbench.data.graph import import_torch_geometric
-
-    import_torch_geometric()
-    from torch_geometric.loader import DataLoader
-
-    items = list(items)
-    sampler = DistributedSampler(items, num_replicas=world_size(), rank=rank(), shuffle=True, seed=seed)
-    return DataLoader(items, batch_size=batch_size, sampler=sampler)
-
-
 def shard_size(n: int) -> int:
     """Items per rank and epoch out of `n` (`DistributedSampler` pads the last shard)."""
     return -(-n // world_size())
 
 
 def shard_order(n: int, seed: int, epoch: int) -> np.ndarray:
-    """This rank's items of epoch `epoch`, in the order `train_loader` gave them (`DistributedSampler`
-    after `set_epoch`), with the base seed its loader drew from torch's global generator
-    (`narbench.train.batchorder`): what the trainer batches from its packed items."""
+    """This rank's items of epoch `epoch`, in the order a PyG `DataLoader` over a `DistributedSampler` gave them
+    after `set_epoch` (the loader the trainer used before batches were packed; tests/test_packed.py keeps it as the
+    reference), with the base seed it drew from torch's global generator (`narbench.train.batchorder`): what the
+    trainer batches from its packed items."""
     from torch.utils.data.distributed import DistributedSampler
 
     from narbench.train.batchorder import global_seed_draw
@@ -87,12 +74,6 @@ def shard_order(n: int, seed: int, epoch: int) -> np.ndarray:
     sampler.set_epoch(epoch)
     global_seed_draw()
     return np.fromiter(iter(sampler), dtype=np.int64)
-
-
-def set_epoch(loader, epoch: int) -> None:
-    sampler = getattr(loader, "sampler", None)
-    if hasattr(sampler, "set_epoch"):
-        sampler.set_epoch(epoch)
 
 
 def average_gradients(params: Iterable[torch.nn.Parameter]) -> None:
