@@ -64,6 +64,8 @@ VALIDATION = "wildval"
 VALIDATION2 = "wildval2"
 #: a third, from further packages, built after canonical 2.7 (docs/wildval.md, "wildval3")
 VALIDATION3 = "wildval3"
+#: a fourth, from further packages, built after canonical 2.9 (docs/wildval.md, "wildval4")
+VALIDATION4 = "wildval4"
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,8 @@ SETS: dict[str, OutsideSet] = {
     VALIDATION3: OutsideSet(VALIDATION3, "1.0", "validation", "2.3",
                             {"2.3": WildFile("1.0", f"{VALIDATION3}-1.0.narg",
                                                     "40d1ae7883ae40f7ac22403832ea4ccab5078d978fa39ce4ff8d54816b577508")}),
+    VALIDATION4: OutsideSet(VALIDATION4, "1.0", "validation", "2.3",
+                            {"2.3": WildFile("1.0", f"{VALIDATION4}-1.0.narg", None)}),
 }
 
 
