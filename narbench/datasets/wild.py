@@ -98,7 +98,8 @@ SETS: dict[str, OutsideSet] = {
                             {"2.3": WildFile("1.0", f"{VALIDATION3}-1.0.narg",
                                                     "40d1ae7883ae40f7ac22403832ea4ccab5078d978fa39ce4ff8d54816b577508")}),
     VALIDATION4: OutsideSet(VALIDATION4, "1.0", "validation", "2.3",
-                            {"2.3": WildFile("1.0", f"{VALIDATION4}-1.0.narg", None)}),
+                            {"2.3": WildFile("1.0", f"{VALIDATION4}-1.0.narg",
+                                                    "8097b7433494a13e583708daad06b6177948476151e7251cb2eb34d5a4984768")}),
 }
 
 
