@@ -11,8 +11,8 @@
 #   GRID=benchmarks/gpu/paper-gpu-62-23.toml bash benchmarks/gpu/lease.sh "$OUT" 570    # on the device
 # Carry .whl (`bash benchmarks/gpu/wheels.sh`: ranx and its needs, zstandard; py3.12 wheels) and .gpucache
 # (nas-1.0.narg). Back come logs.tar.gz (every text file below), results.tar.gz and, with KEEP_SNAPSHOTS=1,
-# snapshots.tar.gz (paper_sweep.sh). The tree a call sends is capped at 64 MiB: move leaderboard/results
-# aside for the call when it is over (the grid's finished runs then run again: name the blocks in SWEEP_ARGS).
+# snapshots.tar.gz (paper_sweep.sh). The tree a call sends is capped at 64 MiB: move leaderboard/results'
+# sidecars and embeddings aside for the call (paper_sweep.sh says which), keeping the result files the sweep skips by.
 set -uo pipefail
 out=${1:?usage: lease.sh OUT [BUDGET_S]}
 budget=${2:-570}

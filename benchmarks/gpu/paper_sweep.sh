@@ -22,9 +22,10 @@
 #     SWEEP_ARGS="--block table2 --seeds 0 1 2" ... bash benchmarks/gpu/paper_sweep.sh "$OUT" 540  # quick CPU runs
 #                    on the lent machine's 16 cores (they join the quick cpu blocks; environment.cpu says which host)
 #
-# The tree a device call sends is capped at 64 MiB: since the search index (14 MB) the checkout is over
-# it, so move leaderboard/results and leaderboard/archive aside for the call (keep an empty
-# leaderboard/results) and back after it.
+# The tree a device call sends is capped at 64 MiB and the checkout is over it (107 MB tracked on 2026-11-30,
+# leaderboard/results 62 MB of it): move the results' per-query sidecars and embeddings aside for the call
+# (`*.queries.json.gz`, `*.npz`: 50 MB) and back after it; the result files themselves (12 MB) stay, so the sweep
+# still skips the runs they hold.
 # INSTALL=1 installs the carried wheels (.whl: ranx and its needs) and narbench itself (install.sh) with
 # `pip --no-deps --target /tmp/site`, and runs from /tmp (the repo root has no narbench.baselines).
 # Runs already in leaderboard/results (same configuration hash) are skipped; runs still going at
