@@ -122,10 +122,9 @@ def rewrite_batch(ops: np.ndarray, edges: np.ndarray, ptr: np.ndarray, classes: 
     for kind, p in swap_pools:
         if swapped[kind][0]:
             nodes, pick = np.concatenate(swapped[kind][0]), np.concatenate(swapped[kind][1])
-            position = np.searchsorted(np.sort(p), ops[nodes])
-            order = np.argsort(p)
-            position = order[position]  # the current op's place in `p`
-            ops[nodes] = p[pick + (pick >= position)]
+            place = np.zeros(classes.role.size, dtype=np.int64)
+            place[p] = np.arange(p.size)  # an op's place in `p`
+            ops[nodes] = p[pick + (pick >= place[ops[nodes]])]
     # drop: a dropped node's consumers read its first kept producer
     producer = np.arange(n)
     into = drop[dst]
@@ -144,10 +143,8 @@ def rewrite_batch(ops: np.ndarray, edges: np.ndarray, ptr: np.ndarray, classes: 
     new_ptr = np.concatenate([[0], np.cumsum(kept_count + ins_count)])
     new_id = np.full(n, -1, dtype=np.int64)
     kept_nodes = np.nonzero(~drop)[0]
-    rank = np.arange(kept_nodes.size) - np.repeat(np.concatenate([[0], np.cumsum(kept_count)[:-1]]), kept_count)
-    new_id[kept_nodes] = new_ptr[owner[kept_nodes]] + rank
-    ins_rank = np.arange(at.size) - np.repeat(np.concatenate([[0], np.cumsum(ins_count)[:-1]]), ins_count)
-    ins_id = new_ptr[owner[at]] + kept_count[owner[at]] + ins_rank
+    new_id[kept_nodes] = new_ptr[owner[kept_nodes]] + _rank_in_group(kept_count)
+    ins_id = new_ptr[owner[at]] + kept_count[owner[at]] + _rank_in_group(ins_count)
     # insert: an anchor's out-edges leave from its new node, which the anchor feeds
     src, dst = new_id[src], new_id[dst]
     if at.size:
@@ -166,3 +163,8 @@ def rewrite_batch(ops: np.ndarray, edges: np.ndarray, ptr: np.ndarray, classes: 
     key = key[np.concatenate([[True], key[1:] != key[:-1]])] if key.size else key
     out = np.stack([key // total, key % total]) if total else np.zeros((2, 0), dtype=np.int64)
     return new_ops, out, new_ptr
+
+
+def _rank_in_group(counts: np.ndarray) -> np.ndarray:
+    """0, 1, ... within each of consecutive groups of `counts[g]` items: [2, 0, 3] -> [0, 1, 0, 1, 2]."""
+    return np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
