@@ -57,3 +57,29 @@ def test_meta_weights_are_swapped_in_for_the_pass_and_back_even_when_it_raises()
     assert seen["mean"].device.type == "meta" and not seen["mean"].requires_grad and seen["grad"]
     assert {id(t) for t in [*model.parameters(), *model.buffers()]} == own  # the very same tensors back
     assert model[2].weight is model[0].weight and model[0].weight.device.type == "cpu"
+
+
+class _OwnReferences(torch.nn.Module):
+    """Keras 3 on torch, in small: the forward reads its weights through references of its own (not the
+    module's tables) and makes its input a CPU tensor; the statistics are frozen (requires_grad False)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(4, 4))
+        self.moving_variance = torch.nn.Parameter(torch.ones(4), requires_grad=False)
+        self._refs = [self.weight, self.moving_variance]
+
+    def forward(self, x):
+        if x.is_meta:
+            x = torch.zeros(x.shape)
+        w, var = self._refs
+        return (x @ w) * torch.rsqrt(var + 1e-3)
+
+
+def test_an_instance_records_a_frozen_weight_its_forward_reads_through_its_own_reference():
+    model = _OwnReferences()
+    raw, info = extract("OwnReferences", None, instance=model, shape=(1, 4))
+    built, _ = extract("OwnReferences", _OwnReferences, shape=(1, 4))
+    assert raw.signature() == built.signature()
+    assert "RsqrtBackward0" in raw.ops  # the frozen statistic's chain is in the graph
+    assert not model.moving_variance.requires_grad and model.weight.requires_grad  # flags as they were

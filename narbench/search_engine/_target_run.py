@@ -305,8 +305,11 @@ def _untouched(model, is_instance: bool, dev: str):
         yield
         return
     modules = list(model.modules())
-    own = _meta_weights(modules) if dev == "meta" != _own_device(model) else _grad_params(model)
-    with eval_mode(modules), own:
+    # every weight records first, then (on meta) the tables' copies: a forward that reads its weights through
+    # references of its own (Keras 3's variables on torch) runs on the originals, and a frozen one (a
+    # BatchNormalization's moving statistics) left out of autograd's record would drop out of the graph
+    meta = _meta_weights(modules) if dev == "meta" != _own_device(model) else contextlib.nullcontext()
+    with eval_mode(modules), _grad_params(model), meta:
         yield
 
 
