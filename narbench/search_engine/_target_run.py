@@ -31,7 +31,8 @@ import time
 import warnings
 from typing import Any, Callable
 
-from narbench.search_engine._target_inputs import TargetError, describe, eval_mode, example_inputs, to_device
+from narbench.search_engine._target_guesses import to_try
+from narbench.search_engine._target_inputs import TargetError, eval_mode, example_inputs
 
 _STAGE = [""]  # what the target is doing now, for the time-out line
 _ON_STAGE: list[Callable[[str], None]] = []  # called with each new stage (a child process sends it to its parent)
@@ -219,11 +220,13 @@ def extract(label: str, build: Callable[[], Any] | None, instance=None, shape=No
 def _extract(label, build, instance, shape, inputs):
     import torch
 
-    errors: list[tuple[str, str, BaseException]] = []
-    described, fallback, last = None, None, None
+    from narbench.zoo.extract import GradientsNeededError
+
+    errors: list[tuple[str, str, BaseException, str | None]] = []
+    fallback = None
     devices = _devices(instance)
     for dev in devices:
-        step = "construct"
+        step, described = "construct", None
         threads = torch.get_num_threads()
         try:
             if instance is None:
@@ -235,16 +238,31 @@ def _extract(label, build, instance, shape, inputs):
             step = "input"
             stage(f"its forward pass, on {dev}")  # the example input runs the forward up to its first layer
             with _no_exit(f"making the example input of {label}"):
-                if inputs is None:
-                    args, kwargs, described = example_inputs(model, dev, shape)
-                else:
-                    (args, kwargs), described = to_device(inputs, dev), describe(*inputs)
-            step = "forward"
-            last = (model, dev, args, kwargs)
+                feeds = to_try(model, dev, shape, inputs)
+                feed = next(feeds, None)
+            if feed is None:  # no guess at all: the build's own reason (it cannot tell) is the error
+                example_inputs(model, dev, shape)
+                raise TargetError(f"cannot tell what input {label} takes; give its shape with --input-shape")
             if dev == "cpu":  # one small forward pass: intra-op threads only add overhead
                 torch.set_num_threads(1)
-            with _no_exit(f"{label}.forward"):
-                raw = _run(label, model, instance is not None, dev, args, kwargs)
+            while feed is not None:
+                (args, kwargs, described), step = feed, "forward"
+                try:
+                    with _no_exit(f"{label}.forward"):
+                        raw = _run(label, model, instance is not None, dev, args, kwargs)
+                    break
+                except TargetError:
+                    raise
+                except GradientsNeededError as exc:  # the input runs: the gradients do not, whatever the input
+                    errors.append((dev, step, exc, described))
+                    feed, raw = None, None
+                except Exception as exc:  # noqa: BLE001 - user code may raise anything; try the next guess
+                    errors.append((dev, step, exc, described))
+                    step = "input"
+                    with _no_exit(f"making the example input of {label}"):
+                        feed, raw = next(feeds, None), None
+            if raw is None:
+                continue
             if dev == "meta" and raw.meta.get("unread_masks") and dev != devices[-1]:
                 # design attributes asked for (a 2.2 index) and a square buffer, perhaps a causal mask, has no
                 # values on meta: run where it has them, keeping this graph if that fails
@@ -254,25 +272,40 @@ def _extract(label, build, instance, shape, inputs):
         except TargetError:
             raise
         except Exception as exc:  # noqa: BLE001 - user code may raise anything; try the other device, then report
-            errors.append((dev, step, exc))
+            errors.append((dev, step, exc, described))
         finally:
             torch.set_num_threads(threads)
     if fallback is not None:
         return fallback
+    raise _last_failure(label, errors, inputs)
+
+
+def _last_failure(label: str, errors: list, inputs) -> TargetError:
+    """What went wrong on the last device tried, from its first input (the `real` build's guess, or the caller's):
+    a forward that needs gradients off, else `_failure`'s line, saying how many other guesses failed too."""
     from narbench.zoo.extract import GradientsNeededError
 
-    dev, step, exc = errors[-1]
-    if isinstance(exc, GradientsNeededError):
-        raise TargetError(f"the forward pass of {label} on {described} fails with gradients on "
-                          f"({one_line(exc.cause)}) but runs with them off; narbench reads the graph from autograd's "
-                          "record of the pass, so the forward must run with gradients on (e.g. .detach() before "
-                          ".numpy(), no in-place change of a weight), or with inputs given by --inputs "
-                          "FILE.py:FUNC with which it does") from exc.cause
-    raise _failure(label, step, exc, described, inputs) from exc
+    last_dev = errors[-1][0]
+    dev, step, exc, described = next(e for e in errors if e[0] == last_dev)
+    tried = sum(e[0] == last_dev and e[1] == "forward" for e in errors) - 1
+    grads = next((e for e in errors if e[0] == last_dev and isinstance(e[2], GradientsNeededError)), None)
+    if grads is not None:
+        exc, described = grads[2], grads[3]
+        error = TargetError(f"the forward pass of {label} on {described} fails with gradients on "
+                            f"({one_line(exc.cause)}) but runs with them off; narbench reads the graph from autograd's "
+                            "record of the pass, so the forward must run with gradients on (e.g. .detach() before "
+                            ".numpy(), no in-place change of a weight), or with inputs given by --inputs "
+                            "FILE.py:FUNC with which it does")
+        error.__cause__ = exc.cause
+        return error
+    error = _failure(label, step, exc, described, inputs, tried)
+    error.__cause__ = exc
+    return error
 
 
-def _failure(label: str, step: str, exc: BaseException, described: str | None, inputs) -> TargetError:
-    """The one line of a target whose last try failed at `step` (construct, input, forward) with `exc`."""
+def _failure(label: str, step: str, exc: BaseException, described: str | None, inputs, tried: int = 0) -> TargetError:
+    """The one line of a target whose last try failed at `step` (construct, input, forward) with `exc`; `tried`:
+    how many other guessed inputs failed too."""
     if step == "construct":
         return TargetError(f"building {label} failed ({one_line(exc)}); fix the constructor or pass its "
                            "arguments with --kwargs '{\"name\": value}'")
@@ -283,7 +316,8 @@ def _failure(label: str, step: str, exc: BaseException, described: str | None, i
     if inputs is not None:
         return TargetError(f"the forward pass of {label}{shown} failed ({one_line(exc)}); check the example "
                            "inputs given (--inputs)")
-    return TargetError(f"the forward pass of {label}{shown} failed ({one_line(exc)}); if the input does not "
+    others = f" ({tried} other guessed input{'s' if tried != 1 else ''} failed too)" if tried > 0 else ""
+    return TargetError(f"the forward pass of {label}{shown} failed ({one_line(exc)}){others}; if the input does not "
                        "fit, give the shape the model expects with --input-shape, e.g. --input-shape 1,3,32,32, "
                        "or several inputs with --input-shape repeated or --inputs FILE.py:FUNC")
 
