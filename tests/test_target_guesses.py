@@ -78,3 +78,77 @@ def test_guesses_are_distinct_and_capped():
 def test_a_given_shape_is_the_only_input_tried():
     with pytest.raises(TargetError, match=r"on tensor \[1, 8\] failed \(ValueError: not enough values to unpack"):
         extract("SequenceBlock", SequenceBlock, shape=(1, 8))
+
+
+class OwnEmbed(nn.Module):
+    """transformer-lens's `Embed`: a table of its own (`W_E`), indexed, not an `nn.Embedding`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.W_E = nn.Parameter(torch.randn(50, 8))
+
+    def forward(self, ids):
+        return self.W_E[ids]
+
+
+class OwnEmbedLM(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = OwnEmbed()
+        self.unembed = nn.Linear(8, 50)
+
+    def forward(self, ids):
+        return self.unembed(self.embed(ids))
+
+
+def test_a_table_of_its_own_gets_token_ids_within_its_rows():
+    with pytest.raises(TargetError, match="cannot tell what input"):
+        example_inputs(OwnEmbedLM(), "meta")  # the real build's guess cannot tell ...
+    raw, info = extract("OwnEmbedLM", OwnEmbedLM)
+    assert info["input"] == "token ids [1, 16]" and "IndexBackward0" in raw.ops  # ... the table's rows can
+
+
+class WithLengths(nn.Module):
+    """A text-to-speech text encoder: token ids and their lengths, as VITS's `TextEncoder.forward(x, x_lengths)`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(40, 8)
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x, x_lengths):
+        mask = torch.arange(x.shape[1], device=x.device)[None] < x_lengths[:, None]
+        return self.proj(self.embed(x)) * mask[..., None]
+
+
+class SourceTarget(nn.Module):
+    """A seq2seq model: `forward(source, target)`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(40, 8)
+        self.out = nn.Linear(8, 40)
+
+    def forward(self, source, target):
+        return self.out(self.embed(source).mean(1, keepdim=True) + self.embed(target))
+
+
+class NeedsAMask(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(40, 8)
+
+    def forward(self, x, attention_bias):
+        return self.embed(x) + attention_bias
+
+
+@pytest.mark.parametrize("cls, want", [(WithLengths, "token ids [1, 16], token ids [1]"),
+                                       (SourceTarget, "token ids [1, 16], token ids [1, 16]")])
+def test_a_forward_that_requires_lengths_or_a_target_gets_them(cls, want):
+    raw, info = extract(cls.__name__, cls)
+    assert info["input"] == want and "EmbeddingBackward0" in raw.ops
+
+
+def test_an_argument_whose_name_says_nothing_is_left_to_the_user():
+    with pytest.raises(TargetError, match="missing 1 required positional argument: 'attention_bias'"):
+        extract("NeedsAMask", NeedsAMask)

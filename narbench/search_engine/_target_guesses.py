@@ -23,8 +23,8 @@ from narbench.search_engine._target_inputs import SEQ_LEN, TargetError, _first_l
 
 #: at most this many guesses after the first (each costs a forward pass up to where it fails)
 MAX_GUESSES = 10
-#: image sides tried after 224: U-Nets and hourglasses need a multiple of 32 or 64, SAM-like encoders 512
-SIDES = (256, 512)
+#: image sides tried after 224: U-Nets and hourglasses need a multiple of 32 or 64, Inception 299, SAM-like encoders 512
+SIDES = (256, 299, 512)
 #: a waveform's length in samples (one second at 16 kHz), a 1-D signal's length otherwise, a spectrogram's mel bins
 WAVE, LENGTH, MELS = 16000, 1024, 80
 
@@ -44,14 +44,27 @@ def _keras_shape(model) -> tuple[int, ...] | None:
     return (1, *(224 if s is None else int(s) for s in declared[1:]))
 
 
+def _table_rows(module) -> int | None:
+    """The rows of an embedding table: an `nn.Embedding`'s, or those of the 2-D weight of a module of its own
+    whose class says it embeds (transformer-lens's `Embed` holds `W_E`); None for any other module."""
+    import torch.nn as nn
+
+    if isinstance(module, (nn.Embedding, nn.EmbeddingBag)):
+        return module.num_embeddings
+    if module is not None and "embed" in type(module).__name__.lower():
+        table = next((p for p in module.parameters(recurse=False) if p.dim() == 2), None)
+        return int(table.shape[0]) if table is not None else None
+    return None
+
+
 def _by_layer(first, depth: int = 0) -> list[tuple[str, tuple[int, ...], int]]:
     """Guesses from the layer that first reads the input (a layer of no known kind: from its first
     sub-layer that is one, or from a 1-D weight of its own, a norm's)."""
     import torch.nn as nn
 
-    if isinstance(first, (nn.Embedding, nn.EmbeddingBag)):
-        n = first.num_embeddings
-        return [_spec("ids", (SEQ_LEN,), n), _spec("ids", (1, 64), n)]
+    rows = _table_rows(first)
+    if rows is not None:
+        return [_spec("ids", (1, SEQ_LEN), rows), _spec("ids", (SEQ_LEN,), rows), _spec("ids", (1, 64), rows)]
     if isinstance(first, (nn.Conv2d, nn.ConvTranspose2d, nn.BatchNorm2d)):
         c = first.in_channels if hasattr(first, "in_channels") else first.num_features
         out = [_spec("float", (1, c, s, s)) for s in SIDES] + [_spec("float", (1, 224, 224, c))]
@@ -90,13 +103,12 @@ def _by_layer(first, depth: int = 0) -> list[tuple[str, tuple[int, ...], int]]:
 
 
 def _fallbacks(model) -> list[tuple[str, tuple[int, ...], int]]:
-    """What any model may take: token ids (when it holds an embedding), a waveform, an RGB image (224, 256, 512)."""
-    import torch.nn as nn
-
-    embedding = next((m for m in model.modules() if isinstance(m, nn.Embedding)), None)
-    out = [_spec("ids", (1, SEQ_LEN), embedding.num_embeddings)] if embedding is not None else []
-    return out + [_spec("float", (1, WAVE)), _spec("float", (1, 1, WAVE))] + [_spec("float", (1, 3, s, s))
-                                                                              for s in (224, *SIDES)]
+    """What any model may take: token ids (of its first embedding table's size), a waveform, an RGB image (224
+    and `SIDES`), and last token ids of 0 and 1 (which any table holds)."""
+    rows = next((n for n in map(_table_rows, model.modules()) if n is not None), None)
+    out = [_spec("ids", (1, SEQ_LEN), rows)] if rows is not None else []
+    images = [_spec("float", (1, 3, s, s)) for s in (224, *SIDES)]
+    return out + [_spec("float", (1, WAVE)), _spec("float", (1, 1, WAVE)), *images, _spec("ids", (1, SEQ_LEN), 2)]
 
 
 def _make(spec, device: str) -> tuple[tuple, dict, str]:
@@ -110,12 +122,50 @@ def _make(spec, device: str) -> tuple[tuple, dict, str]:
     return (torch.randn(*shape, device=device),), {}, f"tensor {list(shape)}"
 
 
+#: names of a forward's further required arguments that repeat its first (a seq2seq model's target sequence)
+SECOND_SEQUENCE = ("_", "tgt", "target", "targets", "dec_input", "decoder_input", "decoder_input_ids")
+
+
+def _missing(model, given: int) -> list[str]:
+    """The names of `model.forward`'s required positional arguments after the first `given`."""
+    import inspect
+
+    try:
+        params = inspect.signature(model.forward).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    required = [p for p in params if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return [p.name for p in required[given:]]
+
+
+def _completed(model, args: tuple, kwargs: dict, described: str) -> tuple[tuple, dict, str]:
+    """One input completed by the further arguments its forward requires, where their names say what they are:
+    a length (`x_lengths`, `ilens`, `src_len`: the input's shortest side, a valid length for any of its axes) or a
+    second sequence (`SECOND_SEQUENCE`: token ids as the first). Speech and text-to-speech code passes lengths
+    beside its features; seq2seq code a target beside its source. Any other argument: left as it is."""
+    import torch
+
+    missing = _missing(model, len(args))
+    if not missing or kwargs or len(args) != 1 or not isinstance(args[0], torch.Tensor):
+        return args, kwargs, described
+    x, extra = args[0], []
+    for name in missing:
+        if "len" in name.lower():
+            extra.append(torch.tensor([min(x.shape[1:]) if x.dim() > 1 else x.shape[0]], device=x.device))
+        elif name.lower() in SECOND_SEQUENCE and not x.is_floating_point():
+            extra.append(x.clone())
+        else:
+            return args, kwargs, described
+    return (x, *extra), {}, describe((x, *extra), {})
+
+
 def guesses(model, device: str) -> Iterator[tuple[tuple, dict, str]]:
     """(args, kwargs, description) of the example inputs to try in order: the `real` build's first
-    (`example_inputs`; skipped when it cannot tell), then up to `MAX_GUESSES` others, none twice."""
+    (`example_inputs`; skipped when it cannot tell), then up to `MAX_GUESSES` others, none twice; each with the
+    lengths or target sequence its forward requires besides (`_completed`)."""
     seen: set[str] = set()
     try:
-        args, kwargs, described = example_inputs(model, device)
+        args, kwargs, described = _completed(model, *example_inputs(model, device))
         seen.add(described)
         yield args, kwargs, described
     except TargetError:
@@ -131,7 +181,7 @@ def guesses(model, device: str) -> Iterator[tuple[tuple, dict, str]]:
     specs += _by_layer(first) + _fallbacks(model)
     tried = 0
     for spec in specs:
-        args, kwargs, described = _make(spec, device)
+        args, kwargs, described = _completed(model, *_make(spec, device))
         if described in seen:
             continue
         seen.add(described)
