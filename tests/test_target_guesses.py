@@ -152,3 +152,20 @@ def test_a_forward_that_requires_lengths_or_a_target_gets_them(cls, want):
 def test_an_argument_whose_name_says_nothing_is_left_to_the_user():
     with pytest.raises(TargetError, match="missing 1 required positional argument: 'attention_bias'"):
         extract("NeedsAMask", NeedsAMask)
+
+
+class WithPositionsAndTypes(nn.Module):
+    """Griffin's `forward(tokens, segment_pos)` and FNet's `forward(input_ids, type_ids)` in one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed, self.pos, self.types = nn.Embedding(40, 8), nn.Embedding(16, 8), nn.Embedding(2, 8)
+
+    def forward(self, tokens, segment_pos, type_ids):
+        return self.embed(tokens) + self.pos(segment_pos) + self.types(type_ids)
+
+
+def test_positions_and_token_types_are_made_for_token_ids():
+    raw, info = extract("WithPositionsAndTypes", WithPositionsAndTypes)
+    assert info["input"] == "token ids [1, 16], token ids [1, 16], token ids [1, 16]"
+    assert raw.ops.count("EmbeddingBackward0") == 3

@@ -140,9 +140,11 @@ def _missing(model, given: int) -> list[str]:
 
 def _completed(model, args: tuple, kwargs: dict, described: str) -> tuple[tuple, dict, str]:
     """One input completed by the further arguments its forward requires, where their names say what they are:
-    a length (`x_lengths`, `ilens`, `src_len`: the input's shortest side, a valid length for any of its axes) or a
-    second sequence (`SECOND_SEQUENCE`: token ids as the first). Speech and text-to-speech code passes lengths
-    beside its features; seq2seq code a target beside its source. Any other argument: left as it is."""
+    a length (`x_lengths`, `ilens`, `src_len`: the input's shortest side, a valid length for any of its axes), a
+    second sequence (`SECOND_SEQUENCE`: token ids as the first), positions (`segment_pos`, `position_ids`: 0, 1, ...)
+    or token types (`type_ids`, `segment_ids`: zeros) beside token ids. Speech and text-to-speech code passes lengths
+    beside its features, seq2seq code a target beside its source, language models positions or token types beside
+    their ids. Any other argument: left as it is."""
     import torch
 
     missing = _missing(model, len(args))
@@ -154,6 +156,10 @@ def _completed(model, args: tuple, kwargs: dict, described: str) -> tuple[tuple,
             extra.append(torch.tensor([min(x.shape[1:]) if x.dim() > 1 else x.shape[0]], device=x.device))
         elif name.lower() in SECOND_SEQUENCE and not x.is_floating_point():
             extra.append(x.clone())
+        elif "pos" in name.lower() and not x.is_floating_point() and x.dim() == 2:  # segment_pos, position_ids
+            extra.append(torch.arange(x.shape[1], device=x.device).expand_as(x).clone())
+        elif ("type" in name.lower() or "segment" in name.lower()) and not x.is_floating_point():  # token_type_ids
+            extra.append(torch.zeros_like(x))
         else:
             return args, kwargs, described
     return (x, *extra), {}, describe((x, *extra), {})
