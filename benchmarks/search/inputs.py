@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-SETS = ("wild", "wildval", "wildval2", "wildval3", "wildval4")
+SETS = ("wild", "wildval", "wildval2", "wildval3", "wildval4", "wildval5")
 #: the command line's defaults (`narbench search --timeout`, `--max-memory`): the model runs in a child under them
 TIMEOUT, MAX_MEMORY = 120.0, 4 << 30
 

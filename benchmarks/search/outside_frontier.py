@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = study_parser(__doc__)
     parser.add_argument("--index", type=Path, help="index file (default: the shipped index)")
-    parser.add_argument("--sets", nargs="+", default=["wildval", "wildval2"], choices=("wildval", "wildval2", "wildval3", "wildval4"))
+    parser.add_argument("--sets", nargs="+", default=["wildval", "wildval2"], choices=("wildval", "wildval2", "wildval3", "wildval4", "wildval5"))
     args = parser.parse_args(argv)
     index = load_index(None, args.index)
     if not index.header.get("out_of_family"):

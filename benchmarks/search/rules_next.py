@@ -267,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = study_parser(__doc__)
     parser.add_argument("--measure", action="store_true", help="also search wildval in an index of the changed corpus")
     parser.add_argument("--only", nargs="+", choices=sorted(CANDIDATES), help="these candidates alone")
-    parser.add_argument("--set", nargs="+", choices=("wildval", "wildval2", "wildval3", "wildval4"), default=["wildval"],
+    parser.add_argument("--set", nargs="+", choices=("wildval", "wildval2", "wildval3", "wildval4", "wildval5"), default=["wildval"],
                         help="the validation sets of outside models searched (default: the dataset's own, wildval); "
                              "several: each, and all of them pooled")
     args = parser.parse_args(argv)

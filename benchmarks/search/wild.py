@@ -7,6 +7,7 @@
     python -m benchmarks.search.wild --set wildval2       # the second one, from further packages (docs/wildval.md)
     python -m benchmarks.search.wild --set wildval3       # the third, built after canonical 2.7
     python -m benchmarks.search.wild --set wildval4       # the fourth, built after canonical 2.9
+    python -m benchmarks.search.wild --set wildval5       # the fifth, built after the input guesses
 
 Each graph of the wild file under the index's canonical rules (`wild-1.0.narg`, 2.2;
 `wild-1.0-canonical-2.3.narg`, 2.3) is searched as `narbench search FILE` searches a saved graph
@@ -29,7 +30,8 @@ rules, settings and the out-of-family threshold are chosen on it, so its per-mod
 `--set wildval2` the second validation set (frozen 2026-11-30 from 22 further packages): canonical 2.7's rule was written
 from it. `--set wildval3` the third (frozen 2026-11-30, session 64, from 22 further packages): canonical 2.8's rules were
 written from it. `--set wildval4` the fourth (frozen 2026-11-30, session 65, from 18 further packages): no rule was
-written from it.
+written from it. `--set wildval5` the fifth (frozen 2026-11-30, session 66, from 19 further packages): built after the
+search's input guesses (chosen on wildval 1-4), to check that they and any later rule carry.
 """
 
 from __future__ import annotations
@@ -102,8 +104,8 @@ def main(argv=None) -> int:
     parser.add_argument("--per-model", action="store_true", help="also one line per model: its first hits")
     parser.add_argument("--order", choices=("family", "cosine"), default="family",
                         help="the hits' order (default: search's, family first)")
-    parser.add_argument("--set", choices=("wild", "wildval", "wildval2", "wildval3", "wildval4"), default="wild",
-                        help="wild (the test set, default), wildval, wildval2, wildval3 or wildval4 (the validation sets)")
+    parser.add_argument("--set", choices=("wild", "wildval", "wildval2", "wildval3", "wildval4", "wildval5"), default="wild",
+                        help="wild (the test set, default), wildval, wildval2 ... wildval5 (the validation sets)")
     args = parser.parse_args(argv)
 
     from narbench.datasets.wild import outside_set, read_graphs

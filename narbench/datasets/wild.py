@@ -66,6 +66,8 @@ VALIDATION2 = "wildval2"
 VALIDATION3 = "wildval3"
 #: a fourth, from further packages, built after canonical 2.9 (docs/wildval.md, "wildval4")
 VALIDATION4 = "wildval4"
+#: a fifth, from further packages, built after the input guesses chosen on wildval 1-4 (docs/wildval.md, "wildval5")
+VALIDATION5 = "wildval5"
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,9 @@ SETS: dict[str, OutsideSet] = {
     VALIDATION4: OutsideSet(VALIDATION4, "1.0", "validation", "2.3",
                             {"2.3": WildFile("1.0", f"{VALIDATION4}-1.0.narg",
                                                     "8097b7433494a13e583708daad06b6177948476151e7251cb2eb34d5a4984768")}),
+    VALIDATION5: OutsideSet(VALIDATION5, "1.0", "validation", "2.3",
+                            {"2.3": WildFile("1.0", f"{VALIDATION5}-1.0.narg",
+                                                    "954ec088b9930b468b818e5e659e10a8daa49a1416dedfd8fcd1db9cb6d1ca95")}),
 }
 
 
