@@ -7,7 +7,8 @@ makes its repeated blocks cheap (a 224 x 224 ViT-B in ~12 ms on one core where t
 there, and prepared for the pass by the tracer (`narbench.zoo.extract.extract_graph`); an instance the
 caller passes keeps its weights, mode and flags and runs on meta with empty meta copies swapped in for
 the pass (`_untouched`, `_meta_weights`). If meta fails (a forward that reads
-a value, `.item()`), the model runs on the CPU (an instance: on its own device). The graph is
+a value, `.item()`), the model runs on the CPU (an instance: on its own device). On each device, when no input is
+given, the `real` build's guess runs first and further guesses after it until one runs (`_target_guesses.to_try`). The graph is
 autograd's record of the pass, so a forward that fails only with gradients on is refused in one line
 saying so (`narbench.zoo.extract.GradientsNeededError`).
 
