@@ -169,3 +169,23 @@ def test_positions_and_token_types_are_made_for_token_ids():
     raw, info = extract("WithPositionsAndTypes", WithPositionsAndTypes)
     assert info["input"] == "token ids [1, 16], token ids [1, 16], token ids [1, 16]"
     assert raw.ops.count("EmbeddingBackward0") == 3
+
+
+class ReadsAValueFirst(nn.Module):
+    """Runs on its first guess (an image) only where values exist (`.item()`, so on the CPU, not on meta), and on a
+    waveform anywhere: the first guess on the CPU must win over a later guess on meta."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.fc = nn.Linear(16000, 4)
+
+    def forward(self, x):
+        if x.dim() == 4:
+            return self.conv(x) * float(x.abs().max().item() > -1)
+        return self.fc(x)
+
+
+def test_the_first_guess_on_the_cpu_wins_over_a_later_guess_on_meta():
+    raw, info = extract("ReadsAValueFirst", ReadsAValueFirst)
+    assert info == {"device": "cpu", "input": "tensor [1, 3, 224, 224]"} and "ConvolutionBackward0" in raw.ops

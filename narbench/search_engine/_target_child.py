@@ -113,7 +113,8 @@ def _query_in_child(target: Target, index, send) -> None:
     allocation failed); the stage it is in as it goes (`stage`)."""
     import torch
 
-    from narbench.search_engine._target_run import _STAGE, on_stage, one_line
+    from narbench.search_engine._target_failure import one_line
+    from narbench.search_engine._target_run import _STAGE, on_stage
     from narbench.search_engine.target import TargetError, query_of
 
     # One intra-op thread, as torch's DataLoader workers do: the fork copied none of the parent's

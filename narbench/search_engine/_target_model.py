@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from narbench.search_engine._target_inputs import TargetError, normalise_inputs
-from narbench.search_engine._target_run import exited, extract, one_line, stage
+from narbench.search_engine._target_failure import one_line
+from narbench.search_engine._target_run import exited, extract, stage
 from narbench.search_engine.target_text import ZOOS, parse_colon
 
 

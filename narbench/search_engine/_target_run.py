@@ -32,8 +32,9 @@ import time
 import warnings
 from typing import Any, Callable
 
+from narbench.search_engine._target_failure import last_failure, needs_gradients, one_line
 from narbench.search_engine._target_guesses import to_try
-from narbench.search_engine._target_inputs import TargetError, eval_mode, example_inputs
+from narbench.search_engine._target_inputs import TargetError, eval_mode
 
 _STAGE = [""]  # what the target is doing now, for the time-out line
 _ON_STAGE: list[Callable[[str], None]] = []  # called with each new stage (a child process sends it to its parent)
@@ -41,11 +42,6 @@ _ON_STAGE: list[Callable[[str], None]] = []  # called with each new stage (a chi
 
 class _Timeout(BaseException):
     """The alarm of `time_limit` (a BaseException: a forward's `except Exception:` does not swallow it)."""
-
-
-def one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
 
 
 def exited(what: str, exc: SystemExit) -> TargetError:
@@ -219,108 +215,79 @@ def extract(label: str, build: Callable[[], Any] | None, instance=None, shape=No
 
 
 def _extract(label, build, instance, shape, inputs):
-    import torch
+    """Two rounds over the devices: the first input (the caller's, or the `real` build's guess) on each device, then,
+    only when it ran nowhere and no input was given, the further guesses on each. So a model the first guess runs on
+    anywhere (on the CPU after meta fails) gets that graph, never a later guess's."""
+    import itertools
 
-    from narbench.zoo.extract import GradientsNeededError
-
-    errors: list[tuple[str, str, BaseException, str | None]] = []
+    errors: list[tuple[str, str, BaseException, str | None, int]] = []
     fallback = None
     devices = _devices(instance)
-    for dev in devices:
-        step, described = "construct", None
-        threads = torch.get_num_threads()
-        try:
-            if instance is None:
-                stage(f"its constructor, on {dev}")
-                with _no_exit(f"constructing {label}"):
-                    model = _construct(label, build, dev)
-            else:
-                model = instance
-            step = "input"
-            stage(f"its forward pass, on {dev}")  # the example input runs the forward up to its first layer
-            with _no_exit(f"making the example input of {label}"):
-                feeds = to_try(model, dev, shape, inputs)
-                feed = next(feeds, None)
-            if feed is None:  # no guess at all: the build's own reason (it cannot tell) is the error
-                example_inputs(model, dev, shape)
-                raise TargetError(f"cannot tell what input {label} takes; give its shape with --input-shape")
-            if dev == "cpu":  # one small forward pass: intra-op threads only add overhead
-                torch.set_num_threads(1)
-            while feed is not None:
-                (args, kwargs, described), step = feed, "forward"
-                try:
-                    with _no_exit(f"{label}.forward"):
-                        raw = _run(label, model, instance is not None, dev, args, kwargs)
-                    break
-                except TargetError:
-                    raise
-                except GradientsNeededError as exc:  # the input runs: the gradients do not, whatever the input
-                    errors.append((dev, step, exc, described))
-                    feed, raw = None, None
-                except Exception as exc:  # noqa: BLE001 - user code may raise anything; try the next guess
-                    errors.append((dev, step, exc, described))
-                    step = "input"
-                    with _no_exit(f"making the example input of {label}"):
-                        feed, raw = next(feeds, None), None
-            if raw is None:
+    for round_ in (0, 1):
+        if round_ and (inputs is not None or shape is not None or needs_gradients(errors)):
+            break
+        for dev in devices:
+            first = slice(0, 1) if round_ == 0 else slice(1, None)
+            got = _on_device(label, build, instance, dev, errors, round_,
+                             lambda model, d=dev, cut=first: itertools.islice(to_try(model, d, shape, inputs),
+                                                                               cut.start, cut.stop))
+            if got is None:
                 continue
+            raw, described = got
             if dev == "meta" and raw.meta.get("unread_masks") and dev != devices[-1]:
                 # design attributes asked for (a 2.2 index) and a square buffer, perhaps a causal mask, has no
                 # values on meta: run where it has them, keeping this graph if that fails
                 fallback = (raw, {"device": dev, "input": described})
                 continue
             return raw, {"device": dev, "input": described}
-        except TargetError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - user code may raise anything; try the other device, then report
-            errors.append((dev, step, exc, described))
-        finally:
-            torch.set_num_threads(threads)
-    if fallback is not None:
-        return fallback
-    raise _last_failure(label, errors, inputs)
+        if fallback is not None:
+            return fallback
+    raise last_failure(label, errors, inputs)
 
 
-def _last_failure(label: str, errors: list, inputs) -> TargetError:
-    """What went wrong on the last device tried, from its first input (the `real` build's guess, or the caller's):
-    a forward that needs gradients off, else `_failure`'s line, saying how many other guesses failed too."""
+def _on_device(label, build, instance, dev: str, errors: list, round_: int, feeds_of):
+    """(raw graph, its input's description) of the first of `feeds_of(model)`'s inputs whose forward runs on `dev`,
+    or None, each failure appended to `errors` as (device, step, exception, input, round)."""
+    import torch
+
     from narbench.zoo.extract import GradientsNeededError
 
-    last_dev = errors[-1][0]
-    dev, step, exc, described = next(e for e in errors if e[0] == last_dev)
-    tried = sum(e[0] == last_dev and e[1] == "forward" for e in errors) - 1
-    grads = next((e for e in errors if e[0] == last_dev and isinstance(e[2], GradientsNeededError)), None)
-    if grads is not None:
-        exc, described = grads[2], grads[3]
-        error = TargetError(f"the forward pass of {label} on {described} fails with gradients on "
-                            f"({one_line(exc.cause)}) but runs with them off; narbench reads the graph from autograd's "
-                            "record of the pass, so the forward must run with gradients on (e.g. .detach() before "
-                            ".numpy(), no in-place change of a weight), or with inputs given by --inputs "
-                            "FILE.py:FUNC with which it does")
-        error.__cause__ = exc.cause
-        return error
-    error = _failure(label, step, exc, described, inputs, tried)
-    error.__cause__ = exc
-    return error
-
-
-def _failure(label: str, step: str, exc: BaseException, described: str | None, inputs, tried: int = 0) -> TargetError:
-    """The one line of a target whose last try failed at `step` (construct, input, forward) with `exc`; `tried`:
-    how many other guessed inputs failed too."""
-    if step == "construct":
-        return TargetError(f"building {label} failed ({one_line(exc)}); fix the constructor or pass its "
-                           "arguments with --kwargs '{\"name\": value}'")
-    if step == "input":
-        return TargetError(f"cannot make an example input for {label} ({one_line(exc)}); "
-                           "give its shape with --input-shape")
-    shown = f" on {described}" if described else ""
-    if inputs is not None:
-        return TargetError(f"the forward pass of {label}{shown} failed ({one_line(exc)}); check the example "
-                           "inputs given (--inputs)")
-    others = f" ({tried} other guessed input{'s' if tried != 1 else ''} failed too)" if tried > 0 else ""
-    return TargetError(f"the forward pass of {label}{shown} failed ({one_line(exc)}){others}; if the input does not "
-                       "fit, give the shape the model expects with --input-shape, e.g. --input-shape 1,3,32,32, "
-                       "or several inputs with --input-shape repeated or --inputs FILE.py:FUNC")
+    step, described = "construct", None
+    threads = torch.get_num_threads()
+    try:
+        if instance is None:
+            stage(f"its constructor, on {dev}")
+            with _no_exit(f"constructing {label}"):
+                model = _construct(label, build, dev)
+        else:
+            model = instance
+        step = "input"
+        stage(f"its forward pass, on {dev}")  # the example input runs the forward up to its first layer
+        with _no_exit(f"making the example input of {label}"):
+            feeds = feeds_of(model)
+            feed = next(feeds, None)
+        if dev == "cpu":  # one small forward pass: intra-op threads only add overhead
+            torch.set_num_threads(1)
+        while feed is not None:
+            (args, kwargs, described), step = feed, "forward"
+            try:
+                with _no_exit(f"{label}.forward"):
+                    return _run(label, model, instance is not None, dev, args, kwargs), described
+            except (TargetError, GradientsNeededError):  # the input runs, the gradients do not: whatever the input
+                raise
+            except Exception as exc:  # noqa: BLE001 - user code may raise anything; try the next guess
+                errors.append((dev, step, exc, described, round_))
+                step = "input"
+                with _no_exit(f"making the example input of {label}"):
+                    feed = next(feeds, None)
+        return None
+    except TargetError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - user code may raise anything; try the other device, then report
+        errors.append((dev, step, exc, described, round_))
+        return None
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _run(label: str, model, is_instance: bool, dev: str, args, kwargs):
