@@ -19,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from narbench.search_engine._target_inputs import SEQ_LEN, TargetError, _first_layer, describe, example_inputs, to_device
+from narbench.search_engine._target_inputs import (SEQ_LEN, TargetError, _first_layer, describe, example_inputs,
+                                                   one_input, to_device)
 
 #: at most this many guesses after the first (each costs a forward pass up to where it fails)
 MAX_GUESSES = 10
@@ -112,14 +113,8 @@ def _fallbacks(model) -> list[tuple[str, tuple[int, ...], int]]:
 
 
 def _make(spec, device: str) -> tuple[tuple, dict, str]:
-    import numpy as np
-    import torch
-
     kind, shape, high = spec
-    if kind == "ids":
-        x = (torch.arange(int(np.prod(shape)), device=device) % max(high, 1)).reshape(shape)
-        return (x,), {}, f"token ids {list(shape)}"
-    return (torch.randn(*shape, device=device),), {}, f"tensor {list(shape)}"
+    return one_input(shape, device, high if kind == "ids" else None)
 
 
 #: names of a forward's further required arguments that repeat its first (a seq2seq model's target sequence)

@@ -258,9 +258,16 @@ def _input_of(model, first, device: str, shape: tuple[int, ...] | None) -> tuple
             raise TargetError(f"cannot tell what input {type(model).__name__} takes (first layer: "
                               f"{type(first).__name__ if first is not None else 'none with weights'}); "
                               "give its shape with --input-shape, e.g. --input-shape 1,3,224,224")
+    return one_input(shape, device, first.num_embeddings if ids else None)
+
+
+def one_input(shape, device: str, rows: int | None = None) -> tuple[tuple, dict, str]:
+    """(args, kwargs, description) of one example input of `shape`: token ids 0, 1, ... modulo `rows` (an
+    embedding table's) when `rows` is given, else a random float tensor."""
+    import torch
+
     shape = tuple(int(s) for s in shape)
-    if ids:
-        n = int(np.prod(shape))
-        x = (torch.arange(n, device=device) % max(first.num_embeddings, 1)).reshape(shape)
+    if rows is not None:
+        x = (torch.arange(int(np.prod(shape)), device=device) % max(rows, 1)).reshape(shape)
         return (x,), {}, f"token ids {list(shape)}"
     return (torch.randn(*shape, device=device),), {}, f"tensor {list(shape)}"
