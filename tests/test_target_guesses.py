@@ -75,6 +75,17 @@ def test_guesses_are_distinct_and_capped():
     assert len(seen) == len(set(seen)) and 1 < len(seen) <= MAX_GUESSES + 1
 
 
+def test_a_first_guess_that_cannot_be_made_leaves_the_later_ones(monkeypatch):
+    import narbench.search_engine._target_guesses as guessing
+
+    def broken(model, device, shape=None):
+        raise AttributeError("'Config' object has no attribute 'vocab_size'")  # user code, not a TargetError
+
+    monkeypatch.setattr(guessing, "example_inputs", broken)
+    raw, info = extract("SequenceBlock", SequenceBlock)
+    assert info["input"] == "tensor [1, 16, 8]" and "AddmmBackward0" in "".join(raw.ops)
+
+
 def test_a_given_shape_is_the_only_input_tried():
     with pytest.raises(TargetError, match=r"on tensor \[1, 8\] failed \(ValueError: not enough values to unpack"):
         extract("SequenceBlock", SequenceBlock, shape=(1, 8))

@@ -167,10 +167,11 @@ def guesses(model, device: str) -> Iterator[tuple[tuple, dict, str]]:
     seen: set[str] = set()
     try:
         args, kwargs, described = _completed(model, *example_inputs(model, device))
+    except Exception:  # noqa: BLE001 - TargetError, or user code (a config it cannot dress) raising anything: go on
+        pass
+    else:
         seen.add(described)
         yield args, kwargs, described
-    except TargetError:
-        pass
     specs: list[tuple[str, tuple[int, ...], int]] = []
     keras = _keras_shape(model)
     if keras is not None:
