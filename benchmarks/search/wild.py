@@ -50,13 +50,13 @@ def measure(index, graphs, families, vocab, k: int = 10, order: str = "family") 
     to a file of its own): top-1 in an expected family, share of `k` hits in one (a hit's every family counts,
     real 2.3), flagged (the index's out-of-family score fires, "no family in the index fits"; an index without
     one: the first hit is weak), the out-of-family score (NaN without one), the first cosine and the hits' primary
-    families."""
+    families; `results` holds each search's result (`engine.SearchResult`) for studies that read more."""
     import tempfile
 
     from narbench.data.store import write_graphs
     from narbench.search_engine.engine import search
 
-    top1, p10, flagged, score, cosine, names = [], [], [], [], [], []
+    top1, p10, flagged, score, cosine, names, results = [], [], [], [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for i, (g, want) in enumerate(zip(graphs, families)):
             path = Path(tmp) / f"q{i}.narg"
@@ -69,8 +69,10 @@ def measure(index, graphs, families, vocab, k: int = 10, order: str = "family") 
             score.append(float("nan") if r.out_of_family is None else r.out_of_family)
             cosine.append(r.hits[0].similarity)
             names.append([h.family for h in r.hits])
+            results.append(r)
     return {"top1": np.array(top1), "p10": np.array(p10), "flagged": np.array(flagged),
-            "score": np.array(score, dtype=np.float64), "cosine": np.array(cosine), "hits": np.array(names, dtype=object)}
+            "score": np.array(score, dtype=np.float64), "cosine": np.array(cosine), "hits": np.array(names, dtype=object),
+            "results": results}
 
 
 def intervals(m: dict[str, np.ndarray], fits: np.ndarray, packages: np.ndarray) -> str:
