@@ -70,9 +70,11 @@ def measure(index, graphs, families, vocab, k: int = 10, order: str = "family") 
             cosine.append(r.hits[0].similarity)
             names.append([h.family for h in r.hits])
             results.append(r)
+    kept = np.empty(len(results), dtype=object)  # indexable by a mask, as the other entries
+    kept[:] = results
     return {"top1": np.array(top1), "p10": np.array(p10), "flagged": np.array(flagged),
             "score": np.array(score, dtype=np.float64), "cosine": np.array(cosine), "hits": np.array(names, dtype=object),
-            "results": results}
+            "results": kept}
 
 
 def intervals(m: dict[str, np.ndarray], fits: np.ndarray, packages: np.ndarray) -> str:
