@@ -29,7 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
-SETS = ("wild", "wildval", "wildval2", "wildval3", "wildval4", "wildval5")
+from narbench.datasets.wild import VALIDATIONS
+
+SETS = ("wild", *VALIDATIONS)
 #: the command line's defaults (`narbench search --timeout`, `--max-memory`): the model runs in a child under them
 TIMEOUT, MAX_MEMORY = 120.0, 4 << 30
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.timing import line, report, study_parser
+from narbench.datasets.wild import VALIDATIONS
 
 #: issue 59's targets: at most this share of fitting models flagged, at least this share of `none` models
 FIT_FLAGGED, NONE_FLAGGED = 0.1, 5 / 7
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = study_parser(__doc__)
     parser.add_argument("--index", type=Path, help="index file (default: the shipped index)")
-    parser.add_argument("--sets", nargs="+", default=["wildval", "wildval2"], choices=("wildval", "wildval2", "wildval3", "wildval4", "wildval5"))
+    parser.add_argument("--sets", nargs="+", default=["wildval", "wildval2"], choices=VALIDATIONS)
     args = parser.parse_args(argv)
     index = load_index(None, args.index)
     if not index.header.get("out_of_family"):

@@ -20,6 +20,7 @@ import sys
 import numpy as np
 
 from benchmarks.timing import line, report, study_parser
+from narbench.datasets.wild import VALIDATIONS
 
 ORDERS = ("family", "cosine")
 
@@ -33,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = study_parser(__doc__)
     parser.add_argument("--rules", nargs="+", default=["2.4", "2.5", "2.6", "2.7"],
                         help="canonical versions (default 2.4-2.7)")
-    parser.add_argument("--sets", nargs="+", default=["wildval2", "wildval"], choices=("wildval", "wildval2", "wildval3", "wildval4", "wildval5"))
+    parser.add_argument("--sets", nargs="+", default=["wildval2", "wildval"], choices=VALIDATIONS)
     args = parser.parse_args(argv)
     ds = load_dataset(args.dataset)
     sets = {name: read_graphs(canonical="2.3", name=name) for name in args.sets}

@@ -40,6 +40,7 @@ import numpy as np
 from narbench.data.canonical_spelling import CORES as ATTENTION, NORMS as NORM_OPS, _drop, _splice
 
 from benchmarks.timing import line, report, study_parser
+from narbench.datasets.wild import VALIDATIONS
 
 #: the norms `norms-of-one-tensor` merges
 NORMS = NORM_OPS
@@ -267,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = study_parser(__doc__)
     parser.add_argument("--measure", action="store_true", help="also search wildval in an index of the changed corpus")
     parser.add_argument("--only", nargs="+", choices=sorted(CANDIDATES), help="these candidates alone")
-    parser.add_argument("--set", nargs="+", choices=("wildval", "wildval2", "wildval3", "wildval4", "wildval5"), default=["wildval"],
+    parser.add_argument("--set", nargs="+", choices=VALIDATIONS, default=["wildval"],
                         help="the validation sets of outside models searched (default: the dataset's own, wildval); "
                              "several: each, and all of them pooled")
     args = parser.parse_args(argv)

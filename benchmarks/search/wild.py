@@ -42,6 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
+from narbench.datasets.wild import VALIDATIONS
+
 TOP1, P10, NONE_FLAGGED, FIT_FLAGGED = 0.8, 0.75, 5 / 7, 0.1
 
 
@@ -108,8 +110,8 @@ def main(argv=None) -> int:
     parser.add_argument("--per-model", action="store_true", help="also one line per model: its first hits")
     parser.add_argument("--order", choices=("family", "cosine"), default="family",
                         help="the hits' order (default: search's, family first)")
-    parser.add_argument("--set", choices=("wild", "wildval", "wildval2", "wildval3", "wildval4", "wildval5"), default="wild",
-                        help="wild (the test set, default), wildval, wildval2 ... wildval5 (the validation sets)")
+    parser.add_argument("--set", choices=("wild", *VALIDATIONS), default="wild",
+                        help="wild (the test set, default), wildval, wildval2 ... (the validation sets)")
     args = parser.parse_args(argv)
 
     from narbench.datasets.wild import outside_set, read_graphs

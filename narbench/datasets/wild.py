@@ -68,6 +68,10 @@ VALIDATION3 = "wildval3"
 VALIDATION4 = "wildval4"
 #: a fifth, from further packages, built after the input guesses chosen on wildval 1-4 (docs/wildval.md, "wildval5")
 VALIDATION5 = "wildval5"
+#: a sixth, from further packages, built after the session that read wildval5 (docs/wildval.md, "wildval6")
+VALIDATION6 = "wildval6"
+#: every validation set of outside models, oldest first (what the benchmarks' `--set` choices list)
+VALIDATIONS = (VALIDATION, VALIDATION2, VALIDATION3, VALIDATION4, VALIDATION5, VALIDATION6)
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,9 @@ SETS: dict[str, OutsideSet] = {
     VALIDATION5: OutsideSet(VALIDATION5, "1.0", "validation", "2.3",
                             {"2.3": WildFile("1.0", f"{VALIDATION5}-1.0.narg",
                                                     "954ec088b9930b468b818e5e659e10a8daa49a1416dedfd8fcd1db9cb6d1ca95")}),
+    VALIDATION6: OutsideSet(VALIDATION6, "1.0", "validation", "2.3",
+                            {"2.3": WildFile("1.0", f"{VALIDATION6}-1.0.narg",
+                                                    "97582340852366c3aa41ad57c9195debc8ceb958c945043dd789b980981331e4")}),
 }
 
 
