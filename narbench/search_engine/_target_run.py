@@ -218,8 +218,6 @@ def _extract(label, build, instance, shape, inputs):
     """Two rounds over the devices: the first input (the caller's, or the `real` build's guess) on each device, then,
     only when it ran nowhere and no input was given, the further guesses on each. So a model the first guess runs on
     anywhere (on the CPU after meta fails) gets that graph, never a later guess's."""
-    import itertools
-
     errors: list[tuple[str, str, BaseException, str | None, int]] = []
     fallback = None
     devices = _devices(instance)
@@ -227,10 +225,7 @@ def _extract(label, build, instance, shape, inputs):
         if round_ and (inputs is not None or shape is not None or needs_gradients(errors)):
             break
         for dev in devices:
-            first = slice(0, 1) if round_ == 0 else slice(1, None)
-            got = _on_device(label, build, instance, dev, errors, round_,
-                             lambda model, d=dev, cut=first: itertools.islice(to_try(model, d, shape, inputs),
-                                                                               cut.start, cut.stop))
+            got = _on_device(label, build, instance, dev, errors, round_, shape, inputs)
             if got is None:
                 continue
             raw, described = got
@@ -245,9 +240,12 @@ def _extract(label, build, instance, shape, inputs):
     raise last_failure(label, errors, inputs)
 
 
-def _on_device(label, build, instance, dev: str, errors: list, round_: int, feeds_of):
-    """(raw graph, its input's description) of the first of `feeds_of(model)`'s inputs whose forward runs on `dev`,
-    or None, each failure appended to `errors` as (device, step, exception, input, round)."""
+def _on_device(label, build, instance, dev: str, errors: list, round_: int, shape, inputs):
+    """(raw graph, its input's description) of the first input of round `round_` (0: the first of `to_try`'s; 1: the
+    others) whose forward runs on `dev`, or None, each failure appended to `errors` as (device, step, exception,
+    input, round)."""
+    import itertools
+
     import torch
 
     from narbench.zoo.extract import GradientsNeededError
@@ -264,7 +262,7 @@ def _on_device(label, build, instance, dev: str, errors: list, round_: int, feed
         step = "input"
         stage(f"its forward pass, on {dev}")  # the example input runs the forward up to its first layer
         with _no_exit(f"making the example input of {label}"):
-            feeds = feeds_of(model)
+            feeds = itertools.islice(to_try(model, dev, shape, inputs), *((0, 1) if round_ == 0 else (1, None)))
             feed = next(feeds, None)
         if dev == "cpu":  # one small forward pass: intra-op threads only add overhead
             torch.set_num_threads(1)
