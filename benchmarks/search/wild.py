@@ -8,6 +8,7 @@
     python -m benchmarks.search.wild --set wildval3       # the third, built after canonical 2.7
     python -m benchmarks.search.wild --set wildval4       # the fourth, built after canonical 2.9
     python -m benchmarks.search.wild --set wildval5       # the fifth, built after the input guesses
+    python -m benchmarks.search.wild --set wildval6       # the sixth, built after wildval5 was read
 
 Each graph of the wild file under the index's canonical rules (`wild-1.0.narg`, 2.2;
 `wild-1.0-canonical-2.3.narg`, 2.3) is searched as `narbench search FILE` searches a saved graph
@@ -31,7 +32,8 @@ rules, settings and the out-of-family threshold are chosen on it, so its per-mod
 from it. `--set wildval3` the third (frozen 2026-11-30, session 64, from 22 further packages): canonical 2.8's rules were
 written from it. `--set wildval4` the fourth (frozen 2026-11-30, session 65, from 18 further packages): no rule was
 written from it. `--set wildval5` the fifth (frozen 2026-11-30, session 66, from 19 further packages): built after the
-search's input guesses (chosen on wildval 1-4), to check that they and any later rule carry.
+search's input guesses (chosen on wildval 1-4), to check that they and any later rule carry. `--set wildval6` the sixth
+(frozen 2026-11-30, session 67, from 17 further packages): built after wildval5 was read row by row.
 """
 
 from __future__ import annotations
