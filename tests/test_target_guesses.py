@@ -165,6 +165,59 @@ def test_an_argument_whose_name_says_nothing_is_left_to_the_user():
         extract("NeedsAMask", NeedsAMask)
 
 
+class MaskedFrames(nn.Module):
+    """ESPnet's Conformer encoder: `forward(xs_pad, masks)`, frames [1, T, F] and a boolean [1, 1, T] mask."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(80, 8)
+
+    def forward(self, xs, masks):
+        batch, frames, _ = xs.shape  # frames, not one vector
+        return self.proj(xs).masked_fill(~masks.transpose(1, 2), 0.0).reshape(batch, frames, -1)
+
+
+class MaskedChannels(nn.Module):
+    """VITS' encoders: `forward(x, x_mask)`, a channels-first [1, C, T] map multiplied by a [1, 1, T] mask."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(192, 8, 3, padding=1)
+
+    def forward(self, x, x_mask):
+        return self.conv(x * x_mask) * x_mask
+
+
+class DenoisesAStep(nn.Module):
+    """A diffusion model: `forward(sample, timestep)`, the step embedded and added to every pixel."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv, self.step = nn.Conv2d(3, 8, 3, padding=1), nn.Linear(1, 8)
+
+    def forward(self, sample, timestep):
+        return self.conv(sample) + self.step(timestep.float()[:, None])[..., None, None]
+
+
+@pytest.mark.parametrize("cls, want, op", [
+    (MaskedFrames, "tensor [1, 16, 80], mask [1, 1, 16]", "MaskedFillBackward0"),
+    (MaskedChannels, "tensor [1, 192, 1024], mask [1, 1, 1024]", "ConvolutionBackward0"),
+    (DenoisesAStep, "tensor [1, 3, 224, 224], token ids [1]", "AddmmBackward0"),
+])
+def test_a_forward_that_requires_a_mask_or_a_step_gets_one(cls, want, op):
+    raw, info = extract(cls.__name__, cls)
+    assert info["input"] == want and op in raw.ops
+
+
+def test_a_mask_gives_a_few_completions_and_no_more():
+    from narbench.search_engine._target_guesses import MAX_COMPLETIONS, _completions
+
+    x = torch.zeros(1, 16, 80)
+    got = [d for _, _, d in _completions(MaskedFrames(), (x,), {}, "tensor [1, 16, 80]")]
+    assert got == ["tensor [1, 16, 80], mask [1, 1, 16]", "tensor [1, 16, 80], mask [1, 1, 80]",
+                   "tensor [1, 16, 80], mask [1, 16, 80]"] and len(got) <= MAX_COMPLETIONS
+
+
 class WithPositionsAndTypes(nn.Module):
     """Griffin's `forward(tokens, segment_pos)` and FNet's `forward(input_ids, type_ids)` in one."""
 

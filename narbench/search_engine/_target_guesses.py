@@ -133,43 +133,85 @@ def _missing(model, given: int) -> list[str]:
     return [p.name for p in required[given:]]
 
 
-def _completed(model, args: tuple, kwargs: dict, described: str) -> tuple[tuple, dict, str]:
+#: the most completions tried for one input (a mask's few shapes)
+MAX_COMPLETIONS = 3
+#: names of a diffusion model's step (`timestep`, `diffusion_step`) and of its noise level, beside its input
+STEPS, NOISE = ("t", "time", "timestep", "timesteps", "diffusion_step", "diffusion_steps"), ("noise_level", "noise_scale", "sigma")
+
+
+def _masks(x) -> list:
+    """Masks that may go with input `x` (a forward's `masks`, `x_mask`, `src_mask`): all true (nothing masked), of
+    one time axis [1, 1, T] for T its second side (a [1, T, F] sequence's, ESPnet's `masks`) or its last (a
+    channels-first [1, C, T] feature map's, VITS' `x_mask`), or of `x`'s own shape (a padding mask per value). Boolean,
+    which multiplies as 1 and selects as true."""
+    import torch
+
+    sides = [x.shape[1]] if x.dim() > 1 else [x.shape[0]]
+    if x.dim() > 2 and x.shape[-1] != x.shape[1]:
+        sides.append(x.shape[-1])
+    out = [torch.ones(1, 1, t, dtype=torch.bool, device=x.device) for t in sides]
+    return out + [torch.ones_like(x, dtype=torch.bool)]
+
+
+def _filler(name: str, x) -> list | None:
+    """What a further required argument called `name` may be, beside input `x` (`_completions`); None when its name
+    does not say."""
+    import torch
+
+    low = name.lower()
+    ids = not x.is_floating_point()
+    if "len" in low:
+        return [torch.tensor([min(x.shape[1:]) if x.dim() > 1 else x.shape[0]], device=x.device)]
+    if low in SECOND_SEQUENCE and ids:
+        return [x.clone()]
+    if "pos" in low and ids and x.dim() == 2:  # segment_pos, position_ids
+        return [torch.arange(x.shape[1], device=x.device).expand_as(x).clone()]
+    if ("type" in low or "segment" in low) and ids:  # token_type_ids
+        return [torch.zeros_like(x)]
+    if "mask" in low:
+        return _masks(x)
+    if low in STEPS:
+        return [torch.tensor([10], device=x.device)]
+    if low in NOISE:
+        return [torch.tensor([0.5], device=x.device)]
+    return None
+
+
+def _completions(model, args: tuple, kwargs: dict, described: str) -> list[tuple[tuple, dict, str]]:
     """One input completed by the further arguments its forward requires, where their names say what they are:
     a length (`x_lengths`, `ilens`, `src_len`: the input's shortest side, a valid length for any of its axes), a
     second sequence (`SECOND_SEQUENCE`: token ids as the first), positions (`segment_pos`, `position_ids`: 0, 1, ...)
-    or token types (`type_ids`, `segment_ids`: zeros) beside token ids. Speech and text-to-speech code passes lengths
-    beside its features, seq2seq code a target beside its source, language models positions or token types beside
-    their ids. Any other argument: left as it is."""
+    or token types (`type_ids`, `segment_ids`: zeros) beside token ids, a mask (`_masks`: a few shapes, so up to
+    `MAX_COMPLETIONS` completions), a diffusion step or noise level (`STEPS`, `NOISE`: one value). Speech and
+    text-to-speech code passes lengths or masks beside its features, seq2seq code a target beside its source,
+    language models positions or token types beside their ids, diffusion models a step beside the noisy input. Any
+    other argument: the input as it is, left to the user."""
+    import itertools
+
     import torch
 
     missing = _missing(model, len(args))
     if not missing or kwargs or len(args) != 1 or not isinstance(args[0], torch.Tensor):
-        return args, kwargs, described
-    x, extra = args[0], []
-    for name in missing:
-        if "len" in name.lower():
-            extra.append(torch.tensor([min(x.shape[1:]) if x.dim() > 1 else x.shape[0]], device=x.device))
-        elif name.lower() in SECOND_SEQUENCE and not x.is_floating_point():
-            extra.append(x.clone())
-        elif "pos" in name.lower() and not x.is_floating_point() and x.dim() == 2:  # segment_pos, position_ids
-            extra.append(torch.arange(x.shape[1], device=x.device).expand_as(x).clone())
-        elif ("type" in name.lower() or "segment" in name.lower()) and not x.is_floating_point():  # token_type_ids
-            extra.append(torch.zeros_like(x))
-        else:
-            return args, kwargs, described
-    return (x, *extra), {}, describe((x, *extra), {})
+        return [(args, kwargs, described)]
+    x = args[0]
+    fillers = [_filler(name, x) for name in missing]
+    if any(f is None for f in fillers):
+        return [(args, kwargs, described)]
+    return [((x, *extra), {}, describe((x, *extra), {}))
+            for extra in itertools.islice(itertools.product(*fillers), MAX_COMPLETIONS)]
 
 
 def guesses(model, device: str) -> Iterator[tuple[tuple, dict, str]]:
     """(args, kwargs, description) of the example inputs to try in order: the `real` build's first
-    (`example_inputs`; skipped when it cannot tell), then up to `MAX_GUESSES` others, none twice; each with the
-    lengths or target sequence its forward requires besides (`_completed`)."""
+    (`example_inputs`; skipped when it cannot tell, or when making it raises), then up to `MAX_GUESSES` others, none
+    twice; each completed by the further arguments its forward requires, where their names say what they are
+    (`_completions`: a mask may give a few)."""
     seen: set[str] = set()
     try:
-        args, kwargs, described = _completed(model, *example_inputs(model, device))
+        firsts = _completions(model, *example_inputs(model, device))
     except Exception:  # noqa: BLE001 - TargetError, or user code (a config it cannot dress) raising anything: go on
-        pass
-    else:
+        firsts = []
+    for args, kwargs, described in firsts:
         seen.add(described)
         yield args, kwargs, described
     specs: list[tuple[str, tuple[int, ...], int]] = []
@@ -183,14 +225,14 @@ def guesses(model, device: str) -> Iterator[tuple[tuple, dict, str]]:
     specs += _by_layer(first) + _fallbacks(model)
     tried = 0
     for spec in specs:
-        args, kwargs, described = _completed(model, *_make(spec, device))
-        if described in seen:
-            continue
-        seen.add(described)
-        tried += 1
-        if tried > MAX_GUESSES:
-            return
-        yield args, kwargs, described
+        for args, kwargs, described in _completions(model, *_make(spec, device)):
+            if described in seen:
+                continue
+            seen.add(described)
+            tried += 1
+            if tried > MAX_GUESSES:
+                return
+            yield args, kwargs, described
 
 
 def to_try(model, device: str, shape, inputs) -> Iterator[tuple[tuple, dict, str]]:

@@ -179,7 +179,8 @@ def describe(args: tuple, kwargs: dict[str, Any]) -> str:
 
     def one(v: Any) -> str:
         if isinstance(v, torch.Tensor):
-            kind = "token ids" if not (v.is_floating_point() or v.is_complex() or v.dtype == torch.bool) else "tensor"
+            kind = ("mask" if v.dtype == torch.bool else "tensor" if v.is_floating_point() or v.is_complex()
+                    else "token ids")
             return f"{kind} {list(v.shape)}"
         if isinstance(v, (tuple, list)):
             return "(" + ", ".join(one(x) for x in v) + ")"
