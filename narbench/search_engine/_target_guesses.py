@@ -136,7 +136,8 @@ def _missing(model, given: int) -> list[str]:
 #: the most completions tried for one input (a mask's few shapes)
 MAX_COMPLETIONS = 3
 #: names of a diffusion model's step (`timestep`, `diffusion_step`) and of its noise level, beside its input
-STEPS, NOISE = ("t", "time", "timestep", "timesteps", "diffusion_step", "diffusion_steps"), ("noise_level", "noise_scale", "sigma")
+STEPS = ("t", "time", "timestep", "timesteps", "diffusion_step", "diffusion_steps")
+NOISE = ("noise_level", "noise_scale", "sigma")
 
 
 def _masks(x) -> list:

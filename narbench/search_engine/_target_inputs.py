@@ -174,7 +174,8 @@ def to_device(value: Any, device: str) -> Any:
 
 
 def describe(args: tuple, kwargs: dict[str, Any]) -> str:
-    """A short description of example inputs: `tensor [1, 3, 32, 32], mask=mask [1, 16]` (a boolean tensor is a mask)."""
+    """A short description of example inputs: `tensor [1, 3, 32, 32], mask=mask [1, 16]` (a boolean tensor is a
+    mask)."""
     import torch
 
     def one(v: Any) -> str:
