@@ -9,6 +9,7 @@
     python -m benchmarks.search.wild --set wildval4       # the fourth, built after canonical 2.9
     python -m benchmarks.search.wild --set wildval5       # the fifth, built after the input guesses
     python -m benchmarks.search.wild --set wildval6       # the sixth, built after wildval5 was read
+    python -m benchmarks.search.wild --set wildval7       # the seventh, built after the mask and step completions
 
 Each graph of the wild file under the index's canonical rules (`wild-1.0.narg`, 2.2;
 `wild-1.0-canonical-2.3.narg`, 2.3) is searched as `narbench search FILE` searches a saved graph
@@ -33,7 +34,9 @@ from it. `--set wildval3` the third (frozen 2026-11-30, session 64, from 22 furt
 written from it. `--set wildval4` the fourth (frozen 2026-11-30, session 65, from 18 further packages): no rule was
 written from it. `--set wildval5` the fifth (frozen 2026-11-30, session 66, from 19 further packages): built after the
 search's input guesses (chosen on wildval 1-4), to check that they and any later rule carry. `--set wildval6` the sixth
-(frozen 2026-11-30, session 67, from 17 further packages): built after wildval5 was read row by row.
+(frozen 2026-11-30, session 67, from 17 further packages): built after wildval5 was read row by row. `--set wildval7`
+the seventh (frozen the same session, from 20 further packages): built after the mask and step completions of search's
+input guesses (chosen on wildval 1-5).
 """
 
 from __future__ import annotations

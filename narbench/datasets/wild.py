@@ -70,8 +70,11 @@ VALIDATION4 = "wildval4"
 VALIDATION5 = "wildval5"
 #: a sixth, from further packages, built after the session that read wildval5 (docs/wildval.md, "wildval6")
 VALIDATION6 = "wildval6"
+#: a seventh, from further packages, built after the mask and step completions chosen on wildval 1-5 (docs/wildval.md,
+#: "wildval7")
+VALIDATION7 = "wildval7"
 #: every validation set of outside models, oldest first (what the benchmarks' `--set` choices list)
-VALIDATIONS = (VALIDATION, VALIDATION2, VALIDATION3, VALIDATION4, VALIDATION5, VALIDATION6)
+VALIDATIONS = (VALIDATION, VALIDATION2, VALIDATION3, VALIDATION4, VALIDATION5, VALIDATION6, VALIDATION7)
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,9 @@ SETS: dict[str, OutsideSet] = {
     VALIDATION6: OutsideSet(VALIDATION6, "1.0", "validation", "2.3",
                             {"2.3": WildFile("1.0", f"{VALIDATION6}-1.0.narg",
                                                     "97582340852366c3aa41ad57c9195debc8ceb958c945043dd789b980981331e4")}),
+    VALIDATION7: OutsideSet(VALIDATION7, "1.0", "validation", "2.3",
+                            {"2.3": WildFile("1.0", f"{VALIDATION7}-1.0.narg",
+                                                    "3528c81400149a9bd795090ab028e297f411363bde596d2a85766b1127db20f5")}),
 }
 
 
