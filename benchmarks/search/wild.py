@@ -10,6 +10,7 @@
     python -m benchmarks.search.wild --set wildval5       # the fifth, built after the input guesses
     python -m benchmarks.search.wild --set wildval6       # the sixth, built after wildval5 was read
     python -m benchmarks.search.wild --set wildval7       # the seventh, built after the mask and step completions
+    python -m benchmarks.search.wild --set wildval8       # the eighth, built after the small-image and volume guesses
 
 Each graph of the wild file under the index's canonical rules (`wild-1.0.narg`, 2.2;
 `wild-1.0-canonical-2.3.narg`, 2.3) is searched as `narbench search FILE` searches a saved graph
@@ -36,7 +37,8 @@ written from it. `--set wildval5` the fifth (frozen 2026-11-30, session 66, from
 search's input guesses (chosen on wildval 1-4), to check that they and any later rule carry. `--set wildval6` the sixth
 (frozen 2026-11-30, session 67, from 17 further packages): built after wildval5 was read row by row. `--set wildval7`
 the seventh (frozen the same session, from 20 further packages): built after the mask and step completions of search's
-input guesses (chosen on wildval 1-5).
+input guesses (chosen on wildval 1-5). `--set wildval8` the eighth (frozen the same session, from 20 further packages):
+built after the small-image, volume, wide-spectrogram and `trg` guesses (chosen on wildval 1-7).
 """
 
 from __future__ import annotations

@@ -73,8 +73,11 @@ VALIDATION6 = "wildval6"
 #: a seventh, from further packages, built after the mask and step completions chosen on wildval 1-5 (docs/wildval.md,
 #: "wildval7")
 VALIDATION7 = "wildval7"
+#: an eighth, from further packages, built after the small-image, volume and wide-spectrogram guesses chosen on
+#: wildval 1-7 (docs/wildval.md, "wildval8")
+VALIDATION8 = "wildval8"
 #: every validation set of outside models, oldest first (what the benchmarks' `--set` choices list)
-VALIDATIONS = (VALIDATION, VALIDATION2, VALIDATION3, VALIDATION4, VALIDATION5, VALIDATION6, VALIDATION7)
+VALIDATIONS = (VALIDATION, VALIDATION2, VALIDATION3, VALIDATION4, VALIDATION5, VALIDATION6, VALIDATION7, VALIDATION8)
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,9 @@ SETS: dict[str, OutsideSet] = {
     VALIDATION7: OutsideSet(VALIDATION7, "1.0", "validation", "2.3",
                             {"2.3": WildFile("1.0", f"{VALIDATION7}-1.0.narg",
                                                     "3528c81400149a9bd795090ab028e297f411363bde596d2a85766b1127db20f5")}),
+    VALIDATION8: OutsideSet(VALIDATION8, "1.0", "validation", "2.3",
+                            {"2.3": WildFile("1.0", f"{VALIDATION8}-1.0.narg",
+                                                    "17d6852c7aed819da804d51b4a5a7b2f585cfec18ac25992bc664ffe7ccf38f5")}),
 }
 
 
