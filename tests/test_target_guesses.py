@@ -65,6 +65,50 @@ def test_a_model_the_first_guess_does_not_fit_runs_on_a_later_one(cls, want, op)
     assert info["input"] == want and op in "".join(raw.ops)  # ... a later guess runs, and the graph has the model
 
 
+class CifarNet(nn.Module):
+    """A CIFAR network (Kuang Liu's pytorch-cifar): its classifier is sized for what a 32-pixel image leaves."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv, self.fc = nn.Conv2d(3, 8, 3, padding=1), nn.Linear(8, 10)
+
+    def forward(self, x):
+        return self.fc(torch.nn.functional.avg_pool2d(self.conv(x), 32).flatten(1))
+
+
+class VolumeNet(nn.Module):
+    """A 3-D medical encoder with a learned position table for a 64-voxel cube."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv, self.pos = nn.Conv3d(1, 4, 3, padding=1), nn.Parameter(torch.zeros(1, 4, 64 ** 3))
+
+    def forward(self, x):
+        return self.conv(x).flatten(2) + self.pos
+
+
+class MelsFirst(nn.Module):
+    """NeMo's Conformer front end: a [1, 128, T] spectrogram, mel bins first, subsampled by a Conv2d(1, ...)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv, self.out = nn.Conv2d(1, 4, 3, stride=2, padding=1), nn.Linear(4 * 64, 8)
+
+    def forward(self, x):
+        h = self.conv(x.transpose(1, 2).unsqueeze(1))
+        return self.out(h.permute(0, 2, 1, 3).flatten(2))
+
+
+@pytest.mark.parametrize("cls, want, op", [
+    (CifarNet, "tensor [1, 3, 32, 32]", "AddmmBackward0"),
+    (VolumeNet, "tensor [1, 1, 64, 64, 64]", "ConvolutionBackward0"),
+    (MelsFirst, "tensor [1, 128, 200]", "ConvolutionBackward0"),
+])
+def test_small_images_volumes_and_wide_spectrograms_are_guessed(cls, want, op):
+    raw, info = extract(cls.__name__, cls)
+    assert info["input"] == want and op in raw.ops
+
+
 def test_a_model_the_first_guess_fits_keeps_it():
     raw, info = extract("TinyCNN", TinyCNN)
     assert info["input"] == example_inputs(TinyCNN(), "meta")[2] == "tensor [1, 3, 224, 224]"
@@ -153,8 +197,16 @@ class NeedsAMask(nn.Module):
         return self.embed(x) + attention_bias
 
 
+class SourceTrg(SourceTarget):
+    """A tutorial seq2seq model: `forward(src, trg)`."""
+
+    def forward(self, src, trg):
+        return super().forward(src, trg)
+
+
 @pytest.mark.parametrize("cls, want", [(WithLengths, "token ids [1, 16], token ids [1]"),
-                                       (SourceTarget, "token ids [1, 16], token ids [1, 16]")])
+                                       (SourceTarget, "token ids [1, 16], token ids [1, 16]"),
+                                       (SourceTrg, "token ids [1, 16], token ids [1, 16]")])
 def test_a_forward_that_requires_lengths_or_a_target_gets_them(cls, want):
     raw, info = extract(cls.__name__, cls)
     assert info["input"] == want and "EmbeddingBackward0" in raw.ops

@@ -23,11 +23,16 @@ from narbench.search_engine._target_inputs import (SEQ_LEN, TargetError, _first_
                                                    one_input, to_device)
 
 #: at most this many guesses after the first (each costs a forward pass up to where it fails)
-MAX_GUESSES = 10
-#: image sides tried after 224: U-Nets and hourglasses need a multiple of 32 or 64, Inception 299, SAM-like encoders 512
-SIDES = (256, 299, 512)
+MAX_GUESSES = 14
+#: image sides tried after 224: U-Nets and hourglasses (a multiple of 64), CIFAR-style networks (a classifier sized
+#: for 32 or 64 pixels), Inception 299, SAM-like encoders 512; 256 before the small sides, so a model that took it
+#: before they were added keeps its graph
+SIDES = (256, 32, 64, 299, 512)
+#: the sides of a volume a 3-D network takes (medical images: a cube whose side 32 divides, or a fixed 128)
+CUBES = (64, 128)
 #: a waveform's length in samples (one second at 16 kHz), a 1-D signal's length otherwise, a spectrogram's mel bins
-WAVE, LENGTH, MELS = 16000, 1024, 80
+#: (80, or 128 as Whisper v3, AST and NeMo's larger models take)
+WAVE, LENGTH, MELS, MELS_WIDE = 16000, 1024, 80, 128
 
 
 def _spec(kind: str, shape: tuple[int, ...], high: int = 0) -> tuple[str, tuple[int, ...], int]:
@@ -69,8 +74,9 @@ def _by_layer(first, depth: int = 0) -> list[tuple[str, tuple[int, ...], int]]:
     if isinstance(first, (nn.Conv2d, nn.ConvTranspose2d, nn.BatchNorm2d)):
         c = first.in_channels if hasattr(first, "in_channels") else first.num_features
         out = [_spec("float", (1, c, s, s)) for s in SIDES] + [_spec("float", (1, 224, 224, c))]
-        if c == 1:  # a spectrogram the model unsqueezes itself: any size, or 80 mel bins (a speaker model's pooling)
-            out[:0] = [_spec("float", (1, 224, 224)), _spec("float", (1, 200, MELS))]
+        if c == 1:  # a spectrogram the model unsqueezes itself: any size, or 80 / 128 mel bins, frames last or first
+            out[:0] = [_spec("float", (1, 224, 224)), _spec("float", (1, 200, MELS)), _spec("float", (1, MELS, 200)),
+                       _spec("float", (1, 200, MELS_WIDE)), _spec("float", (1, MELS_WIDE, 200))]
         if c != 3:
             out += [_spec("float", (1, 3, s, s)) for s in (224, *SIDES)]
         return out
@@ -84,7 +90,8 @@ def _by_layer(first, depth: int = 0) -> list[tuple[str, tuple[int, ...], int]]:
         return out
     if isinstance(first, (nn.Conv3d, nn.ConvTranspose3d)):
         c = first.in_channels  # a clip, or an image a U-Net's 3-D convolutions (frame kernel 1) run on
-        return [_spec("float", (1, c, 8, 64, 64))] + [_spec("float", (1, c, s, s)) for s in (224, *SIDES)]
+        return ([_spec("float", (1, c, 8, 64, 64))] + [_spec("float", (1, c, s, s, s)) for s in CUBES]
+                + [_spec("float", (1, c, s, s)) for s in (224, *SIDES)])
     width = None
     if isinstance(first, nn.Linear):
         width = first.in_features
@@ -118,7 +125,7 @@ def _make(spec, device: str) -> tuple[tuple, dict, str]:
 
 
 #: names of a forward's further required arguments that repeat its first (a seq2seq model's target sequence)
-SECOND_SEQUENCE = ("_", "tgt", "target", "targets", "dec_input", "decoder_input", "decoder_input_ids")
+SECOND_SEQUENCE = ("_", "tgt", "trg", "target", "targets", "dec_input", "decoder_input", "decoder_input_ids")
 
 
 def _missing(model, given: int) -> list[str]:
