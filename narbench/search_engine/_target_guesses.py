@@ -5,13 +5,17 @@ The first guess is the `real` build's (`_target_inputs.example_inputs`, from the
 the input). Code from elsewhere often wants something near it: a sequence block's Linear a [1, 16, F]
 sequence, not a [1, F] vector; a speaker model's Conv2d(1, ...) a [1, T, 80] spectrogram it unsqueezes
 itself; a Focus or space-to-depth stem's Conv2d(12, ...) a 3-channel image; an hourglass a side that 64
-divides; a Keras 3 model (on torch) the channels-last shape it declares; a model whose first layer
+divides; a CIFAR network a 32-pixel image; a 3-D medical encoder a cube; NeMo's Conformer a [1, 128, T]
+spectrogram; a Keras 3 model (on torch) the channels-last shape it declares; a model whose first layer
 with weights is a pooler a token sequence. So when the first guess's forward fails, narbench tries these
 in order, and the first that runs is the input (the search says which). A guess never replaces one that
-runs: a model whose first guess runs gets the same graph as before.
+runs: a model whose first guess runs gets the same graph as before. Each guess carries the further
+arguments the forward requires where their names say what they are (`_completions`).
 
-Chosen on the validation sets of outside code (`wildval` 1-4, searched as a new user would, without
-their rows' stated inputs: `benchmarks/search/inputs.py`); the wild test set was read once after.
+Chosen on the validation sets of outside code, searched as a new user would, without their rows' stated
+inputs (`benchmarks/search/inputs.py`): the first guesses on `wildval` 1-4 (checked on `wildval5`), masks and
+diffusion steps on `wildval` 1-5 (checked on `wildval7`), small images, cubes, wide spectrograms and `trg` on
+`wildval` 1-7 (checked on `wildval8`); the wild test set was read once after each.
 """
 
 from __future__ import annotations
