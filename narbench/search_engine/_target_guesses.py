@@ -15,7 +15,8 @@ arguments the forward requires where their names say what they are (`_completion
 Chosen on the validation sets of outside code, searched as a new user would, without their rows' stated
 inputs (`benchmarks/search/inputs.py`): the first guesses on `wildval` 1-4 (checked on `wildval5`), masks and
 diffusion steps on `wildval` 1-5 (checked on `wildval7`), small images, cubes, wide spectrograms and `trg` on
-`wildval` 1-7 (checked on `wildval8`); the wild test set was read once after each.
+`wildval` 1-7 (checked on `wildval8`); the wild test set was read once after the first guesses and once after
+the two later changes.
 """
 
 from __future__ import annotations
