@@ -12,8 +12,10 @@ their expectations are the ones frozen in 1.0, so an index searches the file of 
 `none`). It is a test set: reported, never used to choose a rule, a setting or an encoder.
 
 `wildval` (docs/wildval.md) is a second table of the same kind, from other packages, and a *validation* set:
-rules, settings and the out-of-family flag's threshold are chosen on it, so the wild set stays unread. `SETS`
-names both; every function here takes the set's `name` (default `wild`).
+rules, settings and the out-of-family flag's threshold are chosen on it, so the wild set stays unread; `wildval2` to
+`wildval8` are more, each built after a choice made on the ones before. `SETS` names every set, read from the table
+`narbench/data/outside-sets.csv` (one row per shipped file, its sha256 pinned there); every function here takes the
+set's `name` (default `wild`).
 """
 
 from __future__ import annotations
@@ -28,56 +30,26 @@ from narbench.data.store import CorruptFileError, read_graphs as read_graph_file
 if TYPE_CHECKING:
     from narbench.data.graph import ArchGraph
 
+#: the test set's name (its files and every other set's: `narbench/data/outside-sets.csv`)
 NAME = "wild"
-VERSION = "1.0"
 #: the expected family of a model whose design fits no family of the corpus
 NONE = "none"
-#: the canonical rules the graphs are written under (crossimpl 2.2's, against `real` 2.2)
-CANONICAL = "2.2"
-ARTIFACT = f"{NAME}-{VERSION}.narg"
-#: sha256 of the payload of the shipped `wild-1.0.narg`
-EXPECTED_SHA256: str | None = "d0d880cf78eef0542ea3a617204977cd5c7ef1c6f6b3bdca6bcae73486af8f39"
+#: the first validation set's name: models from other packages, chosen on (docs/wildval.md)
+VALIDATION = "wildval"
+#: the table of the sets of outside models and their shipped graph files, one row per file: name, version, role
+#: (`test`: reported, never chosen on; `validation`: chosen on), canonical rules, the file's version as it names it,
+#: the file, its pinned payload sha256, and what the set was built after (OGB's `master.csv`, as a table)
+TABLE = "outside-sets.csv"
 
 
 @dataclass(frozen=True)
 class WildFile:
-    """The wild rows' graphs under one set of canonical rules: the set's version as the file names it, the file
+    """A set's rows' graphs under one set of canonical rules: the set's version as the file names it, the file
     name and its pinned payload sha256."""
 
     version: str
     artifact: str
     sha256: str | None
-
-
-#: canonical rules -> the shipped file of the wild rows' graphs under them
-SHIPPED: dict[str, WildFile] = {
-    CANONICAL: WildFile(VERSION, ARTIFACT, EXPECTED_SHA256),
-    "2.3": WildFile(f"{VERSION}-canonical-2.3", f"{NAME}-{VERSION}-canonical-2.3.narg",
-                    "5adc4457c825ca8826d738f04ae3b101bf2aae89ba44ef2cda732af0c8f27b7a"),
-}
-
-
-#: the validation set's name: models from other packages, chosen on (docs/wildval.md)
-VALIDATION = "wildval"
-#: a second validation set from further packages, built after `wildval`'s rules so that no rule was written from it
-#: (docs/wildval.md, "wildval2")
-VALIDATION2 = "wildval2"
-#: a third, from further packages, built after canonical 2.7 (docs/wildval.md, "wildval3")
-VALIDATION3 = "wildval3"
-#: a fourth, from further packages, built after canonical 2.9 (docs/wildval.md, "wildval4")
-VALIDATION4 = "wildval4"
-#: a fifth, from further packages, built after the input guesses chosen on wildval 1-4 (docs/wildval.md, "wildval5")
-VALIDATION5 = "wildval5"
-#: a sixth, from further packages, built after the session that read wildval5 (docs/wildval.md, "wildval6")
-VALIDATION6 = "wildval6"
-#: a seventh, from further packages, built after the mask and step completions chosen on wildval 1-5 (docs/wildval.md,
-#: "wildval7")
-VALIDATION7 = "wildval7"
-#: an eighth, from further packages, built after the small-image, volume and wide-spectrogram guesses chosen on
-#: wildval 1-7 (docs/wildval.md, "wildval8")
-VALIDATION8 = "wildval8"
-#: every validation set of outside models, oldest first (what the benchmarks' `--set` choices list)
-VALIDATIONS = (VALIDATION, VALIDATION2, VALIDATION3, VALIDATION4, VALIDATION5, VALIDATION6, VALIDATION7, VALIDATION8)
 
 
 @dataclass(frozen=True)
@@ -97,34 +69,37 @@ class OutsideSet:
         return f"{self.name}-{self.version}.csv"
 
 
+def _read_sets(path: str | Path | None = None) -> dict[str, OutsideSet]:
+    """Every set of `TABLE` (or of the table at `path`), in its order (a set's first row names the canonical rules of
+    its first file); ValueError naming the line of a set given two versions or roles, or two files of one rules."""
+    import csv
+
+    path = Path(path) if path is not None else Path(str(resources.files("narbench"))) / "data" / TABLE
+    sets: dict[str, OutsideSet] = {}
+    with open(path, newline="") as fh:
+        for line, rec in enumerate(csv.DictReader(fh), start=2):
+            name = rec["name"]
+            if name not in sets:
+                sets[name] = OutsideSet(name, rec["version"], rec["role"], rec["canonical"], {})
+            elif (rec["version"], rec["role"]) != (sets[name].version, sets[name].role):
+                raise ValueError(f"{path}:{line}: set {name!r} has two versions or roles")
+            if rec["canonical"] in sets[name].files:
+                raise ValueError(f"{path}:{line}: set {name!r} has two files under canonical {rec['canonical']}")
+            sets[name].files[rec["canonical"]] = WildFile(rec["file_version"], rec["artifact"], rec["sha256"] or None)
+    return sets
+
+
 #: every set of outside models, by name
-SETS: dict[str, OutsideSet] = {
-    NAME: OutsideSet(NAME, VERSION, "test", CANONICAL, SHIPPED),
-    VALIDATION: OutsideSet(VALIDATION, "1.1", "validation", "2.3",
-                           {"2.3": WildFile("1.1", f"{VALIDATION}-1.1.narg",
-                                                   "43eee260cce77b49cf2dd0400b286898298358af91250d8a184f7224c0d1a947")}),
-    VALIDATION2: OutsideSet(VALIDATION2, "1.0", "validation", "2.3",
-                            {"2.3": WildFile("1.0", f"{VALIDATION2}-1.0.narg",
-                                                    "c550f7611e2b7f7453dec111db961960d5f978c3eb2888fb800193105db9eae3")}),
-    VALIDATION3: OutsideSet(VALIDATION3, "1.0", "validation", "2.3",
-                            {"2.3": WildFile("1.0", f"{VALIDATION3}-1.0.narg",
-                                                    "40d1ae7883ae40f7ac22403832ea4ccab5078d978fa39ce4ff8d54816b577508")}),
-    VALIDATION4: OutsideSet(VALIDATION4, "1.0", "validation", "2.3",
-                            {"2.3": WildFile("1.0", f"{VALIDATION4}-1.0.narg",
-                                                    "8097b7433494a13e583708daad06b6177948476151e7251cb2eb34d5a4984768")}),
-    VALIDATION5: OutsideSet(VALIDATION5, "1.0", "validation", "2.3",
-                            {"2.3": WildFile("1.0", f"{VALIDATION5}-1.0.narg",
-                                                    "954ec088b9930b468b818e5e659e10a8daa49a1416dedfd8fcd1db9cb6d1ca95")}),
-    VALIDATION6: OutsideSet(VALIDATION6, "1.0", "validation", "2.3",
-                            {"2.3": WildFile("1.0", f"{VALIDATION6}-1.0.narg",
-                                                    "97582340852366c3aa41ad57c9195debc8ceb958c945043dd789b980981331e4")}),
-    VALIDATION7: OutsideSet(VALIDATION7, "1.0", "validation", "2.3",
-                            {"2.3": WildFile("1.0", f"{VALIDATION7}-1.0.narg",
-                                                    "3528c81400149a9bd795090ab028e297f411363bde596d2a85766b1127db20f5")}),
-    VALIDATION8: OutsideSet(VALIDATION8, "1.0", "validation", "2.3",
-                            {"2.3": WildFile("1.0", f"{VALIDATION8}-1.0.narg",
-                                                    "17d6852c7aed819da804d51b4a5a7b2f585cfec18ac25992bc664ffe7ccf38f5")}),
-}
+SETS: dict[str, OutsideSet] = _read_sets()
+#: every validation set of outside models, oldest first (what the benchmarks' `--set` choices list)
+VALIDATIONS: tuple[str, ...] = tuple(n for n, s in SETS.items() if s.role == "validation")
+#: the test set's version, canonical rules of its first file, that file and its sha256, and its files by rules
+VERSION = SETS[NAME].version
+CANONICAL = SETS[NAME].canonical
+SHIPPED: dict[str, WildFile] = SETS[NAME].files
+ARTIFACT = SHIPPED[CANONICAL].artifact
+#: sha256 of the payload of the shipped `wild-1.0.narg`
+EXPECTED_SHA256: str | None = SHIPPED[CANONICAL].sha256
 
 
 def outside_set(name: str = NAME) -> OutsideSet:

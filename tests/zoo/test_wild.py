@@ -107,6 +107,21 @@ def test_the_eighth_validation_set_shares_no_package_with_the_others():
         assert eighth.isdisjoint({r.package.lower() for r in wild.read_table(name=other)}), other
 
 
+def test_the_sets_table_names_every_set_once_and_refuses_a_set_given_twice(tmp_path):
+    from narbench.datasets import wild as sets
+
+    assert sets.VALIDATIONS[0] == sets.VALIDATION and sets.SETS[sets.NAME].role == "test"
+    assert all(sets.SETS[n].role == "validation" for n in sets.VALIDATIONS)
+    table = (DATA / sets.TABLE).read_text().splitlines()
+    bad = tmp_path / "sets.csv"
+    bad.write_text("\n".join([table[0], table[3], table[3].replace(",1.1,validation,", ",1.2,validation,", 1)]) + "\n")
+    with pytest.raises(ValueError, match=r"sets.csv:3: set 'wildval' has two versions or roles"):
+        sets._read_sets(bad)
+    bad.write_text("\n".join([table[0], table[3], table[3]]) + "\n")
+    with pytest.raises(ValueError, match=r"sets.csv:3: set 'wildval' has two files under canonical 2.3"):
+        sets._read_sets(bad)
+
+
 def test_families_exist_in_the_corpus_taxonomy(rows):
     corpus = _column(DATA / "taxonomy-real.csv", "family")
     for r in rows:
