@@ -237,6 +237,38 @@ def test_models_from_elsewhere_choose_the_features_and_the_threshold_when_given(
     assert (record["fit"], record["none"]) == (m, m // 2)
 
 
+def test_a_score_refitted_on_outside_models_reads_the_fixed_features_and_flags_few_of_their_fitting_ones():
+    """`refit_on` (real 2.3: `wildval` 1-4's models searched in the index): `REFIT`'s regression fitted on them, no
+    choice among candidates, flagging at most `OUTSIDE_FALSE_FLAG` of their fitting models, never below the bound of
+    the copy's held-out models."""
+    from narbench.search_engine.outside_fit import REFIT
+
+    rng = np.random.default_rng(3)
+    n, m = 400, 120
+    y = np.array([1] * n + [0] * n)
+    x = rng.normal(size=(2 * n, len(FEATURES)))
+    top1, gap = FEATURES.index("top1"), FEATURES.index("gap")
+    x[:, top1] -= 1.0 * y
+    groups = [f"f{i % 40}" for i in range(2 * n)]
+    fits = np.array([True] * m + [False] * (m // 2))
+    xs = rng.normal(size=(len(fits), len(FEATURES)))
+    xs[:, top1] -= 1.5 * ~fits
+    xs[:, gap] += 0.5 * ~fits
+    score = fit(x, y, groups, refit_on=(xs, fits), choose_on=(xs, fits))
+    assert score.features == REFIT and "chosen_on" not in score.validation
+    ps = score.scores(xs)
+    bound = float(np.quantile(score.scores(x)[y == 0], 1.0 - FALSE_FLAG))
+    assert score.threshold >= round(bound, 6) - 1e-6
+    assert (ps[fits] >= score.threshold).mean() <= OUTSIDE_FALSE_FLAG + 1e-9
+    if score.threshold > bound + 1e-6:  # the outside models set it: the lowest threshold within their share
+        lower = [t for t in np.unique(ps) if t < score.threshold - 1e-6 and t >= bound]
+        assert all((ps[fits] >= t).mean() > OUTSIDE_FALSE_FLAG for t in lower)
+    record = score.validation["fitted_on"]
+    assert (record["fit"], record["none"]) == (m, m // 2)
+    assert record["fit_flagged"] == int((ps[fits] >= score.threshold).sum())
+    assert record["none_flagged"] == int((ps[~fits] >= score.threshold).sum())
+
+
 def test_the_index_build_chooses_the_score_on_the_datasets_outside_models_when_it_has_them():
     """`GraphDataset.outside` (real 2.3: `wildval`) reaches the build: its models, searched in the index being built,
     choose the score's features and threshold, and the header's record says how many fit and how many were flagged;

@@ -54,7 +54,9 @@ class ShippedIndex:
 #: The default index (`narbench index build --encoder graf-lda` on `real` 2.3: `index_build.DEFAULT_PARAMS`'
 #: holdout=cross-source, wl_rounds=3 with its WL block read in op roles, a family's sources as nuisance (g = 256),
 #: unfused, 256-d, float16, corpus and queries read by canonical 2.9 (docs/search.md "The index"); chosen on 2.3's validation sides and `wildval` by
-#: benchmarks/search/choose_index.py on 2026-11-29; docs/search.md "real 2.3: its index, measured"). Before it,
+#: benchmarks/search/choose_index.py on 2026-11-29; docs/search.md "real 2.3: its index, measured"); its out-of-family
+#: score fitted on `wildval` 1-4's models since session 67 (`outside_fit.REFIT`; the same arrays as 0d6b1bb62c16...,
+#: whose score was fitted on the corpus' hold-outs and thresholded on `wildval`). Before it,
 #: `index-real-2.3-graf-lda+wl.nari`: the discriminant without `sources`, fused with wl read in op roles at share
 #: 0.2 (sha256 c2b532ccae00... reading queries by 2.4, 5033e998a59c... by 2.3; e64b3a9a8cc2... with both WL parts
 #: reading ops). The indexes
@@ -63,7 +65,7 @@ class ShippedIndex:
 #: --param holdout=cross-source --param wl_rounds=3 --param fuse_wl=0.1` rebuilds the fused one byte for byte; the
 #: same without fuse_wl rebuilds the unfused one's embeddings exactly (its fitted weights to 1e-11; the header
 #: now adds the out-of-family score, so its sha256 differs).
-SHIPPED = ShippedIndex("graf-lda", "0d6b1bb62c16a30dcf8b319795d2a5e613c28880b7331a2a6a902caf48a3ef75")
+SHIPPED = ShippedIndex("graf-lda", "ab1370ce4d853c583eec946985269c5e7f59b842490a943e50f061114af895f9")
 
 
 class IndexFileError(CorruptFileError):
