@@ -212,6 +212,7 @@ class Real23Dataset(Real22Dataset):
         """2.2's, with the validation set of outside models (`wildval`) read on demand (`GraphDataset.outside`)."""
         ds = super().dataset(graphs, vocab, header, digest)
         ds.outside = partial(outside_models, self.canonical_version)
+        ds.outside_sets = partial(outside_models, self.canonical_version)
         return ds
 
     def splits(self, graphs: list[ArchGraph]) -> dict[str, Split]:
@@ -231,12 +232,23 @@ class Real23Dataset(Real22Dataset):
 NEWEST = Real23Dataset
 
 
-def outside_models(canonical: str) -> tuple[list[ArchGraph], list[str], list[tuple[str, ...]]]:
-    """`wildval`'s graphs under canonical rules `canonical`, their vocabulary and each one's expected families (()
-    where none fits); all empty when it ships no file under those rules."""
+def outside_models(canonical: str, names: tuple[str, ...] | None = None
+                   ) -> tuple[list[ArchGraph], list[str], list[tuple[str, ...]]]:
+    """The graphs of the sets of outside models `names` (default `wildval` alone) under canonical rules `canonical`,
+    pooled, their vocabulary and each one's expected families (() where none fits); all empty when one of them ships
+    no file under those rules or their vocabularies differ."""
     from narbench.datasets.wild import VALIDATION, outside_set, read_graphs as read_outside
 
-    if canonical not in outside_set(VALIDATION).files:
-        return [], [], []
-    val = read_outside(canonical=canonical, name=VALIDATION)
-    return list(val.graphs), list(val.vocab), list(val.families)
+    graphs: list[ArchGraph] = []
+    vocab: list[str] | None = None
+    families: list[tuple[str, ...]] = []
+    for name in names or (VALIDATION,):
+        if canonical not in outside_set(name).files:
+            return [], [], []
+        val = read_outside(canonical=canonical, name=name)
+        if vocab is not None and list(val.vocab) != vocab:
+            return [], [], []
+        vocab = list(val.vocab)
+        graphs += list(val.graphs)
+        families += list(val.families)
+    return graphs, vocab or [], families

@@ -137,27 +137,23 @@ def outside_queries(ds, index=None) -> tuple[list, list[tuple[str, ...]]]:
 
 
 def refit_queries(ds, index) -> tuple[list, list[tuple[str, ...]]]:
-    """The models of `REFIT_SETS` in `ds`'s op vocabulary, read as `index` reads a saved graph, and each one's expected
-    families; empty when `ds` is not the vocabulary they ship in (a set's file under `ds`'s canonical rules)."""
+    """`REFIT_SETS`' models in `ds`'s op vocabulary (`GraphDataset.outside_sets`), read as `index` reads a saved graph,
+    and each one's expected families; empty when `ds` has none in that vocabulary."""
     from narbench.data.graph import ArchGraph
     from narbench.data.mapping import onto_vocabulary
-    from narbench.datasets.wild import outside_set, read_graphs
 
-    out, families = [], []
-    for name in REFIT_SETS:
-        if ds.outside is None:
-            return [], []
-        sets = next((w for w in (read_graphs(canonical=c, name=name) for c in outside_set(name).files)
-                     if list(w.vocab) == list(ds.vocab)), None)
-        if sets is None:
-            return [], []
-        for g, want in zip(sets.graphs, sets.families):
-            m = onto_vocabulary([sets.vocab[i] for i in g.ops.tolist()], g.edges, ds.vocab, index.canonical_version,
-                                g.coarse or None)
-            out.append(ArchGraph(ops=m.ops, edges=m.edges, name=g.name, family=g.family, coarse=m.coarse,
-                                 source=g.source, meta=g.meta))
-            families.append(tuple(want))
-    return out, families
+    if ds.outside_sets is None:
+        return [], []
+    graphs, vocab, families = ds.outside_sets(REFIT_SETS)
+    if not graphs or list(vocab) != list(ds.vocab):
+        return [], []
+    out = []
+    for g in graphs:
+        m = onto_vocabulary([vocab[i] for i in g.ops.tolist()], g.edges, ds.vocab, index.canonical_version,
+                            g.coarse or None)
+        out.append(ArchGraph(ops=m.ops, edges=m.edges, name=g.name, family=g.family, coarse=m.coarse,
+                             source=g.source, meta=g.meta))
+    return out, [tuple(f) for f in families]
 
 
 def nearest_other(index, graphs: Sequence[Any], block: int = 512) -> np.ndarray:
