@@ -203,21 +203,26 @@ def test_validation_queries_treat_a_graph_that_keeps_several_families_by_all_of_
     assert not {f for g in v.corpus.graphs for f in g.families} & set(val)
 
 
+def _copy_and_outside(rng, n: int, m: int):
+    """A copy's queries (`n` of held-out families, whose first cosine is lower, and `n` in-family, in 40 groups) and
+    `m` fitting and `m // 2` `none` outside models, their features random: (x, y, groups, fits, xs)."""
+    y = np.array([1] * n + [0] * n)
+    x = rng.normal(size=(2 * n, len(FEATURES)))
+    x[:, FEATURES.index("top1")] -= 1.0 * y
+    fits = np.array([True] * m + [False] * (m // 2))
+    return x, y, [f"f{i % 40}" for i in range(2 * n)], fits, rng.normal(size=(len(fits), len(FEATURES)))
+
+
 def test_models_from_elsewhere_choose_the_features_and_the_threshold_when_given():
     """In the copy `lead` tells held-out families apart only beside `top1` and with the sign reversed from code
     from elsewhere (issue 59's `wildval`): cross-validated on the copy the fit reads it; given the outside models
     searched in the index (`choose_on`), the set that ranks them best is kept and the flag fires where it tells
     their `none` models from their fitting ones best, never below the copy's own bounds."""
     rng = np.random.default_rng(2)
-    n, m = 400, 60
-    y = np.array([1] * n + [0] * n)
-    x = rng.normal(size=(2 * n, len(FEATURES)))
+    m = 60
+    x, y, groups, fits, xs = _copy_and_outside(rng, 400, m)
     top1, lead = FEATURES.index("top1"), FEATURES.index("lead")
-    x[:, top1] -= 1.0 * y
     x[:, lead] += 1.5 * y + 0.5 * x[:, top1]  # beside top1, a higher lead reads "held out" in the copy
-    groups = [f"f{i % 40}" for i in range(2 * n)]
-    fits = np.array([True] * m + [False] * (m // 2))
-    xs = rng.normal(size=(len(fits), len(FEATURES)))
     xs[:, top1] -= 1.2 * ~fits
     xs[:, lead] -= 1.5 * ~fits  # outside, `none` models lead less: the copy's sign is wrong here
     plain = fit(x, y, groups)
@@ -243,15 +248,9 @@ def test_a_score_refitted_on_outside_models_reads_the_fixed_features_and_flags_f
     the copy's held-out models."""
     from narbench.search_engine.outside_fit import REFIT
 
-    rng = np.random.default_rng(3)
-    n, m = 400, 120
-    y = np.array([1] * n + [0] * n)
-    x = rng.normal(size=(2 * n, len(FEATURES)))
+    m = 120
+    x, y, groups, fits, xs = _copy_and_outside(np.random.default_rng(3), 400, m)
     top1, gap = FEATURES.index("top1"), FEATURES.index("gap")
-    x[:, top1] -= 1.0 * y
-    groups = [f"f{i % 40}" for i in range(2 * n)]
-    fits = np.array([True] * m + [False] * (m // 2))
-    xs = rng.normal(size=(len(fits), len(FEATURES)))
     xs[:, top1] -= 1.5 * ~fits
     xs[:, gap] += 0.5 * ~fits
     score = fit(x, y, groups, refit_on=(xs, fits), choose_on=(xs, fits))
