@@ -264,6 +264,8 @@ def test_a_score_refitted_on_outside_models_reads_the_fixed_features_and_flags_f
         assert all((ps[fits] >= t).mean() > OUTSIDE_FALSE_FLAG for t in lower)
     record = score.validation["fitted_on"]
     assert (record["fit"], record["none"]) == (m, m // 2)
+    with pytest.raises(ValueError, match="must include fitting and `none` ones; got 120 fitting of 120"):
+        fit(x, y, groups, refit_on=(xs[fits], fits[fits]))
     assert record["fit_flagged"] == int((ps[fits] >= score.threshold).sum())
     assert record["none_flagged"] == int((ps[~fits] >= score.threshold).sum())
 

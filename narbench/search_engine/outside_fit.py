@@ -98,8 +98,9 @@ def attach(cfg, ds, index, build: Callable[..., Any]) -> None:
     present = {f for g in ds.core_graphs for f in g.families}
     refit_graphs, refit_families = refit_queries(ds, index)
     graphs, families = outside_queries(ds, index)
-    if refit_graphs:
-        refit_on = (query_features(index, refit_graphs), np.array([bool(set(f) & present) for f in refit_families]))
+    refit_fits = np.array([bool(set(f) & present) for f in refit_families], dtype=bool)
+    if 0 < refit_fits.sum() < len(refit_fits):  # both kinds of model to fit on
+        refit_on = (query_features(index, refit_graphs), refit_fits)
     elif graphs:
         index.arrays[NEAREST] = nearest_other(index, ds.core_graphs)  # the relative features read it
         choose_on = (query_features(index, graphs), np.array([bool(set(f) & present) for f in families]))
@@ -200,9 +201,10 @@ def fit(x: np.ndarray, y: np.ndarray, groups: Sequence[str], *, kinds: Sequence[
     a `wildval` model in the copy; None: every one a held-out model). `choose_on`, ([m, len(FEATURES)], [m] bool:
     fits a family): models from packages narbench never looked at searched in the index itself; the feature set is
     then the one that ranks them best and the threshold the one that tells them apart best (`CHOSE_ON_OUTSIDE`).
-    `refit_on`, the same of `REFIT_SETS`' models: the score is then `REFIT`'s regression fitted on them (a model that
-    fits no family the positive), flagging at most `outside_false_flag` of their fitting models; `choose_on` is not
-    read. Either way never below the bounds of the held-out models and sources."""
+    `refit_on`, the same of `REFIT_SETS`' models (both kinds among them; ValueError if not): the score is then
+    `REFIT`'s regression fitted on them (a model that fits no family the positive), flagging at most
+    `outside_false_flag` of their fitting models; `choose_on` is not read. Either way never below the bounds of the
+    held-out models and sources."""
     from sklearn.metrics import roc_auc_score
 
     y = np.asarray(y, dtype=np.int64)
@@ -214,6 +216,9 @@ def fit(x: np.ndarray, y: np.ndarray, groups: Sequence[str], *, kinds: Sequence[
     scored, fitted = aurocs, {}
     if refit_on is not None:
         xr, fits_r = np.asarray(refit_on[0], dtype=np.float64), np.asarray(refit_on[1], dtype=bool)
+        if not 0 < fits_r.sum() < len(fits_r):
+            raise ValueError(f"the outside models to fit the score on must include fitting and `none` ones; got "
+                             f"{int(fits_r.sum())} fitting of {len(fits_r)}")
         choose_on = None
         fitted = {REFIT: _fitted(xr, (~fits_r).astype(np.int64), REFIT)}
         scored = {",".join(REFIT): 1.0}
