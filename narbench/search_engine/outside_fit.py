@@ -97,13 +97,14 @@ def attach(cfg, ds, index, build: Callable[..., Any]) -> None:
     choose_on = refit_on = None
     present = {f for g in ds.core_graphs for f in g.families}
     refit_graphs, refit_families = refit_queries(ds, index)
-    graphs, families = outside_queries(ds, index)
     refit_fits = np.array([bool(set(f) & present) for f in refit_families], dtype=bool)
     if 0 < refit_fits.sum() < len(refit_fits):  # both kinds of model to fit on
         refit_on = (query_features(index, refit_graphs), refit_fits)
-    elif graphs:
-        index.arrays[NEAREST] = nearest_other(index, ds.core_graphs)  # the relative features read it
-        choose_on = (query_features(index, graphs), np.array([bool(set(f) & present) for f in families]))
+    else:
+        graphs, families = outside_queries(ds, index)
+        if graphs:
+            index.arrays[NEAREST] = nearest_other(index, ds.core_graphs)  # the relative features read it
+            choose_on = (query_features(index, graphs), np.array([bool(set(f) & present) for f in families]))
     score = fit(query_features(copy, sides.queries), sides.labels, sides.groups, kinds=sides.kinds,
                 choose_on=choose_on, refit_on=refit_on)
     index.header[KEY] = score.to_header()
@@ -119,8 +120,7 @@ def outside_queries(ds, index=None) -> tuple[list, list[tuple[str, ...]]]:
     vocabulary, read as `index` (an index of `ds`) reads a saved graph: by its `canonical_version`, the newest
     canonical rules its corpus is a fixed point of (`narbench.data.mapping.corpus_rules`, computed here when no index
     is given); and each one's expected families (() where none fits). Empty when it has none in that vocabulary."""
-    from narbench.data.graph import ArchGraph
-    from narbench.data.mapping import corpus_rules, onto_vocabulary
+    from narbench.data.mapping import corpus_rules
 
     if ds.outside is None:
         return [], []
@@ -129,32 +129,32 @@ def outside_queries(ds, index=None) -> tuple[list, list[tuple[str, ...]]]:
         return [], []
     rules = index.canonical_version if index is not None else corpus_rules(ds.canonical_version, ds.core_graphs,
                                                                             ds.vocab)
-    out = []
-    for g in graphs:
-        m = onto_vocabulary([vocab[i] for i in g.ops.tolist()], g.edges, ds.vocab, rules, g.coarse or None)
-        out.append(ArchGraph(ops=m.ops, edges=m.edges, name=g.name, family=g.family, coarse=m.coarse,
-                             source=g.source, meta=g.meta))
-    return out, list(families)
+    return _as_queries(graphs, vocab, ds.vocab, rules), list(families)
 
 
 def refit_queries(ds, index) -> tuple[list, list[tuple[str, ...]]]:
     """`REFIT_SETS`' models in `ds`'s op vocabulary (`GraphDataset.outside_sets`), read as `index` reads a saved graph,
     and each one's expected families; empty when `ds` has none in that vocabulary."""
-    from narbench.data.graph import ArchGraph
-    from narbench.data.mapping import onto_vocabulary
-
     if ds.outside_sets is None:
         return [], []
     graphs, vocab, families = ds.outside_sets(REFIT_SETS)
     if not graphs or list(vocab) != list(ds.vocab):
         return [], []
+    return _as_queries(graphs, vocab, ds.vocab, index.canonical_version), [tuple(f) for f in families]
+
+
+def _as_queries(graphs: Sequence[Any], vocab: Sequence[str], onto: Sequence[str], rules: str) -> list:
+    """Outside models' graphs (ops in `vocab`) mapped onto the vocabulary `onto` under canonical `rules`, as an index
+    reads a saved graph; name, family, source and meta kept."""
+    from narbench.data.graph import ArchGraph
+    from narbench.data.mapping import onto_vocabulary
+
     out = []
     for g in graphs:
-        m = onto_vocabulary([vocab[i] for i in g.ops.tolist()], g.edges, ds.vocab, index.canonical_version,
-                            g.coarse or None)
+        m = onto_vocabulary([vocab[i] for i in g.ops.tolist()], g.edges, onto, rules, g.coarse or None)
         out.append(ArchGraph(ops=m.ops, edges=m.edges, name=g.name, family=g.family, coarse=m.coarse,
                              source=g.source, meta=g.meta))
-    return out, [tuple(f) for f in families]
+    return out
 
 
 def nearest_other(index, graphs: Sequence[Any], block: int = 512) -> np.ndarray:
@@ -221,7 +221,6 @@ def fit(x: np.ndarray, y: np.ndarray, groups: Sequence[str], *, kinds: Sequence[
                              f"{int(fits_r.sum())} fitting of {len(fits_r)}")
         choose_on = None
         fitted = {REFIT: _fitted(xr, (~fits_r).astype(np.int64), REFIT)}
-        scored = {",".join(REFIT): 1.0}
     if choose_on is not None:
         xs, fits = np.asarray(choose_on[0], dtype=np.float64), np.asarray(choose_on[1], dtype=bool)
         fitted = {c: _fitted(x, y, c) for c in CANDIDATES}
@@ -258,9 +257,8 @@ def fit(x: np.ndarray, y: np.ndarray, groups: Sequence[str], *, kinds: Sequence[
                        "outside_none": int(none.sum()),
                        "outside_none_flagged": round(float((p[none] >= threshold).mean()), 4) if none.any() else None}
     if refit_on is not None:
-        both = 0 < fits_r.sum() < len(fits_r)
         validation["fitted_on"] = {"sets": list(REFIT_SETS), "fit": int(fits_r.sum()), "none": int((~fits_r).sum()),
-                                   "auroc": round(float(roc_auc_score(~fits_r, pr)), 4) if both else None,
+                                   "auroc": round(float(roc_auc_score(~fits_r, pr)), 4),
                                    "fit_flagged": int((pr[fits_r] >= threshold).sum()),
                                    "none_flagged": int((pr[~fits_r] >= threshold).sum())}
     if choose_on is not None:
