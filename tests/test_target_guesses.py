@@ -99,16 +99,6 @@ class MelsFirst(nn.Module):
         return self.out(h.permute(0, 2, 1, 3).flatten(2))
 
 
-@pytest.mark.parametrize("cls, want, op", [
-    (CifarNet, "tensor [1, 3, 32, 32]", "AddmmBackward0"),
-    (VolumeNet, "tensor [1, 1, 64, 64, 64]", "ConvolutionBackward0"),
-    (MelsFirst, "tensor [1, 128, 200]", "ConvolutionBackward0"),
-])
-def test_small_images_volumes_and_wide_spectrograms_are_guessed(cls, want, op):
-    raw, info = extract(cls.__name__, cls)
-    assert info["input"] == want and op in raw.ops
-
-
 def test_a_model_the_first_guess_fits_keeps_it():
     raw, info = extract("TinyCNN", TinyCNN)
     assert info["input"] == example_inputs(TinyCNN(), "meta")[2] == "tensor [1, 3, 224, 224]"
@@ -252,11 +242,14 @@ class DenoisesAStep(nn.Module):
 
 
 @pytest.mark.parametrize("cls, want, op", [
-    (MaskedFrames, "tensor [1, 16, 80], mask [1, 1, 16]", "MaskedFillBackward0"),
+    (CifarNet, "tensor [1, 3, 32, 32]", "AddmmBackward0"),  # a small image, a volume, a wide spectrogram
+    (VolumeNet, "tensor [1, 1, 64, 64, 64]", "ConvolutionBackward0"),
+    (MelsFirst, "tensor [1, 128, 200]", "ConvolutionBackward0"),
+    (MaskedFrames, "tensor [1, 16, 80], mask [1, 1, 16]", "MaskedFillBackward0"),  # a mask or a step beside it
     (MaskedChannels, "tensor [1, 192, 1024], mask [1, 1, 1024]", "ConvolutionBackward0"),
     (DenoisesAStep, "tensor [1, 3, 224, 224], token ids [1]", "AddmmBackward0"),
 ])
-def test_a_forward_that_requires_a_mask_or_a_step_gets_one(cls, want, op):
+def test_images_volumes_spectrograms_masks_and_steps_are_guessed(cls, want, op):
     raw, info = extract(cls.__name__, cls)
     assert info["input"] == want and op in raw.ops
 
