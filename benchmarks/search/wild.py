@@ -11,6 +11,7 @@
     python -m benchmarks.search.wild --set wildval6       # the sixth, built after wildval5 was read
     python -m benchmarks.search.wild --set wildval7       # the seventh, built after the mask and step completions
     python -m benchmarks.search.wild --set wildval8       # the eighth, built after the small-image and volume guesses
+    python -m benchmarks.search.wild --set wildval9       # the ninth, built after the input repairs
 
 Each graph of the wild file under the index's canonical rules (`wild-1.0.narg`, 2.2;
 `wild-1.0-canonical-2.3.narg`, 2.3) is searched as `narbench search FILE` searches a saved graph
@@ -38,7 +39,9 @@ search's input guesses (chosen on wildval 1-4), to check that they and any later
 (frozen 2026-11-30, session 67, from 17 further packages): built after wildval5 was read row by row. `--set wildval7`
 the seventh (frozen the same session, from 20 further packages): built after the mask and step completions of search's
 input guesses (chosen on wildval 1-5). `--set wildval8` the eighth (frozen the same session, from 20 further packages):
-built after the small-image, volume, wide-spectrogram and `trg` guesses (chosen on wildval 1-7).
+built after the small-image, volume, wide-spectrogram and `trg` guesses (chosen on wildval 1-7). `--set wildval9` the
+ninth (frozen 2026-12-01, session 68, from 10 further packages): built after the inputs repaired from their errors
+(chosen on wildval 1-8).
 """
 
 from __future__ import annotations
