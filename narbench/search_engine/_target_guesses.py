@@ -16,7 +16,7 @@ Chosen on the validation sets of outside code, searched as a new user would, wit
 inputs (`benchmarks/search/inputs.py`): the first guesses on `wildval` 1-4 (checked on `wildval5`), masks and
 diffusion steps on `wildval` 1-5 (checked on `wildval7`), small images, cubes, wide spectrograms and `trg` on
 `wildval` 1-7 (checked on `wildval8`); the wild test set was read once after the first guesses and once after
-the two later changes.
+the two later changes. When all fail, inputs repaired from their errors (`narbench.search_engine._target_repairs`).
 """
 
 from __future__ import annotations
@@ -214,18 +214,21 @@ def _completions(model, args: tuple, kwargs: dict, described: str) -> list[tuple
             for extra in itertools.islice(itertools.product(*fillers), MAX_COMPLETIONS)]
 
 
-def guesses(model, device: str) -> Iterator[tuple[tuple, dict, str]]:
+def guesses(model, device: str, errors: list | None = None) -> Iterator[tuple[tuple, dict, str]]:
     """(args, kwargs, description) of the example inputs to try in order: the `real` build's first
     (`example_inputs`; skipped when it cannot tell, or when making it raises), then up to `MAX_GUESSES` others, none
     twice; each completed by the further arguments its forward requires, where their names say what they are
-    (`_completions`: a mask may give a few)."""
+    (`_completions`: a mask may give a few). Then, when all failed, inputs repaired from their errors (`_repaired`;
+    `errors`: the caller's record of failures, (device, step, exception, description, round) each)."""
     seen: set[str] = set()
+    made: dict[str, tuple] = {}
     try:
         firsts = _completions(model, *example_inputs(model, device))
     except Exception:  # noqa: BLE001 - TargetError, or user code (a config it cannot dress) raising anything: go on
         firsts = []
     for args, kwargs, described in firsts:
         seen.add(described)
+        made[described] = args
         yield args, kwargs, described
     specs: list[tuple[str, tuple[int, ...], int]] = []
     keras = _keras_shape(model)
@@ -237,22 +240,53 @@ def guesses(model, device: str) -> Iterator[tuple[tuple, dict, str]]:
         first = None
     specs += _by_layer(first) + _fallbacks(model)
     tried = 0
-    for spec in specs:
-        for args, kwargs, described in _completions(model, *_make(spec, device)):
-            if described in seen:
+    for args, kwargs, described in (c for spec in specs for c in _completions(model, *_make(spec, device))):
+        if described in seen:
+            continue
+        seen.add(described)
+        tried += 1
+        if tried > MAX_GUESSES:
+            break
+        made[described] = args
+        yield args, kwargs, described
+    if errors is not None:
+        yield from _repaired(model, device, errors, made, seen)
+
+
+def _repaired(model, device: str, errors: list, made: dict[str, tuple], seen: set[str]):
+    """Inputs repaired from the errors of the inputs tried on `device` (`_target_repairs`), in the order they failed,
+    a repaired input's own error read in its turn; at most `MAX_REPAIRS`, none twice."""
+    import torch
+
+    from narbench.search_engine._target_repairs import MAX_REPAIRS, completed, shapes
+
+    i = tried = 0
+    while i < len(errors) and tried < MAX_REPAIRS:
+        dev, step, exc, described, _ = errors[i]
+        i += 1
+        args = made.get(described) if dev == device and step == "forward" else None
+        if not args or not isinstance(args[0], torch.Tensor):
+            continue
+        x = args[0]
+        fills = completed(model, x, exc, _missing(model, 1), _filler) if len(args) == 1 else None
+        options = [(fills, {}, describe(fills, {}))] if fills else []
+        for new in shapes(x, exc):
+            options += _completions(model, (new, *args[1:]), {}, describe((new, *args[1:]), {}))
+        for new_args, kwargs, text in options:
+            if text in seen or tried >= MAX_REPAIRS:
                 continue
-            seen.add(described)
+            seen.add(text)
+            made[text] = new_args
             tried += 1
-            if tried > MAX_GUESSES:
-                return
-            yield args, kwargs, described
+            yield new_args, kwargs, text
 
 
-def to_try(model, device: str, shape, inputs) -> Iterator[tuple[tuple, dict, str]]:
+def to_try(model, device: str, shape, inputs, errors: list | None = None) -> Iterator[tuple[tuple, dict, str]]:
     """The example inputs `_target_run` tries on `device`, in order: the caller's inputs or shape alone, else the
-    `real` build's guess, then the others when it does not run (`guesses`)."""
+    `real` build's guess, then the others when it does not run, then inputs repaired from the failures recorded in
+    `errors` (`guesses`)."""
     if inputs is not None:
         return iter([(*to_device(inputs, device), describe(*inputs))])
     if shape is not None:
         return iter([example_inputs(model, device, shape)])
-    return guesses(model, device)
+    return guesses(model, device, errors)

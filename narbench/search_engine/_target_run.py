@@ -262,7 +262,8 @@ def _on_device(label, build, instance, dev: str, errors: list, round_: int, shap
         step = "input"
         stage(f"its forward pass, on {dev}")  # the example input runs the forward up to its first layer
         with _no_exit(f"making the example input of {label}"):
-            feeds = itertools.islice(to_try(model, dev, shape, inputs), *((0, 1) if round_ == 0 else (1, None)))
+            feeds = itertools.islice(to_try(model, dev, shape, inputs, errors),
+                                     *((0, 1) if round_ == 0 else (1, None)))
             feed = next(feeds, None)
         if dev == "cpu":  # one small forward pass: intra-op threads only add overhead
             torch.set_num_threads(1)

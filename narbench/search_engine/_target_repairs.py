@@ -1,0 +1,145 @@
+"""Example inputs repaired from the error a guessed input raised (`repairs`, for `narbench.search_engine._target_guesses`).
+
+When every guess fails, the errors often say what the model wanted: torch's own layers name the size they expected
+(a Linear's input width, a LayerNorm's normalised shape, a fixed table's length that a sequence must match), and
+Python names how many axes a forward unpacks (`b, t, c = x.shape`) or which arguments it still requires. Each
+repair changes the failed input in the one way its error names, and is tried after every planned guess has failed,
+so a model some guess runs keeps that guess's graph. Only messages of torch and Python are read (in both the CPU's
+and the meta device's wording), never a package's own; a repaired input that fails again may be repaired once more
+(`MAX_REPAIRS` in all).
+
+Chosen on the validation sets of outside code searched as a new user would (`wildval` 1-8, the rows no guess ran;
+`benchmarks/search/inputs.py`), checked on `wildval9`, built after.
+"""
+
+from __future__ import annotations
+
+import re
+
+from narbench.search_engine._target_inputs import SEQ_LEN
+
+#: at most this many repaired inputs per device (each costs a forward pass up to where it fails)
+MAX_REPAIRS = 6
+
+_LINEAR = (re.compile(r"a and b must have same reduction dim, but got \[(\d+), (\d+)\] X \[(\d+), (\d+)\]"),
+           re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)"))
+_NORM = re.compile(r"Given normalized_shape=\[([\d, ]+)\], expected input with shape \[(?:\*, )?[\d, ]+\], "
+                   r"but got input of size ?(?:torch\.Size\()?\[([\d, ]+)\]")
+_BROADCAST = re.compile(r"Attempting to broadcast a dimension of length (\d+) at (-\d+)!.*broadcastable to \[([\d, ]+)\]")
+_SIZES = re.compile(r"The size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton")
+_FEWER = re.compile(r"not enough values to unpack \(expected (\d+), got (\d+)\)")
+_MORE = re.compile(r"too many values to unpack \(expected (\d+)\)")
+_MISSING = re.compile(r"missing \d+ required positional argument")
+_SHORT = re.compile(r"Invalid computed output size|Output size is too small|Kernel size can't be greater than actual input")
+#: how much longer an input too short for the model's pooling is made (a 1,024-step guess: 16,384, as genomic CNNs take)
+LONGER = 16
+
+
+def _ints(text: str) -> list[int]:
+    return [int(s) for s in text.replace(" ", "").split(",") if s]
+
+
+def _like(x, shape):
+    """A tensor of `shape` of `x`'s kind: random floats, or token ids 0, 1, ... below `x`'s largest id + 1."""
+    import torch
+
+    shape = [int(s) for s in shape]
+    if x.is_floating_point():
+        return torch.randn(*shape, device=x.device, dtype=x.dtype)
+    n = 1
+    for s in shape:
+        n *= s
+    rows = int(x.max()) + 1 if x.numel() and x.device.type != "meta" else 2
+    return (torch.arange(n, device=x.device) % max(rows, 1)).reshape(shape).to(x.dtype)
+
+
+def _resized(x, old: int, new: int, last_first: bool = True):
+    """`x` with its one axis of size `old` (the last such axis when several and `last_first`; never the batch axis
+    of a tensor of more than one axis) set to `new`; None when no axis has that size."""
+    axes = [i for i, s in enumerate(x.shape) if s == old and (i > 0 or x.dim() == 1)]
+    if not axes or old == new:
+        return None
+    shape = list(x.shape)
+    shape[axes[-1] if last_first else axes[0]] = new
+    return _like(x, shape)
+
+
+def shapes(x, exc: BaseException) -> list:
+    """New first inputs for a forward that failed on `x` with `exc`, from what the error names (possibly none)."""
+    text = " ".join(str(exc).split())
+    for pattern in _LINEAR:  # a Linear of C inputs given a last side of B: B -> C
+        m = pattern.search(text)
+        if m:
+            _, b, c, _ = map(int, m.groups())
+            got = _resized(x, b, c)
+            return [got] if got is not None else []
+    m = _NORM.search(text)  # a norm over the last sides N given the input itself: the last sides -> N
+    if m:
+        want, got = _ints(m.group(1)), _ints(m.group(2))
+        if got == list(x.shape) and len(want) < x.dim():
+            return [_like(x, [*x.shape[:x.dim() - len(want)], *want])]
+        return []
+    m = _BROADCAST.search(text)  # a fixed table of L rows added to a sequence of X: X -> L
+    if m:
+        length, at, target = int(m.group(1)), int(m.group(2)), _ints(m.group(3))
+        if -len(target) <= at < 0:
+            got = _resized(x, target[at], length)
+            return [got] if got is not None else []
+        return []
+    m = _SIZES.search(text)
+    if m:
+        a, b = map(int, m.groups())
+        got = _resized(x, a, b)
+        if got is None:
+            got = _resized(x, b, a)
+        return [got] if got is not None else []
+    if not x.is_floating_point():
+        return []
+    if _SHORT.search(text):  # pooled to nothing: the longest side (not the batch's) 16 times longer
+        axis = max(range(1, x.dim()), key=lambda i: x.shape[i], default=None)
+        if axis is None or x.numel() * LONGER > 1 << 22:
+            return []
+        return [_like(x, [s * LONGER if i == axis else s for i, s in enumerate(x.shape)])]
+    m = _FEWER.search(text)  # `b, t, c = x.shape` given [1, F]: [1, 16, F]
+    if m:
+        want, got = map(int, m.groups())
+        if got == x.dim() and want > got:
+            return [_like(x, [x.shape[0], *([SEQ_LEN] * (want - got)), *x.shape[1:]])]
+        return []
+    m = _MORE.search(text)  # `b, t, c = x.shape` given [1, C, H, W]: the batch axis and the last sides
+    if m:
+        want = int(m.group(1))
+        if 1 < want < x.dim():
+            return [_like(x, [x.shape[0], *x.shape[x.dim() - want + 1:]])]
+    return []
+
+
+def _takes_any(model) -> bool:
+    """Whether `model.forward` takes any number of positional arguments (`forward(self, *inputs)`)."""
+    import inspect
+
+    try:
+        return any(p.kind is p.VAR_POSITIONAL for p in inspect.signature(model.forward).parameters.values())
+    except (TypeError, ValueError):
+        return False
+
+
+def completed(model, x, exc: BaseException, missing: list[str], filler) -> tuple | None:
+    """The arguments for a forward that failed on `x` alone for want of more: one that said it misses required
+    positional arguments (`missing`, by name) gets each named one as `filler(name, x)` fills it (its first option),
+    any other a copy of `x` (a second sequence under a name of its own: `s2_ids`, `target_sequence`); a
+    `forward(*inputs)` that indexed past its one input, given token ids, gets zeros beside them (segment ids: BERT
+    code takes `[token_ids, segment_ids]`). None for any other error."""
+    if isinstance(exc, IndexError) and "tuple index out of range" in str(exc):
+        if not x.is_floating_point() and _takes_any(model):
+            import torch
+
+            return x, torch.zeros_like(x)
+        return None
+    if not isinstance(exc, TypeError) or not _MISSING.search(str(exc)) or not missing:
+        return None
+    out = [x]
+    for name in missing:
+        options = filler(name, x)
+        out.append(options[0] if options else x.clone())
+    return tuple(out)

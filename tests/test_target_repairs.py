@@ -1,0 +1,188 @@
+"""`narbench.search_engine._target_repairs`: inputs repaired from the error a guessed input raised.
+
+The errors are torch's and Python's own, raised here on each device the search runs on (meta and CPU word them
+differently), so a torch release that rewords one fails these tests instead of silently repairing nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
+from torch.nn import functional as F  # noqa: E402
+
+from narbench.search_engine._target_guesses import guesses  # noqa: E402
+from narbench.search_engine._target_repairs import MAX_REPAIRS, completed, shapes  # noqa: E402
+from narbench.search_engine._target_run import extract  # noqa: E402
+
+DEVICES = ("meta", "cpu")
+
+
+def error_of(fn) -> BaseException:
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001 - the error is the point
+        return exc
+    raise AssertionError("no error raised")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_linear_of_another_width_names_its_width(device):
+    x = torch.randn(1, 16, 256, device=device)
+    w = torch.randn(32, 2, device=device)
+    (got,) = shapes(x, error_of(lambda: F.linear(x, w)))
+    assert list(got.shape) == [1, 16, 2] and got.device == x.device and got.is_floating_point()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_norm_over_other_sides_names_them(device):
+    x = torch.randn(1, 16, 256, device=device)
+    norm = nn.LayerNorm(560, device=device)
+    (got,) = shapes(x, error_of(lambda: norm(x)))
+    assert list(got.shape) == [1, 16, 560]
+    inner = torch.randn(1, 224, 3, device=device)  # the norm read a permuted copy, not the input: no repair
+    assert shapes(torch.randn(1, 3, 224, device=device), error_of(lambda: norm(inner))) == []
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_fixed_position_table_names_the_length(device):
+    ids = torch.arange(16, device=device).reshape(1, 16)
+    table = torch.randn(77, 8, device=device)
+    (got,) = shapes(ids, error_of(lambda: torch.randn(1, 16, 8, device=device).add_(table)))
+    assert list(got.shape) == [1, 77] and not got.is_floating_point()
+    (got,) = shapes(ids, error_of(lambda: torch.randn(1, 16, 8, device=device) + table))
+    assert list(got.shape) == [1, 77]
+
+
+def test_unpacking_names_the_number_of_axes():
+    x = torch.randn(1, 32)
+    (got,) = shapes(x, error_of(lambda: [b for b, t, c in [x.shape]]))
+    assert list(got.shape) == [1, 16, 32]
+    image = torch.randn(1, 3, 224, 224)
+    (got,) = shapes(image, error_of(lambda: [b for b, t, c in [image.shape]]))
+    assert list(got.shape) == [1, 224, 224]
+    ids = torch.zeros(1, 32, dtype=torch.long)  # token ids are not given more axes
+    assert shapes(ids, error_of(lambda: [b for b, t, c in [ids.shape]])) == []
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_sequence_pooled_to_nothing_is_made_longer(device):
+    x = torch.randn(1, 4, 8, device=device)
+    (got,) = shapes(x, error_of(lambda: F.max_pool1d(x, 16)))
+    assert list(got.shape) == [1, 4, 128]
+
+
+def test_an_error_that_names_nothing_repairs_nothing():
+    assert shapes(torch.randn(1, 8), ValueError("expected a dict of features")) == []
+    x = torch.randn(1, 8)  # a Linear deeper in, after a reshape: its width is no side of the input
+    assert shapes(x, error_of(lambda: F.linear(x.reshape(2, 4).repeat(1, 3), torch.randn(4, 5)))) == []
+
+
+class TwoSequences(nn.Module):
+    """A seq2seq model whose second sequence has a name of its own (Kronos' `s2_ids`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(100, 8)
+
+    def forward(self, ids, s2_ids, lengths):
+        return self.emb(ids) + self.emb(s2_ids) + lengths
+
+
+def test_missing_arguments_are_filled_by_name_or_by_a_copy():
+    model, ids = TwoSequences(), torch.arange(16).reshape(1, 16)
+    exc = error_of(lambda: model(ids))
+    got = completed(model, ids, exc, ["s2_ids", "lengths"], lambda name, x: [x.new_tensor([5])] if "len" in name else None)
+    assert [list(t.shape) for t in got] == [[1, 16], [1, 16], [1]] and torch.equal(got[1], ids)
+    assert completed(model, ids, ValueError("missing 1 required positional argument"), ["s2_ids"], lambda *a: None) is None
+
+
+class SegmentBert(nn.Module):
+    """bert4torch's `forward(*inputs)`: token ids, then segment ids."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tokens, self.segments = nn.Embedding(100, 8), nn.Embedding(2, 8)
+
+    def forward(self, *inputs):
+        return self.tokens(inputs[0]) + self.segments(inputs[1])
+
+
+def test_a_forward_of_any_inputs_that_wants_segments_gets_zeros():
+    model, ids = SegmentBert(), torch.arange(16).reshape(1, 16)
+    got = completed(model, ids, error_of(lambda: model(ids)), [], lambda *a: None)
+    assert len(got) == 2 and torch.equal(got[1], torch.zeros_like(ids))
+    assert completed(model, torch.randn(1, 16), error_of(lambda: model(ids)), [], lambda *a: None) is None
+
+
+class CoordinateNet(nn.Module):
+    """SIREN: a sine layer of its own (weight and bias, no Linear) on 2-D coordinates [batch, points, 2]."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = SineLayer(2, 32)
+        self.out = nn.Linear(32, 1)
+
+    def forward(self, coords):
+        return self.out(self.first(coords))
+
+
+class SineLayer(nn.Module):
+    def __init__(self, fan_in: int, fan_out: int) -> None:
+        super().__init__()
+        self.bias = nn.Parameter(torch.zeros(fan_out))
+        self.weight = nn.Parameter(torch.randn(fan_out, fan_in))
+
+    def forward(self, x):
+        return torch.sin(F.linear(x, self.weight, self.bias))
+
+
+class ClipText(nn.Module):
+    """Stable Diffusion's CLIP text encoder: token ids plus a learned table of exactly 77 positions."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(1000, 8)
+        self.pos = nn.Parameter(torch.zeros(77, 8))
+        self.out = nn.Linear(8, 8)
+
+    def forward(self, ids):
+        return self.out(self.emb(ids) + self.pos)
+
+
+@pytest.mark.parametrize("cls, want", [
+    (CoordinateNet, "tensor [1, 16, 2]"),
+    (ClipText, "token ids [1, 77]"),
+    (TwoSequences, "token ids [1, 16], token ids [1, 16], token ids [1]"),
+    (SegmentBert, "token ids [1, 16], token ids [1, 16]"),
+])
+def test_a_model_no_guess_runs_runs_on_its_repaired_input(cls, want):
+    planned = [d for _, _, d in guesses(cls(), "meta")]  # no errors given: the planned guesses alone
+    assert want not in planned
+    raw, info = extract(cls.__name__, cls)
+    assert info["input"] == want and raw.ops
+
+
+class Refuses(nn.Module):
+    """A forward that fails on every input with an error naming a size (so repairs are tried, and fail)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied (1x{x.shape[-1]} and {x.shape[-1] + 1}x4)")
+
+
+def test_repairs_are_bounded_and_end_in_the_first_guess_error():
+    errors: list = []
+    tried = []
+    model = Refuses()
+    for args, kwargs, described in guesses(model, "meta", errors):
+        tried.append(described)
+        errors.append(("meta", "forward", error_of(lambda: model(*args, **kwargs)), described, 1))
+    planned = [d for _, _, d in guesses(model, "meta")]
+    assert tried[:len(planned)] == planned and 0 < len(tried) - len(planned) <= MAX_REPAIRS
+    assert len(set(tried)) == len(tried)  # none twice
+    with pytest.raises(Exception, match="forward pass of Refuses"):
+        extract("Refuses", Refuses)
