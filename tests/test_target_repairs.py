@@ -186,3 +186,11 @@ def test_repairs_are_bounded_and_end_in_the_first_guess_error():
     assert len(set(tried)) == len(tried)  # none twice
     with pytest.raises(Exception, match="forward pass of Refuses"):
         extract("Refuses", Refuses)
+
+
+def test_a_repair_larger_than_the_cap_is_not_made():
+    x = torch.randn(1, 3, 224, 224)  # a width read off a flattened feature map: [1, 3, 224, 100352] is 67M values
+    exc = RuntimeError("mat1 and mat2 shapes cannot be multiplied (672x224 and 100352x4096)")
+    assert shapes(x, exc) == []
+    (got,) = shapes(x, RuntimeError("mat1 and mat2 shapes cannot be multiplied (672x224 and 64x4096)"))
+    assert list(got.shape) == [1, 3, 224, 64]

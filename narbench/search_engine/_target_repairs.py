@@ -14,6 +14,7 @@ Chosen on the validation sets of outside code searched as a new user would (`wil
 
 from __future__ import annotations
 
+import math
 import re
 
 from narbench.search_engine._target_inputs import SEQ_LEN
@@ -33,6 +34,8 @@ _MISSING = re.compile(r"missing \d+ required positional argument")
 _SHORT = re.compile(r"Invalid computed output size|Output size is too small|Kernel size can't be greater than actual input")
 #: how much longer an input too short for the model's pooling is made (a 1,024-step guess: 16,384, as genomic CNNs take)
 LONGER = 16
+#: the most values a repaired input holds (a size read off an error may be a flattened feature map's: 64 MB of floats)
+MAX_ELEMENTS = 1 << 24
 
 
 def _ints(text: str) -> list[int]:
@@ -46,72 +49,64 @@ def _like(x, shape):
     shape = [int(s) for s in shape]
     if x.is_floating_point():
         return torch.randn(*shape, device=x.device, dtype=x.dtype)
-    n = 1
-    for s in shape:
-        n *= s
+    n = math.prod(shape)
     rows = int(x.max()) + 1 if x.numel() and x.device.type != "meta" else 2
     return (torch.arange(n, device=x.device) % max(rows, 1)).reshape(shape).to(x.dtype)
 
 
-def _resized(x, old: int, new: int, last_first: bool = True):
-    """`x` with its one axis of size `old` (the last such axis when several and `last_first`; never the batch axis
-    of a tensor of more than one axis) set to `new`; None when no axis has that size."""
+def _resized(x, old: int, new: int) -> list[int] | None:
+    """`x`'s shape with its axis of size `old` (the last such axis; never the batch axis of a tensor of more than
+    one axis) set to `new`; None when no axis has that size."""
     axes = [i for i, s in enumerate(x.shape) if s == old and (i > 0 or x.dim() == 1)]
     if not axes or old == new:
         return None
     shape = list(x.shape)
-    shape[axes[-1] if last_first else axes[0]] = new
-    return _like(x, shape)
+    shape[axes[-1]] = new
+    return shape
 
 
-def shapes(x, exc: BaseException) -> list:
-    """New first inputs for a forward that failed on `x` with `exc`, from what the error names (possibly none)."""
-    text = " ".join(str(exc).split())
+def _new_shape(x, text: str) -> list[int] | None:
+    """The shape the error `text` says a forward given `x` wanted, or None when it names none."""
     for pattern in _LINEAR:  # a Linear of C inputs given a last side of B: B -> C
         m = pattern.search(text)
         if m:
             _, b, c, _ = map(int, m.groups())
-            got = _resized(x, b, c)
-            return [got] if got is not None else []
+            return _resized(x, b, c)
     m = _NORM.search(text)  # a norm over the last sides N given the input itself: the last sides -> N
     if m:
         want, got = _ints(m.group(1)), _ints(m.group(2))
-        if got == list(x.shape) and len(want) < x.dim():
-            return [_like(x, [*x.shape[:x.dim() - len(want)], *want])]
-        return []
+        return [*x.shape[:x.dim() - len(want)], *want] if got == list(x.shape) and len(want) < x.dim() else None
     m = _BROADCAST.search(text)  # a fixed table of L rows added to a sequence of X: X -> L
     if m:
         length, at, target = int(m.group(1)), int(m.group(2)), _ints(m.group(3))
-        if -len(target) <= at < 0:
-            got = _resized(x, target[at], length)
-            return [got] if got is not None else []
-        return []
+        return _resized(x, target[at], length) if -len(target) <= at < 0 else None
     m = _SIZES.search(text)
     if m:
         a, b = map(int, m.groups())
-        got = _resized(x, a, b)
-        if got is None:
-            got = _resized(x, b, a)
-        return [got] if got is not None else []
+        return _resized(x, a, b) or _resized(x, b, a)
     if not x.is_floating_point():
-        return []
+        return None
     if _SHORT.search(text):  # pooled to nothing: the longest side (not the batch's) 16 times longer
         axis = max(range(1, x.dim()), key=lambda i: x.shape[i], default=None)
-        if axis is None or x.numel() * LONGER > 1 << 22:
-            return []
-        return [_like(x, [s * LONGER if i == axis else s for i, s in enumerate(x.shape)])]
+        return None if axis is None else [s * LONGER if i == axis else s for i, s in enumerate(x.shape)]
     m = _FEWER.search(text)  # `b, t, c = x.shape` given [1, F]: [1, 16, F]
     if m:
         want, got = map(int, m.groups())
-        if got == x.dim() and want > got:
-            return [_like(x, [x.shape[0], *([SEQ_LEN] * (want - got)), *x.shape[1:]])]
-        return []
+        return [x.shape[0], *([SEQ_LEN] * (want - got)), *x.shape[1:]] if got == x.dim() and want > got else None
     m = _MORE.search(text)  # `b, t, c = x.shape` given [1, C, H, W]: the batch axis and the last sides
     if m:
         want = int(m.group(1))
-        if 1 < want < x.dim():
-            return [_like(x, [x.shape[0], *x.shape[x.dim() - want + 1:]])]
-    return []
+        return [x.shape[0], *x.shape[x.dim() - want + 1:]] if 1 < want < x.dim() else None
+    return None
+
+
+def shapes(x, exc: BaseException) -> list:
+    """New first inputs for a forward that failed on `x` with `exc`, from what the error names (possibly none; none
+    of more than `MAX_ELEMENTS` values)."""
+    shape = _new_shape(x, " ".join(str(exc).split()))
+    if shape is None or any(s < 1 for s in shape) or math.prod(shape) > MAX_ELEMENTS:
+        return []
+    return [_like(x, shape)]
 
 
 def _takes_any(model) -> bool:
