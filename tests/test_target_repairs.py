@@ -194,3 +194,44 @@ def test_a_repair_larger_than_the_cap_is_not_made():
     assert shapes(x, exc) == []
     (got,) = shapes(x, RuntimeError("mat1 and mat2 shapes cannot be multiplied (672x224 and 64x4096)"))
     assert list(got.shape) == [1, 3, 224, 64]
+
+
+class ClassDiffusion(nn.Module):
+    """A DiT's forward: the noisy latent, then a step and class labels that default to None but are needed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv, self.steps, self.classes = nn.Conv2d(4, 8, 3), nn.Embedding(1000, 8), nn.Embedding(10, 8)
+
+    def forward(self, x, timestep=None, class_labels=None, note=None):
+        cond = self.steps(timestep.reshape(-1)) + self.classes(class_labels)
+        return self.conv(x) + cond[:, :, None, None]
+
+
+class SpeakerNet(nn.Module):
+    """A voice model: features, then a speaker id that an embedding reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj, self.speakers = nn.Linear(80, 8), nn.Embedding(4, 8)
+
+    def forward(self, feats, speaker_id):
+        return self.proj(feats) + self.speakers(speaker_id)[:, None]
+
+
+def test_arguments_that_default_to_none_are_given_where_their_names_say_what_they_are():
+    from narbench.search_engine._target_guesses import _filler
+    from narbench.search_engine._target_repairs import optional
+
+    model, x = ClassDiffusion(), torch.randn(1, 4, 8, 8)
+    named = optional(model, x, error_of(lambda: model(x)), _filler)
+    assert set(named) == {"timestep", "class_labels"}  # `note` says nothing: left out
+    assert named["class_labels"].dtype == torch.long and list(named["class_labels"].shape) == [1]
+    assert optional(model, x, ValueError("expected a latent"), _filler) is None
+    raw, info = extract("ClassDiffusion", ClassDiffusion)
+    assert "timestep=" in info["input"] and "class_labels=token ids [1]" in info["input"] and raw.ops
+
+
+def test_an_argument_named_as_an_id_beside_features_is_one_id_per_example():
+    raw, info = extract("SpeakerNet", SpeakerNet)
+    assert info["input"].endswith("token ids [1]") and raw.ops

@@ -258,7 +258,7 @@ def _repaired(model, device: str, errors: list, made: dict[str, tuple], seen: se
     a repaired input's own error read in its turn; at most `MAX_REPAIRS`, none twice."""
     import torch
 
-    from narbench.search_engine._target_repairs import MAX_REPAIRS, completed, shapes
+    from narbench.search_engine._target_repairs import MAX_REPAIRS, completed, optional, shapes
 
     i = tried = 0
     while i < len(errors) and tried < MAX_REPAIRS:
@@ -270,6 +270,8 @@ def _repaired(model, device: str, errors: list, made: dict[str, tuple], seen: se
         x = args[0]
         fills = completed(model, x, exc, _missing(model, 1), _filler) if len(args) == 1 else None
         options = [(fills, {}, describe(fills, {}))] if fills else []
+        named = optional(model, x, exc, _filler) if len(args) == 1 else None
+        options += [((x,), named, describe((x,), named))] if named else []
         for new in shapes(x, exc):
             options += _completions(model, (new, *args[1:]), {}, describe((new, *args[1:]), {}))
         for new_args, kwargs, text in options:

@@ -9,7 +9,8 @@ and the meta device's wording), never a package's own; a repaired input that fai
 (`MAX_REPAIRS` in all).
 
 Chosen on the validation sets of outside code searched as a new user would (`wildval` 1-8, the rows no guess ran;
-`benchmarks/search/inputs.py`), checked on `wildval9`, built after.
+`benchmarks/search/inputs.py`), checked on `wildval9`, built after; the arguments that default to None (`optional`) and
+ids by name (`names_an_id`) chosen on `wildval` 1-9, checked on `wildval10`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ _SIZES = re.compile(r"The size of tensor a \((\d+)\) must match the size of tens
 _FEWER = re.compile(r"not enough values to unpack \(expected (\d+), got (\d+)\)")
 _MORE = re.compile(r"too many values to unpack \(expected (\d+)\)")
 _MISSING = re.compile(r"missing \d+ required positional argument")
+_NONE = re.compile(r"'NoneType' object|not NoneType")
 _SHORT = re.compile(r"Invalid computed output size|Output size is too small|Kernel size can't be greater than actual input")
 #: how much longer an input too short for the model's pooling is made (a 1,024-step guess: 16,384, as genomic CNNs take)
 LONGER = 16
@@ -133,8 +135,42 @@ def completed(model, x, exc: BaseException, missing: list[str], filler) -> tuple
         return None
     if not isinstance(exc, TypeError) or not _MISSING.search(str(exc)) or not missing:
         return None
-    out = [x]
-    for name in missing:
-        options = filler(name, x)
-        out.append(options[0] if options else x.clone())
-    return tuple(out)
+    return (x, *(_extra(name, x, filler) for name in missing))
+
+
+def names_an_id(name: str) -> bool:
+    """Whether an argument's name says it holds ids (`judge_id`, `speaker_ids`, `class_labels`)."""
+    low = name.lower()
+    return low in ("id", "ids") or low.endswith(("_id", "_ids", "_idx")) or "label" in low
+
+
+def _extra(name: str, x, filler):
+    """A further argument called `name` beside `x`: `filler`'s first option, else one id per example (0) when the name
+    says it holds ids and `x` is not ids itself, else a copy of `x`."""
+    import torch
+
+    options = filler(name, x)
+    if options:
+        return options[0]
+    if names_an_id(name) and x.is_floating_point():
+        return torch.zeros(x.shape[0] if x.dim() else 1, dtype=torch.long, device=x.device)
+    return x.clone()
+
+
+def optional(model, x, exc: BaseException, filler) -> dict | None:
+    """Keyword arguments for a forward that failed on `x` alone on a None (`'NoneType' object has no attribute`,
+    `must be Tensor, not NoneType`): its parameters that default to None and whose names say what they are
+    (`filler`'s names, or ids: a DiT's `timestep` and `class_labels`). None for any other error or when no such
+    parameter is named."""
+    import inspect
+
+    if not _NONE.search(str(exc)):
+        return None
+    try:
+        params = list(inspect.signature(model.forward).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return None
+    named = {p.name: _extra(p.name, x, filler) for p in params
+             if p.default is None and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+             and (filler(p.name, x) or names_an_id(p.name))}
+    return named or None
