@@ -235,3 +235,17 @@ def test_arguments_that_default_to_none_are_given_where_their_names_say_what_the
 def test_an_argument_named_as_an_id_beside_features_is_one_id_per_example():
     raw, info = extract("SpeakerNet", SpeakerNet)
     assert info["input"].endswith("token ids [1]") and raw.ops
+
+
+def test_a_repair_that_raises_ends_the_repairs_not_the_search(monkeypatch):
+    from narbench.search_engine import _target_repairs
+
+    def broken(x, exc):
+        raise RuntimeError("a repair that cannot be made")
+
+    monkeypatch.setattr(_target_repairs, "shapes", broken)
+    model, errors, tried = Refuses(), [], []
+    for args, kwargs, described in guesses(model, "meta", errors):
+        tried.append(described)
+        errors.append(("meta", "forward", error_of(lambda: model(*args, **kwargs)), described, 1))
+    assert tried == [d for _, _, d in guesses(model, "meta")]  # the planned guesses, then nothing more

@@ -250,7 +250,10 @@ def guesses(model, device: str, errors: list | None = None) -> Iterator[tuple[tu
         made[described] = args
         yield args, kwargs, described
     if errors is not None:
-        yield from _repaired(model, device, errors, made, seen)
+        try:
+            yield from _repaired(model, device, errors, made, seen)
+        except Exception:  # noqa: BLE001 - a repair that cannot be made (user code probed) ends the repairs, not the search
+            return
 
 
 def _repaired(model, device: str, errors: list, made: dict[str, tuple], seen: set[str]):

@@ -172,5 +172,5 @@ def optional(model, x, exc: BaseException, filler) -> dict | None:
         return None
     named = {p.name: _extra(p.name, x, filler) for p in params
              if p.default is None and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-             and (filler(p.name, x) or names_an_id(p.name))}
+             and (names_an_id(p.name) or filler(p.name, x))}
     return named or None
