@@ -298,3 +298,21 @@ class ReadsAValueFirst(nn.Module):
 def test_the_first_guess_on_the_cpu_wins_over_a_later_guess_on_meta():
     raw, info = extract("ReadsAValueFirst", ReadsAValueFirst)
     assert info == {"device": "cpu", "input": "tensor [1, 3, 224, 224]"} and "ConvolutionBackward0" in raw.ops
+
+
+def test_a_keras_style_embedding_that_keeps_its_table_in_a_parameter_dict_is_a_table():
+    """Keras 3 on torch keeps a layer's variables in a `ParameterDict` of its own (`torch_params`), not as the
+    layer's own parameters: its table's rows still size the token-id guess."""
+    from narbench.search_engine._target_guesses import _table_rows
+
+    class KerasEmbedding(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.torch_params = nn.ParameterDict({"embeddings": nn.Parameter(torch.zeros(321, 8))})
+
+    class Other(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.torch_params = nn.ParameterDict({"kernel": nn.Parameter(torch.zeros(321, 8))})
+
+    assert _table_rows(KerasEmbedding()) == 321 and _table_rows(Other()) is None

@@ -16,7 +16,8 @@ Chosen on the validation sets of outside code, searched as a new user would, wit
 inputs (`benchmarks/search/inputs.py`): the first guesses on `wildval` 1-4 (checked on `wildval5`), masks and
 diffusion steps on `wildval` 1-5 (checked on `wildval7`), small images, cubes, wide spectrograms and `trg` on
 `wildval` 1-7 (checked on `wildval8`); the wild test set was read once after the first guesses and once after
-the two later changes. When all fail, inputs repaired from their errors (`narbench.search_engine._target_repairs`).
+the two later changes; a Keras 3 embedding's table read on `wildval10` (no set built after it read yet). When all
+fail, inputs repaired from their errors (`narbench.search_engine._target_repairs`).
 """
 
 from __future__ import annotations
@@ -57,13 +58,16 @@ def _keras_shape(model) -> tuple[int, ...] | None:
 
 def _table_rows(module) -> int | None:
     """The rows of an embedding table: an `nn.Embedding`'s, or those of the 2-D weight of a module of its own
-    whose class says it embeds (transformer-lens's `Embed` holds `W_E`); None for any other module."""
+    whose class says it embeds (transformer-lens's `Embed` holds `W_E`; a Keras 3 `Embedding` on torch keeps its
+    variables in a `ParameterDict` of its own, `torch_params`); None for any other module."""
     import torch.nn as nn
 
     if isinstance(module, (nn.Embedding, nn.EmbeddingBag)):
         return module.num_embeddings
     if module is not None and "embed" in type(module).__name__.lower():
-        table = next((p for p in module.parameters(recurse=False) if p.dim() == 2), None)
+        keras = getattr(module, "torch_params", None)
+        own = [*module.parameters(recurse=False), *(keras.values() if isinstance(keras, nn.ParameterDict) else ())]
+        table = next((p for p in own if p.dim() == 2), None)
         return int(table.shape[0]) if table is not None else None
     return None
 
