@@ -249,3 +249,27 @@ def test_a_repair_that_raises_ends_the_repairs_not_the_search(monkeypatch):
         tried.append(described)
         errors.append(("meta", "forward", error_of(lambda: model(*args, **kwargs)), described, 1))
     assert tried == [d for _, _, d in guesses(model, "meta")]  # the planned guesses, then nothing more
+
+
+class TextImage(nn.Module):
+    """A CLIP: token ids, then `pixel_values`, an RGB image."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.text, self.image = nn.Embedding(100, 8), nn.Conv2d(3, 8, 16, stride=16)
+
+    def forward(self, input_ids, pixel_values):
+        return self.text(input_ids).mean(1) + self.image(pixel_values).mean((2, 3))
+
+
+def test_a_further_argument_is_of_the_kind_its_name_says():
+    from narbench.search_engine._target_repairs import _of_kind
+
+    ids, points = torch.zeros(2, 16, dtype=torch.long), torch.randn(2, 16, 64)
+    assert list(_of_kind("pixel_values", ids).shape) == [2, 3, 224, 224]
+    assert list(_of_kind("mels", ids).shape) == [2, 80, 32]
+    assert list(_of_kind("audio", ids).shape) == [2, 16000]
+    assert list(_of_kind("coors", points).shape) == [2, 16, 3]
+    assert _of_kind("s2_ids", ids) is None and _of_kind("coors", ids[0]) is None
+    raw, info = extract("TextImage", TextImage)
+    assert info["input"] == "token ids [1, 16], tensor [1, 3, 224, 224]" and raw.ops

@@ -10,7 +10,8 @@ and the meta device's wording), never a package's own; a repaired input that fai
 
 Chosen on the validation sets of outside code searched as a new user would (`wildval` 1-8, the rows no guess ran;
 `benchmarks/search/inputs.py`), checked on `wildval9`, built after; the arguments that default to None (`optional`) and
-ids by name (`names_an_id`) chosen on `wildval` 1-9, checked on `wildval10`.
+ids by name (`names_an_id`) chosen on `wildval` 1-9, checked on `wildval10`; kinds by name (`_of_kind`) chosen on
+`wildval` 1-10, checked on `wildval11`.
 """
 
 from __future__ import annotations
@@ -144,14 +145,36 @@ def names_an_id(name: str) -> bool:
     return low in ("id", "ids") or low.endswith(("_id", "_ids", "_idx")) or "label" in low
 
 
+def _of_kind(name: str, x):
+    """A further argument whose name says its kind, beside `x` (batch as `x`'s): an RGB image (`pixel_values`,
+    `images`), a spectrogram of 80 mel bins (`mels`, `spectrogram`), a waveform (`audio`, `wav`), 3-D coordinates
+    of `x`'s points (`coors`, `xyz`, beside [batch, points, features]); None when the name says none of these."""
+    import torch
+
+    low, batch = name.lower(), (x.shape[0] if x.dim() else 1)
+    if any(k in low for k in ("pixel", "image", "img")):
+        return torch.randn(batch, 3, 224, 224, device=x.device)
+    if "mel" in low or "spec" in low:
+        return torch.randn(batch, 80, 32, device=x.device)
+    if "audio" in low or "wav" in low:
+        return torch.randn(batch, 16000, device=x.device)
+    if low in ("coors", "coords", "coordinates", "xyz") and x.dim() == 3:
+        return torch.randn(*x.shape[:2], 3, device=x.device)
+    return None
+
+
 def _extra(name: str, x, filler):
-    """A further argument called `name` beside `x`: `filler`'s first option, else one id per example (0) when the name
-    says it holds ids and `x` is not ids itself, else a copy of `x`."""
+    """A further argument called `name` beside `x`: `filler`'s first option, else one of the kind its name says
+    (`_of_kind`), else one id per example (0) when the name says it holds ids and `x` is not ids itself, else a copy
+    of `x`."""
     import torch
 
     options = filler(name, x)
     if options:
         return options[0]
+    kind = _of_kind(name, x)
+    if kind is not None:
+        return kind
     if names_an_id(name) and x.is_floating_point():
         return torch.zeros(x.shape[0] if x.dim() else 1, dtype=torch.long, device=x.device)
     return x.clone()
@@ -172,5 +195,5 @@ def optional(model, x, exc: BaseException, filler) -> dict | None:
         return None
     named = {p.name: _extra(p.name, x, filler) for p in params
              if p.default is None and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-             and (names_an_id(p.name) or filler(p.name, x))}
+             and (names_an_id(p.name) or _of_kind(p.name, x) is not None or filler(p.name, x))}
     return named or None
