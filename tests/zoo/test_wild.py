@@ -29,7 +29,7 @@ SHAPES = {"wild": (30, 10, 7, 20), "wildval": (90, 40, 30, 55), "wildval2": (30,
           "wildval3": (30, 20, 10, 20), "wildval4": (30, 15, 10, 20), "wildval5": (25, 15, 10, 15),
           "wildval6": (25, 15, 8, 18), "wildval7": (30, 18, 8, 20),
           "wildval8": (30, 18, 8, 20), "wildval9": (19, 10, 7, 12),
-          "wildval10": (22, 16, 8, 14)}
+          "wildval10": (22, 16, 8, 14), "wildval11": (24, 17, 10, 14)}
 
 
 @pytest.fixture(scope="module", params=sorted(SHAPES))
@@ -402,7 +402,8 @@ def test_extraction_command_needs_its_folder():
 @pytest.mark.parametrize("name,canonical", [("wild", "2.2"), ("wild", "2.3"), ("wildval", "2.3"), ("wildval2", "2.3"),
                                            ("wildval3", "2.3"), ("wildval4", "2.3"), ("wildval5", "2.3"),
                                            ("wildval6", "2.3"), ("wildval7", "2.3"), ("wildval8", "2.3"),
-                                           ("wildval9", "2.3"), ("wildval10", "2.3")])
+                                           ("wildval9", "2.3"), ("wildval10", "2.3"),
+                                           ("wildval11", "2.3")])
 def test_extraction_remakes_the_shipped_file_where_the_packages_are_installed(tmp_path, name, canonical):
     """A minute on two cores; needs the packages (PYTHONPATH=DIR, docs/wild.md, docs/wildval.md). Under the torch
     the file was built with, the same bytes; under another, the same graphs by name and size. Built as the command
