@@ -16,7 +16,7 @@ Chosen on the validation sets of outside code, searched as a new user would, wit
 inputs (`benchmarks/search/inputs.py`): the first guesses on `wildval` 1-4 (checked on `wildval5`), masks and
 diffusion steps on `wildval` 1-5 (checked on `wildval7`), small images, cubes, wide spectrograms and `trg` on
 `wildval` 1-7 (checked on `wildval8`); the wild test set was read once after the first guesses and once after
-the two later changes; a Keras 3 embedding's table read on `wildval10` (no set built after it read yet). When all
+the two later changes; a Keras 3 embedding's table chosen on `wildval10` (checked on `wildval11`). When all
 fail, inputs repaired from their errors (`narbench.search_engine._target_repairs`).
 """
 
