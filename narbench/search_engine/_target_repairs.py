@@ -124,8 +124,8 @@ def _takes_any(model) -> bool:
 
 def completed(model, x, exc: BaseException, missing: list[str], filler) -> tuple | None:
     """The arguments for a forward that failed on `x` alone for want of more: one that said it misses required
-    positional arguments (`missing`, by name) gets each named one as `filler(name, x)` fills it (its first option),
-    any other a copy of `x` (a second sequence under a name of its own: `s2_ids`, `target_sequence`); a
+    positional arguments (`missing`, by name) gets each as its name says (`_named`: `filler`'s names, kinds, ids), any
+    other a copy of `x` (a second sequence under a name of its own: `s2_ids`, `target_sequence`); a
     `forward(*inputs)` that indexed past its one input, given token ids, gets zeros beside them (segment ids: BERT
     code takes `[token_ids, segment_ids]`). None for any other error."""
     if isinstance(exc, IndexError) and "tuple index out of range" in str(exc):
@@ -163,10 +163,10 @@ def _of_kind(name: str, x):
     return None
 
 
-def _extra(name: str, x, filler):
-    """A further argument called `name` beside `x`: `filler`'s first option, else one of the kind its name says
-    (`_of_kind`), else one id per example (0) when the name says it holds ids and `x` is not ids itself, else a copy
-    of `x`."""
+def _named(name: str, x, filler):
+    """A further argument called `name` beside `x` where its name says what it is: `filler`'s first option, else one
+    of the kind the name says (`_of_kind`), else one id per example (0) when the name says it holds ids and `x` is not
+    ids itself; None when the name says nothing."""
     import torch
 
     options = filler(name, x)
@@ -177,14 +177,19 @@ def _extra(name: str, x, filler):
         return kind
     if names_an_id(name) and x.is_floating_point():
         return torch.zeros(x.shape[0] if x.dim() else 1, dtype=torch.long, device=x.device)
-    return x.clone()
+    return None
+
+
+def _extra(name: str, x, filler):
+    """A further argument called `name` beside `x`: what its name says (`_named`), else a copy of `x`."""
+    value = _named(name, x, filler)
+    return x.clone() if value is None else value
 
 
 def optional(model, x, exc: BaseException, filler) -> dict | None:
     """Keyword arguments for a forward that failed on `x` alone on a None (`'NoneType' object has no attribute`,
     `must be Tensor, not NoneType`): its parameters that default to None and whose names say what they are
-    (`filler`'s names, or ids: a DiT's `timestep` and `class_labels`). None for any other error or when no such
-    parameter is named."""
+    (`_named`: a DiT's `timestep` and `class_labels`). None for any other error or when no such parameter is named."""
     import inspect
 
     if not _NONE.search(str(exc)):
@@ -193,7 +198,7 @@ def optional(model, x, exc: BaseException, filler) -> dict | None:
         params = list(inspect.signature(model.forward).parameters.values())[1:]
     except (TypeError, ValueError):
         return None
-    named = {p.name: _extra(p.name, x, filler) for p in params
-             if p.default is None and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-             and (names_an_id(p.name) or _of_kind(p.name, x) is not None or filler(p.name, x))}
+    values = {p.name: _named(p.name, x, filler) for p in params
+              if p.default is None and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    named = {name: value for name, value in values.items() if value is not None}
     return named or None
