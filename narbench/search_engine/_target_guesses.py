@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from narbench.search_engine._target_inputs import (SEQ_LEN, TargetError, _first_layer, describe, example_inputs,
-                                                   one_input, to_device)
+                                                   forward_params, one_input, to_device)
 
 #: at most this many guesses after the first (each costs a forward pass up to where it fails)
 MAX_GUESSES = 14
@@ -139,13 +139,8 @@ SECOND_SEQUENCE = ("_", "tgt", "trg", "target", "targets", "dec_input", "decoder
 
 def _missing(model, given: int) -> list[str]:
     """The names of `model.forward`'s required positional arguments after the first `given`."""
-    import inspect
-
-    try:
-        params = inspect.signature(model.forward).parameters.values()
-    except (TypeError, ValueError):
-        return []
-    required = [p for p in params if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in forward_params(model)
+                if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     return [p.name for p in required[given:]]
 
 

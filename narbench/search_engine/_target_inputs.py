@@ -263,6 +263,17 @@ def _input_of(model, first, device: str, shape: tuple[int, ...] | None) -> tuple
     return one_input(shape, device, first.num_embeddings if ids else None)
 
 
+def forward_params(model) -> list:
+    """The parameters of `model.forward`'s signature (`inspect.Parameter`s, `self` not among them); none when it has
+    no signature to read (a TorchScript or C-level forward)."""
+    import inspect
+
+    try:
+        return list(inspect.signature(model.forward).parameters.values())
+    except (TypeError, ValueError):
+        return []
+
+
 def one_input(shape, device: str, rows: int | None = None) -> tuple[tuple, dict, str]:
     """(args, kwargs, description) of one example input of `shape`: token ids 0, 1, ... modulo `rows` (an
     embedding table's) when `rows` is given, else a random float tensor."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import re
 
-from narbench.search_engine._target_inputs import SEQ_LEN
+from narbench.search_engine._target_inputs import SEQ_LEN, forward_params, one_input
 
 #: at most this many repaired inputs per device (each costs a forward pass up to where it fails)
 MAX_REPAIRS = 6
@@ -46,15 +46,11 @@ def _ints(text: str) -> list[int]:
 
 
 def _like(x, shape):
-    """A tensor of `shape` of `x`'s kind: random floats, or token ids 0, 1, ... below `x`'s largest id + 1."""
-    import torch
-
-    shape = [int(s) for s in shape]
-    if x.is_floating_point():
-        return torch.randn(*shape, device=x.device, dtype=x.dtype)
-    n = math.prod(shape)
-    rows = int(x.max()) + 1 if x.numel() and x.device.type != "meta" else 2
-    return (torch.arange(n, device=x.device) % max(rows, 1)).reshape(shape).to(x.dtype)
+    """A tensor of `shape` of `x`'s kind (`one_input`): random floats, or token ids 0, 1, ... below `x`'s largest id
+    + 1; of `x`'s dtype."""
+    rows = None if x.is_floating_point() else int(x.max()) + 1 if x.numel() and x.device.type != "meta" else 2
+    (made,), _, _ = one_input(shape, x.device, rows)
+    return made.to(x.dtype)
 
 
 def _resized(x, old: int, new: int) -> list[int] | None:
@@ -114,12 +110,7 @@ def shapes(x, exc: BaseException) -> list:
 
 def _takes_any(model) -> bool:
     """Whether `model.forward` takes any number of positional arguments (`forward(self, *inputs)`)."""
-    import inspect
-
-    try:
-        return any(p.kind is p.VAR_POSITIONAL for p in inspect.signature(model.forward).parameters.values())
-    except (TypeError, ValueError):
-        return False
+    return any(p.kind is p.VAR_POSITIONAL for p in forward_params(model))
 
 
 def completed(model, x, exc: BaseException, missing: list[str], filler) -> tuple | None:
@@ -190,15 +181,9 @@ def optional(model, x, exc: BaseException, filler) -> dict | None:
     """Keyword arguments for a forward that failed on `x` alone on a None (`'NoneType' object has no attribute`,
     `must be Tensor, not NoneType`): its parameters that default to None and whose names say what they are
     (`_named`: a DiT's `timestep` and `class_labels`). None for any other error or when no such parameter is named."""
-    import inspect
-
     if not _NONE.search(str(exc)):
         return None
-    try:
-        params = list(inspect.signature(model.forward).parameters.values())[1:]
-    except (TypeError, ValueError):
-        return None
-    values = {p.name: _named(p.name, x, filler) for p in params
+    values = {p.name: _named(p.name, x, filler) for p in forward_params(model)[1:]
               if p.default is None and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
     named = {name: value for name, value in values.items() if value is not None}
     return named or None
