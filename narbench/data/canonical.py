@@ -44,6 +44,10 @@ fourth (same module): an attention core whose probabilities are also returned is
 (`returned-attention-maps`). `version="2.8"` a fifth: a learned table resized before it is added is a parameter
 (`interpolated-tables`), and attention heads written one module each are one core (`heads-as-modules`).
 `version="2.9"` withdraws `interpolated-tables` (`WITHDRAWS`): its passes are 2.7's and `heads-as-modules`.
+`version="2.10"` reads raw names again, first (`narbench.data.canonical_complex`): rotary position embedding written
+as a complex product is written as rotate-half writes it (`complex-rotation`); a graph canonical under 2.9 has lost
+what the rule reads and reaches 2.10 as it is (its pass over canonical graphs does nothing). Versions are ordered by
+`VERSIONS`, never as strings (`at_least`: "2.10" comes after "2.9").
 
 Only op names and edges are read, so graphs stored by `real` 1.0 canonicalise exactly as a fresh
 extraction does, except where 1.0 stored an in-place op on a view as `CopySlices`: the extraction
@@ -65,13 +69,14 @@ from typing import Sequence
 import numpy as np
 
 from narbench.data.canonical_algebra import may_fold_unseen, quotient_form, unseen_batchnorm
+from narbench.data.canonical_complex import complex_rotations, may_spell_210, spell_210
 from narbench.data.canonical_rewrite import FOLDED_OPS, RewriteGraph
 from narbench.data.canonical_spelling import (may_spell_25, may_spell_26, may_spell_27, may_spell_28, may_spell_29,
                                               spell_25, spell_26, spell_27, spell_28, spell_29)
 from narbench.data.ops import ELIDED, UNKNOWN_OP, load_table, vocabulary
 
 #: Rule sets, oldest first; the default is the one `real` 2.1 and the shipped index use.
-VERSIONS = ("2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8", "2.9")
+VERSIONS = ("2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8", "2.9", "2.10")
 DEFAULT_VERSION = "2.1"
 #: Separates a raw op name from its design attributes (`ConvolutionBackward0#pointwise`).
 ATTR_SEP = "#"
@@ -94,7 +99,7 @@ OPS_2_3 = ("conv1d", "conv1d_depthwise", "conv1d_grouped", "conv3d", "conv3d_dep
 #: pass, a cheap check of whether it can fire at all (a graph where it cannot is not rebuilt)
 UPGRADES = {"2.4": (unseen_batchnorm, may_fold_unseen), "2.5": (spell_25, may_spell_25),
             "2.6": (spell_26, may_spell_26), "2.7": (spell_27, may_spell_27), "2.8": (spell_28, may_spell_28),
-            "2.9": (spell_29, may_spell_29)}
+            "2.9": (spell_29, may_spell_29), "2.10": (spell_210, may_spell_210)}
 #: A version whose pass replaces an earlier version's (later -> the version whose pass it withdraws): 2.9 is 2.7 and
 #: `heads-as-modules`, 2.8 without `interpolated-tables` (which made DPT's and YOLOS's encoders read as a ViT's). A
 #: graph under the withdrawn version does not reach the later one by passes (`upgrade_passes`, `reaches`).
@@ -111,6 +116,11 @@ def upgrade_passes(version: str) -> list:
     upto = [v for v in UPGRADES if _index(v) <= _index(version)]
     withdrawn = {WITHDRAWS[v] for v in upto if v in WITHDRAWS}
     return [UPGRADES[v] for v in upto if v not in withdrawn]
+
+
+def at_least(version: str, earliest: str) -> bool:
+    """Whether `version` is `earliest` or later, in the order of `VERSIONS` (as strings "2.10" < "2.9")."""
+    return _index(version) >= _index(earliest)
 
 
 def reaches(frm: str, to: str) -> bool:
@@ -173,10 +183,12 @@ def conv_op(attrs: frozenset[str]) -> str:
 def canonicalize(ops: Sequence[str], edges: np.ndarray, version: str = DEFAULT_VERSION) -> CanonicalGraph:
     """The canonical graph of a raw graph (op names per node, 2 x E producer -> consumer edges),
     under the rules of `version` (see the module docstring)."""
-    v22 = check_version(version) >= "2.2"
-    v23 = version >= "2.3"
+    v22 = at_least(version, "2.2")
+    v23 = at_least(version, "2.3")
     n = len(ops)
     edges = np.asarray(edges, dtype=np.int64).reshape(2, -1)
+    if at_least(version, "2.10"):  # complex-rotation: raw names, before they are mapped
+        ops, edges, _ = complex_rotations(ops, edges)
     order = _topological(n, edges)
     if order != list(range(n)):  # renumber in topological order: the passes rely on ids being one
         pos = np.empty(n, dtype=np.int64)
@@ -259,8 +271,8 @@ def canonical_vocabulary(version: str = DEFAULT_VERSION) -> tuple[str, ...]:
     missing = FOLDED_OPS - set(vocab)
     if missing:  # the table and the folds must agree; a test keeps them so
         raise CanonicalError(f"ops produced by folds are missing from the op table: {sorted(missing)}")
-    if check_version(version) >= "2.2":
-        vocab = vocab[:-1] + OPS_2_2 + (OPS_2_3 if version >= "2.3" else ()) + vocab[-1:]
+    if at_least(version, "2.2"):
+        vocab = vocab[:-1] + OPS_2_2 + (OPS_2_3 if at_least(version, "2.3") else ()) + vocab[-1:]
     return vocab
 
 

@@ -13,7 +13,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from narbench.data.canonical import VERSIONS, CanonicalError
+from narbench.data.canonical import VERSIONS, CanonicalError, at_least
 
 
 @dataclass(frozen=True)
@@ -55,5 +55,5 @@ def rules_sha256(version: str | None = None) -> str:
     if version not in VERSIONS:
         raise CanonicalError(f"unknown canonical version {version!r}; known: {', '.join(VERSIONS)}")
     head, *rows = data.splitlines(keepends=True)
-    kept = [r for r in rows if next(csv.reader([r.decode()]))[1] <= version]
+    kept = [r for r in rows if at_least(version, next(csv.reader([r.decode()]))[1])]
     return hashlib.sha256(head + b"".join(kept)).hexdigest()

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from narbench.data.canonical import VERSIONS, at_least
 from narbench.data.graph import ArchGraph
 from narbench.data.mapping import onto_vocabulary
 from narbench.search_engine._target_inputs import TargetError, normalise_inputs
@@ -276,7 +277,7 @@ def _reads_attributes(index, since: str = "2.2") -> bool:
     """Whether the index's canonical rules are `since` or later: design attributes from 2.2 on (a model is then
     extracted with them), custom functions traced through from 2.3 on (`narbench.zoo.functions`)."""
     version = getattr(index, "canonical_version", None)
-    return version is not None and version >= since
+    return version in VERSIONS and at_least(version, since)
 
 
 @contextlib.contextmanager

@@ -27,7 +27,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Callable
 
-from narbench.data.canonical import DEFAULT_VERSION, canonical_vocabulary, check_version
+from narbench.data.canonical import DEFAULT_VERSION, at_least, canonical_vocabulary, check_version
 from narbench.data.canonical_rules import rules_sha256
 from narbench.datasets.crossimpl import (MAX_OTHER_SHARE, NAME, VERSION, Row, functions_path, other_share, read_functions,
                                          read_table, table_path)
@@ -150,7 +150,7 @@ def extract_row(row: Row, version: str = DEFAULT_VERSION, make: Make | None = No
 
     def run(dev: str):
         model, args, kwargs = make(row, dev)
-        return (extract_graph(model, args, kwargs, attributes=version >= "2.2", functions=version >= "2.3"),
+        return (extract_graph(model, args, kwargs, attributes=at_least(version, "2.2"), functions=at_least(version, "2.3")),
                 {"params": int(sum(p.numel() for p in model.parameters()))})
 
     raw, info = try_devices(["meta", "cpu"], run)
@@ -167,7 +167,7 @@ def extract_row(row: Row, version: str = DEFAULT_VERSION, make: Make | None = No
     # from 2.2 on the coarse label is read off the raw graph, as the taxonomy labels `real` (per model, on
     # the raw record): 2.2's canonical graph writes 1x1 convolutions as `linear`, which would move RegNets
     # and PoolFormers out of `cnn` beside their `real` twins; 2.1.1 keeps the canonical graph's label
-    coarse = coarse_label(raw.ops, raw.edges) if version >= "2.2" else None
+    coarse = coarse_label(raw.ops, raw.edges) if at_least(version, "2.2") else None
     meta = {"package": row.package, "model": row.model, "builder": row.builder, "kwargs": row.kwargs,
             "input": row.input, "package_version": package_version(row.package), "identity": row.identity,
             "zoo_model": row.zoo_model, **info}
