@@ -29,7 +29,8 @@ SHAPES = {"wild": (30, 10, 7, 20), "wildval": (90, 40, 30, 55), "wildval2": (30,
           "wildval3": (30, 20, 10, 20), "wildval4": (30, 15, 10, 20), "wildval5": (25, 15, 10, 15),
           "wildval6": (25, 15, 8, 18), "wildval7": (30, 18, 8, 20),
           "wildval8": (30, 18, 8, 20), "wildval9": (19, 10, 7, 12),
-          "wildval10": (22, 16, 8, 14), "wildval11": (24, 17, 10, 14)}
+          "wildval10": (22, 16, 8, 14), "wildval11": (24, 17, 10, 14),
+          "wildval12": (28, 17, 13, 15)}
 
 
 @pytest.fixture(scope="module", params=sorted(SHAPES))
@@ -296,7 +297,7 @@ def test_shipped_graphs_are_one_per_row_under_each_canonical_version(wild_rows, 
 
 
 @pytest.mark.parametrize("name", VALIDATIONS)
-def test_the_validation_sets_ship_one_graph_per_row_under_canonical_2_3(name):
+def test_the_validation_sets_ship_one_graph_per_row_under_their_canonical_rules(name):
     import hashlib
 
     from narbench.data.canonical import canonical_vocabulary
@@ -304,10 +305,12 @@ def test_the_validation_sets_ship_one_graph_per_row_under_canonical_2_3(name):
 
     rows = wild.read_table(name=name)
     ws = shipped.read_graphs(name=name)  # raises if the content does not match the pin
-    assert shipped.outside_set(name).canonical == "2.3" and shipped.outside_set(name).role == "validation"
-    assert shipped.outside_set(name).files["2.3"].sha256 == ws.sha256
+    canonical = shipped.outside_set(name).canonical  # 2.3; 2.10 from wildval12 on (its rule reads raw names)
+    assert canonical in ("2.3", "2.10") and shipped.outside_set(name).role == "validation"
+    assert shipped.outside_set(name).files[canonical].sha256 == ws.sha256
     assert [g.name for g in ws.graphs] == [r.identity for r in rows] and ws.families == [r.families for r in rows]
-    assert ws.vocab == list(canonical_vocabulary("2.3")) and ws.header["name"] == name
+    assert ws.vocab == list(canonical_vocabulary(canonical)) and ws.header["name"] == name
+    assert ws.header["ops"]["version"] == canonical
     assert ws.header["table_sha256"] == hashlib.sha256(wild.table_path(name).read_bytes()).hexdigest()
     assert ws.header["versions"] == {"torch": ws.header["versions"]["torch"], **{r.package: r.version for r in rows}}
 
@@ -403,7 +406,7 @@ def test_extraction_command_needs_its_folder():
                                            ("wildval3", "2.3"), ("wildval4", "2.3"), ("wildval5", "2.3"),
                                            ("wildval6", "2.3"), ("wildval7", "2.3"), ("wildval8", "2.3"),
                                            ("wildval9", "2.3"), ("wildval10", "2.3"),
-                                           ("wildval11", "2.3")])
+                                           ("wildval11", "2.3"), ("wildval12", "2.10")])
 def test_extraction_remakes_the_shipped_file_where_the_packages_are_installed(tmp_path, name, canonical):
     """A minute on two cores; needs the packages (PYTHONPATH=DIR, docs/wild.md, docs/wildval.md). Under the torch
     the file was built with, the same bytes; under another, the same graphs by name and size. Built as the command
