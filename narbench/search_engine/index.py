@@ -53,7 +53,8 @@ class ShippedIndex:
 
 #: The default index (`narbench index build --encoder graf-lda` on `real` 2.3: `index_build.DEFAULT_PARAMS`'
 #: holdout=cross-source, wl_rounds=3 with its WL block read in op roles, a family's sources as nuisance (g = 256),
-#: unfused, 256-d, float16, corpus and queries read by canonical 2.9 (docs/search.md "The index"); chosen on 2.3's validation sides and `wildval` by
+#: unfused, 256-d, float16, corpus and queries read by canonical 2.10 (docs/search.md "The index"; 2.10's rule reads raw
+#: names, so its arrays are those of ab1370ce4d85..., read by 2.9); chosen on 2.3's validation sides and `wildval` by
 #: benchmarks/search/choose_index.py on 2026-11-29; docs/search.md "real 2.3: its index, measured"); its out-of-family
 #: score fitted on `wildval` 1-4's models since session 67 (`outside_fit.REFIT`; the same arrays as 0d6b1bb62c16...,
 #: whose score was fitted on the corpus' hold-outs and thresholded on `wildval`). Before it,
