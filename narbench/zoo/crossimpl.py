@@ -132,37 +132,9 @@ def extract_row(row: Row, version: str = DEFAULT_VERSION, make: Make | None = No
     functions traced through). `make` builds the
     row's model and inputs on a device (default: crossimpl's builder and a normal image of its input shape).
     `read_masks`: a graph extracted on meta with square buffers there is extracted again on the CPU (`QuerySet`)."""
-    import torch
-
     from narbench.data.coarse import coarse_label
-    from narbench.zoo.extract import extract_graph
-    from narbench.zoo.devices import try_devices
 
-    if make is None:
-        build = resolve(row.builder)
-
-        def image_model(row: Row, dev: str) -> tuple[Any, tuple, dict[str, Any]]:
-            with torch.device(dev):
-                model = build(**{k: _tuples(v) for k, v in row.kwargs.items()})
-            return model, (torch.randn(*row.input_shape, device=dev),), {}
-
-        make = image_model
-
-    def run(dev: str):
-        model, args, kwargs = make(row, dev)
-        return (extract_graph(model, args, kwargs, attributes=at_least(version, "2.2"), functions=at_least(version, "2.3")),
-                {"params": int(sum(p.numel() for p in model.parameters()))})
-
-    raw, info = try_devices(["meta", "cpu"], run)
-    if read_masks and info["device"] == "meta" and raw.meta.get("unread_masks"):
-        try:  # as `narbench search` does (`_target_run`): where the buffers have values; the meta graph if that fails
-            raw, more = run("cpu")
-            info = {"device": "cpu", **more, "masks_unread_on": "meta"}
-        except Exception as exc:  # noqa: BLE001 - user code may raise anything; the meta graph stands
-            info["masks_unread"] = f"[cpu] {type(exc).__name__}: {str(exc)[:200]}"
-    functions = read_functions()
-    renamed = {op: n for op, n in raw.op_counts().items() if op in functions}
-    raw.ops = [functions.get(op, op) for op in raw.ops]
+    raw, info, renamed = extract_raw(row, version, make, read_masks)
     canon = raw.canonical(version)
     # from 2.2 on the coarse label is read off the raw graph, as the taxonomy labels `real` (per model, on
     # the raw record): 2.2's canonical graph writes 1x1 convolutions as `linear`, which would move RegNets
@@ -178,6 +150,45 @@ def extract_row(row: Row, version: str = DEFAULT_VERSION, make: Make | None = No
     graph = canon.to_arch_graph(list(canonical_vocabulary(version)), name=row.identity, family=row.family,
                                 coarse=coarse, source=row.package, meta=meta)
     return graph, info
+
+
+def extract_raw(row: Row, version: str = DEFAULT_VERSION, make: Make | None = None,
+                read_masks: bool = False) -> tuple[Any, dict[str, Any], dict[str, int]]:
+    """One row's raw graph as `extract_row` canonicalises it (`narbench.zoo.extract.RawGraph`, custom functions
+    renamed by `crossimpl-functions.csv`), how it was extracted, and the functions renamed (name -> count): what a
+    rule on raw names (canonical 2.10's) reads, one extraction for any number of versions."""
+    import torch
+
+    from narbench.zoo.extract import extract_graph
+    from narbench.zoo.devices import try_devices
+
+    if make is None:
+        build = resolve(row.builder)
+
+        def image_model(row: Row, dev: str) -> tuple[Any, tuple, dict[str, Any]]:
+            with torch.device(dev):
+                model = build(**{k: _tuples(v) for k, v in row.kwargs.items()})
+            return model, (torch.randn(*row.input_shape, device=dev),), {}
+
+        make = image_model
+
+    def run(dev: str):
+        model, args, kwargs = make(row, dev)
+        return (extract_graph(model, args, kwargs, attributes=at_least(version, "2.2"),
+                              functions=at_least(version, "2.3")),
+                {"params": int(sum(p.numel() for p in model.parameters()))})
+
+    raw, info = try_devices(["meta", "cpu"], run)
+    if read_masks and info["device"] == "meta" and raw.meta.get("unread_masks"):
+        try:  # as `narbench search` does (`_target_run`): where the buffers have values; the meta graph if that fails
+            raw, more = run("cpu")
+            info = {"device": "cpu", **more, "masks_unread_on": "meta"}
+        except Exception as exc:  # noqa: BLE001 - user code may raise anything; the meta graph stands
+            info["masks_unread"] = f"[cpu] {type(exc).__name__}: {str(exc)[:200]}"
+    functions = read_functions()
+    renamed = {op: n for op, n in raw.op_counts().items() if op in functions}
+    raw.ops = [functions.get(op, op) for op in raw.ops]
+    return raw, info, renamed
 
 
 def _tuples(value: Any) -> Any:
