@@ -46,8 +46,11 @@ fourth (same module): an attention core whose probabilities are also returned is
 `version="2.9"` withdraws `interpolated-tables` (`WITHDRAWS`): its passes are 2.7's and `heads-as-modules`.
 `version="2.10"` reads raw names again, first (`narbench.data.canonical_complex`): rotary position embedding written
 as a complex product is written as rotate-half writes it (`complex-rotation`); a graph canonical under 2.9 has lost
-what the rule reads and reaches 2.10 as it is (its pass over canonical graphs does nothing). Versions are ordered by
-`VERSIONS`, never as strings (`at_least`: "2.10" comes after "2.9").
+what the rule reads and reaches 2.10 as it is (its pass over canonical graphs does nothing). `version="2.11"` reads a
+mark the extraction records since (`#causal_core`, `narbench.zoo.attributes`): the softmax of torch's own multi-head
+attention given a causal mask (`nn.MultiheadAttention`, `nn.Transformer`'s layers), where the mask is applied inside a
+call the recorder cannot see into, is causal (`torch-attention-causal`); it too reads only raw names. Versions are
+ordered by `VERSIONS`, never as strings (`at_least`: "2.10" comes after "2.9").
 
 Only op names and edges are read, so graphs stored by `real` 1.0 canonicalise exactly as a fresh
 extraction does, except where 1.0 stored an in-place op on a view as `CopySlices`: the extraction
@@ -76,7 +79,7 @@ from narbench.data.canonical_spelling import (may_spell_25, may_spell_26, may_sp
 from narbench.data.ops import ELIDED, UNKNOWN_OP, load_table, vocabulary
 
 #: Rule sets, oldest first; the default is the one `real` 2.1 and the shipped index use.
-VERSIONS = ("2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8", "2.9", "2.10")
+VERSIONS = ("2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8", "2.9", "2.10", "2.11")
 DEFAULT_VERSION = "2.1"
 #: Separates a raw op name from its design attributes (`ConvolutionBackward0#pointwise`).
 ATTR_SEP = "#"
@@ -84,7 +87,9 @@ ATTR_SEP = "#"
 POINTWISE, PATCH, CAUSAL = "pointwise", "patch", "causal"
 #: ... and since 2.3 a convolution's groups and dimensions (2-D dense: no mark).
 DEPTHWISE, GROUPED, CONV_1D, CONV_3D = "depthwise", "grouped", "1d", "3d"
-ATTRIBUTES = frozenset({POINTWISE, PATCH, CAUSAL, DEPTHWISE, GROUPED, CONV_1D, CONV_3D})
+#: ... and since 2.11 the softmax of torch's multi-head attention given a causal mask (`torch-attention-causal`).
+CAUSAL_CORE = "causal_core"
+ATTRIBUTES = frozenset({POINTWISE, PATCH, CAUSAL, DEPTHWISE, GROUPED, CONV_1D, CONV_3D, CAUSAL_CORE})
 
 #: Ops that only version 2.2's rules produce (not in the op table, so appended to its vocabulary).
 OPS_2_2 = ("causal_attention",)
@@ -93,13 +98,23 @@ OPS_2_2 = ("causal_attention",)
 OPS_2_3 = ("conv1d", "conv1d_depthwise", "conv1d_grouped", "conv3d", "conv3d_depthwise", "conv3d_grouped",
            "conv_depthwise", "conv_grouped")
 
+def no_pass(g) -> int:
+    """The pass over canonical graphs of a version whose rule reads only raw names or marks (2.11): none; 0 rewrites."""
+    return 0
+
+
+def never(ops: Sequence[str], edges: np.ndarray) -> bool:
+    """Whether such a version's pass can change a canonical graph: never, so the previous version's graph is its own."""
+    return False
+
+
 #: Versions whose rules add to the previous version's only a pass over canonical graphs (no raw name or mark read):
 #: a graph canonical under the previous rules is canonical under these once the pass is applied (`upgrade`), so an
 #: index reads its corpus under the newest of them (`narbench.search_engine.index_build.newest_corpus`); with each
 #: pass, a cheap check of whether it can fire at all (a graph where it cannot is not rebuilt)
 UPGRADES = {"2.4": (unseen_batchnorm, may_fold_unseen), "2.5": (spell_25, may_spell_25),
             "2.6": (spell_26, may_spell_26), "2.7": (spell_27, may_spell_27), "2.8": (spell_28, may_spell_28),
-            "2.9": (spell_29, may_spell_29), "2.10": (spell_210, may_spell_210)}
+            "2.9": (spell_29, may_spell_29), "2.10": (spell_210, may_spell_210), "2.11": (no_pass, never)}
 #: A version whose pass replaces an earlier version's (later -> the version whose pass it withdraws): 2.9 is 2.7 and
 #: `heads-as-modules`, 2.8 without `interpolated-tables` (which made DPT's and YOLOS's encoders read as a ViT's). A
 #: graph under the withdrawn version does not reach the later one by passes (`upgrade_passes`, `reaches`).
@@ -185,6 +200,7 @@ def canonicalize(ops: Sequence[str], edges: np.ndarray, version: str = DEFAULT_V
     under the rules of `version` (see the module docstring)."""
     v22 = at_least(version, "2.2")
     v23 = at_least(version, "2.3")
+    v211 = at_least(version, "2.11")
     n = len(ops)
     edges = np.asarray(edges, dtype=np.int64).reshape(2, -1)
     if at_least(version, "2.10"):  # complex-rotation: raw names, before they are mapped
@@ -223,7 +239,7 @@ def canonicalize(ops: Sequence[str], edges: np.ndarray, version: str = DEFAULT_V
                 name = ELIDED
             elif name == "conv" and v23:  # conv-groups-dims
                 name = conv_op(attrs)
-            if CAUSAL in attrs:  # causal-attention: the mask's mark passes to what it masks
+            if CAUSAL in attrs or (v211 and CAUSAL_CORE in attrs):  # causal-attention (2.11: torch-attention-causal)
                 causal.update(ins if name == ELIDED else (v,))
         if name == ELIDED:
             rep[v] = tuple(ins)

@@ -50,6 +50,13 @@ class DesignAttributes:
       however it was computed (moshi compares position differences with 0). A tensor made new from another's
       kind (`x.new(lengths)`, `zeros_like`) carries none of its flags: funasr compares positions with lengths so.
 
+    * `causal_core` on the softmax of a call to torch's own multi-head attention
+      (`F.multi_head_attention_forward`: `nn.MultiheadAttention`, `nn.Transformer` and its encoder and
+      decoder layers) given a causal mask (`attn_mask` causal as above, or `is_causal=True`). The mode
+      sees that call but not the calls inside it (a mode is off within its own handler), so where the
+      mask is applied is never seen; the call's own nodes (`_call_nodes`) are searched for its
+      softmax instead. Canonical 2.11 reads the mark (earlier versions ignore it).
+
     A `TorchFunctionMode` (public API, like `InPlaceOnViews`): it sees the calls the model's own
     code makes, reads the call's arguments and its output's `grad_fn`, and marks constant tensors
     by identity (`torch.utils.weak.WeakIdKeyDictionary`). A mask built inside another torch
@@ -72,7 +79,10 @@ class DesignAttributes:
     def mark(self, t: Any, attr: str) -> None:
         fn = getattr(t, "grad_fn", None)
         if fn is not None:
-            self.attrs.setdefault(fn, set()).add(attr)
+            self.mark_node(fn, attr)
+
+    def mark_node(self, fn: Any, attr: str) -> None:
+        self.attrs.setdefault(fn, set()).add(attr)
 
     def __enter__(self) -> "DesignAttributes":
         self._mode.__enter__()
@@ -151,6 +161,12 @@ def _observe(rec: DesignAttributes, func: Any, args: Sequence[Any], kwargs: dict
         return
     name = getattr(func, "__name__", "")
     ins = _tensors(args, kwargs)
+    if name == "multi_head_attention_forward":
+        if _torch_attention_causal(rec, kwargs):
+            for node in _call_nodes(outs, ins):
+                if node.name() in _SOFTMAX:
+                    rec.mark_node(node, "causal_core")
+        return
     flags: set[str] = set()
     for t in ins:
         f = rec.flags.get(t)
@@ -181,6 +197,40 @@ def _observe(rec: DesignAttributes, func: Any, args: Sequence[Any], kwargs: dict
                 rec.mark(o, "causal")
         elif flags:
             rec.flags[o] = flags
+
+
+#: The softmax nodes of an attention core (the math path of `scaled_dot_product_attention` writes the second).
+_SOFTMAX = frozenset({"SoftmaxBackward0", "SafeSoftmaxBackward0"})
+#: At most this many nodes are searched for a call's softmax (a layer of torch's attention makes about 20).
+_CALL_NODES = 512
+
+
+def _torch_attention_causal(rec: DesignAttributes, kwargs: dict[str, Any]) -> bool:
+    """Whether a call to `F.multi_head_attention_forward` (which torch makes with every argument after the first 13
+    by keyword) masks causally: `is_causal=True`, or an `attn_mask` flagged causal or whose values are a triangle."""
+    import torch
+
+    if kwargs.get("is_causal"):
+        return True
+    mask = kwargs.get("attn_mask")
+    if not isinstance(mask, torch.Tensor):
+        return False
+    return "causal" in rec.flags.get(mask, ()) or _mask_by_value(rec, mask)
+
+
+def _call_nodes(outs: Sequence[Any], ins: Sequence[Any]) -> list[Any]:
+    """The autograd nodes a call made: those reached back from its outputs before the nodes of its tensor
+    arguments (a parameter's `AccumulateGrad` ends a path), at most `_CALL_NODES`."""
+    stop = {id(t.grad_fn) for t in ins if t.grad_fn is not None}
+    todo = [o.grad_fn for o in outs if o.grad_fn is not None]
+    seen: dict[int, Any] = {}
+    while todo and len(seen) < _CALL_NODES:
+        fn = todo.pop()
+        if fn is None or id(fn) in stop or id(fn) in seen or not hasattr(fn, "next_functions"):
+            continue
+        seen[id(fn)] = fn
+        todo.extend(nxt for nxt, _ in fn.next_functions)
+    return list(seen.values())
 
 
 #: Functions that make new data of a tensor's dtype and device, not of its values: they carry none of its flags.

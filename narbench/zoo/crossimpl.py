@@ -156,7 +156,7 @@ def extract_raw(row: Row, version: str = DEFAULT_VERSION, make: Make | None = No
                 read_masks: bool = False) -> tuple[Any, dict[str, Any], dict[str, int]]:
     """One row's raw graph as `extract_row` canonicalises it (`narbench.zoo.extract.RawGraph`, custom functions
     renamed by `crossimpl-functions.csv`), how it was extracted, and the functions renamed (name -> count): what a
-    rule on raw names (canonical 2.10's) reads, one extraction for any number of versions."""
+    rule on raw names or marks (canonical 2.10's, 2.11's) reads, one extraction for any number of versions."""
     import torch
 
     from narbench.zoo.extract import extract_graph
