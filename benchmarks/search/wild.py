@@ -15,6 +15,7 @@
     python -m benchmarks.search.wild --set wildval10      # the tenth, built after the optional-argument repairs
     python -m benchmarks.search.wild --set wildval11      # the eleventh, built after the kinds by name
     python -m benchmarks.search.wild --set wildval12      # the twelfth, built after canonical 2.10
+    python -m benchmarks.search.wild --set wildval13      # the thirteenth, built after canonical 2.11
 
 Each graph of the wild file under the index's canonical rules (`wild-1.0.narg`, 2.2;
 `wild-1.0-canonical-2.3.narg`, 2.3) is searched as `narbench search FILE` searches a saved graph
@@ -48,7 +49,8 @@ ninth (frozen 2026-12-01, session 68, from 10 further packages): built after the
 the optional-argument and id repairs (chosen on wildval 1-9). `--set wildval11` the eleventh (frozen the same session,
 from 17 further packages): built after the Keras embedding tables and the kinds by name (chosen on wildval 1-10).
 `--set wildval12` the twelfth (17 further packages; its graphs under canonical 2.10): built after canonical 2.10's
-complex-rotation (chosen on wildval4 and wildval10).
+complex-rotation (chosen on wildval4 and wildval10). `--set wildval13` the thirteenth (13 further packages; its graphs
+under canonical 2.11): built after canonical 2.11's torch-attention-causal (chosen on wildval 1-12).
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ SHAPES = {"wild": (30, 10, 7, 20), "wildval": (90, 40, 30, 55), "wildval2": (30,
           "wildval6": (25, 15, 8, 18), "wildval7": (30, 18, 8, 20),
           "wildval8": (30, 18, 8, 20), "wildval9": (19, 10, 7, 12),
           "wildval10": (22, 16, 8, 14), "wildval11": (24, 17, 10, 14),
-          "wildval12": (28, 17, 13, 15)}
+          "wildval12": (28, 17, 13, 15), "wildval13": (19, 13, 9, 10)}
 
 
 @pytest.fixture(scope="module", params=sorted(SHAPES))
@@ -305,7 +305,7 @@ def test_the_validation_sets_ship_one_graph_per_row_under_their_canonical_rules(
 
     rows = wild.read_table(name=name)
     ws = shipped.read_graphs(name=name)  # raises if the content does not match the pin
-    canonical = shipped.outside_set(name).canonical  # 2.3; 2.10 from wildval12 on (its rule reads raw names)
+    canonical = shipped.outside_set(name).canonical  # 2.3; 2.10 for wildval12, 2.11 from wildval13 on (rules on raw names)
     assert canonical in ("2.3", "2.10", "2.11") and shipped.outside_set(name).role == "validation"
     assert shipped.outside_set(name).files[canonical].sha256 == ws.sha256
     assert [g.name for g in ws.graphs] == [r.identity for r in rows] and ws.families == [r.families for r in rows]
@@ -406,7 +406,8 @@ def test_extraction_command_needs_its_folder():
                                            ("wildval3", "2.3"), ("wildval4", "2.3"), ("wildval5", "2.3"),
                                            ("wildval6", "2.3"), ("wildval7", "2.3"), ("wildval8", "2.3"),
                                            ("wildval9", "2.3"), ("wildval10", "2.3"),
-                                           ("wildval11", "2.3"), ("wildval12", "2.10")])
+                                           ("wildval11", "2.3"), ("wildval12", "2.10"),
+                                           ("wildval13", "2.11")])
 def test_extraction_remakes_the_shipped_file_where_the_packages_are_installed(tmp_path, name, canonical):
     """A minute on two cores; needs the packages (PYTHONPATH=DIR, docs/wild.md, docs/wildval.md). Under the torch
     the file was built with, the same bytes; under another, the same graphs by name and size. Built as the command
