@@ -77,12 +77,11 @@ from narbench.data.canonical_rewrite import FOLDED_OPS, RewriteGraph
 from narbench.data.canonical_spelling import (may_spell_25, may_spell_26, may_spell_27, may_spell_28, may_spell_29,
                                               spell_25, spell_26, spell_27, spell_28, spell_29)
 from narbench.data.ops import ELIDED, UNKNOWN_OP, load_table, vocabulary
+from narbench.data.rawname import ATTR_SEP, split_name  # noqa: F401 - re-exported: raw names are read here
 
 #: Rule sets, oldest first; the default is the one `real` 2.1 and the shipped index use.
 VERSIONS = ("2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8", "2.9", "2.10", "2.11")
 DEFAULT_VERSION = "2.1"
-#: Separates a raw op name from its design attributes (`ConvolutionBackward0#pointwise`).
-ATTR_SEP = "#"
 #: Design attributes the extraction records (`narbench.zoo.attributes.DesignAttributes`).
 POINTWISE, PATCH, CAUSAL = "pointwise", "patch", "causal"
 #: ... and since 2.3 a convolution's groups and dimensions (2-D dense: no mark).
@@ -164,15 +163,6 @@ class CanonicalGraph:
     @property
     def num_nodes(self) -> int:
         return len(self.ops)
-
-
-def split_name(raw: str) -> tuple[str, frozenset[str]]:
-    """A raw op name and its design attributes: `"ConvolutionBackward0#pointwise"` ->
-    `("ConvolutionBackward0", {"pointwise"})`; a name without `#` has none."""
-    if ATTR_SEP not in raw:
-        return raw, frozenset()
-    base, *attrs = raw.split(ATTR_SEP)
-    return base, frozenset(a for a in attrs if a)
 
 
 def rules_of(vocab: Sequence[str]) -> str | None:

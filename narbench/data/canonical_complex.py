@@ -26,13 +26,15 @@ from typing import Sequence
 
 import numpy as np
 
+from narbench.data.rawname import split_name
+
 TO_COMPLEX, PRODUCT, TO_REAL = "ViewAsComplexBackward0", "MulBackward0", "ViewAsRealBackward0"
 #: The raw names the rotation is written with: those of `x * cos + rotate_half(x) * sin` once its scalings are elided.
 CONCAT, SUM = "CatBackward0", "AddBackward0"
 
 
 def _base(raw: str) -> str:
-    return raw.split("#", 1)[0]
+    return split_name(raw)[0]
 
 
 def complex_rotations(ops: Sequence[str], edges: np.ndarray) -> tuple[list[str], np.ndarray, int]:
