@@ -72,7 +72,7 @@ from typing import Sequence
 import numpy as np
 
 from narbench.data.canonical_algebra import may_fold_unseen, quotient_form, unseen_batchnorm
-from narbench.data.canonical_complex import complex_rotations, may_spell_210, spell_210
+from narbench.data.canonical_complex import complex_rotations
 from narbench.data.canonical_rewrite import FOLDED_OPS, RewriteGraph
 from narbench.data.canonical_spelling import (may_spell_25, may_spell_26, may_spell_27, may_spell_28, may_spell_29,
                                               spell_25, spell_26, spell_27, spell_28, spell_29)
@@ -97,8 +97,10 @@ OPS_2_2 = ("causal_attention",)
 OPS_2_3 = ("conv1d", "conv1d_depthwise", "conv1d_grouped", "conv3d", "conv3d_depthwise", "conv3d_grouped",
            "conv_depthwise", "conv_grouped")
 
+
 def no_pass(g) -> int:
-    """The pass over canonical graphs of a version whose rule reads only raw names or marks (2.11): none; 0 rewrites."""
+    """The pass over canonical graphs of a version whose rule reads only raw names or marks (2.10, 2.11): none;
+    0 rewrites."""
     return 0
 
 
@@ -113,7 +115,7 @@ def never(ops: Sequence[str], edges: np.ndarray) -> bool:
 #: pass, a cheap check of whether it can fire at all (a graph where it cannot is not rebuilt)
 UPGRADES = {"2.4": (unseen_batchnorm, may_fold_unseen), "2.5": (spell_25, may_spell_25),
             "2.6": (spell_26, may_spell_26), "2.7": (spell_27, may_spell_27), "2.8": (spell_28, may_spell_28),
-            "2.9": (spell_29, may_spell_29), "2.10": (spell_210, may_spell_210), "2.11": (no_pass, never)}
+            "2.9": (spell_29, may_spell_29), "2.10": (no_pass, never), "2.11": (no_pass, never)}
 #: A version whose pass replaces an earlier version's (later -> the version whose pass it withdraws): 2.9 is 2.7 and
 #: `heads-as-modules`, 2.8 without `interpolated-tables` (which made DPT's and YOLOS's encoders read as a ViT's). A
 #: graph under the withdrawn version does not reach the later one by passes (`upgrade_passes`, `reaches`).

@@ -16,8 +16,8 @@ is rewritten: a complex product of two data tensors (a learned complex filter of
 
 It reads raw op names, so it acts where a graph is canonicalised from its raw names (a model searched, a set
 extracted); a graph stored canonical under an earlier version has lost the triple and reaches 2.10 unchanged
-(`narbench.data.canonical.UPGRADES`: 2.10's pass over canonical graphs does nothing). `real` 2.3 holds 28 such graphs
-(transformers' `llama4`, no rotation in them): docs/search.md says so.
+(`narbench.data.canonical.UPGRADES`: 2.10's pass over canonical graphs is `no_pass`). `real` 2.3 holds 28 such
+graphs (transformers' `llama4`, no rotation in them): docs/search.md says so.
 """
 
 from __future__ import annotations
@@ -68,12 +68,3 @@ def complex_rotations(ops: Sequence[str], edges: np.ndarray) -> tuple[list[str],
         return ops, edges, 0
     return ops, np.concatenate([edges, np.asarray(added, dtype=np.int64).T], axis=1), len(added)
 
-
-def spell_210(g) -> int:
-    """2.10's pass over canonical graphs: none (the rule reads raw names, `complex_rotations`); 0 rewrites."""
-    return 0
-
-
-def may_spell_210(ops: Sequence[str], edges: np.ndarray) -> bool:
-    """Whether 2.10's pass over canonical graphs can change a graph: never, so a 2.9 graph is a 2.10 graph."""
-    return False
