@@ -6,6 +6,7 @@ the node's name, `ConvolutionBackward0#pointwise`, for canonical version 2.2 to 
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Sequence
 
 from narbench.core.switch import Switch
@@ -164,7 +165,7 @@ def _observe(rec: DesignAttributes, func: Any, args: Sequence[Any], kwargs: dict
     if name == "multi_head_attention_forward":
         if _torch_attention_causal(rec, kwargs):
             for node in _call_nodes(outs, ins):
-                if node.name() in _SOFTMAX:
+                if node.name() in _softmax_names():
                     rec.mark_node(node, "causal_core")
         return
     flags: set[str] = set()
@@ -199,10 +200,17 @@ def _observe(rec: DesignAttributes, func: Any, args: Sequence[Any], kwargs: dict
             rec.flags[o] = flags
 
 
-#: The softmax nodes of an attention core (the math path of `scaled_dot_product_attention` writes the second).
-_SOFTMAX = frozenset({"SoftmaxBackward0", "SafeSoftmaxBackward0"})
 #: At most this many nodes are searched for a call's softmax (a layer of torch's attention makes about 20).
 _CALL_NODES = 512
+
+
+@lru_cache(maxsize=1)
+def _softmax_names() -> frozenset[str]:
+    """The autograd nodes the op table (`narbench/data/ops.csv`) reads as `softmax` (`SafeSoftmaxBackward0` is how
+    the math path of `scaled_dot_product_attention` writes it)."""
+    from narbench.data.ops import load_table
+
+    return frozenset(raw for raw, rule in load_table().items() if rule.op == "softmax")
 
 
 def _torch_attention_causal(rec: DesignAttributes, kwargs: dict[str, Any]) -> bool:
