@@ -113,10 +113,11 @@ def test_module_instance(index):
     result = narbench.search(model, k=5)
     assert len(result) == 5 and [h.rank for h in result] == [1, 2, 3, 4, 5]
     assert result.coarse == "cnn" and result.hits[0].coarse == "cnn"
-    assert result.order == "family"
+    assert result.order == "vote"
     by_cosine = narbench.search(model, k=5, order="cosine")
+    by_family = narbench.search(model, k=5, order="family")
     assert all(a.similarity >= b.similarity for a, b in zip(by_cosine.hits, by_cosine.hits[1:]))
-    assert result.hits[0] == by_cosine.hits[0]  # the first hit is the same in either order
+    assert by_family.hits[0] == by_cosine.hits[0]  # family first keeps the cosine order's first hit
     assert model.training and all(torch.equal(before[k], v) for k, v in model.state_dict().items())
     assert "overlap" in result.why and result.duplicate_of == []
 
@@ -589,17 +590,56 @@ def test_family_first_orders_hits_by_their_familys_best_hit():
     ordered = order_hits(hits, "family")
     assert [h.name for h in ordered] == ["g0", "g2", "g1", "g3"] and [h.rank for h in ordered] == [1, 2, 3, 4]
     assert order_hits(hits, "cosine") == hits
-    with pytest.raises(ValueError, match="the orders are family, cosine"):
+    with pytest.raises(ValueError, match="the orders are vote, family, cosine"):
         check_order("random")
 
 
+def test_family_vote_orders_hits_by_the_votes_of_their_families():
+    """`order.family_vote`: the first `VOTERS` items vote, rank r with weight r^-2 shared among its families; each
+    item scores the summed votes of its families, ties by position. Where family first keeps an exact twin of one
+    family first, the vote can put a graph of the family the next hits agree on before it."""
+    from narbench.search_engine.order import DECAY, VOTERS, family_first, family_vote, reorder
+
+    assert (VOTERS, DECAY) == (10, 2.0)
+
+    def one(x):
+        return [x]
+
+    # a: 1 (rank 1); b: 1/4 + 1/9 + 1/16 (ranks 2-4): `a` keeps the lead, b's graphs follow, then c
+    assert family_vote(list("abbbc"), one) == list("abbbc")
+    # b: 1 + 1/9 + 1/16; a: 1/4 (rank 2 alone): the first hit's family, then the lone `a`
+    assert family_vote(list("babbc"), one) == list("bbbac")
+    # a first hit x (1) against y at ranks 2-10 (0.55 in all): x stays first
+    assert family_vote(list("x" + "y" * 9), one)[0] == "x"
+    # a first hit of family c, then d's; the graph of both (rank 7) sums c's vote and d's and goes first,
+    # where family first keeps c's exact twin first
+    items = [("c",), ("d",), ("d",), ("d",), ("d",), ("d",), ("d", "c"), ("d",)]
+    assert family_vote(items, lambda x: x)[0] == ("d", "c")
+    assert family_first(items, lambda x: x)[0] == ("c",)
+    # a shared graph's vote is split evenly: listing its families in another order changes nothing
+    swapped = [tuple(reversed(i)) for i in items]
+    assert [sorted(i) for i in family_vote(swapped, lambda x: x)] == [sorted(i) for i in family_vote(items, lambda x: x)]
+    # a: 1, c (ranks 3-10 vote): 0.39, b: 1/4; items past the voters score by the voters' families (the last b
+    # joins the first), and a family no voter has scores 0: last
+    tail = list("ab") + list("c" * 9) + list("zb")
+    assert family_vote(tail, one) == list("a") + list("c" * 9) + list("bbz")
+    assert reorder(list("ba"), one, "cosine") == list("ba") and reorder(list("babbc"), one, "vote") == list("bbbac")
+
+
 def test_search_orders_the_hits_it_asks_for(index):
-    """`search(order=...)`: family first by default, the first hit as by cosine, every hit's group (the first
-    position any of its families reaches) never before the previous hit's; an unknown order is refused."""
+    """`search(order=...)`: by vote by default (the order `family_vote` gives the first `POOL` hits by cosine),
+    family first on request (the first hit as by cosine, every hit's group, the first position any of its families
+    reaches, never before the previous hit's); an unknown order is refused."""
+    from narbench.search_engine.order import POOL, family_vote
+
     name = next(n for n in index.names if n.startswith("timm/resnet50/"))
-    by_family = narbench.search(name, k=20, index=index)
+    by_vote = narbench.search(name, k=20, index=index)
+    by_family = narbench.search(name, k=20, index=index, order="family")
     by_cosine = narbench.search(name, k=20, index=index, order="cosine")
-    assert by_family.order == "family" and by_cosine.order == "cosine"
+    pool = narbench.search(name, k=POOL, index=index, order="cosine")
+    assert by_vote.order == "vote" and by_family.order == "family" and by_cosine.order == "cosine"
+    assert [h.name for h in by_vote.hits] == [h.name for h in family_vote(pool.hits, lambda h: h.families)[:20]]
+    assert [h.rank for h in by_vote.hits] == list(range(1, 21))
     assert by_family.hits[0].name == by_cosine.hits[0].name
     assert all(a.similarity >= b.similarity for a, b in zip(by_cosine.hits, by_cosine.hits[1:]))
     first: dict[str, int] = {}
@@ -608,6 +648,6 @@ def test_search_orders_the_hits_it_asks_for(index):
             first.setdefault(f, pos)
     groups = [min(first[f] for f in h.families) for h in by_family.hits]
     assert groups == sorted(groups) and [h.rank for h in by_family.hits] == list(range(1, 21))
-    assert by_family.to_json()["order"] == "family"
+    assert by_family.to_json()["order"] == "family" and by_vote.to_json()["order"] == "vote"
     with pytest.raises(ValueError, match="unknown hit order"):
         narbench.search(name, index=index, order="random")

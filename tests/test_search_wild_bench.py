@@ -29,3 +29,32 @@ def test_measure_returns_the_searches_it_scored():
     fits = np.array([True, False, True, False])
     assert [r.hits[0].similarity for r in m["results"][fits]] == list(m["cosine"][fits])
     assert all(len(r.hits) == 10 for r in m["results"])
+
+
+def test_a_local_build_is_searched_in_place_of_the_shipped_file(tmp_path, capsys):
+    """`--graphs FILE`: a set's graphs from a local build (here the first five of `wildval9`'s, written again) are
+    the ones searched and counted, and the report names the file; a file over another vocabulary is refused (2)."""
+    from narbench.data.store import write_graphs
+
+    w = read_graphs(canonical=next(iter(outside_set("wildval9").files)), name="wildval9")
+    path = tmp_path / "wildval9-local.narg"
+    write_graphs(path, w.graphs[:5], list(w.vocab), w.header)
+    assert wild.main(["--set", "wildval9", "--graphs", str(path), "--per-model", "--order", "family"]) == 0
+    out = capsys.readouterr().out
+    assert f"({path}, a local build" in out
+    assert sum(line.startswith("wildval9/") for line in out.splitlines()) == 5
+    other = tmp_path / "other.narg"
+    write_graphs(other, w.graphs[:1], [*w.vocab[:-1], "not-an-op"], w.header)
+    assert wild.main(["--set", "wildval9", "--graphs", str(other)]) == 2
+    assert f"{other} has" in capsys.readouterr().err
+
+
+def test_rules_a_set_ships_no_file_of_are_built_into_a_file_of_their_own():
+    """`narbench.zoo.wild_graphs.query_set`: a set's own rules write its shipped file's name; newer ones
+    `<name>-<version>-canonical-<rules>.narg`, which nothing pins."""
+    from narbench.zoo.wild_graphs import query_set
+
+    chosen = outside_set("wildval9")
+    assert query_set(None, "wildval9").version == chosen.files[chosen.canonical].version
+    assert query_set("2.11", "wildval9").version == f"{chosen.version}-canonical-2.11"
+    assert query_set("2.11", "wildval13").version == outside_set("wildval13").files["2.11"].version

@@ -1,13 +1,17 @@
-"""Hits ordered family first (`narbench.search_engine.order`), against cosine alone: validation only (issue 59)
+"""Hits ordered family first and by vote (`narbench.search_engine.order`), against cosine alone: validation only
+(issue 59)
 
     python -m benchmarks.search.family_first --out DIR     # the zoo's `standard` and `unseen` sides and `wildval`
+
+Each order (`ORDERS`: cosine, family first, vote) is measured the same way; the vote (the first ten hits vote for
+their families, 1/r^2 shared among a hit's families; search's default since 2026-12-01) can change the first hit.
 
 Search ranks an index's graphs by cosine, so the families of its first ten hits interleave. A family-first order
 takes the first `POOL` hits by cosine (`narbench.search_engine.order`) and orders them by their family's best hit,
 then by cosine: every graph of the nearest graph's families first, then those of the next family met. The first hit
 does not change (family@1 is the same); family precision@10 and MAP@20 do. For the shipped index's candidate
 (`graf-lda`, the index build's parameters) fitted on each side's pool, as `benchmarks.search.choose_index` fits it,
-each side's validation queries search the pool and are scored in both orders
+each side's validation queries search the pool and are scored in each order
 (`benchmarks.search.index_quality.per_query`); `wildval`'s fitting models search the shipped index
 (`outside_per_query`). No test query of any split,
 no `crossimpl` query and no wild-set model is read.
@@ -26,7 +30,7 @@ from narbench.search_engine.order import POOL
 
 
 #: the orders compared, by their names in `narbench.search_engine.order` and in the results
-ORDERS = {"cosine": "cosine", "family": "family-first"}
+ORDERS = {"cosine": "cosine", "family": "family-first", "vote": "vote"}
 
 
 def side_figures(ds, name: str) -> dict:

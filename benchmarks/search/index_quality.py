@@ -49,15 +49,14 @@ def per_query(index, graphs: list, pool: np.ndarray, val: np.ndarray, order: str
     `val`)."""
     from narbench.eval.metrics import score_rankings
     from narbench.eval.relevance import families_of, relevance_labels
-    from narbench.search_engine.order import depth, family_first
+    from narbench.search_engine.order import depth, reorder
 
     ranked = ranked_pool(index, graphs, pool, val, depth(100, order))
     labels = relevance_labels(graphs)  # real 2.3: a graph's every family (relevant: sharing one)
     lab_q, lab_c = labels[val], labels[pool]
     fams_q = [set(families_of(lab)) for lab in lab_q.tolist()]
     fams_c = [set(families_of(lab)) for lab in lab_c.tolist()]
-    if order == "family":
-        ranked = np.array([family_first(row, fams_c.__getitem__) for row in ranked.tolist()])
+    ranked = np.array([reorder(row, fams_c.__getitem__, order) for row in ranked.tolist()])
     _, each = score_rankings(lab_q, lab_c, ranked, ks=(20,))
     hits = np.array([[bool(fams_q[i] & fams_c[j]) for j in row[:10]] for i, row in enumerate(ranked.tolist())])
     return {**{m: np.asarray(each[m], dtype=np.float64) for m in QUALITY[:3]}, "family@1": hits[:, 0].astype(float),
@@ -74,14 +73,13 @@ def outside_per_query(index, graphs: list, queries_emb: np.ndarray, expected: li
 
     from narbench.eval.retrieval import tiebreak_keys, top_k_cosine
     from narbench.search_engine.index_file import row_families
-    from narbench.search_engine.order import depth, family_first
+    from narbench.search_engine.order import depth, reorder
 
     by_name = {g.name: g for g in graphs}
     top = top_k_cosine(torch.from_numpy(np.asarray(queries_emb, dtype=np.float32)),
                        torch.from_numpy(np.asarray(index.embeddings, dtype=np.float32)), depth(10, order),
                        tiebreak=tiebreak_keys([by_name[n] for n in index.names]))[0].numpy().tolist()
-    if order == "family":
-        top = [family_first(row, lambda r: row_families(index, r)) for row in top]
+    top = [reorder(row, lambda r: row_families(index, r), order) for row in top]
     hits = np.array([[bool(set(row_families(index, r)) & set(want)) for r in row[:10]]
                      for row, want in zip(top, expected)])
     nan = np.full(len(expected), np.nan)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from narbench.search_engine.order import DEFAULT_ORDER
+from narbench.search_engine.order import DEFAULT_ORDER, ORDERS
 
 TOP1, P10 = 0.9, 0.85
 
@@ -35,12 +35,11 @@ def measure(index, queries, k: int = 10, order: str = DEFAULT_ORDER) -> tuple[np
     index of real 2.3 keeps every family of a shared graph; 2.2's, one)."""
     from narbench.search_engine.backends import make_backend
     from narbench.search_engine.index_file import row_families
-    from narbench.search_engine.order import depth, family_first
+    from narbench.search_engine.order import depth, reorder
 
     backend = make_backend("exact", index.arrays["embeddings"])
     rows, _ = backend.search(index.embed(queries), depth(k, order))
-    ranked = [family_first(row, lambda r: row_families(index, r)) if order == "family" else row
-              for row in rows.tolist()]
+    ranked = [reorder(row, lambda r: row_families(index, r), order) for row in rows.tolist()]
     hit = np.array([[g.family in row_families(index, r) for r in row[:k]] for g, row in zip(queries, ranked)],
                    dtype=bool)
     return hit[:, 0], hit.mean(axis=1)
@@ -62,7 +61,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", default="real", help="registered dataset whose crossimpl split queries")
     parser.add_argument("--index", type=Path, help="index file (default: the shipped index)")
-    parser.add_argument("--order", default=DEFAULT_ORDER, choices=("family", "cosine"),
+    parser.add_argument("--order", default=DEFAULT_ORDER, choices=ORDERS,
                         help="the hits' order (default: search's)")
     parser.add_argument("--against", type=Path, metavar="OTHER",
                         help="another index file ('shipped' for the shipped index): paired differences and p")

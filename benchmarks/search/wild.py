@@ -19,8 +19,8 @@
 
 Each graph of the wild file under the index's canonical rules (`wild-1.0.narg`, 2.2;
 `wild-1.0-canonical-2.3.narg`, 2.3) is searched as `narbench search FILE` searches a saved graph
-(`narbench.search_engine.engine.search`, exact backend, its hits in search's default order, family first, or
-`--order cosine`). For the models whose design fits a family of
+(`narbench.search_engine.engine.search`, exact backend, its hits in search's default order, by vote, or
+`--order family` / `--order cosine`). For the models whose design fits a family of
 the corpus: top-1 family (a family of the first hit is one the model's row expects) and family
 precision@10 (the share of the ten hits with an expected family). For every model: flagged when search
 says "no family in the index fits" (the index's out-of-family score; an index without one: the first
@@ -62,11 +62,12 @@ from pathlib import Path
 import numpy as np
 
 from narbench.datasets.wild import VALIDATIONS
+from narbench.search_engine.order import DEFAULT_ORDER, ORDERS
 
 TOP1, P10, NONE_FLAGGED, FIT_FLAGGED = 0.8, 0.75, 5 / 7, 0.1
 
 
-def measure(index, graphs, families, vocab, k: int = 10, order: str = "family") -> dict[str, np.ndarray]:
+def measure(index, graphs, families, vocab, k: int = 10, order: str = DEFAULT_ORDER) -> dict[str, np.ndarray]:
     """Per model, searched as `narbench search FILE` searches a saved graph (`engine.search`, each graph written
     to a file of its own): top-1 in an expected family, share of `k` hits in one (a hit's every family counts,
     real 2.3), flagged (the index's out-of-family score fires, "no family in the index fits"; an index without
@@ -127,10 +128,13 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--index", type=Path, help="index file (default: the shipped index)")
     parser.add_argument("--per-model", action="store_true", help="also one line per model: its first hits")
-    parser.add_argument("--order", choices=("family", "cosine"), default="family",
-                        help="the hits' order (default: search's, family first)")
+    parser.add_argument("--order", choices=ORDERS, default=DEFAULT_ORDER,
+                        help="the hits' order (default: search's)")
     parser.add_argument("--set", choices=("wild", *VALIDATIONS), default="wild",
                         help="wild (the test set, default), wildval, wildval2 ... (the validation sets)")
+    parser.add_argument("--graphs", type=Path, metavar="FILE",
+                        help="the set's graphs from a local build instead of its shipped files (unpinned), e.g. "
+                             "under newer rules: python -m narbench.cli.wild --set S --canonical-version V --out DIR")
     args = parser.parse_args(argv)
 
     from narbench.datasets.wild import outside_set, read_graphs
@@ -138,18 +142,21 @@ def main(argv=None) -> int:
 
     index = load_index(None, args.index)
     files = outside_set(args.set).files
-    wild = next((w for w in (read_graphs(canonical=c, name=args.set) for c in files)
+    shipped = (read_graphs(canonical=c, name=args.set) for c in files)
+    wild = next((w for w in ([read_graphs(args.graphs, name=args.set)] if args.graphs else shipped)
                  if list(w.vocab) == list(index.vocab)), None)
     if wild is None:
-        print(f"the index ({index.describe()}) is over no canonical vocabulary the {args.set} set ships ("
-              f"{', '.join(files)}); build one with narbench index build --dataset real-2.3", file=sys.stderr)
+        where = f"{args.graphs} has" if args.graphs else f"the {args.set} set ships ({', '.join(files)})"
+        print(f"the index ({index.describe()}) is over no canonical vocabulary {where}; build one with narbench "
+              f"index build --dataset real-2.3", file=sys.stderr)
         return 2
     m = measure(index, wild.graphs, wild.families, wild.vocab, order=args.order)
     fits = np.array([bool(f) for f in wild.families])
     packages = np.array([g.meta.get("package", g.name.split("/")[1]) for g in wild.graphs], dtype=object)
     flag = ("the out-of-family score" if index.header.get("out_of_family")
             else f"a first hit below cosine {index.weak_below}")
-    print(f"index: {index.describe()} (sha256 {index.sha256[:12]}); {args.set} {wild.header.get('version', '1.0')}: "
+    built = f" ({args.graphs}, a local build, sha256 {wild.sha256[:12]})" if args.graphs else ""
+    print(f"index: {index.describe()} (sha256 {index.sha256[:12]}); {args.set} {wild.header.get('version', '1.0')}{built}: "
           f"{len(wild.graphs)} models from {len(set(packages))} packages, {int(fits.sum())} fit a family, "
           f"{int((~fits).sum())} none; flagged by {flag}")
     print(f"| {'package':<28} | fit | none | top-1 family | family P@10 | none flagged | fit flagged |")

@@ -8,6 +8,7 @@ import sys
 
 from narbench.cli.args import add_max_memory, console, json_object, non_negative_float, positive_int, shape
 from narbench.cli.errors import one_line
+from narbench.search_engine.order import DEFAULT_ORDER, ORDERS
 
 
 def register(sub) -> None:
@@ -25,9 +26,9 @@ def register(sub) -> None:
     p.add_argument("--index", default=None, metavar="FILE", help="search this index file")
     p.add_argument("--backend", default="exact", choices=["exact", "faiss"],
                    help="exact cosine search (default) or FAISS (pip install 'narbench[faiss]')")
-    p.add_argument("--order", default="family", choices=["family", "cosine"],
-                   help="family: the nearest graph's families first, then the next family's (default); cosine: by "
-                        "cosine alone")
+    p.add_argument("--order", default=DEFAULT_ORDER, choices=ORDERS,
+                   help="vote: the hits whose families the nearest graphs vote for first (default); family: the "
+                        "nearest graph's families first, then the next family's; cosine: by cosine alone")
     p.add_argument("--kwargs", type=json_object, default=None, metavar="JSON",
                    help="constructor arguments of CLASS, as a JSON object")
     p.add_argument("--input-shape", type=shape, action="append", default=None, metavar="N,C,H,W",

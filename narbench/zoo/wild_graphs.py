@@ -53,9 +53,14 @@ def row_meta(row: WildRow) -> dict[str, Any]:
 
 def query_set(canonical: str | None = None, name: str = NAME) -> QuerySet:
     """The set's rows as crossimpl's build writes them under canonical `canonical` (default: the set's first;
-    its file: `SETS`'s)."""
-    return QuerySet(name, shipped_file(canonical, name).version, table_path(name), make=make, max_other_share=None,
-                    corpus_twins=False, row_meta=row_meta, read_masks=True)
+    its file: `SETS`'s; rules the set ships no file of: `<name>-<version>-canonical-<rules>.narg`, a local build
+    that nothing pins, e.g. a validation set read under rules newer than its file's)."""
+    chosen = outside_set(name)
+    canonical = chosen.canonical if canonical is None else canonical
+    version = (shipped_file(canonical, name).version if canonical in chosen.files
+               else f"{chosen.version}-canonical-{canonical}")
+    return QuerySet(name, version, table_path(name), make=make, max_other_share=None, corpus_twins=False,
+                    row_meta=row_meta, read_masks=True)
 
 
 def build(out: str | Path, rows: list[WildRow] | None = None, *, canonical: str | None = None, name: str = NAME,
