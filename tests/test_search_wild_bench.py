@@ -58,3 +58,12 @@ def test_rules_a_set_ships_no_file_of_are_built_into_a_file_of_their_own():
     assert query_set(None, "wildval9").version == chosen.files[chosen.canonical].version
     assert query_set("2.11", "wildval9").version == f"{chosen.version}-canonical-2.11"
     assert query_set("2.11", "wildval13").version == outside_set("wildval13").files["2.11"].version
+
+
+def test_a_set_is_read_under_the_rules_asked_for(capsys):
+    """`--canonical-version`: the set's file under those rules (its rows re-extracted, the version in the report);
+    rules it ships no file of are refused (2), naming the ones it has."""
+    assert wild.main(["--set", "wildval9", "--canonical-version", "2.11"]) == 0
+    assert "wildval9 1.0-canonical-2.11:" in capsys.readouterr().out
+    assert wild.main(["--set", "wildval13", "--canonical-version", "2.3"]) == 2
+    assert "ships no file under canonical 2.3; it ships: 2.11" in capsys.readouterr().err

@@ -16,6 +16,7 @@
     python -m benchmarks.search.wild --set wildval11      # the eleventh, built after the kinds by name
     python -m benchmarks.search.wild --set wildval12      # the twelfth, built after canonical 2.10
     python -m benchmarks.search.wild --set wildval13      # the thirteenth, built after canonical 2.11
+    python -m benchmarks.search.wild --set wildval4 --canonical-version 2.11  # a set's rows re-extracted under 2.11
 
 Each graph of the wild file under the index's canonical rules (`wild-1.0.narg`, 2.2;
 `wild-1.0-canonical-2.3.narg`, 2.3) is searched as `narbench search FILE` searches a saved graph
@@ -132,6 +133,9 @@ def main(argv=None) -> int:
                         help="the hits' order (default: search's)")
     parser.add_argument("--set", choices=("wild", *VALIDATIONS), default="wild",
                         help="wild (the test set, default), wildval, wildval2 ... (the validation sets)")
+    parser.add_argument("--canonical-version", metavar="RULES",
+                        help="the set's shipped file extracted under these rules (default: the first it ships whose "
+                             "vocabulary is the index's); the validation sets ship 2.11 re-extractions too")
     parser.add_argument("--graphs", type=Path, metavar="FILE",
                         help="the set's graphs from a local build instead of its shipped files (unpinned), e.g. "
                              "under newer rules: python -m narbench.cli.wild --set S --canonical-version V --out DIR")
@@ -142,7 +146,12 @@ def main(argv=None) -> int:
 
     index = load_index(None, args.index)
     files = outside_set(args.set).files
-    shipped = (read_graphs(canonical=c, name=args.set) for c in files)
+    if args.canonical_version is not None and args.canonical_version not in files:
+        print(f"the {args.set} set ships no file under canonical {args.canonical_version}; it ships: "
+              f"{', '.join(files)}", file=sys.stderr)
+        return 2
+    shipped = (read_graphs(canonical=c, name=args.set) for c in files
+               if args.canonical_version in (None, c))
     wild = next((w for w in ([read_graphs(args.graphs, name=args.set)] if args.graphs else shipped)
                  if list(w.vocab) == list(index.vocab)), None)
     if wild is None:

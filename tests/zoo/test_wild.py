@@ -304,15 +304,20 @@ def test_the_validation_sets_ship_one_graph_per_row_under_their_canonical_rules(
     from narbench.datasets import wild as shipped
 
     rows = wild.read_table(name=name)
-    ws = shipped.read_graphs(name=name)  # raises if the content does not match the pin
-    canonical = shipped.outside_set(name).canonical  # 2.3; 2.10 for wildval12, 2.11 from wildval13 on (rules on raw names)
-    assert canonical in ("2.3", "2.10", "2.11") and shipped.outside_set(name).role == "validation"
-    assert shipped.outside_set(name).files[canonical].sha256 == ws.sha256
-    assert [g.name for g in ws.graphs] == [r.identity for r in rows] and ws.families == [r.families for r in rows]
-    assert ws.vocab == list(canonical_vocabulary(canonical)) and ws.header["name"] == name
-    assert ws.header["ops"]["version"] == canonical
-    assert ws.header["table_sha256"] == hashlib.sha256(wild.table_path(name).read_bytes()).hexdigest()
-    assert ws.header["versions"] == {"torch": ws.header["versions"]["torch"], **{r.package: r.version for r in rows}}
+    chosen = shipped.outside_set(name)
+    first = chosen.canonical  # 2.3; 2.10 for wildval12, 2.11 from wildval13 on (rules on raw names)
+    assert first in ("2.3", "2.10", "2.11") and chosen.role == "validation"
+    # every set up to wildval12 ships its rows re-extracted under 2.11 too (session 71), its first file unchanged
+    assert list(chosen.files)[0] == first and "2.11" in chosen.files
+    for canonical, file in chosen.files.items():
+        ws = shipped.read_graphs(canonical=canonical, name=name)  # raises if the content does not match the pin
+        assert file.sha256 == ws.sha256 and ws.header["version"] == file.version
+        assert file.version == (chosen.version if canonical == first else f"{chosen.version}-canonical-{canonical}")
+        assert [g.name for g in ws.graphs] == [r.identity for r in rows] and ws.families == [r.families for r in rows]
+        assert ws.vocab == list(canonical_vocabulary(canonical)) and ws.header["name"] == name
+        assert ws.header["ops"]["version"] == canonical
+        assert ws.header["table_sha256"] == hashlib.sha256(wild.table_path(name).read_bytes()).hexdigest()
+        assert ws.header["versions"] == {"torch": ws.header["versions"]["torch"], **{r.package: r.version for r in rows}}
 
 
 def test_shipped_graphs_read_without_the_packages(rows):
@@ -407,7 +412,8 @@ def test_extraction_command_needs_its_folder():
                                            ("wildval6", "2.3"), ("wildval7", "2.3"), ("wildval8", "2.3"),
                                            ("wildval9", "2.3"), ("wildval10", "2.3"),
                                            ("wildval11", "2.3"), ("wildval12", "2.10"),
-                                           ("wildval13", "2.11")])
+                                           ("wildval13", "2.11"),
+                                           *((f"wildval{n}", "2.11") for n in ["", *range(2, 13)])])
 def test_extraction_remakes_the_shipped_file_where_the_packages_are_installed(tmp_path, name, canonical):
     """A minute on two cores; needs the packages (PYTHONPATH=DIR, docs/wild.md, docs/wildval.md). Under the torch
     the file was built with, the same bytes; under another, the same graphs by name and size. Built as the command
