@@ -66,4 +66,4 @@ def test_a_set_is_read_under_the_rules_asked_for(capsys):
     assert wild.main(["--set", "wildval9", "--canonical-version", "2.11"]) == 0
     assert "wildval9 1.0-canonical-2.11:" in capsys.readouterr().out
     assert wild.main(["--set", "wildval13", "--canonical-version", "2.3"]) == 2
-    assert "ships no file under canonical 2.3; it ships: 2.11" in capsys.readouterr().err
+    assert "no wildval13 graphs under canonical '2.3'; there are: 2.11" in capsys.readouterr().err

@@ -141,15 +141,17 @@ def main(argv=None) -> int:
                              "under newer rules: python -m narbench.cli.wild --set S --canonical-version V --out DIR")
     args = parser.parse_args(argv)
 
-    from narbench.datasets.wild import outside_set, read_graphs
+    from narbench.datasets.wild import outside_set, read_graphs, shipped_file
     from narbench.search_engine.index_file import load_index
 
+    if args.canonical_version is not None:
+        try:
+            shipped_file(args.canonical_version, args.set)
+        except ValueError as exc:  # names the rules the set ships files of
+            print(exc, file=sys.stderr)
+            return 2
     index = load_index(None, args.index)
     files = outside_set(args.set).files
-    if args.canonical_version is not None and args.canonical_version not in files:
-        print(f"the {args.set} set ships no file under canonical {args.canonical_version}; it ships: "
-              f"{', '.join(files)}", file=sys.stderr)
-        return 2
     shipped = (read_graphs(canonical=c, name=args.set) for c in files
                if args.canonical_version in (None, c))
     wild = next((w for w in ([read_graphs(args.graphs, name=args.set)] if args.graphs else shipped)
