@@ -28,7 +28,15 @@ here under those names on the three sets pooled, benchmarks/results/rules-next-2
   canonical graph does not see, as `MmBackward0` with one data input is a Linear), then one projection over the
   tensors read. Why: Keras 3's EinsumDense on torch (tfvit's ViTs in `wildval8`, found `xlnet`, whose einsums read
   weights the same way) and easytransformer's BERT (`wildval11`). Not adopted (results/rules-next-2.12-2026-12-01).
-All change corpus graphs (printed). `--measure` applies the pass to every corpus graph and builds the shipped
+All change corpus graphs (printed).
+
+The decision rule for candidates measured after `weight-matmul` (written 2026-12-01, before any such figure): on the
+validation sets pooled under the newest pinned rules, against the shipped index, top-1 and P@10 do not fall and top-1
+falls on no set; the flags are compared at one operating point, the candidate index's score read at the threshold that
+flags as many fitting models as the shipped index does (the lowest threshold flagging no more), where `none` flagged
+may fall by at most 1 (a pass that changes corpus graphs refits the score, and a refitted threshold alone moved four
+flags of `weight-matmul` at unchanged scores); then the zoo's validation sides as for 2.8. `weight-matmul` is re-decided
+only on a validation set built after this rule. `--measure` applies the pass to every corpus graph and builds the shipped
 index's encoder on them (`narbench index build` reads that corpus under the newest rules, 2.8, on top), and
 searches `wildval` with the pass applied (its graphs then read as the index reads them); the changed corpus keeps
 every other field of the dataset, so the index's out-of-family score is refitted as the shipped one is (on
@@ -283,9 +291,35 @@ def _figures(name: str, m: dict, fits: np.ndarray) -> dict:
             f"{name}_fit_flagged": int(m["flagged"][fits].sum()), f"{name}_none_flagged": int(m["flagged"][~fits].sum())}
 
 
+def matched_none(m: dict, fits: np.ndarray, fit_flagged: int) -> int:
+    """`none` models the score of `m` (a `measure`'s figures) flags at the lowest threshold that flags at most
+    `fit_flagged` fitting models: the flags compared at one operating point, whatever the refit did to the threshold."""
+    score = np.asarray(m["score"], dtype=np.float64)
+    cut = min((t for t in np.unique(score) if (score[fits] >= t).sum() <= fit_flagged), default=np.inf)
+    return int((score[~fits] >= cut).sum())
+
+
+def _measured(index, sets: dict, queries: dict, vocab: list[str]) -> dict:
+    """Each set's figures in `index` (`_figures`), and all of them pooled when there are several; `queries` gives
+    each set's graphs as searched. Under "_pooled", the figures `matched_none` reads."""
+    from benchmarks.search.wild import measure
+
+    row, pooled = {}, []
+    for s, (_, expected) in sets.items():
+        fits = np.array([bool(f) for f in expected])
+        m = measure(index, queries[s], expected, vocab)
+        row |= _figures(s, m, fits)
+        pooled.append((m, fits))
+    m = {k: np.concatenate([p[0][k] for p in pooled]) for k in ("top1", "p10", "flagged", "score")}
+    fits = np.concatenate([p[1] for p in pooled])
+    if len(sets) > 1:
+        row |= _figures("pooled", m, fits)
+    row["_pooled"] = (m, fits)
+    return row
+
+
 def main(argv: list[str] | None = None) -> int:
     from narbench.search_engine.outside_fit import outside_queries
-    from benchmarks.search.wild import measure
     from narbench.data.dataset import load_dataset
     from narbench.search_engine.index_build import IndexConfig, build_index, newest_corpus
 
@@ -306,6 +340,17 @@ def main(argv: list[str] | None = None) -> int:
             for name in args.set}
     summary = {"dataset": f"{ds.name} {ds.version}", "read_under": ds.canonical_version, "sets": args.set,
                "candidates": {}}
+    shipped = None
+    if args.measure:
+        from narbench.search_engine.index_file import load_index
+
+        index = load_index()
+        if index.header["dataset"]["sha256"] == ds.sha256:  # the shipped index is of this dataset: the baseline
+            shipped = _measured(index, sets, {s: val for s, (val, _) in sets.items()}, vocab)
+            m, fits = shipped.pop("_pooled")
+            summary["shipped"] = {"index": index.sha256[:12], **shipped}
+            shipped_fit_flagged = int(m["flagged"][fits].sum())
+            line("shipped", index=index.sha256[:12], **shipped)
     for name, run in CANDIDATES.items():
         if args.only and name not in args.only:
             continue
@@ -318,15 +363,10 @@ def main(argv: list[str] | None = None) -> int:
             # every other field kept: the out-of-family score is refitted on `outside_sets` as the index build fits it
             changed = replace(ds, graphs=[g for g, _ in corpus] + ds.graphs[len(corpus):])
             index = build_index(IndexConfig(dataset=args.dataset, progress=False), dataset=changed)
-            pooled = []
-            for s, (_, expected) in sets.items():
-                fits = np.array([bool(f) for f in expected])
-                m = measure(index, [g for g, _ in queries[s]], expected, vocab)
-                row |= _figures(s, m, fits)
-                pooled.append((m, fits))
-            if len(sets) > 1:
-                m = {k: np.concatenate([p[0][k] for p in pooled]) for k in ("top1", "p10", "flagged")}
-                row |= _figures("pooled", m, np.concatenate([p[1] for p in pooled]))
+            row |= _measured(index, sets, {s: [g for g, _ in q] for s, q in queries.items()}, vocab)
+            m, fits = row.pop("_pooled")
+            if shipped is not None:  # `none` flagged where the candidate flags as many fitting models as shipped
+                row["none_flagged_at_shipped_fit_flagged"] = matched_none(m, fits, shipped_fit_flagged)
         summary["candidates"][name] = row
         line("candidate", candidate=name, corpus_graphs=row["corpus_graphs"], families=len(families),
              **{f"{s}_models": len(row[f"{s}_models"]) for s in sets},

@@ -1,0 +1,27 @@
+"""benchmarks.search.rules_next: a candidate's flags compared with the shipped index's at one operating point."""
+
+import numpy as np
+
+from benchmarks.search.rules_next import matched_none, weight_matmul
+from narbench.data.canonical_rewrite import RewriteGraph
+
+
+def test_matched_none_reads_the_threshold_that_flags_as_many_fitting_models():
+    # fitting models scored 0.1-0.9, `none` models 0.5-0.95; the lowest threshold that flags at most k fitting ones
+    m = {"score": np.array([0.1, 0.3, 0.8, 0.9, 0.5, 0.7, 0.85, 0.95])}
+    fits = np.array([True, True, True, True, False, False, False, False])
+    assert matched_none(m, fits, 0) == 1  # above 0.9: the `none` model at 0.95 alone
+    assert matched_none(m, fits, 1) == 2  # at 0.85: 0.9 flagged; 0.85 and 0.95
+    assert matched_none(m, fits, 2) == 4  # at 0.5 (0.8 and 0.9 flagged, 0.3 not): every `none` model
+    assert matched_none(m, fits, 4) == 4
+
+
+def test_weight_matmul_renames_a_matmul_of_one_tensor_and_merges_the_projections():
+    # x -> three matmuls of x alone (q, k, v through a weight) -> attention; a matmul of two tensors stays
+    ops = ["linear", "matmul", "matmul", "matmul", "attention", "matmul"]
+    edges = np.array([[0, 0, 0, 1, 2, 3, 4, 0], [1, 2, 3, 4, 4, 4, 5, 5]])
+    g = RewriteGraph.of_canonical(ops, edges)
+    assert weight_matmul(g) == 3
+    kept, out = g.result()
+    assert kept.count("matmul") == 1  # the product of the attention's output and x
+    assert kept.count("linear") == 2 and "slice" in kept  # the three projections of x: one Linear and its split
