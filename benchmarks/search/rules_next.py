@@ -28,15 +28,7 @@ here under those names on the three sets pooled, benchmarks/results/rules-next-2
   canonical graph does not see, as `MmBackward0` with one data input is a Linear), then one projection over the
   tensors read. Why: Keras 3's EinsumDense on torch (tfvit's ViTs in `wildval8`, found `xlnet`, whose einsums read
   weights the same way) and easytransformer's BERT (`wildval11`). Not adopted (results/rules-next-2.12-2026-12-01).
-All change corpus graphs (printed).
-
-The decision rule for candidates measured after `weight-matmul` (written 2026-12-01, before any such figure): on the
-validation sets pooled under the newest pinned rules, against the shipped index, top-1 and P@10 do not fall and top-1
-falls on no set; the flags are compared at one operating point, the candidate index's score read at the threshold that
-flags as many fitting models as the shipped index does (the lowest threshold flagging no more), where `none` flagged
-may fall by at most 1 (a pass that changes corpus graphs refits the score, and a refitted threshold alone moved four
-flags of `weight-matmul` at unchanged scores); then the zoo's validation sides as for 2.8. `weight-matmul` is re-decided
-only on a validation set built after this rule. `--measure` applies the pass to every corpus graph and builds the shipped
+All change corpus graphs (printed). `--measure` applies the pass to every corpus graph and builds the shipped
 index's encoder on them (`narbench index build` reads that corpus under the newest rules, 2.8, on top), and
 searches `wildval` with the pass applied (its graphs then read as the index reads them); the changed corpus keeps
 every other field of the dataset, so the index's out-of-family score is refitted as the shipped one is (on
@@ -44,6 +36,14 @@ every other field of the dataset, so the index's out-of-family score is refitted
 other way, `choose_on`, which moved flags that the pass did not). `--canonical-version 2.11` reads every set from its
 file under 2.11 (rules on raw names reach it). No test query of any
 split, no `crossimpl` query and no wild-set model is read.
+
+The decision rule for candidates measured after `weight-matmul` (written 2026-12-01, before any such figure): on the
+validation sets pooled under the newest pinned rules, against the shipped index, top-1 and P@10 do not fall and top-1
+falls on no set; the flags are compared at one operating point, the candidate index's score read at the threshold that
+flags as many fitting models as the shipped index does (the lowest threshold flagging no more), where `none` flagged
+may fall by at most 1 (a pass that changes corpus graphs refits the score, and a refitted threshold alone moved four
+flags of `weight-matmul` at unchanged scores); then the zoo's validation sides as for 2.8. `weight-matmul` is re-decided
+only on a validation set built after this rule.
 """
 
 from __future__ import annotations
