@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from benchmarks.search.rules_next import matched_none, weight_matmul
+from benchmarks.search.rules_next import matched_none, weight_matmul, weight_product
 from narbench.data.canonical_rewrite import RewriteGraph
 
 
@@ -25,3 +25,16 @@ def test_weight_matmul_renames_a_matmul_of_one_tensor_and_merges_the_projections
     kept, out = g.result()
     assert kept.count("matmul") == 1  # the product of the attention's output and x
     assert kept.count("linear") == 2 and "slice" in kept  # the three projections of x: one Linear and its split
+
+
+def test_weight_product_leaves_a_product_of_two_selections_of_one_tensor():
+    # a(x) @ b(x).T: the two Linears of x are one projection and a split, so the product reads one `slice` node
+    ops = ["embedding", "linear", "slice", "matmul"]
+    edges = np.array([[0, 1, 2], [1, 2, 3]])
+    g = RewriteGraph.of_canonical(ops, edges)
+    assert weight_product(g) == 0 and g.result()[0] == ops
+    g = RewriteGraph.of_canonical(ops, edges)
+    assert weight_matmul(g) == 1 and g.result()[0].count("matmul") == 0  # why weight-matmul was withdrawn
+    ops = ["embedding", "layernorm", "matmul"]  # a product of one unselected tensor with a weight: a Linear
+    g = RewriteGraph.of_canonical(ops, np.array([[0, 1], [1, 2]]))
+    assert weight_product(g) == 1 and g.result()[0] == ["embedding", "layernorm", "linear"]
