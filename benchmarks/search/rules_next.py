@@ -29,7 +29,8 @@ here under those names on the three sets pooled, benchmarks/results/rules-next-2
   tensors read. Why: Keras 3's EinsumDense on torch (tfvit's ViTs in `wildval8`, found `xlnet`, whose einsums read
   weights the same way) and easytransformer's BERT (`wildval11`). Not adopted (results/rules-next-2.12-2026-12-01),
   then withdrawn: selections of one tensor are one `slice` node, so a product of two selections (`a(x) @ b(x).T`,
-  Mamba-2's `C @ B.T`, a gated delta rule's `q @ k.T`) reads one node and is renamed too (492 of its 804 graphs).
+  Mamba-2's `C @ B.T`, a gated delta rule's `q @ k.T`) reads one node and is renamed too (492 of its 804
+  graphs hold only such products).
   `weight-product` (2026-12-01): the same, less the matmuls whose one input is a `slice` (312 graphs, 11 families).
   Not adopted: top-1 falls on `wildval6` (0.85 -> 0.80), whose models it does not change (the same results folder).
 All change corpus graphs (printed). `--measure` applies the pass to every corpus graph and builds the shipped
