@@ -16,6 +16,7 @@
     python -m benchmarks.search.wild --set wildval11      # the eleventh, built after the kinds by name
     python -m benchmarks.search.wild --set wildval12      # the twelfth, built after canonical 2.10
     python -m benchmarks.search.wild --set wildval13      # the thirteenth, built after canonical 2.11
+    python -m benchmarks.search.wild --set wildval14      # the fourteenth, built after the search order by vote
     python -m benchmarks.search.wild --set wildval4 --canonical-version 2.11  # a set's rows re-extracted under 2.11
 
 Each graph of the wild file under the index's canonical rules (`wild-1.0.narg`, 2.2;
@@ -51,7 +52,9 @@ the optional-argument and id repairs (chosen on wildval 1-9). `--set wildval11` 
 from 17 further packages): built after the Keras embedding tables and the kinds by name (chosen on wildval 1-10).
 `--set wildval12` the twelfth (17 further packages; its graphs under canonical 2.10): built after canonical 2.10's
 complex-rotation (chosen on wildval4 and wildval10). `--set wildval13` the thirteenth (13 further packages; its graphs
-under canonical 2.11): built after canonical 2.11's torch-attention-causal (chosen on wildval 1-12).
+under canonical 2.11): built after canonical 2.11's torch-attention-causal (chosen on wildval 1-12). `--set wildval14`
+the fourteenth (2 further packages, every row Keras 3 on torch; its graphs under 2.11): built after the vote order
+(chosen on wildval 1-13) and the weight-matmul candidates measured there.
 """
 
 from __future__ import annotations
