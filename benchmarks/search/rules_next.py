@@ -249,22 +249,21 @@ def weight_matmul(g) -> int:
     not see (a weight, viewed or permuted by layout ops the canonical graph drops), as `MmBackward0` with one data
     input is a Linear without bias; the Linears then reading one tensor alone are one projection (2.2's
     one-projection, over those tensors only). The matmuls renamed."""
-    read = []
-    for v in g.order:
-        if g.alive(v) and g.op[v] == "matmul" and len(g.preds[v]) == 1:
-            g.op[v] = "linear"
-            read.extend(g.preds[v])
-    if read:
-        g.merge_projections(sources=read)
-    return len(read)
+    return _weight_matmuls(g, lambda source: True)
 
 
 def weight_product(g) -> int:
     """`weight_matmul` less the matmuls whose one input is a `slice` (a product of two selections of one tensor, which
     are one node: `a(x) @ b(x).T`); the matmuls renamed."""
+    return _weight_matmuls(g, lambda source: g.op[source] != "slice")
+
+
+def _weight_matmuls(g, renamed) -> int:
+    """Each `matmul` reading one tensor `source` for which `renamed(source)` holds becomes a `linear`, then one
+    projection over those sources; how many were renamed."""
     read = []
     for v in g.order:
-        if g.alive(v) and g.op[v] == "matmul" and len(g.preds[v]) == 1 and g.op[next(iter(g.preds[v]))] != "slice":
+        if g.alive(v) and g.op[v] == "matmul" and len(g.preds[v]) == 1 and renamed(next(iter(g.preds[v]))):
             g.op[v] = "linear"
             read.extend(g.preds[v])
     if read:
