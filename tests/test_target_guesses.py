@@ -316,3 +316,107 @@ def test_a_keras_style_embedding_that_keeps_its_table_in_a_parameter_dict_is_a_t
             self.torch_params = nn.ParameterDict({"kernel": nn.Parameter(torch.zeros(321, 8))})
 
     assert _table_rows(KerasEmbedding()) == 321 and _table_rows(Other()) is None
+
+
+def _keras_like(name: str, forward):
+    """A model class that builds its weights at its first call, as a subclassed Keras 3 model on torch does: the
+    first call makes a weight as wide as that call's input's last side (held by the model itself, as Keras keeps its
+    variables, so no layer shows a width), even when the call then fails, and sets `built`; a later call of another
+    width fails against it. Its class's module says Keras, which is how narbench tells."""
+
+    def __init__(self) -> None:
+        nn.Module.__init__(self)
+        self.built = False
+
+    def call(self, x):
+        if not self.built:
+            self.scale = nn.Parameter(torch.ones(x.shape[-1], device=x.device))
+            self.built = True
+        return forward(self, x)
+
+    return type(name, (nn.Module,), {"__init__": __init__, "forward": call, "__module__": "keras.src.models.fake"})
+
+
+def _set_model(self, x):
+    if x.dim() != 3 or not x.is_floating_point():
+        raise ValueError(f"expected a float set [batch, points, features], got {list(x.shape)}")
+    return (x * self.scale).sum(-1).mean(1)
+
+
+def _image_model(self, x):
+    if x.dim() != 4 or x.shape[-1] != 3:
+        raise ValueError(f"expected a channels-last RGB image, got {list(x.shape)}")
+    return (x * self.scale).mean((1, 2))
+
+
+def test_a_model_built_at_its_first_call_runs_each_guess_on_a_model_constructed_afresh():
+    """bayesflow's set transformer (Keras 3, `wildval14`) ran on no guess: the first call (the probe's token ids)
+    built it for them, so the right input failed after. Built from code, each input is tried on a new model (an
+    instance the caller passes cannot be constructed again: its inputs are tried on it as before)."""
+    from narbench.search_engine._target_run import built_at_first_call
+
+    SetModel = _keras_like("SetModel", _set_model)
+    assert built_at_first_call(SetModel()) and not built_at_first_call(TinyCNN())
+    raw, info = extract("SetModel", SetModel)
+    assert info["input"] == "tensor [1, 1, 16000]" and "MulBackward0" in raw.ops  # the first 3-D float guess
+    _, kept = extract("SetModel", None, instance=SetModel())  # the probe built it: only an input repaired to fit
+    assert kept["input"] == "tensor [1, 1, 16]"
+
+
+def test_a_keras_model_is_also_guessed_channels_last_images_after_every_other_guess():
+    """keras-climate's SatMAE (`wildval9`, subclassed, no declared input shape) takes [1, H, W, 3], Keras's default
+    layout; a plain torch module gets no such guess."""
+    from narbench.search_engine._target_guesses import _fallbacks
+
+    ImageModel = _keras_like("ImageModel", _image_model)
+    raw, info = extract("ImageModel", ImageModel)
+    assert info["input"] == "tensor [1, 224, 224, 3]"
+    plain = [shape for _, shape, _ in _fallbacks(TinyCNN())]
+    keras = [shape for _, shape, _ in _fallbacks(ImageModel())]
+    assert keras[: len(plain)] == plain and (1, 224, 224, 3) in keras and (1, 224, 224, 3) not in plain
+
+
+def _changes_after_its_first_call(self, x):
+    if x.dim() != 3 or not x.is_floating_point():
+        raise ValueError(f"expected a float set [batch, points, features], got {list(x.shape)}")
+    self.calls = getattr(self, "calls", 0) + 1
+    y = (x * self.scale).sum(-1)
+    return y.mean(1) if self.calls > 1 else y[:, 0]  # the building call takes another path
+
+
+def test_a_model_built_at_its_first_call_is_read_at_its_second_call_as_it_runs_in_use():
+    """keras-bio's HyenaDNA (`wildval10`) runs 16 nodes fewer at its first call, which builds it, than at any later
+    one: the graph of a model constructed afresh for an input is read from its second call on that input."""
+    Changing = _keras_like("Changing", _changes_after_its_first_call)
+    raw, info = extract("Changing", Changing)
+    assert info["input"] == "tensor [1, 1, 16000]"
+    assert any(op.startswith("MeanBackward") for op in raw.ops)
+    assert not any(op.startswith("SelectBackward") for op in raw.ops)
+
+
+def _fixed_width_model(self, x):
+    if x.dim() != 3 or x.shape[-1] != 5 or not x.is_floating_point():
+        raise ValueError("bad input")
+    return (x * self.scale).sum()
+
+
+def test_an_instance_not_yet_built_that_no_input_runs_is_told_how_to_search_it():
+    """An instance cannot be constructed again: when no input runs, the line says to build it first or to point
+    search at its class; a torch model failing the same way gets no such advice."""
+    from narbench.search_engine._target_inputs import TargetError
+
+    Fixed = _keras_like("Fixed", _fixed_width_model)
+    with pytest.raises(TargetError, match=r"Keras 3 model not yet built.*FILE\.py:CLASS"):
+        extract("Fixed", None, instance=Fixed())
+    built = Fixed()
+    built(torch.zeros(1, 4, 5))
+    raw, info = extract("Fixed", None, instance=built, shape=(1, 4, 5))
+    assert info["input"] == "tensor [1, 4, 5]"
+
+    class Plain(nn.Module):
+        def forward(self, x):
+            raise ValueError("bad input")
+
+    with pytest.raises(TargetError) as plain:
+        extract("Plain", None, instance=Plain())
+    assert "Keras" not in str(plain.value)

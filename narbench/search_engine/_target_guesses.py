@@ -6,7 +6,8 @@ the input). Code from elsewhere often wants something near it: a sequence block'
 sequence, not a [1, F] vector; a speaker model's Conv2d(1, ...) a [1, T, 80] spectrogram it unsqueezes
 itself; a Focus or space-to-depth stem's Conv2d(12, ...) a 3-channel image; an hourglass a side that 64
 divides; a CIFAR network a 32-pixel image; a 3-D medical encoder a cube; NeMo's Conformer a [1, 128, T]
-spectrogram; a Keras 3 model (on torch) the channels-last shape it declares; a model whose first layer
+spectrogram; a Keras 3 model (on torch) the channels-last shape it declares, or, declaring none (a subclassed
+model), channels-last images after every other guess; a model whose first layer
 with weights is a pooler a token sequence. So when the first guess's forward fails, narbench tries these
 in order, and the first that runs is the input (the search says which). A guess never replaces one that
 runs: a model whose first guess runs gets the same graph as before. Each guess carries the further
@@ -16,7 +17,8 @@ Chosen on the validation sets of outside code, searched as a new user would, wit
 inputs (`benchmarks/search/inputs.py`): the first guesses on `wildval` 1-4 (checked on `wildval5`), masks and
 diffusion steps on `wildval` 1-5 (checked on `wildval7`), small images, cubes, wide spectrograms and `trg` on
 `wildval` 1-7 (checked on `wildval8`); the wild test set was read once after the first guesses and once after
-the two later changes; a Keras 3 embedding's table chosen on `wildval10` (checked on `wildval11`). When all
+the two later changes; a Keras 3 embedding's table chosen on `wildval10` (checked on `wildval11`); a Keras model's
+channels-last images chosen on `wildval` 9, 10 and 14 (keras-climate's SatMAE). When all
 fail, inputs repaired from their errors (`narbench.search_engine._target_repairs`).
 """
 
@@ -45,11 +47,15 @@ def _spec(kind: str, shape: tuple[int, ...], high: int = 0) -> tuple[str, tuple[
     return kind, tuple(int(s) for s in shape), high
 
 
+def is_keras(model) -> bool:
+    """Whether `model` is a Keras 3 model (on torch: a `torch.nn.Module` whose class derives from Keras's)."""
+    return any(c.__module__.split(".")[0] == "keras" for c in type(model).__mro__)
+
+
 def _keras_shape(model) -> tuple[int, ...] | None:
     """The input shape a Keras 3 model declares (`model.input_shape`, its None sides as 1 (batch) and 224)."""
     declared = getattr(model, "input_shape", None)
-    if type(model).__module__.split(".")[0] != "keras" and not any(
-            c.__module__.split(".")[0] == "keras" for c in type(model).__mro__):
+    if not is_keras(model):
         return None
     if not isinstance(declared, tuple) or not declared or isinstance(declared[0], (tuple, list)):
         return None
@@ -121,11 +127,14 @@ def _by_layer(first, depth: int = 0) -> list[tuple[str, tuple[int, ...], int]]:
 
 def _fallbacks(model) -> list[tuple[str, tuple[int, ...], int]]:
     """What any model may take: token ids (of its first embedding table's size), a waveform, an RGB image (224
-    and `SIDES`), and last token ids of 0 and 1 (which any table holds)."""
+    and `SIDES`), token ids of 0 and 1 (which any table holds), and last, for a Keras 3 model, RGB images channels
+    last (Keras's default layout; after every guess it had before, so a model one of those ran keeps its graph)."""
     rows = next((n for n in map(_table_rows, model.modules()) if n is not None), None)
     out = [_spec("ids", (1, SEQ_LEN), rows)] if rows is not None else []
     images = [_spec("float", (1, 3, s, s)) for s in (224, *SIDES)]
-    return out + [_spec("float", (1, WAVE)), _spec("float", (1, 1, WAVE)), *images, _spec("ids", (1, SEQ_LEN), 2)]
+    # a subclassed Keras model declares no input shape (`_keras_shape`) and has no weights to read a layout from
+    last = [_spec("float", (1, s, s, 3)) for s in (224, *SIDES)] if is_keras(model) else []
+    return out + [_spec("float", (1, WAVE)), _spec("float", (1, 1, WAVE)), *images, _spec("ids", (1, SEQ_LEN), 2), *last]
 
 
 def _make(spec, device: str) -> tuple[tuple, dict, str]:

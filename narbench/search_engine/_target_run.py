@@ -8,7 +8,9 @@ there, and prepared for the pass by the tracer (`narbench.zoo.extract.extract_gr
 caller passes keeps its weights, mode and flags and runs on meta with empty meta copies swapped in for
 the pass (`_untouched`, `_meta_weights`). If meta fails (a forward that reads
 a value, `.item()`), the model runs on the CPU (an instance: on its own device). On each device, when no input is
-given, the `real` build's guess runs first and further guesses after it until one runs (`_target_guesses.to_try`). The graph is
+given, the `real` build's guess runs first and further guesses after it until one runs (`_target_guesses.to_try`); a
+Keras 3 model built from code, which makes its weights at its first call, is built afresh for each input tried
+(`built_at_first_call`). The graph is
 autograd's record of the pass, so a forward that fails only with gradients on is refused in one line
 saying so (`narbench.zoo.extract.GradientsNeededError`).
 
@@ -33,7 +35,7 @@ import warnings
 from typing import Any, Callable
 
 from narbench.search_engine._target_failure import last_failure, needs_gradients, one_line
-from narbench.search_engine._target_guesses import to_try
+from narbench.search_engine._target_guesses import is_keras, to_try
 from narbench.search_engine._target_inputs import TargetError, eval_mode
 
 _STAGE = [""]  # what the target is doing now, for the time-out line
@@ -189,6 +191,26 @@ def _construct(label: str, build: Callable[[], Any], dev: str):
     return model
 
 
+def built_at_first_call(model) -> bool:
+    """Whether `model` makes its weights at its first call: a Keras 3 model (on torch) not yet built. Its first call
+    builds every layer it reaches for that call's input, even a call that then fails, and a later call of another
+    shape fails against those weights. So `_on_device` tries each input on a model constructed afresh, built by one
+    call on that input (`_built`), and reads the graph of its second call, as the model runs in use: the probes of
+    `_target_guesses` build the first one before any guess runs. Seen on `wildval` 9, 10 and 14 (bayesflow's set
+    transformer ran on no guess, yet ran on the second one when that was its first call); read from the first call,
+    keras-bio's HyenaDNA (`wildval10`) loses 16 of its 195 nodes, from the second it keeps the graph it had."""
+    return getattr(model, "built", None) is False and is_keras(model)
+
+
+def _built(model, args, kwargs) -> None:
+    """`model` called once on the input, in eval mode and without gradients, as the probes call it: a model that
+    makes its weights at its first call (`built_at_first_call`) makes them for this input."""
+    import torch
+
+    with eval_mode(list(model.modules())), torch.no_grad():
+        model(*args, **kwargs)
+
+
 def _own_device(model) -> str:
     """The device of a module's weights (its first parameter; torch's default device without any)."""
     import torch
@@ -221,6 +243,7 @@ def _extract(label, build, instance, shape, inputs):
     errors: list[tuple[str, str, BaseException, str | None, int]] = []
     fallback = None
     devices = _devices(instance)
+    unbuilt = instance is not None and built_at_first_call(instance)  # before a probe's call builds it
     for round_ in (0, 1):
         if round_ and (inputs is not None or shape is not None or needs_gradients(errors)):
             break
@@ -237,7 +260,16 @@ def _extract(label, build, instance, shape, inputs):
             return raw, {"device": dev, "input": described}
         if fallback is not None:
             return fallback
-    raise last_failure(label, errors, inputs)
+    from narbench.zoo.extract import GradientsNeededError
+
+    error = last_failure(label, errors, inputs)
+    guessed = inputs is None and shape is None and not any(isinstance(e[2], GradientsNeededError) for e in errors)
+    if unbuilt and guessed:
+        raise TargetError(f"{error}; {label} is a Keras 3 model not yet built, which makes its weights at its first "
+                          "call for that call's input, so inputs tried after a first one that did not fit fail: call "
+                          "it once on its input before searching it, or point search at its class (FILE.py:CLASS), "
+                          "which tries each input on a new one") from error.__cause__
+    raise error
 
 
 def _on_device(label, build, instance, dev: str, errors: list, round_: int, shape, inputs):
@@ -259,6 +291,7 @@ def _on_device(label, build, instance, dev: str, errors: list, round_: int, shap
                 model = _construct(label, build, dev)
         else:
             model = instance
+        afresh = instance is None and built_at_first_call(model)  # asked before a probe's call builds it
         step = "input"
         stage(f"its forward pass, on {dev}")  # the example input runs the forward up to its first layer
         with _no_exit(f"making the example input of {label}"):
@@ -271,7 +304,11 @@ def _on_device(label, build, instance, dev: str, errors: list, round_: int, shap
             (args, kwargs, described), step = feed, "forward"
             try:
                 with _no_exit(f"{label}.forward"):
-                    return _run(label, model, instance is not None, dev, args, kwargs), described
+                    ran = model
+                    if afresh:  # a new model, built for this input by one call; its second call is read
+                        ran = _construct(label, build, dev)
+                        _built(ran, args, kwargs)
+                    return _run(label, ran, instance is not None, dev, args, kwargs), described
             except (TargetError, GradientsNeededError):  # the input runs, the gradients do not: whatever the input
                 raise
             except Exception as exc:  # noqa: BLE001 - user code may raise anything; try the next guess
