@@ -17,6 +17,7 @@
     python -m benchmarks.search.wild --set wildval12      # the twelfth, built after canonical 2.10
     python -m benchmarks.search.wild --set wildval13      # the thirteenth, built after canonical 2.11
     python -m benchmarks.search.wild --set wildval14      # the fourteenth, built after the search order by vote
+    python -m benchmarks.search.wild --set wildval15      # the fifteenth, built after the Keras first-call change
     python -m benchmarks.search.wild --set wildval4 --canonical-version 2.11  # a set's rows re-extracted under 2.11
 
 Each graph of the wild file under the index's canonical rules (`wild-1.0.narg`, 2.2;
@@ -54,7 +55,8 @@ from 17 further packages): built after the Keras embedding tables and the kinds 
 complex-rotation (chosen on wildval4 and wildval10). `--set wildval13` the thirteenth (13 further packages; its graphs
 under canonical 2.11): built after canonical 2.11's torch-attention-causal (chosen on wildval 1-12). `--set wildval14`
 the fourteenth (2 further packages, every row Keras 3 on torch; its graphs under 2.11): built after the vote order
-(chosen on wildval 1-13) and the weight-matmul candidates measured there.
+(chosen on wildval 1-13) and the weight-matmul candidates measured there. `--set wildval15` the fifteenth (14 further
+packages; its graphs under 2.11): built after the Keras first-call change (chosen on wildval 9, 10 and 14).
 """
 
 from __future__ import annotations
