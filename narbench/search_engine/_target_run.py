@@ -192,19 +192,16 @@ def _construct(label: str, build: Callable[[], Any], dev: str):
 
 
 def built_at_first_call(model) -> bool:
-    """Whether `model` makes its weights at its first call: a Keras 3 model (on torch) not yet built. Its first call
-    builds every layer it reaches for that call's input, even a call that then fails, and a later call of another
-    shape fails against those weights. So `_on_device` tries each input on a model constructed afresh, built by one
-    call on that input (`_built`), and reads the graph of its second call, as the model runs in use: the probes of
-    `_target_guesses` build the first one before any guess runs. Seen on `wildval` 9, 10 and 14 (bayesflow's set
-    transformer ran on no guess, yet ran on the second one when that was its first call); read from the first call,
-    keras-bio's HyenaDNA (`wildval10`) loses 16 of its 195 nodes, from the second it keeps the graph it had."""
+    """Whether `model` makes its weights at its first call: a Keras 3 model (on torch) not yet built. That call builds
+    every layer it reaches for its input, even a call that then fails, and a later call of another shape fails against
+    those weights (the probes of `_target_guesses` make the first call); so `_on_device` tries each input on a model
+    constructed afresh, built for it by one call (`_built`), and reads its second call, as it runs in use. Seen on
+    `wildval` 9, 10 and 14; read at its first call, keras-bio's HyenaDNA (`wildval10`) loses 16 of its 195 nodes."""
     return getattr(model, "built", None) is False and is_keras(model)
 
 
 def _built(model, args, kwargs) -> None:
-    """`model` called once on the input, in eval mode and without gradients, as the probes call it: a model that
-    makes its weights at its first call (`built_at_first_call`) makes them for this input."""
+    """`model` called once on the input, in eval mode and without gradients, as the probes call it."""
     import torch
 
     with eval_mode(list(model.modules())), torch.no_grad():
