@@ -273,3 +273,37 @@ def test_a_further_argument_is_of_the_kind_its_name_says():
     assert _of_kind("s2_ids", ids) is None and _of_kind("coors", ids[0]) is None
     raw, info = extract("TextImage", TextImage)
     assert info["input"] == "token ids [1, 16], tensor [1, 3, 224, 224]" and raw.ops
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_flattened_image_names_its_side(device):
+    """LightCNN (`wildval15`) flattens a 128-pixel feature map into a fixed Linear: from 224 pixels its width is
+    (224 / 128)^2 times too large, so the side is 128; a width no whole side gives repairs nothing."""
+    x = torch.randn(1, 1, 224, 224, device=device)
+    w = torch.randn(256, 8 * 8 * 128, device=device)
+    feats = torch.randn(1, 14 * 14 * 128, device=device)
+    (got,) = shapes(x, error_of(lambda: F.linear(feats, w)))
+    assert list(got.shape) == [1, 1, 128, 128] and got.is_floating_point()
+    odd = torch.randn(1, 14 * 14 * 128 + 1, device=device)
+    assert shapes(x, error_of(lambda: F.linear(odd, w))) == []
+    sequence = torch.randn(16, 14 * 14 * 128, device=device)  # a row per position, not per example: no image
+    assert shapes(x, error_of(lambda: F.linear(sequence, w))) == []
+
+
+class FortyPixels(nn.Module):
+    """A classifier sized for 40-pixel images (no side narbench guesses): a stride-2 conv, flattened, a Linear."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, stride=2, padding=1)
+        self.head = nn.Linear(4 * 20 * 20, 10)
+
+    def forward(self, x):
+        return self.head(self.conv(x).flatten(1))
+
+
+def test_a_classifier_for_an_unguessed_side_runs_on_the_side_its_error_names():
+    planned = [d for _, _, d in guesses(FortyPixels(), "meta")]
+    assert "tensor [1, 3, 40, 40]" not in planned
+    raw, info = extract("FortyPixels", FortyPixels)
+    assert info["input"] == "tensor [1, 3, 40, 40]" and raw.ops

@@ -11,7 +11,8 @@ and the meta device's wording), never a package's own; a repaired input that fai
 Chosen on the validation sets of outside code searched as a new user would (`wildval` 1-8, the rows no guess ran;
 `benchmarks/search/inputs.py`), checked on `wildval9`, built after; the arguments that default to None (`optional`) and
 ids by name (`names_an_id`) chosen on `wildval` 1-9, checked on `wildval10`; kinds by name (`_of_kind`) chosen on
-`wildval` 1-10, checked on `wildval11`.
+`wildval` 1-10, checked on `wildval11`; a flattened image's side (`_flattened`) chosen on `wildval` 1-15 (its rows
+LightCNN and AlphaZero), with no set built after it read yet.
 """
 
 from __future__ import annotations
@@ -64,13 +65,24 @@ def _resized(x, old: int, new: int) -> list[int] | None:
     return shape
 
 
+def _flattened(x, rows: int, got: int, want: int) -> list[int] | None:
+    """A square image whose feature map a Linear reads flattened, one row per example: its width grows with the
+    side squared, so side s becomes s * sqrt(want / got) where that is a whole number (LightCNN's 128-pixel faces,
+    `wildval15`: 25,088 -> 8,192 from 224 pixels; an AlphaZero 9 x 9 board, `wildval11`); None otherwise."""
+    if x.dim() != 4 or rows != x.shape[0] or x.shape[-1] != x.shape[-2] or not x.is_floating_point():
+        return None
+    area, left = divmod(x.shape[-1] ** 2 * want, got)
+    side = math.isqrt(area)
+    return [*x.shape[:-2], side, side] if not left and side * side == area and side != x.shape[-1] else None
+
+
 def _new_shape(x, text: str) -> list[int] | None:
     """The shape the error `text` says a forward given `x` wanted, or None when it names none."""
-    for pattern in _LINEAR:  # a Linear of C inputs given a last side of B: B -> C
+    for pattern in _LINEAR:  # a Linear of C inputs given a last side of B: B -> C (or a flattened image's side)
         m = pattern.search(text)
         if m:
-            _, b, c, _ = map(int, m.groups())
-            return _resized(x, b, c)
+            rows, b, c, _ = map(int, m.groups())
+            return _resized(x, b, c) or _flattened(x, rows, b, c)
     m = _NORM.search(text)  # a norm over the last sides N given the input itself: the last sides -> N
     if m:
         want, got = _ints(m.group(1)), _ints(m.group(2))
