@@ -257,11 +257,8 @@ def _extract(label, build, instance, shape, inputs):
             return raw, {"device": dev, "input": described}
         if fallback is not None:
             return fallback
-    from narbench.zoo.extract import GradientsNeededError
-
     error = last_failure(label, errors, inputs)
-    guessed = inputs is None and shape is None and not any(isinstance(e[2], GradientsNeededError) for e in errors)
-    if unbuilt and guessed:
+    if unbuilt and inputs is None and shape is None and not needs_gradients(errors):
         raise TargetError(f"{error}; {label} is a Keras 3 model not yet built, which makes its weights at its first "
                           "call for that call's input, so inputs tried after a first one that did not fit fail: call "
                           "it once on its input before searching it, or point search at its class (FILE.py:CLASS), "
