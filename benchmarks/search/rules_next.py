@@ -61,6 +61,8 @@ import numpy as np
 
 from narbench.data.canonical_spelling import CORES as ATTENTION, NORMS as NORM_OPS, _drop, _splice
 
+from narbench.data.canonical_moments import distributed_layernorm
+
 from benchmarks.timing import line, report, study_parser
 from narbench.datasets.wild import VALIDATIONS
 
@@ -274,7 +276,7 @@ def _weight_matmuls(g, renamed) -> int:
 CANDIDATES = {"norms-of-one-tensor": norms_of_one_tensor, "kv-cache-layout": kv_cache_layout,
               "attention-inputs": attention_inputs, "rotations": rotations, "sum-of-sums": sum_of_sums,
               "attention-inputs+sum-of-sums": attention_inputs_and_sums, "weight-matmul": weight_matmul,
-              "weight-product": weight_product}
+              "weight-product": weight_product, "distributed-layernorm": distributed_layernorm}
 
 
 def apply(graph, vocab: list[str], run) -> tuple[object, int]:
