@@ -394,6 +394,40 @@ def test_a_model_built_at_its_first_call_is_read_at_its_second_call_as_it_runs_i
     assert not any(op.startswith("SelectBackward") for op in raw.ops)
 
 
+def _configurable(cls, fails: bool = False):
+    """`cls` (a `_keras_like` class) with Keras's configuration round trip, `get_config` and `from_config`
+    (`fails`: from_config raises, as for a `Lambda` layer's code under Keras's safe mode)."""
+
+    def from_config(kls, config):
+        if fails:
+            raise ValueError("deserializing a Python lambda is unsafe")
+        return kls()
+
+    return type(cls.__name__, (cls,), {"get_config": lambda self: {"name": "m"}, "from_config": classmethod(from_config),
+                                       "__module__": cls.__module__})
+
+
+def test_an_instance_not_yet_built_whose_configuration_makes_one_runs_each_guess_on_a_new_one():
+    """kerex's TSMixer (`wildval16`), searched as an instance with no input, was built by the first guess and refused
+    every later one. A Keras instance not yet built whose configuration makes a new one (`get_config` /
+    `from_config`) is tried as its class is, each guess on a new model, and the caller's instance stays unbuilt; one
+    whose configuration does not (a lambda under Keras's safe mode) is tried as before."""
+    from narbench.search_engine._target_guesses import keras_afresh
+
+    SetModel = _configurable(_keras_like("SetModel", _set_model))
+    mine = SetModel()
+    raw, info = extract("SetModel", None, instance=mine)
+    assert info["input"] == "tensor [1, 1, 16000]" and "MulBackward0" in raw.ops  # as its class: the first 3-D guess
+    assert mine.built is False and keras_afresh(mine) is not None
+    Unsafe = _configurable(_keras_like("SetModel", _set_model), fails=True)
+    assert keras_afresh(Unsafe()) is None and keras_afresh(TinyCNN()) is None
+    _, kept = extract("SetModel", None, instance=Unsafe())  # the probe built it: only an input repaired to fit
+    assert kept["input"] == "tensor [1, 1, 16]"
+    built = SetModel()
+    built(torch.zeros(1, 2, 3))
+    assert keras_afresh(built) is None  # built already: its weights are the caller's
+
+
 def _fixed_width_model(self, x):
     if x.dim() != 3 or x.shape[-1] != 5 or not x.is_floating_point():
         raise ValueError("bad input")

@@ -52,6 +52,22 @@ def is_keras(model) -> bool:
     return any(c.__module__.split(".")[0] == "keras" for c in type(model).__mro__)
 
 
+def keras_afresh(model):
+    """For a Keras 3 model instance not yet built (it makes its weights at its first call, for that call's input): a
+    function making a new one of its configuration (`get_config` / `from_config`, Keras's own, which runs no code the
+    class does not), so each guessed input is tried on a model built for it, as a class target's is; None where the
+    model is built, or its configuration does not make one (a `Lambda` layer's code, a config it does not write).
+    Seen on `wildval16`: kerex's TSMixer, built for the first guess, refused every later one."""
+    if getattr(model, "built", None) is not False or not is_keras(model):
+        return None
+    try:
+        config = model.get_config()
+        type(model).from_config(config)
+    except Exception:  # noqa: BLE001 - any failure: the instance is tried as it is, as before
+        return None
+    return lambda: type(model).from_config(config)
+
+
 def _keras_shape(model) -> tuple[int, ...] | None:
     """The input shape a Keras 3 model declares (`model.input_shape`, its None sides as 1 (batch) and 224)."""
     declared = getattr(model, "input_shape", None)

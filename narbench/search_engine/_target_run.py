@@ -9,8 +9,8 @@ caller passes keeps its weights, mode and flags and runs on meta with empty meta
 the pass (`_untouched`, `_meta_weights`). If meta fails (a forward that reads
 a value, `.item()`), the model runs on the CPU (an instance: on its own device). On each device, when no input is
 given, the `real` build's guess runs first and further guesses after it until one runs (`_target_guesses.to_try`); a
-Keras 3 model built from code, which makes its weights at its first call, is built afresh for each input tried
-(`built_at_first_call`). The graph is
+Keras 3 model built from code (or an instance whose configuration makes one, `keras_afresh`), which makes its weights
+at its first call, is built afresh for each input tried (`built_at_first_call`). The graph is
 autograd's record of the pass, so a forward that fails only with gradients on is refused in one line
 saying so (`narbench.zoo.extract.GradientsNeededError`).
 
@@ -35,7 +35,7 @@ import warnings
 from typing import Any, Callable
 
 from narbench.search_engine._target_failure import last_failure, needs_gradients, one_line
-from narbench.search_engine._target_guesses import is_keras, to_try
+from narbench.search_engine._target_guesses import is_keras, keras_afresh, to_try
 from narbench.search_engine._target_inputs import TargetError, eval_mode
 
 _STAGE = [""]  # what the target is doing now, for the time-out line
@@ -239,6 +239,9 @@ def _extract(label, build, instance, shape, inputs):
     anywhere (on the CPU after meta fails) gets that graph, never a later guess's."""
     errors: list[tuple[str, str, BaseException, str | None, int]] = []
     fallback = None
+    afresh = keras_afresh(instance) if instance is not None and inputs is None and shape is None else None
+    if afresh is not None:  # a Keras instance not yet built: each guess on a new one of its configuration
+        build, instance = afresh, None
     devices = _devices(instance)
     unbuilt = instance is not None and built_at_first_call(instance)  # before a probe's call builds it
     for round_ in (0, 1):
