@@ -19,6 +19,7 @@
     python -m benchmarks.search.wild --set wildval14      # the fourteenth, built after the search order by vote
     python -m benchmarks.search.wild --set wildval15      # the fifteenth, built after the Keras first-call change
     python -m benchmarks.search.wild --set wildval16      # the sixteenth, built after the flattened-side repair
+    python -m benchmarks.search.wild --set wildval17      # the seventeenth, built after canonical 2.12
     python -m benchmarks.search.wild --set wildval4 --canonical-version 2.11  # a set's rows re-extracted under 2.11
 
 Each graph of the wild file under the index's canonical rules (`wild-1.0.narg`, 2.2;
@@ -59,7 +60,9 @@ the fourteenth (2 further packages, every row Keras 3 on torch; its graphs under
 (chosen on wildval 1-13) and the weight-matmul candidates measured there. `--set wildval15` the fifteenth (14 further
 packages; its graphs under 2.11): built after the Keras first-call change (chosen on wildval 9, 10 and 14). `--set
 wildval16` the sixteenth (15 further packages, 6 rows Keras 3 on torch; its graphs under 2.11): built after the
-flattened-side repair (chosen on wildval 11 and 15), the carry check of it and of the Keras change.
+flattened-side repair (chosen on wildval 11 and 15), the carry check of it and of the Keras change. `--set wildval17`
+the seventeenth (4 further packages, 6 rows Keras 3 on torch; its graphs under 2.11): built after canonical 2.12
+(chosen on wildval 1-16) and the Keras instance tried afresh, the carry check of both.
 """
 
 from __future__ import annotations
