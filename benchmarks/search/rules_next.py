@@ -33,13 +33,9 @@ here under those names on the three sets pooled, benchmarks/results/rules-next-2
   graphs hold only such products).
   `weight-product` (2026-12-01): the same, less the matmuls whose one input is a `slice` (312 graphs, 11 families).
   Not adopted: top-1 falls on `wildval6` (0.85 -> 0.80), whose models it does not change (the same results folder).
-`attention-projections` (2026-12-02): `weight-product` only where the product feeds attention cores alone (q, k, v) or
-  reads one (the output projection): 112 graphs of 2 families. Why: tfclip's Keras CLIP towers (`wildval17`) meet
-  `xlnet` through their `EinsumDense` projections. Measured with `weight-product` again on `wildval` 1-17 under 2.12:
-  both improve every pooled figure and both fail the rule below on `wildval6`, each by one row (rau's Transformer LM,
-  a tie between twin decoder families that a refit breaks either way): not adopted
-  (results/rules-next-weight-product-17-2026-12-02, results/rules-next-attention-projections-17-2026-12-02).
-`distributed-layernorm` (2026-12-02) was adopted as canonical 2.12 (results/canonical-2.12-2026-12-02).
+`attention-projections` (2026-12-02): `weight-product` for products fed by or feeding attention cores alone (tfclip's
+  Keras towers, `wildval17`, meet `xlnet`); with `weight-product` again on `wildval` 1-17 not adopted, both failing on
+  one tie of `wildval6` (results/rules-next-*-17-2026-12-02). `distributed-layernorm` is canonical 2.12.
 All change corpus graphs (printed) but `distributed-layernorm`. `--measure` applies the pass to every corpus graph and builds the shipped
 index's encoder on them (`narbench index build` reads that corpus under the newest rules, 2.8, on top), and
 searches `wildval` with the pass applied (its graphs then read as the index reads them); the changed corpus keeps
@@ -281,16 +277,15 @@ def _weight_matmuls(g, renamed) -> int:
 
 
 def attention_projections(g) -> int:
-    """`weight_product` only where the product projects for an attention core: a `matmul` reading one tensor that only
-    attention cores read (q, k, v) or that reads one core alone (the output projection); the matmuls renamed."""
+    """`weight_product` only for a `matmul` reading one tensor that attention cores alone read (q, k, v) or that reads a
+    core (the output projection); the matmuls renamed."""
     read = []
     for v in g.order:
         if not (g.alive(v) and g.op[v] == "matmul" and len(g.preds[v]) == 1):
             continue
         (source,) = g.preds[v]
-        if g.op[source] == "slice":
-            continue
-        if (g.succs[v] and all(g.op[c] in ATTENTION for c in g.succs[v])) or g.op[source] in ATTENTION:
+        if g.op[source] != "slice" and ((g.succs[v] and all(g.op[c] in ATTENTION for c in g.succs[v]))
+                                        or g.op[source] in ATTENTION):
             g.op[v] = "linear"
             read.append(source)
     if read:
@@ -300,9 +295,8 @@ def attention_projections(g) -> int:
 
 CANDIDATES = {"norms-of-one-tensor": norms_of_one_tensor, "kv-cache-layout": kv_cache_layout,
               "attention-inputs": attention_inputs, "rotations": rotations, "sum-of-sums": sum_of_sums,
-              "attention-inputs+sum-of-sums": attention_inputs_and_sums, "weight-matmul": weight_matmul,
-              "weight-product": weight_product, "distributed-layernorm": distributed_layernorm,
-              "attention-projections": attention_projections}
+              "attention-inputs+sum-of-sums": attention_inputs_and_sums, "weight-matmul": weight_matmul, "weight-product":
+              weight_product, "distributed-layernorm": distributed_layernorm, "attention-projections": attention_projections}
 
 
 def apply(graph, vocab: list[str], run) -> tuple[object, int]:
