@@ -38,3 +38,42 @@ def test_weight_product_leaves_a_product_of_two_selections_of_one_tensor():
     ops = ["embedding", "layernorm", "matmul"]  # a product of one unselected tensor with a weight: a Linear
     g = RewriteGraph.of_canonical(ops, np.array([[0, 1], [1, 2]]))
     assert weight_product(g) == 1 and g.result()[0] == ["embedding", "layernorm", "linear"]
+
+
+def test_attention_projections_renames_only_the_products_around_an_attention_core():
+    from benchmarks.search.rules_next import attention_projections
+
+    # x -> q, k, v (matmuls of x alone) -> attention -> o (a matmul of the core alone); a matmul of x read by a GELU
+    # (an MLP's product with a weight) is left, unlike weight-product
+    ops = ["layernorm", "matmul", "matmul", "matmul", "attention", "matmul", "matmul", "gelu"]
+    edges = np.array([[0, 0, 0, 1, 2, 3, 4, 0, 6], [1, 2, 3, 4, 4, 4, 5, 6, 7]])
+    g = RewriteGraph.of_canonical(ops, edges)
+    assert attention_projections(g) == 4
+    kept, _ = g.result()
+    assert kept.count("matmul") == 1 and kept.count("linear") == 2 and "slice" in kept  # q, k, v one projection; o
+    g = RewriteGraph.of_canonical(ops, edges)
+    assert weight_product(g) == 5
+
+
+class _Hit:
+    def __init__(self, family, similarity):
+        self.family, self.families, self.similarity = family, (family,), similarity
+
+
+class _Result:
+    def __init__(self, *hits):
+        self.hits = [_Hit(f, s) for f, s in hits]
+
+
+def test_a_loss_is_a_tie_when_an_expected_family_is_within_the_tie_of_the_first_hit():
+    from benchmarks.search.rules_ties import counts, is_tie, losses
+
+    assert is_tie(_Result(("ctrl", 0.986), ("xglm", 0.983)), ("xglm",))
+    assert not is_tie(_Result(("ctrl", 0.986), ("xglm", 0.97)), ("xglm",))
+    shipped = {"top1": np.array([True, True, False])}
+    cand = {"top1": np.array([False, True, False]),
+            "results": np.array([_Result(("ctrl", 0.986), ("xglm", 0.984)), None, None], dtype=object)}
+    lost = losses(shipped, cand, [("xglm",), ("vit",), ("bert",)], [False, False, False])
+    assert lost == [{"row": 0, "changed": False, "tie": True, "first": "ctrl", "cosine": 0.986}]
+    assert not counts(True, lost) and not counts(False, lost)
+    assert counts(True, [{**lost[0], "changed": True}]) and counts(True, [{**lost[0], "tie": False}])
