@@ -20,6 +20,7 @@
     python -m benchmarks.search.wild --set wildval15      # the fifteenth, built after the Keras first-call change
     python -m benchmarks.search.wild --set wildval16      # the sixteenth, built after the flattened-side repair
     python -m benchmarks.search.wild --set wildval17      # the seventeenth, built after canonical 2.12
+    python -m benchmarks.search.wild --set wildval18      # the eighteenth, the carry set of the next candidates
     python -m benchmarks.search.wild --set wildval4 --canonical-version 2.11  # a set's rows re-extracted under 2.11
 
 Each graph of the wild file under the index's canonical rules (`wild-1.0.narg`, 2.2;
@@ -62,7 +63,8 @@ packages; its graphs under 2.11): built after the Keras first-call change (chose
 wildval16` the sixteenth (15 further packages, 6 rows Keras 3 on torch; its graphs under 2.11): built after the
 flattened-side repair (chosen on wildval 11 and 15), the carry check of it and of the Keras change. `--set wildval17`
 the seventeenth (4 further packages, 6 rows Keras 3 on torch; its graphs under 2.11): built after canonical 2.12
-(chosen on wildval 1-16) and the Keras instance tried afresh, the carry check of both.
+(chosen on wildval 1-16) and the Keras instance tried afresh, the carry check of both. `--set wildval18` the
+eighteenth (4 further packages; its graphs under 2.11): built after the rule for the next candidate pass, their carry set.
 """
 
 from __future__ import annotations
