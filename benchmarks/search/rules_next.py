@@ -65,6 +65,7 @@ import numpy as np
 from narbench.data.canonical_spelling import CORES as ATTENTION, NORMS as NORM_OPS, _drop, _splice
 
 from narbench.data.canonical_moments import distributed_layernorm
+from narbench.data.canonical_projections import weight_products
 
 from benchmarks.timing import line, report, study_parser
 from narbench.datasets.wild import VALIDATIONS
@@ -259,8 +260,8 @@ def weight_matmul(g) -> int:
 
 def weight_product(g) -> int:
     """`weight_matmul` less the matmuls whose one input is a `slice` (a product of two selections of one tensor, which
-    are one node: `a(x) @ b(x).T`); the matmuls renamed."""
-    return _weight_matmuls(g, lambda source: g.op[source] != "slice")
+    are one node: `a(x) @ b(x).T`); the matmuls renamed. Canonical 2.13's pass since 2026-12-02."""
+    return weight_products(g)
 
 
 def _weight_matmuls(g, renamed) -> int:
@@ -277,8 +278,7 @@ def _weight_matmuls(g, renamed) -> int:
 
 
 def attention_projections(g) -> int:
-    """`weight_product` only for a `matmul` reading one tensor that attention cores alone read (q, k, v) or that reads a
-    core (the output projection); the matmuls renamed."""
+    """`weight_product` for a `matmul` of one tensor read by attention cores alone (q, k, v) or reading one (o)."""
     read = []
     for v in g.order:
         if not (g.alive(v) and g.op[v] == "matmul" and len(g.preds[v]) == 1):

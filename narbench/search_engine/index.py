@@ -53,10 +53,10 @@ class ShippedIndex:
 
 #: The default index (`narbench index build --encoder graf-lda` on `real` 2.3: `index_build.DEFAULT_PARAMS`'
 #: holdout=cross-source, wl_rounds=3 with its WL block read in op roles, a family's sources as nuisance (g = 256),
-#: unfused, 256-d, float16, corpus and queries read by canonical 2.12 (docs/search.md "The index"; 2.10's and 2.11's
-#: rules read raw names and marks and 2.12's pass changes no corpus graph, so its arrays are those of ab1370ce4d85...,
-#: read by 2.9, and of 0c3a9c2f84d4..., read by 2.10, and of 3257dc128df4..., read by 2.11, bar its out-of-family
-#: score, refitted on `wildval` 1-4 read by 2.12); chosen on 2.3's validation sides and `wildval` by
+#: unfused, 256-d, float16, corpus and queries read by canonical 2.13 (docs/search.md "The index"; 2.13's pass reads 312
+#: corpus graphs differently, so the discriminant and the out-of-family score were fitted again, on the same settings;
+#: before it d4c463574e49..., read by 2.12, whose arrays were those of 3257dc128df4..., read by 2.11, of
+#: 0c3a9c2f84d4..., read by 2.10, and of ab1370ce4d85..., read by 2.9); chosen on 2.3's validation sides and `wildval` by
 #: benchmarks/search/choose_index.py on 2026-11-29; docs/search.md "real 2.3: its index, measured"); its out-of-family
 #: score fitted on `wildval` 1-4's models since session 67 (`outside_fit.REFIT`; the same arrays as 0d6b1bb62c16...,
 #: whose score was fitted on the corpus' hold-outs and thresholded on `wildval`). Before it,
@@ -68,7 +68,7 @@ class ShippedIndex:
 #: --param holdout=cross-source --param wl_rounds=3 --param fuse_wl=0.1` rebuilds the fused one byte for byte; the
 #: same without fuse_wl rebuilds the unfused one's embeddings exactly (its fitted weights to 1e-11; the header
 #: now adds the out-of-family score, so its sha256 differs).
-SHIPPED = ShippedIndex("graf-lda", "d4c463574e497c36d522baed735c1072f86c0731834f6886b0c259c5b7bfd8e9")
+SHIPPED = ShippedIndex("graf-lda", "39070768a99183ee4f72656209ff5b56d6ce9aa9a725f2cc35f4b61d7ad9e6e9")
 
 
 class IndexFileError(CorruptFileError):
