@@ -454,3 +454,33 @@ def test_an_instance_not_yet_built_that_no_input_runs_is_told_how_to_search_it()
     with pytest.raises(TargetError) as plain:
         extract("Plain", None, instance=Plain())
     assert "Keras" not in str(plain.value)
+
+
+def _declared(name: str, side: int, declared):
+    """A built Keras-like model (its class's module says Keras) declaring `declared` as its input shape, that runs only
+    on channels-last RGB images of `side` pixels (a position table of fixed size, as tfclip's ViT towers hold)."""
+
+    def __init__(self) -> None:
+        nn.Module.__init__(self)
+        self.built, self.input_shape = True, declared
+        self.scale = nn.Parameter(torch.ones(3))
+
+    def forward(self, x):
+        if tuple(x.shape) != (1, side, side, 3):
+            raise ValueError(f"expected [1, {side}, {side}, 3], got {list(x.shape)}")
+        return (x * self.scale).mean((1, 2))
+
+    return type(name, (nn.Module,), {"__init__": __init__, "forward": forward, "__module__": "keras.src.models.fake"})
+
+
+def test_a_keras_model_declaring_images_of_any_side_is_tried_at_each_side_right_after_its_declared_one():
+    """tfclip's CLIP and SigLIP image towers (`wildval17`, functional, declaring `(None, None, None, 3)`) hold position
+    tables for 128 and 64 pixels: the generic guesses stopped at `MAX_GUESSES` before 64, and 128 was no side tried."""
+    from narbench.search_engine._target_guesses import _keras_sides
+
+    for side in (64, 128):
+        Model = _declared(f"Tower{side}", side, (None, None, None, 3))
+        _, info = extract(Model.__name__, None, instance=Model())
+        assert info["input"] == f"tensor [1, {side}, {side}, 3]"
+    fixed = _declared("Fixed", 64, (None, 64, 64, 3))()
+    assert _keras_sides(fixed, (1, 64, 64, 3)) == [] and _keras_sides(TinyCNN(), (1, 224, 224, 3)) == []

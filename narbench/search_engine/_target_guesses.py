@@ -141,6 +141,17 @@ def _by_layer(first, depth: int = 0) -> list[tuple[str, tuple[int, ...], int]]:
     return [_spec("float", (1, SEQ_LEN, width)), _spec("float", (1, width)), _spec("float", (SEQ_LEN, width))]
 
 
+def _keras_sides(model, declared: tuple[int, ...]) -> list[tuple[str, tuple[int, ...], int]]:
+    """A Keras image model declaring channels-last images of any side, `(None, None, None, C)`: the same images at the
+    other sides, right after the declared one (whose sides are read as 224), and at 128 last: such a model may still
+    hold a table of fixed size (tfclip's ViT towers in `wildval17`, a position table for 128 or 64 pixels), and the
+    generic guesses reach its side, if at all, after `MAX_GUESSES`."""
+    sides = getattr(model, "input_shape", None)
+    if len(declared) != 4 or not isinstance(sides, tuple) or any(s is not None for s in sides[1:3]):
+        return []
+    return [_spec("float", (1, s, s, declared[-1])) for s in (*SIDES, 128)]
+
+
 def _fallbacks(model) -> list[tuple[str, tuple[int, ...], int]]:
     """What any model may take: token ids (of its first embedding table's size), a waveform, an RGB image (224
     and `SIDES`), token ids of 0 and 1 (which any table holds), and last, for a Keras 3 model, RGB images channels
@@ -257,7 +268,7 @@ def guesses(model, device: str, errors: list | None = None) -> Iterator[tuple[tu
     specs: list[tuple[str, tuple[int, ...], int]] = []
     keras = _keras_shape(model)
     if keras is not None:
-        specs.append(_spec("float", keras))
+        specs += [_spec("float", keras), *_keras_sides(model, keras)]
     try:
         first: Any = _first_layer(model, device, None)
     except Exception:  # noqa: BLE001 - user code may raise anything while probed; fall back to the generic guesses
