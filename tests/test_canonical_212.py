@@ -46,20 +46,21 @@ def norm(kind: str, x, g, b):
     raise KeyError(kind)
 
 
-class Block(nn.Module):
-    """A pre-norm (or post-norm) residual MLP block whose norm is written as `kind`."""
+class Block(nn.Sequential):
+    """A pre-norm (or post-norm) residual MLP block whose norm is written as `kind` (its affine parts `g`, `b`)."""
 
     def __init__(self, kind: str, post: bool = False) -> None:
-        super().__init__()
+        super().__init__(nn.Linear(8, D), nn.Linear(D, 2 * D), nn.Linear(2 * D, D))
         self.kind, self.post = kind, post
-        self.inp, self.fc1, self.fc2 = nn.Linear(8, D), nn.Linear(D, 2 * D), nn.Linear(2 * D, D)
-        self.g, self.b = nn.Parameter(torch.ones(D)), nn.Parameter(torch.zeros(D))
+        self.register_parameter("g", nn.Parameter(torch.ones(D)))
+        self.register_parameter("b", nn.Parameter(torch.zeros(D)))
 
     def forward(self, x):
-        h = self.inp(x)
+        inp, fc1, fc2 = self
+        h = inp(x)
         if self.post:
-            return norm(self.kind, h + self.fc2(F.gelu(self.fc1(h))), self.g, self.b)
-        return h + self.fc2(F.gelu(self.fc1(norm(self.kind, h, self.g, self.b))))
+            return norm(self.kind, h + fc2(F.gelu(fc1(h))), self.g, self.b)
+        return h + fc2(F.gelu(fc1(norm(self.kind, h, self.g, self.b))))
 
 
 def graph(kind: str, version: str = "2.12", post: bool = False):

@@ -157,3 +157,23 @@ def test_search_refuses_a_query_embedding_of_another_width(monkeypatch, tmp_path
     with pytest.raises(EmbeddingError, match=rf"encoder 'wl' returned query embeddings of shape \[1, 4\] for 1 query "
                                              rf"graphs; this index expects \[1, {width}\]"):
         search(str(target), index=index, k=3)
+
+
+def test_query_embeddings_of_another_row_count_or_a_nan_name_the_query(monkeypatch, tmp_path):
+    """The index checks the query rows itself (one per graph, the corpus' width) and names the query graphs when an
+    embedding is not finite: the graphs stay in the search room rather than being handed to the evaluation's check."""
+    import torch
+
+    from narbench.search_engine.index_build import IndexConfig, build_index
+
+    ds = _toy_dataset()
+    index = build_index(IndexConfig(encoder="wl", progress=False), dataset=ds)
+    width = index.arrays["embeddings"].shape[1]
+    with pytest.raises(EmbeddingError, match=rf"of shape \[2, {width}\] for 1 query graphs; this index expects "
+                                             rf"\[1, {width}\]"):
+        index._query_rows(torch.zeros(2, width), [ds.graphs[0]])
+    bad = torch.zeros(1, width)
+    bad[0, 0] = float("nan")
+    with pytest.raises(EmbeddingError, match=rf"for 1 of 1 query graphs.*\(query graphs: {ds.graphs[0].name!r}\)"):
+        index._query_rows(bad, [ds.graphs[0]])
+    assert index._query_rows(torch.ones(1, width), [ds.graphs[0]]).shape == (1, width)

@@ -202,11 +202,15 @@ class SearchIndex:
         from narbench.eval.retrieval import EmbeddingError, check_finite
 
         name, n = self.encoder_name, len(graphs)
-        check_finite(emb, name, "query", graphs)
+        try:  # the graphs named here, not handed down: search's path stays in this room (issue 61's walk)
+            check_finite(emb, name, "query")
+        except EmbeddingError as exc:
+            shown = ", ".join(repr(g.name) for g in graphs[:3]) + (", ..." if n > 3 else "")
+            raise EmbeddingError(f"{exc} (query graphs: {shown})") from None
         projection = self.arrays.get("projection")
         width = projection.shape[0] if projection is not None else self.arrays["embeddings"].shape[1]
         rows = as_numpy(emb)
-        if rows.shape[1] != width:
+        if rows.shape != (n, width):
             raise EmbeddingError(f"encoder {name!r} returned query embeddings of shape {list(rows.shape)} for {n} "
                                  f"query graphs; this index expects [{n}, {width}], as its corpus was embedded "
                                  f"(if the encoder changed since, rebuild it: `narbench index build --encoder {name}`)")
