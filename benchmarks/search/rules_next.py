@@ -255,7 +255,7 @@ def weight_matmul(g) -> int:
     not see (a weight, viewed or permuted by layout ops the canonical graph drops), as `MmBackward0` with one data
     input is a Linear without bias; the Linears then reading one tensor alone are one projection (2.2's
     one-projection, over those tensors only). The matmuls renamed."""
-    return _weight_matmuls(g, lambda source: True)
+    return weight_products(g, lambda g, v, source: True)
 
 
 def weight_product(g) -> int:
@@ -264,33 +264,10 @@ def weight_product(g) -> int:
     return weight_products(g)
 
 
-def _weight_matmuls(g, renamed) -> int:
-    """Each `matmul` reading one tensor `source` for which `renamed(source)` holds becomes a `linear`, then one
-    projection over those sources; how many were renamed."""
-    read = []
-    for v in g.order:
-        if g.alive(v) and g.op[v] == "matmul" and len(g.preds[v]) == 1 and renamed(next(iter(g.preds[v]))):
-            g.op[v] = "linear"
-            read.extend(g.preds[v])
-    if read:
-        g.merge_projections(sources=read)
-    return len(read)
-
-
 def attention_projections(g) -> int:
     """`weight_product` for a `matmul` of one tensor read by attention cores alone (q, k, v) or reading one (o)."""
-    read = []
-    for v in g.order:
-        if not (g.alive(v) and g.op[v] == "matmul" and len(g.preds[v]) == 1):
-            continue
-        (source,) = g.preds[v]
-        if g.op[source] != "slice" and ((g.succs[v] and all(g.op[c] in ATTENTION for c in g.succs[v]))
-                                        or g.op[source] in ATTENTION):
-            g.op[v] = "linear"
-            read.append(source)
-    if read:
-        g.merge_projections(sources=read)
-    return len(read)
+    return weight_products(g, lambda g, v, source: g.op[source] != "slice" and (
+        g.op[source] in ATTENTION or bool(g.succs[v]) and all(g.op[c] in ATTENTION for c in g.succs[v])))
 
 
 CANDIDATES = {"norms-of-one-tensor": norms_of_one_tensor, "kv-cache-layout": kv_cache_layout,

@@ -11,17 +11,23 @@ of two selections (`a(x) @ b(x).T`, Mamba-2's `C @ B.T`, a gated delta rule's `q
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 
-def weight_products(g: Any) -> int:
-    """On a `RewriteGraph`: each `matmul` reading one tensor that is not a selection becomes a `linear`, then one
-    projection over the tensors read. The number renamed."""
+def not_a_selection(g: Any, v: int, source: int) -> bool:
+    """2.13's choice of products: the one input `source` of matmul `v` is not a `slice`."""
+    return g.op[source] != "slice"
+
+
+def weight_products(g: Any, renamed: Callable[[Any, int, int], bool] = not_a_selection) -> int:
+    """On a `RewriteGraph`: each `matmul` `v` reading one tensor `source` for which `renamed(g, v, source)` holds (2.13:
+    one that is not a selection) becomes a `linear`, then one projection over the tensors read. The number renamed.
+    `renamed` lets the validation study of candidate passes (`benchmarks.search.rules_next`) try other choices."""
     read = []
     for v in g.order:
-        if g.alive(v) and g.op[v] == "matmul" and len(g.preds[v]) == 1 and g.op[next(iter(g.preds[v]))] != "slice":
+        if g.alive(v) and g.op[v] == "matmul" and len(g.preds[v]) == 1 and renamed(g, v, next(iter(g.preds[v]))):
             g.op[v] = "linear"
             read.extend(g.preds[v])
     if read:
