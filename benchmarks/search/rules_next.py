@@ -336,10 +336,20 @@ def _measured(index, sets: dict, queries: dict, vocab: list[str]) -> dict:
     return row
 
 
+def candidate_index(ds, corpus: list, dataset: str):
+    """The index a candidate pass would ship: built as `narbench index build` builds one, on `ds` with its core graphs
+    replaced by `corpus` (`apply`'s (graph, fired) pairs). Every other field kept, so the out-of-family score is
+    refitted on `outside_sets` as the index build fits it."""
+    from narbench.search_engine.index_build import IndexConfig, build_index
+
+    changed = replace(ds, graphs=[g for g, _ in corpus] + ds.graphs[len(corpus):])
+    return build_index(IndexConfig(dataset=dataset, progress=False), dataset=changed)
+
+
 def main(argv: list[str] | None = None) -> int:
     from narbench.search_engine.outside_fit import outside_queries
     from narbench.data.dataset import load_dataset
-    from narbench.search_engine.index_build import IndexConfig, build_index, newest_corpus
+    from narbench.search_engine.index_build import newest_corpus
 
     parser = study_parser(__doc__)
     parser.add_argument("--measure", action="store_true", help="also search wildval in an index of the changed corpus")
@@ -378,9 +388,7 @@ def main(argv: list[str] | None = None) -> int:
         row = {"corpus_graphs": sum(1 for _, n in corpus if n), "families": families}
         row |= {f"{s}_models": [g.name for g, n in q if n] for s, q in queries.items()}
         if args.measure:
-            # every other field kept: the out-of-family score is refitted on `outside_sets` as the index build fits it
-            changed = replace(ds, graphs=[g for g, _ in corpus] + ds.graphs[len(corpus):])
-            index = build_index(IndexConfig(dataset=args.dataset, progress=False), dataset=changed)
+            index = candidate_index(ds, corpus, args.dataset)
             row |= _measured(index, sets, {s: [g for g, _ in q] for s, q in queries.items()}, vocab)
             m, fits = row.pop("_pooled")
             if shipped is not None:  # `none` flagged where the candidate flags as many fitting models as shipped

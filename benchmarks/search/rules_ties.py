@@ -19,7 +19,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from benchmarks.search.rules_next import CANDIDATES, _outside, apply
+from benchmarks.search.rules_next import CANDIDATES, _outside, apply, candidate_index
 from benchmarks.timing import line, report, study_parser
 from narbench.datasets.wild import VALIDATIONS
 
@@ -53,7 +53,7 @@ def counts(fall: bool, lost: list[dict]) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     from narbench.data.dataset import load_dataset
-    from narbench.search_engine.index_build import IndexConfig, build_index, newest_corpus
+    from narbench.search_engine.index_build import newest_corpus
     from narbench.search_engine.index_file import load_index
     from narbench.search_engine.outside_fit import outside_queries
 
@@ -67,9 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     ds = newest_corpus(load_dataset(args.dataset))
     vocab, run = list(ds.vocab), CANDIDATES[args.candidate]
-    corpus = [apply(g, vocab, run) for g in ds.core_graphs]
-    changed_ds = replace(ds, graphs=[g for g, _ in corpus] + ds.graphs[len(corpus):])
-    index = build_index(IndexConfig(dataset=args.dataset, progress=False), dataset=changed_ds)
+    index = candidate_index(ds, [apply(g, vocab, run) for g in ds.core_graphs], args.dataset)
     shipped = load_index()
     summary: dict = {"candidate": args.candidate, "shipped": shipped.sha256[:12], "tie": args.tie, "sets": {}}
     for s in args.set:
