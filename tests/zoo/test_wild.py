@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from narbench.datasets.wild import SETS, VALIDATIONS
-from narbench.zoo import wild
+from narbench.zoo import wild, wild_sources
 
 DATA = Path(wild.__file__).resolve().parents[1] / "data"
 ZOOS = {"timm", "torchvision", "transformers"}
@@ -102,12 +102,19 @@ def test_every_row_is_pinned_and_says_where_its_code_comes_from(rows):
     pins = {}
     name = rows[0].collection
     version = wild.outside_set(name).version
+    sources = {s.folder: s for s in wild_sources.sources_of(name, version)}
     for line in (DATA / f"{name}-{version}-requirements.txt").read_text().splitlines():
         if line.strip() and not line.startswith("#"):
             name, sep, version = line.strip().partition("==")
             assert sep and version, f"unpinned requirement {line!r}"
             pins[name.lower()] = version
-    for r in rows:  # pip's names are case-insensitive (DALL-E is dall-e)
+    for r in rows:
+        if r.package in sources:  # a GitHub repository at a pinned commit (narbench.zoo.wild_sources)
+            assert r.version == sources[r.package].commit, r.identity
+            assert r.provenance.startswith(sources[r.package].provenance_prefix), r.identity
+            assert len(r.reason.split()) >= 8 and r.inputs, r.identity
+            continue
+        # pip's names are case-insensitive (DALL-E is dall-e)
         assert pins.get(r.package.lower()) == r.version, (r.identity, r.version)
         assert r.provenance.lower().startswith(f"pip package {r.package}=={r.version}; upstream ".lower()), r.identity
         assert len(r.reason.split()) >= 8, r.identity
@@ -459,3 +466,19 @@ def test_real_23_reads_the_validation_set_as_its_outside_models_and_earlier_rule
     assert [g.name for g in graphs] == [r.identity for r in rows] and families == [r.families for r in rows]
     assert vocab == list(shipped.read_graphs(name=shipped.VALIDATION).vocab)
     assert outside_models("2.2") == ([], [], [])
+
+
+def test_a_github_repository_is_no_earlier_sets_package_or_its_upstream():
+    """A set's GitHub repositories are code no choice was made on: none is a repository an earlier set's (or a
+    crossimpl) row names as its code's upstream (`github.com/OWNER/NAME` in its provenance)."""
+    import re
+
+    named: set[str] = set()
+    for path in [DATA / "crossimpl-2.2.csv", DATA / "crossimpl.csv"]:
+        named |= {m.lower() for m in re.findall(r"github\.com/([\w.-]+/[\w-]+)", path.read_text())}
+    for name in SETS:
+        version = wild.outside_set(name).version
+        repos = {s.repo.lower() for s in wild_sources.sources_of(name, version)}
+        assert repos.isdisjoint(named), (name, sorted(repos & named))
+        named |= repos | {m.lower() for r in wild.read_table(name=name)
+                          for m in re.findall(r"github\.com/([\w.-]+/[\w-]+)", r.provenance)}

@@ -1,0 +1,75 @@
+"""An outside set's GitHub sources: the file is checked line by line, and each repository is checked out at its
+pinned commit (from a local repository the test makes; no network)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from narbench.zoo import wild_sources as ws
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+def _git(*args, cwd):
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                   env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                        "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin:/usr/local/bin"})
+
+
+@pytest.fixture
+def upstream(tmp_path):
+    """A repository `Some-Owner/my.net` with two commits; returns (origin template, first commit, second)."""
+    repo = tmp_path / "mirror" / "Some-Owner+my.net"
+    (repo / "models").mkdir(parents=True)
+    _git("init", "-q", cwd=repo)
+    commits = []
+    for body in ("WIDTH = 8\n", "WIDTH = 16\n"):
+        (repo / "models" / "net.py").write_text(body)
+        _git("add", ".", cwd=repo)
+        _git("commit", "-q", "-m", body.strip(), cwd=repo)
+        commits.append(subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True,
+                                      check=True).stdout.strip())
+    return str(tmp_path / "mirror" / "{owner}+{name}"), commits[0], commits[1]
+
+
+def test_folder_names_import():
+    assert ws.folder_name("Some-Owner/my.net") == "gh_some_owner_my_net"
+    assert ws.folder_name("a/b").isidentifier()
+
+
+def test_read_sources_names_the_bad_line(tmp_path):
+    good = f"gh_a_b a/b {'0' * 40}"
+    path = tmp_path / "s.txt"
+    path.write_text(f"# comment\n{good}\n\n")
+    assert ws.read_sources(path) == [ws.Source("gh_a_b", "a/b", "0" * 40)]
+    for bad, message in ((f"gh_a_b a/b {'0' * 12}", "40-digit"), (f"gh_x a/b {'0' * 40}", "folder of a/b"),
+                         (f"gh_a_b ab {'0' * 40}", "OWNER/NAME"), ("gh_a_b a/b", "FOLDER OWNER/NAME COMMIT"),
+                         (good, "listed twice")):
+        path.write_text(f"{good}\n{bad}\n")
+        with pytest.raises(ValueError, match=rf"s\.txt:2: .*{message}"):
+            ws.read_sources(path)
+
+
+def test_materialise_checks_out_the_pinned_commit_and_keeps_or_refuses_what_is_there(upstream, tmp_path):
+    origin, first, second = upstream
+    source = ws.Source(ws.folder_name("Some-Owner/my.net"), "Some-Owner/my.net", first)
+    into = tmp_path / "src"
+    seen = []
+    (target,) = ws.materialise([source], into, origin, progress=seen.append)
+    assert (target / "models" / "net.py").read_text() == "WIDTH = 8\n"  # the pinned commit, not the newest
+    assert target == into / "gh_some_owner_my_net" and seen and first[:12] in seen[0]
+    assert ws.materialise([source], into, origin) == [target]  # already there at the commit: kept
+    with pytest.raises(RuntimeError, match=f"not Some-Owner/my.net@{second}"):
+        ws.materialise([ws.Source(source.folder, source.repo, second)], into, origin)
+    with pytest.raises(RuntimeError, match="git clone"):
+        ws.materialise([ws.Source("gh_no_such", "no/such", first)], into, origin)
+
+
+def test_cli_refuses_a_set_without_sources(tmp_path, capsys):
+    from narbench.cli import wild_sources
+
+    assert wild_sources.main(["--set", "wildval18", "--into", str(tmp_path)]) == 2
+    assert "pip packages" in capsys.readouterr().err
