@@ -90,10 +90,16 @@ def _without_package_init(name: str) -> Any:
 
 
 def package_version(package: str) -> str:
+    """The installed distribution's version; a folder on the path that is no distribution (a GitHub checkout,
+    `narbench.zoo.wild_sources`: its row's version is the commit) says so."""
     try:
         return version(DISTRIBUTIONS.get(package, package))
     except PackageNotFoundError:
-        return "not installed"
+        try:
+            found = importlib.util.find_spec(package) is not None
+        except (ImportError, ValueError):
+            found = False
+        return "a folder, not a distribution" if found else "not installed"
 
 
 #: how a row's model and inputs are made on a device: `make(row, device) -> (model, args, kwargs)`

@@ -21,6 +21,8 @@ from typing import Callable
 ORIGIN = "https://github.com/{repo}.git"
 _REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*/[A-Za-z0-9._-]+$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
+#: what a checkout holds: the Python code and the license, not the weights or data some repositories carry
+CHECKOUT = ("*.py", "/LICENSE*", "/COPYING*")
 
 
 @dataclass(frozen=True)
@@ -82,8 +84,8 @@ def _git(*args: str, run: Callable = subprocess.run) -> str:
 
 def materialise(sources: list[Source], into: Path, origin: str = ORIGIN,
                 progress: Callable[[str], None] | None = None) -> list[Path]:
-    """Each repository at its commit under `into/FOLDER` (cloned from `origin`; one already there at the commit
-    is kept, one at another commit is refused, not overwritten)."""
+    """Each repository at its commit under `into/FOLDER`, its Python files and license only (`CHECKOUT`), cloned from
+    `origin`; one already there at the commit is kept, one at another commit is refused, not overwritten."""
     into.mkdir(parents=True, exist_ok=True)
     done = []
     for s in sources:
@@ -94,7 +96,8 @@ def materialise(sources: list[Source], into: Path, origin: str = ORIGIN,
                 raise RuntimeError(f"{target} holds {head}, not {s.repo}@{s.commit}: remove it or pick another folder")
         else:
             owner, name = s.repo.split("/")
-            _git("clone", "--quiet", origin.format(repo=s.repo, owner=owner, name=name), str(target))
+            _git("clone", "--quiet", "--no-checkout", origin.format(repo=s.repo, owner=owner, name=name), str(target))
+            _git("-C", str(target), "sparse-checkout", "set", "--no-cone", *CHECKOUT)
             _git("-C", str(target), "-c", "advice.detachedHead=false", "checkout", "--quiet", s.commit)
         if progress:
             progress(f"{s.repo}@{s.commit[:12]} -> {target}")

@@ -26,6 +26,8 @@ def upstream(tmp_path):
     (repo / "models").mkdir(parents=True)
     _git("init", "-q", cwd=repo)
     commits = []
+    (repo / "weights.bin").write_bytes(b"\0" * 64)  # not code: left out of a checkout
+    (repo / "LICENSE").write_text("MIT\n")
     for body in ("WIDTH = 8\n", "WIDTH = 16\n"):
         (repo / "models" / "net.py").write_text(body)
         _git("add", ".", cwd=repo)
@@ -60,6 +62,7 @@ def test_materialise_checks_out_the_pinned_commit_and_keeps_or_refuses_what_is_t
     seen = []
     (target,) = ws.materialise([source], into, origin, progress=seen.append)
     assert (target / "models" / "net.py").read_text() == "WIDTH = 8\n"  # the pinned commit, not the newest
+    assert (target / "LICENSE").is_file() and not (target / "weights.bin").exists()
     assert target == into / "gh_some_owner_my_net" and seen and first[:12] in seen[0]
     assert ws.materialise([source], into, origin) == [target]  # already there at the commit: kept
     with pytest.raises(RuntimeError, match=f"not Some-Owner/my.net@{second}"):
@@ -73,3 +76,14 @@ def test_cli_refuses_a_set_without_sources(tmp_path, capsys):
 
     assert wild_sources.main(["--set", "wildval18", "--into", str(tmp_path)]) == 2
     assert "pip packages" in capsys.readouterr().err
+
+
+def test_a_checkout_on_the_path_is_named_a_folder_not_a_missing_package(tmp_path, monkeypatch):
+    from narbench.zoo.crossimpl import package_version
+
+    (tmp_path / "gh_a_b").mkdir()
+    (tmp_path / "gh_a_b" / "net.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert package_version("gh_a_b") == "a folder, not a distribution"
+    assert package_version("gh_no_such_folder_here") == "not installed"
+    assert package_version("numpy")[0].isdigit()
