@@ -270,10 +270,23 @@ def attention_projections(g) -> int:
         g.op[source] in ATTENTION or bool(g.succs[v]) and all(g.op[c] in ATTENTION for c in g.succs[v])))
 
 
+def head_selection(g) -> int:
+    """A `gather` between a norm and a last Linear nothing reads (the head on selected positions, `lm_head(x[:, [-1]])`:
+    nanoGPT's and llama2.c's inference forward, `wildval19`) is elided; the gathers elided."""
+    n = 0
+    for v in [v for v in g.order if g.alive(v) and g.op[v] == "gather" and len(g.preds[v]) == len(g.succs[v]) == 1]:
+        (p,), (c,) = g.preds[v], g.succs[v]
+        if g.op[p] in NORMS and g.op[c] == "linear" and not g.succs[c] and list(g.preds[c]) == [v]:
+            _splice(g, v)
+            n += 1
+    return n
+
+
 CANDIDATES = {"norms-of-one-tensor": norms_of_one_tensor, "kv-cache-layout": kv_cache_layout,
               "attention-inputs": attention_inputs, "rotations": rotations, "sum-of-sums": sum_of_sums,
               "attention-inputs+sum-of-sums": attention_inputs_and_sums, "weight-matmul": weight_matmul, "weight-product":
-              weight_product, "distributed-layernorm": distributed_layernorm, "attention-projections": attention_projections}
+              weight_product, "distributed-layernorm": distributed_layernorm, "attention-projections": attention_projections,
+              "head-selection": head_selection}
 
 
 def apply(graph, vocab: list[str], run) -> tuple[object, int]:

@@ -90,16 +90,21 @@ def _without_package_init(name: str) -> Any:
 
 
 def package_version(package: str) -> str:
-    """The installed distribution's version; a folder on the path that is no distribution (a GitHub checkout,
-    `narbench.zoo.wild_sources`: its row's version is the commit) says so."""
+    """The installed distribution's version; for a git checkout on the path that is no distribution (a set's GitHub
+    repository, `narbench.zoo.wild_sources`), the commit checked out; another such folder says so."""
     try:
         return version(DISTRIBUTIONS.get(package, package))
     except PackageNotFoundError:
         try:
-            found = importlib.util.find_spec(package) is not None
+            spec = importlib.util.find_spec(package)
         except (ImportError, ValueError):
-            found = False
-        return "a folder, not a distribution" if found else "not installed"
+            spec = None
+        if spec is None:
+            return "not installed"
+        from narbench.zoo.wild_sources import checkout_commit
+
+        folders = list(spec.submodule_search_locations or [])
+        return (checkout_commit(Path(folders[0])) if folders else None) or "a folder, not a distribution"
 
 
 #: how a row's model and inputs are made on a device: `make(row, device) -> (model, args, kwargs)`

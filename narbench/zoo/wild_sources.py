@@ -82,6 +82,16 @@ def _git(*args: str, run: Callable = subprocess.run) -> str:
     return done.stdout.strip()
 
 
+def checkout_commit(folder: Path) -> str | None:
+    """The commit a git checkout at `folder` has out (None if it is no checkout's top)."""
+    if not (folder / ".git").exists():
+        return None
+    try:
+        return _git("-C", str(folder), "rev-parse", "HEAD")
+    except (RuntimeError, OSError):
+        return None
+
+
 def materialise(sources: list[Source], into: Path, origin: str = ORIGIN,
                 progress: Callable[[str], None] | None = None) -> list[Path]:
     """Each repository at its commit under `into/FOLDER`, its Python files and license only (`CHECKOUT`), cloned from
@@ -91,7 +101,7 @@ def materialise(sources: list[Source], into: Path, origin: str = ORIGIN,
     for s in sources:
         target = into / s.folder
         if target.exists():
-            head = _git("-C", str(target), "rev-parse", "HEAD") if (target / ".git").exists() else "not a checkout"
+            head = checkout_commit(target) or "not a checkout"
             if head != s.commit:
                 raise RuntimeError(f"{target} holds {head}, not {s.repo}@{s.commit}: remove it or pick another folder")
         else:

@@ -65,6 +65,7 @@ def test_materialise_checks_out_the_pinned_commit_and_keeps_or_refuses_what_is_t
     assert (target / "LICENSE").is_file() and not (target / "weights.bin").exists()
     assert target == into / "gh_some_owner_my_net" and seen and first[:12] in seen[0]
     assert ws.materialise([source], into, origin) == [target]  # already there at the commit: kept
+    assert ws.checkout_commit(target) == first and ws.checkout_commit(target / "models") is None
     with pytest.raises(RuntimeError, match=f"not Some-Owner/my.net@{second}"):
         ws.materialise([ws.Source(source.folder, source.repo, second)], into, origin)
     with pytest.raises(RuntimeError, match="git clone"):
@@ -78,12 +79,16 @@ def test_cli_refuses_a_set_without_sources(tmp_path, capsys):
     assert "pip packages" in capsys.readouterr().err
 
 
-def test_a_checkout_on_the_path_is_named_a_folder_not_a_missing_package(tmp_path, monkeypatch):
+def test_a_checkout_on_the_path_gives_its_commit_and_a_plain_folder_says_so(upstream, tmp_path, monkeypatch):
     from narbench.zoo.crossimpl import package_version
+
+    origin, first, _ = upstream
+    ws.materialise([ws.Source("gh_some_owner_my_net", "Some-Owner/my.net", first)], tmp_path, origin)
 
     (tmp_path / "gh_a_b").mkdir()
     (tmp_path / "gh_a_b" / "net.py").write_text("X = 1\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     assert package_version("gh_a_b") == "a folder, not a distribution"
+    assert package_version("gh_some_owner_my_net") == first  # what a graph file's header records
     assert package_version("gh_no_such_folder_here") == "not installed"
     assert package_version("numpy")[0].isdigit()
