@@ -94,8 +94,15 @@ def load_attr(label: str, module, attr: str, where: str):
     return obj
 
 
+#: how many folders above a file its package may start (a repository's `models/backbones/net.py` is 2 down)
+PACKAGE_DEPTH = 4
+
+
 def import_file(path: Path):
-    """The module of a Python file (its top level runs), its folder on `sys.path` while it imports."""
+    """The module of a Python file (its top level runs), its folder on `sys.path` while it imports. A file that
+    imports its package's modules (`from .layers import X`, or `from models.layers import X` from a repository's
+    root, as research code run from its root does) fails so; it is then imported as a module of a package rooted
+    in a folder above it (`as_package`), the nearest that imports, and the first error is the one reported."""
     name = "narbench_target_" + re.sub(r"\W", "_", path.stem)
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -104,6 +111,13 @@ def import_file(path: Path):
     stage(f"importing {path}")
     try:
         spec.loader.exec_module(module)
+    except ImportError as exc:
+        sys.modules.pop(name, None)
+        sys.path.remove(str(path.parent))
+        found = as_package(path)
+        if found is None:
+            raise TargetError(f"importing {path} failed ({one_line(exc)}); fix the file") from exc
+        return found
     except Exception as exc:  # noqa: BLE001 - report the user's error in one line
         sys.modules.pop(name, None)
         raise TargetError(f"importing {path} failed ({one_line(exc)}); fix the file") from exc
@@ -111,8 +125,34 @@ def import_file(path: Path):
         sys.modules.pop(name, None)
         raise exited(f"importing {path}", exc) from None
     finally:
-        sys.path.remove(str(path.parent))
+        if str(path.parent) in sys.path:
+            sys.path.remove(str(path.parent))
     return module
+
+
+def as_package(path: Path):
+    """`path` imported as `a.b.file` with the folder above `a` on `sys.path`, for the nearest such root (up to
+    `PACKAGE_DEPTH` folders up, each folder name a Python name) from which it imports; None when none does. A root
+    whose top package is already imported from elsewhere is skipped (it would read the other one's modules)."""
+    path = path.resolve()
+    parts = [path.stem]
+    for root in list(path.parents)[:PACKAGE_DEPTH]:
+        if not parts[0].isidentifier():
+            return None
+        if len(parts) > 1:
+            top = sys.modules.get(parts[0])
+            held = [str(p) for p in getattr(top, "__path__", [])] if top is not None else []
+            if top is None or any(Path(h).resolve() == root / parts[0] for h in held):
+                sys.path.insert(0, str(root))
+                try:
+                    return importlib.import_module(".".join(parts))
+                except Exception:  # noqa: BLE001 - this root does not import it: try the one above
+                    for done in [m for m in sys.modules if m == parts[0] or m.startswith(parts[0] + ".")]:
+                        sys.modules.pop(done, None)
+                finally:
+                    sys.path.remove(str(root))
+        parts.insert(0, root.name)
+    return None
 
 
 def import_module(name: str):
