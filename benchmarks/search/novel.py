@@ -40,7 +40,9 @@ SHARES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8)
 
 def held_out_world(ds):
     """(the index's dataset: `unseen` corpus less the novel test families, with the novel validation families
-    as its own `novel` split; the test families)."""
+    as its own `novel` split, and the dataset's sets of outside models, so the out-of-family score is fitted as the
+    shipped index's is, on `REFIT_SETS` (passed since 2026-12-02; before, `wildval` alone, `choose_on`); the test
+    families)."""
     from narbench.data.dataset import GraphDataset, Split
     from narbench.datasets.novel import families_of
 
@@ -54,7 +56,7 @@ def held_out_world(ds):
                   subsets={"validation": np.arange(len(held), dtype=np.int64)})
     standard = Split(train=np.arange(n, dtype=np.int64), test=np.zeros(0, dtype=np.int64), seed=0, test_size=0.0)
     return GraphDataset(ds.name, ds.version, list(ds.vocab), graphs, ds.sha256, standard, meta=ds.meta,
-                        splits={"novel": split}, outside=ds.outside), sorted(test)
+                        splits={"novel": split}, outside=ds.outside, outside_sets=ds.outside_sets), sorted(test)
 
 
 def report_queries(ds, world, test: list[str]):
