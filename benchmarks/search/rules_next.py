@@ -65,6 +65,7 @@ import numpy as np
 from narbench.data.canonical_spelling import CORES as ATTENTION, NORMS as NORM_OPS, _drop, _splice
 
 from narbench.data.canonical_moments import distributed_layernorm
+from narbench.data.canonical_heads import head_selections
 from narbench.data.canonical_projections import weight_products
 
 from benchmarks.timing import line, report, study_parser
@@ -272,14 +273,8 @@ def attention_projections(g) -> int:
 
 def head_selection(g) -> int:
     """A `gather` between a norm and a last Linear nothing reads (the head on selected positions, `lm_head(x[:, [-1]])`:
-    nanoGPT's and llama2.c's inference forward, `wildval19`) is elided; the gathers elided."""
-    n = 0
-    for v in [v for v in g.order if g.alive(v) and g.op[v] == "gather" and len(g.preds[v]) == len(g.succs[v]) == 1]:
-        (p,), (c,) = g.preds[v], g.succs[v]
-        if g.op[p] in NORMS and g.op[c] == "linear" and not g.succs[c] and list(g.preds[c]) == [v]:
-            _splice(g, v)
-            n += 1
-    return n
+    nanoGPT's and llama2.c's inference forward, `wildval19`) is elided. Canonical 2.14's pass since 2026-12-02."""
+    return head_selections(g)
 
 
 CANDIDATES = {"norms-of-one-tensor": norms_of_one_tensor, "kv-cache-layout": kv_cache_layout,
