@@ -76,7 +76,10 @@ def sources_of(name: str, version: str) -> list[Source]:
 
 
 def _git(*args: str, run: Callable = subprocess.run) -> str:
-    done = run(["git", *args], capture_output=True, text=True)
+    try:
+        done = run(["git", *args], capture_output=True, text=True)
+    except OSError as exc:  # no git on this machine
+        raise RuntimeError(f"git {args[0]}: cannot run git ({exc}); install git") from None
     if done.returncode:
         raise RuntimeError(f"git {' '.join(args)}: {(done.stderr or done.stdout).strip()[:300]}")
     return done.stdout.strip()

@@ -92,3 +92,9 @@ def test_a_checkout_on_the_path_gives_its_commit_and_a_plain_folder_says_so(upst
     assert package_version("gh_some_owner_my_net") == first  # what a graph file's header records
     assert package_version("gh_no_such_folder_here") == "not installed"
     assert package_version("numpy")[0].isdigit()
+
+
+def test_no_git_is_one_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no git on the path
+    with pytest.raises(RuntimeError, match="install git"):
+        ws.materialise([ws.Source("gh_a_b", "a/b", "0" * 40)], tmp_path / "src")
