@@ -28,7 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     from narbench.datasets.wild import outside_set
     from narbench.zoo.wild_sources import materialise, sources_of
 
-    sources = sources_of(args.set, outside_set(args.set).version)
+    try:
+        sources = sources_of(args.set, outside_set(args.set).version)
+    except ValueError as exc:  # a damaged sources file: its line named
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     if not sources:
         print(f"{args.set} has no GitHub sources: its rows come from pip packages (its requirements file)",
               file=sys.stderr)

@@ -98,3 +98,14 @@ def test_no_git_is_one_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no git on the path
     with pytest.raises(RuntimeError, match="install git"):
         ws.materialise([ws.Source("gh_a_b", "a/b", "0" * 40)], tmp_path / "src")
+
+
+def test_cli_names_a_damaged_sources_line(tmp_path, monkeypatch, capsys):
+    from narbench.cli import wild_sources
+
+    def damaged(name, version):
+        raise ValueError("wildval19-1.0-sources.txt:7: 'x' is not a 40-digit commit")
+
+    monkeypatch.setattr(ws, "sources_of", damaged)
+    assert wild_sources.main(["--set", "wildval19", "--into", str(tmp_path)]) == 1
+    assert "sources.txt:7" in capsys.readouterr().err
