@@ -271,17 +271,11 @@ def attention_projections(g) -> int:
         g.op[source] in ATTENTION or bool(g.succs[v]) and all(g.op[c] in ATTENTION for c in g.succs[v])))
 
 
-def head_selection(g) -> int:
-    """A `gather` between a norm and a last Linear nothing reads (the head on selected positions, `lm_head(x[:, [-1]])`:
-    nanoGPT's and llama2.c's inference forward, `wildval19`) is elided. Canonical 2.14's pass since 2026-12-02."""
-    return head_selections(g)
-
-
 CANDIDATES = {"norms-of-one-tensor": norms_of_one_tensor, "kv-cache-layout": kv_cache_layout,
               "attention-inputs": attention_inputs, "rotations": rotations, "sum-of-sums": sum_of_sums,
               "attention-inputs+sum-of-sums": attention_inputs_and_sums, "weight-matmul": weight_matmul, "weight-product":
               weight_product, "distributed-layernorm": distributed_layernorm, "attention-projections": attention_projections,
-              "head-selection": head_selection}
+              "head-selection": head_selections}  # canonical 2.14's pass since 2026-12-02
 
 
 def apply(graph, vocab: list[str], run) -> tuple[object, int]:

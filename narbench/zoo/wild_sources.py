@@ -91,7 +91,7 @@ def checkout_commit(folder: Path) -> str | None:
         return None
     try:
         return _git("-C", str(folder), "rev-parse", "HEAD")
-    except (RuntimeError, OSError):
+    except RuntimeError:  # `_git`'s every failure, no git on the machine included
         return None
 
 

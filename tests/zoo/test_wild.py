@@ -113,11 +113,9 @@ def test_every_row_is_pinned_and_says_where_its_code_comes_from(rows):
         if r.package in sources:  # a GitHub repository at a pinned commit (narbench.zoo.wild_sources)
             assert r.version == sources[r.package].commit, r.identity
             assert r.provenance.startswith(sources[r.package].provenance_prefix), r.identity
-            assert len(r.reason.split()) >= 8 and r.inputs, r.identity
-            continue
-        # pip's names are case-insensitive (DALL-E is dall-e)
-        assert pins.get(r.package.lower()) == r.version, (r.identity, r.version)
-        assert r.provenance.lower().startswith(f"pip package {r.package}=={r.version}; upstream ".lower()), r.identity
+        else:  # pip's names are case-insensitive (DALL-E is dall-e)
+            assert pins.get(r.package.lower()) == r.version, (r.identity, r.version)
+            assert r.provenance.lower().startswith(f"pip package {r.package}=={r.version}; upstream ".lower()), r.identity
         assert len(r.reason.split()) >= 8, r.identity
         assert r.inputs, r.identity
 
@@ -474,12 +472,12 @@ def test_a_github_repository_is_no_earlier_sets_package_or_its_upstream():
     crossimpl) row names as its code's upstream (`github.com/OWNER/NAME` in its provenance)."""
     import re
 
-    named: set[str] = set()
-    for path in [DATA / "crossimpl-2.2.csv", DATA / "crossimpl.csv"]:
-        named |= {m.lower() for m in re.findall(r"github\.com/([\w.-]+/[\w-]+)", path.read_text())}
+    def links(text: str) -> set[str]:
+        return {m.lower() for m in re.findall(r"github\.com/([\w.-]+/[\w-]+)", text)}
+
+    named = links((DATA / "crossimpl-2.2.csv").read_text()) | links((DATA / "crossimpl.csv").read_text())
     for name in SETS:
         version = wild.outside_set(name).version
         repos = {s.repo.lower() for s in wild_sources.sources_of(name, version)}
         assert repos.isdisjoint(named), (name, sorted(repos & named))
-        named |= repos | {m.lower() for r in wild.read_table(name=name)
-                          for m in re.findall(r"github\.com/([\w.-]+/[\w-]+)", r.provenance)}
+        named |= repos | {m for r in wild.read_table(name=name) for m in links(r.provenance)}
