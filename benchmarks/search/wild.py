@@ -24,6 +24,7 @@
     python -m benchmarks.search.wild --set wildval19      # the nineteenth, GitHub code (no pip package)
     python -m benchmarks.search.wild --set wildval20      # the twentieth, GitHub code, the carry set of 2.14
     python -m benchmarks.search.wild --set wildval21      # the twenty-first, GitHub code, after 2.14
+    python -m benchmarks.search.wild --set wildval22      # the twenty-second, the carry set of the scan candidates
     python -m benchmarks.search.wild --set wildval4 --canonical-version 2.11  # a set's rows re-extracted under 2.11
 
 Each graph of the wild file under the index's canonical rules (`wild-1.0.narg`, 2.2;
@@ -71,7 +72,8 @@ eighteenth (4 further packages; its graphs under 2.11): built after the rule for
 `--set wildval19` the nineteenth (32 GitHub repositories at pinned commits; its graphs under 2.11): built after canonical
 2.13, the first set of code from outside pip. `--set wildval20` the twentieth (29 more GitHub repositories): built after
 the `head-selection` candidate, its carry set (canonical 2.14). `--set wildval21` the twenty-first (27 more GitHub
-repositories): built after canonical 2.14, nothing chosen on it before its first read.
+repositories): built after canonical 2.14, nothing chosen on it before its first read. `--set wildval22` the
+twenty-second (25 more GitHub repositories): built after the `buffer-writes` and `product-sums` candidates, their carry set.
 """
 
 from __future__ import annotations
