@@ -36,6 +36,8 @@ here under those names on the three sets pooled, benchmarks/results/rules-next-2
 `attention-projections` (2026-12-02): `weight-product` for products fed by or feeding attention cores alone (tfclip's
   Keras towers, `wildval17`, meet `xlnet`); with `weight-product` again on `wildval` 1-17 not adopted, both failing on
   one tie of `wildval6` (results/rules-next-*-17-2026-12-02). `distributed-layernorm` is canonical 2.12.
+`buffer-writes`, `product-sums` (2026-12-03, from `wildval21`'s Mamba) and `writes+sums` (both) measure canonical
+2.15's rules (`narbench.data.canonical_scans`; results/canonical-2.15-2026-12-03).
 All change corpus graphs (printed) but `distributed-layernorm`. `--measure` applies the pass to every corpus graph and builds the shipped
 index's encoder on them (`narbench index build` reads that corpus under the newest rules, 2.8, on top), and
 searches `wildval` with the pass applied (its graphs then read as the index reads them); the changed corpus keeps
@@ -67,6 +69,7 @@ from narbench.data.canonical_spelling import CORES as ATTENTION, NORMS as NORM_O
 from narbench.data.canonical_moments import distributed_layernorm
 from narbench.data.canonical_heads import head_selections
 from narbench.data.canonical_projections import weight_products
+from narbench.data.canonical_scans import buffer_writes, product_sums, scans
 
 from benchmarks.timing import line, report, study_parser
 from narbench.datasets.wild import VALIDATIONS
@@ -275,7 +278,8 @@ CANDIDATES = {"norms-of-one-tensor": norms_of_one_tensor, "kv-cache-layout": kv_
               "attention-inputs": attention_inputs, "rotations": rotations, "sum-of-sums": sum_of_sums,
               "attention-inputs+sum-of-sums": attention_inputs_and_sums, "weight-matmul": weight_matmul, "weight-product":
               weight_product, "distributed-layernorm": distributed_layernorm, "attention-projections": attention_projections,
-              "head-selection": head_selections}  # canonical 2.14's pass since 2026-12-02
+              "head-selection": head_selections,  # canonical 2.14's pass since 2026-12-02
+              "buffer-writes": buffer_writes, "product-sums": product_sums, "writes+sums": scans}  # 2.15's, 2026-12-03
 
 
 def apply(graph, vocab: list[str], run) -> tuple[object, int]:

@@ -56,7 +56,10 @@ one `layernorm` (`distributed-layernorm`); it changes none of real 2.3's graphs.
 (`narbench.data.canonical_projections`): a product of one tensor with a weight the graph does not see (Keras 3's
 `EinsumDense`, an einsum with a kernel) is a `linear` (`weight-product`); it changes 312 of real 2.3's graphs.
 `version="2.14"` another (`narbench.data.canonical_heads`): a selection of positions between the final norm and the
-output head (`lm_head(x[:, [-1]])`, a generation shortcut) is elided (`head-selection`); 14 of real 2.3's graphs. Versions are
+output head (`lm_head(x[:, [-1]])`, a generation shortcut) is elided (`head-selection`); 14 of real 2.3's graphs.
+`version="2.15"` another (`narbench.data.canonical_scans`): a chain of index writes into one buffer is one `concat`
+(`buffer-writes`) and a sum of a product of two tensors is a `matmul` (`product-sums`), a scan written as a loop read
+as one written with tensor ops; 686 of real 2.3's graphs. Versions are
 ordered by `VERSIONS`, never as strings (`at_least`: "2.10" comes after "2.9").
 
 Only op names and edges are read, so graphs stored by `real` 1.0 canonicalise exactly as a fresh
@@ -84,13 +87,14 @@ from narbench.data.canonical_heads import head_selections, may_select_head
 from narbench.data.canonical_moments import distributed_layernorm, may_fold_distributed
 from narbench.data.canonical_projections import may_weight_product, weight_products
 from narbench.data.canonical_rewrite import FOLDED_OPS, RewriteGraph
+from narbench.data.canonical_scans import may_scan, scans
 from narbench.data.canonical_spelling import (may_spell_25, may_spell_26, may_spell_27, may_spell_28, may_spell_29,
                                               spell_25, spell_26, spell_27, spell_28, spell_29)
 from narbench.data.ops import ELIDED, UNKNOWN_OP, load_table, vocabulary
 from narbench.data.rawname import ATTR_SEP, split_name  # noqa: F401 - re-exported: raw names are read here
 
 #: Rule sets, oldest first; the default is the one `real` 2.1 and the shipped index use.
-VERSIONS = ("2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8", "2.9", "2.10", "2.11", "2.12", "2.13", "2.14")
+VERSIONS = ("2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8", "2.9", "2.10", "2.11", "2.12", "2.13", "2.14", "2.15")
 DEFAULT_VERSION = "2.1"
 #: Design attributes the extraction records (`narbench.zoo.attributes.DesignAttributes`).
 POINTWISE, PATCH, CAUSAL = "pointwise", "patch", "causal"
@@ -127,7 +131,7 @@ UPGRADES = {"2.4": (unseen_batchnorm, may_fold_unseen), "2.5": (spell_25, may_sp
             "2.6": (spell_26, may_spell_26), "2.7": (spell_27, may_spell_27), "2.8": (spell_28, may_spell_28),
             "2.9": (spell_29, may_spell_29), "2.10": (no_pass, never), "2.11": (no_pass, never),
             "2.12": (distributed_layernorm, may_fold_distributed), "2.13": (weight_products, may_weight_product),
-            "2.14": (head_selections, may_select_head)}
+            "2.14": (head_selections, may_select_head), "2.15": (scans, may_scan)}
 #: A version whose pass replaces an earlier version's (later -> the version whose pass it withdraws): 2.9 is 2.7 and
 #: `heads-as-modules`, 2.8 without `interpolated-tables` (which made DPT's and YOLOS's encoders read as a ViT's). A
 #: graph under the withdrawn version does not reach the later one by passes (`upgrade_passes`, `reaches`).
