@@ -363,5 +363,5 @@ def test_the_rules_of_22_hash_as_real_22_and_crossimpl_22_recorded():
         "9c494ea899568f541fccb18d43ddfe22f0cd9eacd01d4f3486ac609b074e5745"
     _, _, header23, _ = read_graphs(Path(str(resources.files("narbench"))) / "data" / "real-2.3.narg")
     assert rules_sha256("2.3") == header23["ops"]["rules_sha256"] != rules_sha256("2.2")  # 2.4's and 2.5's rows change neither
-    assert rules_sha256("2.15") == rules_sha256() != rules_sha256("2.14") != rules_sha256("2.13") != rules_sha256("2.12") != rules_sha256("2.11") != rules_sha256("2.10") != rules_sha256("2.9") != rules_sha256("2.8") != rules_sha256("2.7") != rules_sha256("2.6") != rules_sha256("2.5") \
+    assert rules_sha256("2.16") == rules_sha256() != rules_sha256("2.15") != rules_sha256("2.14") != rules_sha256("2.13") != rules_sha256("2.12") != rules_sha256("2.11") != rules_sha256("2.10") != rules_sha256("2.9") != rules_sha256("2.8") != rules_sha256("2.7") != rules_sha256("2.6") != rules_sha256("2.5") \
         != rules_sha256("2.4") != rules_sha256("2.3")

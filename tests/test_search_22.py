@@ -84,7 +84,7 @@ def test_a_causal_mask_buffer_is_read_off_the_meta_device():
     from narbench.search_engine.index_file import load_index
 
     shipped = load_index()
-    assert shipped.canonical_version in ("2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8", "2.9", "2.10", "2.11", "2.12", "2.13", "2.14", "2.15")
+    assert shipped.canonical_version in ("2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8", "2.9", "2.10", "2.11", "2.12", "2.13", "2.14", "2.15", "2.16")
     q = resolve_target("examples/out_of_zoo.py:GPT2Decoder", shipped)
     assert q.info["device"] == "cpu" and q.ops.get("causal_attention", 0) == 12 and "attention" not in q.ops
     bert = resolve_target("examples/out_of_zoo.py:BertEncoder", shipped)

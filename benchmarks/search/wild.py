@@ -167,7 +167,7 @@ def main(argv=None) -> int:
                              "under newer rules: python -m narbench.cli.wild --set S --canonical-version V --out DIR")
     args = parser.parse_args(argv)
 
-    from narbench.datasets.wild import outside_set, read_graphs, shipped_file
+    from narbench.datasets.wild import outside_set, read_graphs, readable, shipped_file
     from narbench.search_engine.index_file import load_index
 
     if args.canonical_version is not None:
@@ -177,8 +177,8 @@ def main(argv=None) -> int:
             print(exc, file=sys.stderr)
             return 2
     index = load_index(None, args.index)
-    files = outside_set(args.set).files
-    shipped = (read_graphs(canonical=c, name=args.set) for c in files
+    files = outside_set(args.set).files  # the newest the index reads first (`readable`)
+    shipped = (read_graphs(canonical=c, name=args.set) for c in readable(args.set, index.canonical_version)
                if args.canonical_version in (None, c))
     wild = next((w for w in ([read_graphs(args.graphs, name=args.set)] if args.graphs else shipped)
                  if list(w.vocab) == list(index.vocab)), None)

@@ -59,7 +59,10 @@ one `layernorm` (`distributed-layernorm`); it changes none of real 2.3's graphs.
 output head (`lm_head(x[:, [-1]])`, a generation shortcut) is elided (`head-selection`); 14 of real 2.3's graphs.
 `version="2.15"` another (`narbench.data.canonical_scans`): a chain of index writes into one buffer is one `concat`
 (`buffer-writes`) and a sum of a product of two tensors is a `matmul` (`product-sums`), a scan written as a loop read
-as one written with tensor ops; 686 of real 2.3's graphs. Versions are
+as one written with tensor ops; 686 of real 2.3's graphs. `version="2.16"` reads raw names again, in pass 1: a
+learned table that autograd records read whole, an `AliasBackward0` with no input (`pos[:, :t]` with `t` the table's
+length), is read as the slice it is on any shorter input, so 2.6's `table-slice` makes it an `embedding`
+(`table-alias`); a graph canonical under 2.15 has lost the alias and reaches 2.16 as it is. Versions are
 ordered by `VERSIONS`, never as strings (`at_least`: "2.10" comes after "2.9").
 
 Only op names and edges are read, so graphs stored by `real` 1.0 canonicalise exactly as a fresh
@@ -94,7 +97,8 @@ from narbench.data.ops import ELIDED, UNKNOWN_OP, load_table, vocabulary
 from narbench.data.rawname import ATTR_SEP, split_name  # noqa: F401 - re-exported: raw names are read here
 
 #: Rule sets, oldest first; the default is the one `real` 2.1 and the shipped index use.
-VERSIONS = ("2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8", "2.9", "2.10", "2.11", "2.12", "2.13", "2.14", "2.15")
+VERSIONS = ("2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8", "2.9", "2.10", "2.11", "2.12", "2.13", "2.14", "2.15",
+            "2.16")
 DEFAULT_VERSION = "2.1"
 #: Design attributes the extraction records (`narbench.zoo.attributes.DesignAttributes`).
 POINTWISE, PATCH, CAUSAL = "pointwise", "patch", "causal"
@@ -113,7 +117,7 @@ OPS_2_3 = ("conv1d", "conv1d_depthwise", "conv1d_grouped", "conv3d", "conv3d_dep
 
 
 def no_pass(g) -> int:
-    """The pass over canonical graphs of a version whose rule reads only raw names or marks (2.10, 2.11): none;
+    """The pass over canonical graphs of a version whose rule reads only raw names or marks (2.10, 2.11, 2.16): none;
     0 rewrites."""
     return 0
 
@@ -131,7 +135,7 @@ UPGRADES = {"2.4": (unseen_batchnorm, may_fold_unseen), "2.5": (spell_25, may_sp
             "2.6": (spell_26, may_spell_26), "2.7": (spell_27, may_spell_27), "2.8": (spell_28, may_spell_28),
             "2.9": (spell_29, may_spell_29), "2.10": (no_pass, never), "2.11": (no_pass, never),
             "2.12": (distributed_layernorm, may_fold_distributed), "2.13": (weight_products, may_weight_product),
-            "2.14": (head_selections, may_select_head), "2.15": (scans, may_scan)}
+            "2.14": (head_selections, may_select_head), "2.15": (scans, may_scan), "2.16": (no_pass, never)}
 #: A version whose pass replaces an earlier version's (later -> the version whose pass it withdraws): 2.9 is 2.7 and
 #: `heads-as-modules`, 2.8 without `interpolated-tables` (which made DPT's and YOLOS's encoders read as a ViT's). A
 #: graph under the withdrawn version does not reach the later one by passes (`upgrade_passes`, `reaches`).
@@ -209,6 +213,7 @@ def canonicalize(ops: Sequence[str], edges: np.ndarray, version: str = DEFAULT_V
     v22 = at_least(version, "2.2")
     v23 = at_least(version, "2.3")
     v211 = at_least(version, "2.11")
+    v216 = at_least(version, "2.16")
     n = len(ops)
     edges = np.asarray(edges, dtype=np.int64).reshape(2, -1)
     if at_least(version, "2.10"):  # complex-rotation: raw names, before they are mapped
@@ -232,6 +237,8 @@ def canonicalize(ops: Sequence[str], edges: np.ndarray, version: str = DEFAULT_V
     for v in order:
         ins = dict.fromkeys(s for p in preds_raw[v] for s in rep[p])
         base, attrs = split_name(ops[v])
+        if v216 and base == "AliasBackward0" and not preds_raw[v]:  # table-alias: a table read whole is a slice of it
+            base = "SliceBackward0"
         r = table.get(base)
         if r is None:
             unknown[base] += 1

@@ -161,9 +161,10 @@ class GraphDataset:
     #: read on demand: () -> (graphs in their file's vocabulary, that vocabulary, each one's expected families, ()
     #: where none fits); None when it has none. Not part of the dataset's content or hash.
     outside: Callable[[], tuple[list[ArchGraph], list[str], list[tuple[str, ...]]]] | None = None
-    #: the same for named sets of outside models, pooled (`real`: `wildval` ... `wildval8`): (names) -> (graphs,
-    #: vocabulary, expected families); empty when a set ships no file under the dataset's rules. None when it has none.
-    outside_sets: Callable[[tuple[str, ...]], tuple[list[ArchGraph], list[str], list[tuple[str, ...]]]] | None = None
+    #: the same for named sets of outside models, pooled (`real`: `wildval` ... `wildval24`): (names, upto=None) ->
+    #: (graphs, vocabulary, expected families), each set's newest file under rules up to `upto` (an index's) where
+    #: given; empty when a set ships no file under the dataset's rules. None when it has none.
+    outside_sets: Callable[..., tuple[list[ArchGraph], list[str], list[tuple[str, ...]]]] | None = None
 
     def __post_init__(self) -> None:
         self.splits = {"standard": self.split, **{k: v for k, v in self.splits.items() if k != "standard"}}

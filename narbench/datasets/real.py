@@ -232,12 +232,15 @@ class Real23Dataset(Real22Dataset):
 NEWEST = Real23Dataset
 
 
-def outside_models(canonical: str, names: tuple[str, ...] | None = None
+def outside_models(canonical: str, names: tuple[str, ...] | None = None, upto: str | None = None
                    ) -> tuple[list[ArchGraph], list[str], list[tuple[str, ...]]]:
     """The graphs of the sets of outside models `names` (default `wildval` alone) under canonical rules `canonical`,
     pooled, their vocabulary and each one's expected families (() where none fits); all empty when one of them ships
-    no file under those rules or their vocabularies differ."""
-    from narbench.datasets.wild import VALIDATION, outside_set, read_graphs as read_outside
+    no file under those rules or their vocabularies differ. `upto` (an index's rules): each set's newest file under
+    rules up to those, in `canonical`'s vocabulary (`narbench.datasets.wild.readable`), so a rule on raw names reaches
+    the models through the file re-extracted under it."""
+    from narbench.data.canonical import canonical_vocabulary
+    from narbench.datasets.wild import VALIDATION, outside_set, read_graphs as read_outside, readable
 
     graphs: list[ArchGraph] = []
     vocab: list[str] | None = None
@@ -245,7 +248,8 @@ def outside_models(canonical: str, names: tuple[str, ...] | None = None
     for name in names or (VALIDATION,):
         if canonical not in outside_set(name).files:
             return [], [], []
-        val = read_outside(canonical=canonical, name=name)
+        rules = canonical if upto is None else readable(name, upto, canonical_vocabulary(canonical))[0]
+        val = read_outside(canonical=rules, name=name)
         if vocab is not None and list(val.vocab) != vocab:
             return [], [], []
         vocab = list(val.vocab)

@@ -122,6 +122,19 @@ def shipped_file(canonical: str | None = None, name: str = NAME) -> WildFile:
         raise ValueError(f"no {name} graphs under canonical {canonical!r}; there are: {', '.join(chosen.files)}") from None
 
 
+def readable(name: str = NAME, rules: str | None = None, vocab=None) -> list[str]:
+    """The canonical rules of the set's shipped files that an index of canonical `rules` (default: any) reads, newest
+    first: none after `rules`, and with `vocab` only those whose canonical vocabulary is `vocab`. A search reads the
+    first, a set's newest file it can: a rule on raw names (2.10, 2.11, 2.16) reaches a set's models only through a
+    file re-extracted under it, never by passes over an older file."""
+    from narbench.data.canonical import VERSIONS, at_least, canonical_vocabulary
+
+    files = [c for c in outside_set(name).files if rules is None or at_least(rules, c)]
+    if vocab is not None:
+        files = [c for c in files if list(canonical_vocabulary(c)) == list(vocab)]
+    return sorted(files, key=VERSIONS.index, reverse=True)
+
+
 def families_of(family: str) -> tuple[str, ...]:
     """The families of a `family` cell (`a|b`); () for `none` (no family of the corpus fits)."""
     return () if family == NONE else tuple(family.split("|"))

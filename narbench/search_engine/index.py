@@ -53,9 +53,10 @@ class ShippedIndex:
 
 #: The default index (`narbench index build --encoder graf-lda` on `real` 2.3: `index_build.DEFAULT_PARAMS`'
 #: holdout=cross-source, wl_rounds=3 with its WL block read in op roles, a family's sources as nuisance (g = 256),
-#: unfused, 256-d, float16, corpus and queries read by canonical 2.13 (docs/search.md "The index"; 2.13's pass reads 312
-#: corpus graphs differently, so the discriminant and the out-of-family score were fitted again, on the same settings;
-#: before it d4c463574e49..., read by 2.12, whose arrays were those of 3257dc128df4..., read by 2.11, of
+#: unfused, 256-d, float16, corpus and queries read by canonical 2.16 (docs/search.md "The index": 2.16's rule reads raw
+#: names, so its arrays are 9448f6d66b38...'s, read by 2.15, and its out-of-family score was refitted on `wildval` 1-4's
+#: 2.16 files; 2.13's to 2.15's passes read corpus graphs differently, so the discriminant and the score were fitted
+#: again at each, on the same settings; before 2.13 d4c463574e49..., read by 2.12, whose arrays were those of 3257dc128df4..., read by 2.11, of
 #: 0c3a9c2f84d4..., read by 2.10, and of ab1370ce4d85..., read by 2.9); chosen on 2.3's validation sides and `wildval` by
 #: benchmarks/search/choose_index.py on 2026-11-29; docs/search.md "real 2.3: its index, measured"); its out-of-family
 #: score fitted on `wildval` 1-4's models since session 67 (`outside_fit.REFIT`; the same arrays as 0d6b1bb62c16...,
@@ -68,7 +69,7 @@ class ShippedIndex:
 #: --param holdout=cross-source --param wl_rounds=3 --param fuse_wl=0.1` rebuilds the fused one byte for byte; the
 #: same without fuse_wl rebuilds the unfused one's embeddings exactly (its fitted weights to 1e-11; the header
 #: now adds the out-of-family score, so its sha256 differs).
-SHIPPED = ShippedIndex("graf-lda", "9448f6d66b3865d3801848e7ef147516f76e9d12e44dea1aa1fb34e1ada4e174")
+SHIPPED = ShippedIndex("graf-lda", "f1e21438ab6ac5d5f1591ecab539b7a10e83e9e648005f7abd6c0a42a3c42a78")
 
 
 class IndexFileError(CorruptFileError):

@@ -137,7 +137,7 @@ def refit_queries(ds, index) -> tuple[list, list[tuple[str, ...]]]:
     and each one's expected families; empty when `ds` has none in that vocabulary."""
     if ds.outside_sets is None:
         return [], []
-    graphs, vocab, families = ds.outside_sets(REFIT_SETS)
+    graphs, vocab, families = ds.outside_sets(REFIT_SETS, upto=index.canonical_version)
     if not graphs or list(vocab) != list(ds.vocab):
         return [], []
     return _as_queries(graphs, vocab, ds.vocab, index.canonical_version), [tuple(f) for f in families]

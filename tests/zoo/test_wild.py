@@ -470,6 +470,30 @@ def test_real_23_reads_the_validation_set_as_its_outside_models_and_earlier_rule
     assert outside_models("2.2") == ([], [], [])
 
 
+def test_an_index_reads_each_sets_newest_file_its_rules_allow():
+    """`readable`: a set's files newest first, none after the index's rules, none in another vocabulary; an index of
+    2.11 reads `wildval`'s 2.11 file, one of 2.3 its 2.3 file, and `outside_models(..., upto=)` (the refit's sets)
+    reads the same file a search of the set reads."""
+    from narbench.data.canonical import VERSIONS, at_least, canonical_vocabulary
+    from narbench.datasets import wild as shipped
+    from narbench.datasets.real import outside_models
+
+    files = list(shipped.outside_set(shipped.VALIDATION).files)
+    assert shipped.readable(shipped.VALIDATION) == sorted(files, key=VERSIONS.index, reverse=True)
+    assert shipped.readable(shipped.VALIDATION, "2.11")[:2] == ["2.11", "2.3"]
+    assert shipped.readable(shipped.VALIDATION, "2.10") == ["2.3"] and shipped.readable(shipped.VALIDATION, "2.2") == []
+    assert shipped.readable("wild", "2.16", canonical_vocabulary("2.2")) == ["2.2"]
+    newest = shipped.readable(shipped.VALIDATION, VERSIONS[-1])[0]
+    assert at_least(newest, "2.11")
+    graphs, vocab, families = outside_models("2.3", ("wildval", "wildval2"), upto=VERSIONS[-1])
+    want = [shipped.read_graphs(canonical=shipped.readable(n, VERSIONS[-1])[0], name=n) for n in ("wildval", "wildval2")]
+    assert [g.name for g in graphs] == [g.name for w in want for g in w.graphs]
+    assert [g.num_nodes for g in graphs] == [g.num_nodes for w in want for g in w.graphs]
+    assert families == [f for w in want for f in w.families] and vocab == list(want[0].vocab)
+    old = outside_models("2.3", ("wildval",))[0]
+    assert [g.num_nodes for g in old] == [g.num_nodes for g in shipped.read_graphs(name=shipped.VALIDATION).graphs]
+
+
 def test_a_github_repository_is_no_earlier_sets_package_or_its_upstream():
     """A set's GitHub repositories are code no choice was made on: none is a repository an earlier set's (or a
     crossimpl) row names as its code's upstream (`github.com/OWNER/NAME` in its provenance)."""
