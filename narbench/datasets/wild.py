@@ -7,7 +7,8 @@ design expects (docs/wild.md), as canonical graphs, so the wild benchmark runs w
 (`narbench.zoo.wild_graphs`, which needs the packages). The same rows under canonical 2.3 (re-extracted:
 convolution groups and dimensions, custom autograd functions traced through) are `wild-1.0-canonical-2.3.narg`
 (`--canonical-version 2.3`): `SHIPPED` maps canonical rules to the file, as crossimpl's does; the rows and
-their expectations are the ones frozen in 1.0, so an index searches the file of its own rules. Each graph's `meta` keeps the row's
+their expectations are the ones frozen in 1.0, so an index searches the newest file its rules allow (`readable`;
+`wild-1.0-canonical-2.16.narg` since canonical 2.16, whose rule reads raw names). Each graph's `meta` keeps the row's
 `package`, pinned `version` and `expected_family` (a family of `real`, several joined by `|`, or
 `none`). It is a test set: reported, never used to choose a rule, a setting or an encoder.
 
