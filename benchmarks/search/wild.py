@@ -27,6 +27,7 @@
     python -m benchmarks.search.wild --set wildval22      # the twenty-second, the carry set of the scan candidates
     python -m benchmarks.search.wild --set wildval23      # the twenty-third, GitHub code, after 2.15
     python -m benchmarks.search.wild --set wildval24      # the twenty-fourth, the carry set of table-alias
+    python -m benchmarks.search.wild --set wildval25      # the twenty-fifth, built after canonical 2.16
     python -m benchmarks.search.wild --set wildval4 --canonical-version 2.11  # a set's rows re-extracted under 2.11
 
 Each graph of the wild file under the index's canonical rules (`wild-1.0.narg`, 2.2;
@@ -77,7 +78,8 @@ the `head-selection` candidate, its carry set (canonical 2.14). `--set wildval21
 repositories): built after canonical 2.14, nothing chosen on it before its first read. `--set wildval22` the
 twenty-second (25 more GitHub repositories): built after the `buffer-writes` and `product-sums` candidates, their carry set.
 `--set wildval23` the twenty-third (22 more): built after canonical 2.15, nothing chosen on it before its first read.
-`--set wildval24` the twenty-fourth (18 more): the carry set of the `table-alias` candidate.
+`--set wildval24` the twenty-fourth (18 more): the carry set of the `table-alias` candidate. `--set wildval25` the
+twenty-fifth (19 more; its graphs under 2.16): built after canonical 2.16, nothing chosen on it before its first read.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ SHAPES = {"wild": (30, 10, 7, 20), "wildval": (90, 40, 30, 55), "wildval2": (30,
           "wildval18": (5, 4, 2, 3), "wildval19": (40, 32, 16, 24),
           "wildval20": (37, 29, 15, 22), "wildval21": (33, 27, 17, 16),
           "wildval22": (31, 25, 12, 19), "wildval23": (24, 22, 11, 13),
-          "wildval24": (19, 18, 8, 11)}
+          "wildval24": (19, 18, 8, 11), "wildval25": (26, 19, 9, 17)}
 
 
 @pytest.fixture(scope="module", params=sorted(SHAPES))
@@ -316,10 +316,11 @@ def test_the_validation_sets_ship_one_graph_per_row_under_their_canonical_rules(
 
     rows = wild.read_table(name=name)
     chosen = shipped.outside_set(name)
-    first = chosen.canonical  # 2.3; 2.10 for wildval12, 2.11 from wildval13 on (rules on raw names)
-    assert first in ("2.3", "2.10", "2.11") and chosen.role == "validation"
-    # every set up to wildval12 ships its rows re-extracted under 2.11 too (session 71), its first file unchanged
-    assert list(chosen.files)[0] == first and "2.11" in chosen.files
+    first = chosen.canonical  # 2.3; 2.10 for wildval12, 2.11 for wildval13-24, 2.16 from wildval25 (rules on raw names)
+    assert first in ("2.3", "2.10", "2.11", "2.16") and chosen.role == "validation"
+    # every set up to wildval12 ships its rows re-extracted under 2.11 too (session 71), and every set up to wildval24
+    # under 2.16 (session 81); its first file unchanged
+    assert list(chosen.files)[0] == first and "2.16" in chosen.files and (first == "2.16" or "2.11" in chosen.files)
     for canonical, file in chosen.files.items():
         ws = shipped.read_graphs(canonical=canonical, name=name)  # raises if the content does not match the pin
         assert file.sha256 == ws.sha256 and ws.header["version"] == file.version
@@ -429,6 +430,8 @@ def test_extraction_command_needs_its_folder():
                                            ("wildval17", "2.11"),
                                            ("wildval18", "2.11"), ("wildval19", "2.11"), ("wildval20", "2.11"), ("wildval21", "2.11"),
                                            ("wildval22", "2.11"), ("wildval23", "2.11"), ("wildval24", "2.11"),
+                                           ("wildval25", "2.16"), ("wild", "2.16"),
+                                           *((f"wildval{n}", "2.16") for n in ["", *range(2, 25)]),
                                            *((f"wildval{n}", "2.11") for n in ["", *range(2, 13)])])
 def test_extraction_remakes_the_shipped_file_where_the_packages_are_installed(tmp_path, name, canonical):
     """A minute on two cores; needs the packages (PYTHONPATH=DIR, docs/wild.md, docs/wildval.md). Under the torch
