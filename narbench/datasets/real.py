@@ -248,8 +248,10 @@ def outside_models(canonical: str, names: tuple[str, ...] | None = None, upto: s
     for name in names or (VALIDATION,):
         if canonical not in outside_set(name).files:
             return [], [], []
-        rules = canonical if upto is None else readable(name, upto, canonical_vocabulary(canonical))[0]
-        val = read_outside(canonical=rules, name=name)
+        newest = [canonical] if upto is None else readable(name, upto, canonical_vocabulary(canonical))
+        if not newest:  # rules older than the set's file
+            return [], [], []
+        val = read_outside(canonical=newest[0], name=name)
         if vocab is not None and list(val.vocab) != vocab:
             return [], [], []
         vocab = list(val.vocab)

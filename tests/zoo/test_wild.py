@@ -493,6 +493,7 @@ def test_an_index_reads_each_sets_newest_file_its_rules_allow():
     assert [g.name for g in graphs] == [g.name for w in want for g in w.graphs]
     assert [g.num_nodes for g in graphs] == [g.num_nodes for w in want for g in w.graphs]
     assert families == [f for w in want for f in w.families] and vocab == list(want[0].vocab)
+    assert outside_models("2.3", ("wildval",), upto="2.2") == ([], [], [])
     old = outside_models("2.3", ("wildval",))[0]
     assert [g.num_nodes for g in old] == [g.num_nodes for g in shipped.read_graphs(name=shipped.VALIDATION).graphs]
 
