@@ -39,10 +39,9 @@ TIMEOUT, MAX_MEMORY = 120.0, 4 << 30
 def pinned(setname: str, index) -> dict[str, dict]:
     """The wild benchmark's figures of each row's pinned graph (`benchmarks.search.wild.measure`)."""
     from benchmarks.search.wild import measure
-    from narbench.datasets.wild import read_graphs, readable
+    from narbench.datasets.wild import read_newest
 
-    wild = next(w for w in (read_graphs(canonical=c, name=setname) for c in readable(setname, index.canonical_version))
-                if list(w.vocab) == list(index.vocab))
+    wild = read_newest(setname, index.canonical_version, index.vocab)
     m = measure(index, wild.graphs, wild.families, wild.vocab)
     return {g.name: {"top1": bool(m["top1"][i]), "p10": float(m["p10"][i]), "flag": bool(m["flagged"][i]),
                      "cos": round(float(m["cosine"][i]), 4)} for i, g in enumerate(wild.graphs)}

@@ -27,13 +27,12 @@ def rows_of(index, names: list[str]) -> list[dict]:
     """Per model of the named sets: its set, whether it fits no family, the shipped score and flag, and its features
     (its first 10 hits by cosine, searched as `wild.measure` searches it)."""
     from benchmarks.search.wild import measure
-    from narbench.datasets.wild import read_graphs, readable
+    from narbench.datasets.wild import read_newest
     from narbench.search_engine.outside import features
 
     out = []
     for name in names:
-        wild = next(w for w in (read_graphs(canonical=c, name=name) for c in readable(name, index.canonical_version))
-                    if list(w.vocab) == list(index.vocab))
+        wild = read_newest(name, index.canonical_version, index.vocab)
         for g, want, r in zip(wild.graphs, wild.families,
                               measure(index, wild.graphs, wild.families, wild.vocab, order="cosine")["results"]):
             top = r.hits[:10]

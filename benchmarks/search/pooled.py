@@ -59,18 +59,15 @@ def pool(index, names) -> Pooled:
     """`names`' models searched in `index`, each set from its newest file the index reads (ValueError naming a set
     that has none in the index's vocabulary)."""
     from benchmarks.search.wild import measure
-    from narbench.datasets.wild import read_graphs, readable
+    from narbench.datasets.wild import read_newest
 
     parts, sets = [], []
     for name in names:
-        files = readable(name, index.canonical_version, index.vocab)
-        if not files:
-            raise ValueError(f"{name} ships no file an index of canonical {index.canonical_version} reads in its vocabulary")
-        w = read_graphs(canonical=files[0], name=name)
+        w = read_newest(name, index.canonical_version, index.vocab)
         m = measure(index, w.graphs, w.families, w.vocab)
         fits = np.array([bool(f) for f in w.families])
         parts.append((fits, m["top1"], m["p10"], m["flagged"], m["score"]))
-        sets.append((name, files[0], int(m["top1"][fits].sum()), int(fits.sum())))
+        sets.append((name, w.header["ops"]["version"], int(m["top1"][fits].sum()), int(fits.sum())))
     cols = [np.concatenate([p[i] for p in parts]) for i in range(5)]
     return Pooled(*cols, sets=sets)
 

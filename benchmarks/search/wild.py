@@ -80,8 +80,9 @@ repositories): built after canonical 2.14, nothing chosen on it before its first
 twenty-second (25 more GitHub repositories): built after the `buffer-writes` and `product-sums` candidates, their carry set.
 `--set wildval23` the twenty-third (22 more): built after canonical 2.15, nothing chosen on it before its first read.
 `--set wildval24` the twenty-fourth (18 more): the carry set of the `table-alias` candidate. `--set wildval25` the
-twenty-fifth (19 more; its graphs under 2.16): built after canonical 2.16, nothing chosen on it before its first read. `--set wildval26` the twenty-sixth (9 more;
-under 2.16): likewise, the rows of `wildval25`'s third helper, which came late.
+twenty-fifth (19 more; its graphs under 2.16): built after canonical 2.16, nothing chosen on it before its first read.
+`--set wildval26` the twenty-sixth (9 more; under 2.16): likewise, the rows of `wildval25`'s third helper, which came
+late.
 """
 
 from __future__ import annotations
@@ -181,9 +182,9 @@ def main(argv=None) -> int:
             print(exc, file=sys.stderr)
             return 2
     index = load_index(None, args.index)
-    files = outside_set(args.set).files  # the newest the index reads first (`readable`)
-    shipped = (read_graphs(canonical=c, name=args.set) for c in readable(args.set, index.canonical_version)
-               if args.canonical_version in (None, c))
+    files = outside_set(args.set).files
+    rules = [args.canonical_version] if args.canonical_version else readable(args.set, index.canonical_version)
+    shipped = (read_graphs(canonical=c, name=args.set) for c in rules)  # the newest the index reads first
     wild = next((w for w in ([read_graphs(args.graphs, name=args.set)] if args.graphs else shipped)
                  if list(w.vocab) == list(index.vocab)), None)
     if wild is None:

@@ -136,6 +136,15 @@ def readable(name: str = NAME, rules: str | None = None, vocab=None) -> list[str
     return sorted(files, key=VERSIONS.index, reverse=True)
 
 
+def read_newest(name: str, rules: str, vocab) -> WildGraphs:
+    """The set's graphs from its newest shipped file an index of canonical `rules` over `vocab` reads (`readable`'s
+    first); ValueError naming the set when it ships none."""
+    files = readable(name, rules, vocab)
+    if not files:
+        raise ValueError(f"{name} ships no file an index of canonical {rules} reads in its vocabulary")
+    return read_graphs(canonical=files[0], name=name)
+
+
 def families_of(family: str) -> tuple[str, ...]:
     """The families of a `family` cell (`a|b`); () for `none` (no family of the corpus fits)."""
     return () if family == NONE else tuple(family.split("|"))

@@ -56,7 +56,8 @@ class ShippedIndex:
 #: unfused, 256-d, float16, corpus and queries read by canonical 2.16 (docs/search.md "The index": 2.16's rule reads raw
 #: names, so its arrays are 9448f6d66b38...'s, read by 2.15, and its out-of-family score was refitted on `wildval` 1-4's
 #: 2.16 files; 2.13's to 2.15's passes read corpus graphs differently, so the discriminant and the score were fitted
-#: again at each, on the same settings; before 2.13 d4c463574e49..., read by 2.12, whose arrays were those of 3257dc128df4..., read by 2.11, of
+#: again at each, on the same settings; before 2.13 d4c463574e49..., read by 2.12, whose arrays were those of
+#: 3257dc128df4..., read by 2.11, of
 #: 0c3a9c2f84d4..., read by 2.10, and of ab1370ce4d85..., read by 2.9); chosen on 2.3's validation sides and `wildval` by
 #: benchmarks/search/choose_index.py on 2026-11-29; docs/search.md "real 2.3: its index, measured"); its out-of-family
 #: score fitted on `wildval` 1-4's models since session 67 (`outside_fit.REFIT`; the same arrays as 0d6b1bb62c16...,

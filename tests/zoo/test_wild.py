@@ -489,6 +489,10 @@ def test_an_index_reads_each_sets_newest_file_its_rules_allow():
     assert shipped.readable("wild", "2.16", canonical_vocabulary("2.2")) == ["2.2"]
     newest = shipped.readable(shipped.VALIDATION, VERSIONS[-1])[0]
     assert at_least(newest, "2.11")
+    read = shipped.read_newest(shipped.VALIDATION, VERSIONS[-1], canonical_vocabulary(VERSIONS[-1]))
+    assert read.header["ops"]["version"] == newest and read.sha256 == shipped.shipped_file(newest, shipped.VALIDATION).sha256
+    with pytest.raises(ValueError, match="wildval ships no file an index of canonical 2.2 reads"):
+        shipped.read_newest(shipped.VALIDATION, "2.2", canonical_vocabulary("2.2"))
     graphs, vocab, families = outside_models("2.3", ("wildval", "wildval2"), upto=VERSIONS[-1])
     want = [shipped.read_graphs(canonical=shipped.readable(n, VERSIONS[-1])[0], name=n) for n in ("wildval", "wildval2")]
     assert [g.name for g in graphs] == [g.name for w in want for g in w.graphs]
