@@ -238,7 +238,8 @@ def outside_models(canonical: str, names: tuple[str, ...] | None = None, upto: s
     pooled, their vocabulary and each one's expected families (() where none fits); all empty when one of them ships
     no file under those rules or their vocabularies differ. `upto` (an index's rules): each set's newest file under
     rules up to those, in `canonical`'s vocabulary (`narbench.datasets.wild.readable`), so a rule on raw names reaches
-    the models through the file re-extracted under it."""
+    the models through the file re-extracted under it; a set first extracted after `canonical` is read so too, and a
+    set with no file those rules read is left out (all empty when none has one)."""
     from narbench.data.canonical import canonical_vocabulary
     from narbench.datasets.wild import VALIDATION, outside_set, read_graphs as read_outside, readable
 
@@ -246,11 +247,11 @@ def outside_models(canonical: str, names: tuple[str, ...] | None = None, upto: s
     vocab: list[str] | None = None
     families: list[tuple[str, ...]] = []
     for name in names or (VALIDATION,):
-        if canonical not in outside_set(name).files:
+        if upto is None and canonical not in outside_set(name).files:
             return [], [], []
         newest = [canonical] if upto is None else readable(name, upto, canonical_vocabulary(canonical))
-        if not newest:  # rules older than the set's file
-            return [], [], []
+        if not newest:  # rules older than the set's file: not read
+            continue
         val = read_outside(canonical=newest[0], name=name)
         if vocab is not None and list(val.vocab) != vocab:
             return [], [], []

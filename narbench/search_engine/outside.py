@@ -8,7 +8,10 @@ the first hit of another family (`margin`), how far the query's size is from the
 (`size`, |log| of the node-count ratio), and, against how close each hit itself comes to its own
 nearest graph of another model (`nearest`, an index array: a tight family's graphs sit at cosine
 0.99 from each other, a loose one's at 0.6), the first hit's cosine less its own (`lead`) and the
-mean of that over the K (`lead_mean`).
+mean of that over the K (`lead_mean`); and, from outside models searched when the index was built
+(`FamilyPrior`), the share of them that fit no family among those whose first hit is of the query's first
+hit's family (`prior`): some families' graphs are what many designs the corpus lacks land on (a plain CNN
+on VGG, an LSTM on Sequencer, a 3-D CNN on the video ResNets).
 
 The score is a logistic regression on some of them, fitted on validation families when the index
 is built (`narbench.search_engine.outside_fit`); its output is the probability, at even odds, that
@@ -28,7 +31,9 @@ import numpy as np
 
 #: hits the features are read from (a search computes at least this many, whatever its k)
 K = 10
-FEATURES = ("top1", "gap", "mean", "agree", "families", "margin", "size", "lead", "lead_mean")
+#: the features read from a query's hits alone
+HITS = ("top1", "gap", "mean", "agree", "families", "margin", "size", "lead", "lead_mean")
+FEATURES = HITS + ("prior",)
 #: the features that read the index's `NEAREST` array
 RELATIVE = ("lead", "lead_mean")
 #: the header key, and the index array of each graph's cosine to its nearest graph of another model
@@ -37,10 +42,10 @@ NEAREST = "nearest_other"
 
 
 def features(sims: Sequence[float], families: Sequence[Any], query_nodes: int, hit_nodes: int,
-             nearest: Sequence[float] | None = None) -> dict[str, float]:
+             nearest: Sequence[float] | None = None, prior: FamilyPrior | None = None) -> dict[str, float]:
     """The features of one query from its first hits' cosines (best first), families and `nearest` values (the
-    index's `NEAREST` of each; zeros when None), its node count and the first hit's. Cosines are taken as a
-    hit shows them (clipped to [-1, 1], 4 decimals)."""
+    index's `NEAREST` of each; zeros when None), its node count and the first hit's; `prior` of the first hit's
+    family (0 without one). Cosines are taken as a hit shows them (clipped to [-1, 1], 4 decimals)."""
     s = np.round(np.clip(np.asarray(sims, dtype=np.float64), -1.0, 1.0), 4)
     if not len(s):
         return dict.fromkeys(FEATURES, 0.0)
@@ -50,7 +55,64 @@ def features(sims: Sequence[float], families: Sequence[Any], query_nodes: int, h
     return {"top1": float(s[0]), "gap": float(s[0] - s[-1]), "mean": float(s.mean()),
             "agree": sum(f == fam[0] for f in fam) / len(fam), "families": float(len(set(fam))),
             "margin": float(s[0] - other), "size": abs(math.log((query_nodes + 1) / (hit_nodes + 1))),
-            "lead": float(s[0] - near[0]), "lead_mean": float((s - near).mean())}
+            "lead": float(s[0] - near[0]), "lead_mean": float((s - near).mean()),
+            "prior": 0.0 if prior is None else prior(fam[0])}
+
+
+@dataclasses.dataclass(frozen=True)
+class FamilyPrior:
+    """Per family, of the outside models (validation sets, docs/wildval.md) whose first hit is of that family: how
+    many fit no family of the index, and how many there are (`counts`); a family's value is that share pulled
+    toward the share over all of them by `strength` models' weight (`default`, every family no such model hit)."""
+
+    counts: dict[str, tuple[int, int]]
+    strength: float
+
+    @property
+    def default(self) -> float:
+        none, total = (sum(c[i] for c in self.counts.values()) for i in (0, 1))
+        return none / total if total else 0.5
+
+    def __call__(self, family: Any) -> float:
+        none, total = self.counts.get(str(family), (0, 0))
+        return (none + self.strength * self.default) / (total + self.strength)
+
+    @classmethod
+    def counted(cls, first: Sequence[Any], none: Sequence[bool], strength: float) -> FamilyPrior:
+        """The prior of models whose first hits' families are `first`, `none` true where no family fits."""
+        counts: dict[str, list[int]] = {}
+        for family, positive in zip(first, none):
+            c = counts.setdefault(str(family), [0, 0])
+            c[0] += int(bool(positive))
+            c[1] += 1
+        return cls({f: (c[0], c[1]) for f, c in sorted(counts.items())}, float(strength))
+
+    def left_out(self, first: Sequence[Any], none: Sequence[bool]) -> np.ndarray:
+        """Each of the models it was counted from (`counted`'s arguments), valued by the others alone: what a
+        regression is fitted on, so no model reads its own label."""
+        out = []
+        for family, positive in zip(first, none):
+            n, t = self.counts.get(str(family), (0, 0))
+            rest = FamilyPrior({**self.counts, str(family): (n - int(bool(positive)), t - 1)}, self.strength)
+            out.append(rest(family))
+        return np.asarray(out, dtype=np.float64)
+
+    def to_header(self) -> dict[str, Any]:
+        return {"counts": {f: list(c) for f, c in self.counts.items()}, "strength": self.strength}
+
+    @classmethod
+    def from_header(cls, entry: Any) -> FamilyPrior:
+        """`ValueError` naming what is malformed."""
+        counts = entry.get("counts") if isinstance(entry, dict) else None
+        strength = entry.get("strength") if isinstance(entry, dict) else None
+        if not isinstance(counts, dict) or not _finite(strength) or strength < 0:
+            raise ValueError(f"its {KEY!r} entry's 'prior' needs 'counts' (an object) and a 'strength' >= 0")
+        for family, c in counts.items():
+            if not (isinstance(c, list) and len(c) == 2 and all(isinstance(v, int) and not isinstance(v, bool)
+                                                                 for v in c) and 0 <= c[0] <= c[1] and c[1] > 0):
+                raise ValueError(f"its {KEY!r} entry's prior counts of {family!r} are not [none, total] with "
+                                 "0 <= none <= total and total > 0")
+        return cls({str(f): (int(c[0]), int(c[1])) for f, c in counts.items()}, float(strength))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +127,7 @@ class OutsideScore:
     threshold: float
     k: int = K
     validation: dict[str, Any] = dataclasses.field(default_factory=dict)  # what it was chosen and fitted on
+    prior: FamilyPrior | None = None  # the `prior` feature's counts, when the score reads it
 
     def __call__(self, feats: dict[str, float]) -> float:
         z = self.intercept + sum(c * (feats[f] - m) / s for f, m, s, c in zip(self.features, self.mean, self.scale,
@@ -77,8 +140,9 @@ class OutsideScore:
         return np.array([self(dict(zip(FEATURES, row))) for row in np.asarray(x, dtype=np.float64)], dtype=np.float64)
 
     def to_header(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
-        return {key: list(v) if isinstance(v, tuple) else v for key, v in out.items()}
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "prior"}
+        out = {key: list(v) if isinstance(v, tuple) else v for key, v in out.items()}
+        return out if self.prior is None else out | {"prior": self.prior.to_header()}
 
     @classmethod
     def from_header(cls, entry: Any) -> OutsideScore:
@@ -97,8 +161,11 @@ class OutsideScore:
         k = entry.get("k")
         if not (_finite(entry.get("intercept")) and _finite(entry.get("threshold")) and isinstance(k, int) and k > 0):
             raise ValueError(f"its {KEY!r} entry needs a finite 'intercept' and 'threshold' and a positive 'k'")
+        if "prior" in names and entry.get("prior") is None:
+            raise ValueError(f"its {KEY!r} entry reads the feature 'prior' but holds no 'prior' counts")
+        prior = None if entry.get("prior") is None else FamilyPrior.from_header(entry["prior"])
         return cls(tuple(names), *(tuple(float(v) for v in vectors[key]) for key in ("mean", "scale", "coef")),
-                   float(entry["intercept"]), float(entry["threshold"]), k, dict(entry.get("validation") or {}))
+                   float(entry["intercept"]), float(entry["threshold"]), k, dict(entry.get("validation") or {}), prior)
 
 
 def _finite(value: Any) -> bool:
@@ -141,5 +208,5 @@ def judge(index, hits: Sequence[Any], query_nodes: int) -> tuple[float | None, b
     near = index.arrays.get(NEAREST)
     nearest = None if near is None else [float(near[index.row_of(h.name)]) for h in top]
     p = score(features([h.similarity for h in top], [h.family for h in top], query_nodes, top[0].num_nodes,
-                       nearest))
+                       nearest, score.prior))
     return round(p, 4), p >= score.threshold

@@ -499,6 +499,13 @@ def test_an_index_reads_each_sets_newest_file_its_rules_allow():
     assert [g.num_nodes for g in graphs] == [g.num_nodes for w in want for g in w.graphs]
     assert families == [f for w in want for f in w.families] and vocab == list(want[0].vocab)
     assert outside_models("2.3", ("wildval",), upto="2.2") == ([], [], [])
+    # a set first extracted after the dataset's rules (wildval25: 2.16 only) is read by an index of its rules, and
+    # left out, the others still read, by an index of older ones (the refit's sets, `outside_fit.REFIT_SETS`)
+    late = outside_models("2.3", ("wildval", "wildval25"), upto="2.16")[0]
+    assert [g.name.split("/")[0] for g in late][-1] == "wildval25" and len(late) > len(want[0].graphs)
+    early = outside_models("2.3", ("wildval", "wildval25"), upto="2.15")[0]
+    assert {g.name.split("/")[0] for g in early} == {"wildval"}
+    assert outside_models("2.3", ("wildval25",)) == ([], [], [])  # no 2.3 file, no index rules: as before
     old = outside_models("2.3", ("wildval",))[0]
     assert [g.num_nodes for g in old] == [g.num_nodes for g in shipped.read_graphs(name=shipped.VALIDATION).graphs]
 

@@ -1,0 +1,107 @@
+"""The out-of-family score's family prior (`narbench.search_engine.outside.FamilyPrior`): of the outside models whose
+first hit is of a family, the share that fit no family, smoothed; counted at index build time from the validation
+sets, each of them fitted on by the others' counts, stored in the header, read by every search."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from narbench.search_engine.outside import FEATURES, KEY, FamilyPrior, OutsideScore, features
+from tests.test_out_of_family import HELD_MODEL, _toy_world
+
+
+def test_a_familys_prior_is_its_share_of_models_that_fit_nothing_pulled_toward_the_share_over_all():
+    first = ["vgg"] * 8 + ["bert"] * 10 + ["gpt2"] * 2
+    none = [True] * 6 + [False] * 2 + [False] * 10 + [True, False]
+    prior = FamilyPrior.counted(first, none, strength=4.0)
+    assert prior.counts == {"bert": (0, 10), "gpt2": (1, 2), "vgg": (6, 8)}
+    assert prior.default == pytest.approx(7 / 20)
+    assert prior("vgg") == pytest.approx((6 + 4 * 0.35) / 12)
+    assert prior("bert") == pytest.approx((0 + 4 * 0.35) / 14)
+    assert prior("never-hit") == pytest.approx(0.35)
+    assert prior("bert") < prior("gpt2") < prior("vgg")
+    unsmoothed = FamilyPrior.counted(first, none, strength=0.0)
+    assert unsmoothed("vgg") == pytest.approx(0.75) and unsmoothed("bert") == 0.0
+
+
+def test_a_model_counted_in_the_prior_is_valued_by_the_others_alone():
+    first = ["vgg"] * 3 + ["bert"] * 3
+    none = [True, True, False, False, False, True]
+    prior = FamilyPrior.counted(first, none, strength=2.0)
+    out = prior.left_out(first, none)
+    for i in range(len(first)):
+        others = FamilyPrior.counted(first[:i] + first[i + 1 :], none[:i] + none[i + 1 :], strength=2.0)
+        assert out[i] == pytest.approx(others(first[i]))
+    assert out[0] < prior("vgg") and out[2] > prior("vgg")  # its own label no longer pulls it
+    lone = FamilyPrior.counted(["vgg", "bert"], [True, False], strength=1.0)
+    assert lone.left_out(["vgg"], [True])[0] == pytest.approx(0.0)  # the others' share: one fitting model
+
+
+def test_the_prior_is_stored_in_the_header_and_a_damaged_one_is_named():
+    prior = FamilyPrior.counted(["vgg", "vgg", "bert"], [True, False, False], strength=30.0)
+    names = ("top1", "gap", "prior")
+    score = OutsideScore(names, (0.7, 0.1, 0.3), (0.1, 0.05, 0.1), (-2.0, 0.5, 1.0), 0.1, 0.6, prior=prior)
+    entry = json.loads(json.dumps(score.to_header()))
+    assert entry["prior"] == {"counts": {"bert": [0, 1], "vgg": [1, 2]}, "strength": 30.0}
+    back = OutsideScore.from_header(entry)
+    assert back == score and back.prior("vgg") == prior("vgg")
+    plain = OutsideScore(("top1",), (0.7,), (0.1,), (-2.0,), 0.0, 0.5)
+    assert "prior" not in plain.to_header()  # an index without it keeps its header's bytes
+    for damage, message in (({"prior": None}, "holds no 'prior' counts"),
+                            ({"prior": {"counts": {"vgg": [3, 2]}, "strength": 1.0}}, "counts of 'vgg'"),
+                            ({"prior": {"counts": {"vgg": [0, 2]}, "strength": -1}}, "'strength' >= 0"),
+                            ({"prior": {"counts": [], "strength": 1.0}}, "'counts' \\(an object\\)")):
+        with pytest.raises(ValueError, match=message):
+            OutsideScore.from_header(entry | damage)
+
+
+def test_two_queries_with_the_same_cosines_differ_by_their_first_hits_family():
+    prior = FamilyPrior.counted(["vgg"] * 10 + ["bert"] * 10, [True] * 8 + [False] * 2 + [False] * 10, strength=3.0)
+    sims = [0.8, 0.78, 0.75, 0.7, 0.7, 0.69, 0.68, 0.66, 0.65, 0.6]
+    on_vgg = features(sims, ["vgg"] * 10, 40, 42, None, prior)
+    on_bert = features(sims, ["bert"] * 10, 40, 42, None, prior)
+    assert {k: v for k, v in on_vgg.items() if k != "prior"} == {k: v for k, v in on_bert.items() if k != "prior"}
+    assert on_vgg["prior"] == pytest.approx(prior("vgg")) and features(sims, ["vgg"] * 10, 40, 42)["prior"] == 0.0
+    score = OutsideScore(("top1", "gap", "prior"), (0.7, 0.1, 0.4), (0.1, 0.05, 0.3), (-1.0, 0.2, 2.0), 0.0, 0.5,
+                         prior=prior)
+    assert score(on_vgg) >= score.threshold > score(on_bert)
+
+
+def test_the_index_build_counts_the_prior_from_every_outside_set_and_fits_on_the_left_out_values(tmp_path):
+    """`GraphDataset.outside_sets` (real 2.3: every validation set) reaches the build: the score reads `REFIT`, its
+    prior counts each outside model once by its first hit's family in the index, and a search reads it."""
+    from narbench.search_engine.index_build import IndexConfig, build_index
+    from narbench.search_engine.outside import judge, stored
+    from narbench.search_engine.outside_fit import PRIOR_STRENGTH, REFIT, REFIT_SETS, query_features
+    from tests.family_toys import VOCAB
+
+    graphs, test, val, corpus = _toy_world()
+    outside = [g for g in graphs if g.family in test][::5] + [g for g in graphs if g.meta["model"] == HELD_MODEL
+                                                             and g.family not in test | val][::2]
+    expected = [() if g.family in test else (g.family,) for g in outside]
+    asked = []
+    ds = corpus()
+    ds.outside_sets = lambda names, upto=None: (asked.append((names, upto)) or (outside, list(VOCAB), expected))
+    index = build_index(IndexConfig(encoder="wl", progress=False), dataset=ds)
+    score = stored(index)
+    assert asked and asked[0][0] == REFIT_SETS and asked[0][1] == index.canonical_version
+    assert score.features == REFIT and "prior" in REFIT and score.prior.strength == PRIOR_STRENGTH
+    first: list = []
+    query_features(index, outside, first=first)
+    want = FamilyPrior.counted(first, [not f for f in expected], PRIOR_STRENGTH)
+    assert score.prior.counts == want.counts and sum(t for _, t in want.counts.values()) == len(outside)
+    record = score.validation["fitted_on"]
+    assert (record["fit"], record["none"]) == (sum(map(bool, expected)), sum(not f for f in expected))
+    assert index.header[KEY]["prior"]["counts"] == {f: list(c) for f, c in want.counts.items()}
+    x = query_features(index, outside, prior=score.prior)
+    assert np.allclose(x[:, FEATURES.index("prior")], [score.prior(f) for f in first])
+    from narbench.data.store import write_graphs
+    from narbench.search_engine.engine import search
+
+    write_graphs(tmp_path / "q.narg", [outside[0]], list(VOCAB), {"name": "q"})
+    result = search(str(tmp_path / "q.narg"), 10, index=index, progress=False, order="cosine")
+    assert judge(index, result.hits, outside[0].num_nodes)[0] == result.out_of_family
+    assert result.out_of_family == pytest.approx(score.scores(x[:1])[0], abs=1e-3)
