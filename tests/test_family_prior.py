@@ -98,6 +98,10 @@ def test_the_index_build_counts_the_prior_from_every_outside_set_and_fits_on_the
     assert index.header[KEY]["prior"]["counts"] == {f: list(c) for f, c in want.counts.items()}
     x = query_features(index, outside, prior=score.prior)
     assert np.allclose(x[:, FEATURES.index("prior")], [score.prior(f) for f in first])
+    assert np.array_equal(query_features(index, outside), x)  # by default the prior the index stores, as a search
+    assert not query_features(index, outside, prior=None)[:, FEATURES.index("prior")].any()
+    with pytest.raises(ValueError, match="prior must be a FamilyPrior, None or 'stored'"):
+        query_features(index, outside, prior="mine")
     from narbench.data.store import write_graphs
     from narbench.search_engine.engine import search
 

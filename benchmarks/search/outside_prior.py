@@ -43,7 +43,7 @@ def searched(index, names) -> Searched:
     for name in names:
         w = read_newest(name, index.canonical_version, index.vocab)
         xs.append(query_features(index, _as_queries(w.graphs, w.vocab, index.vocab, index.canonical_version),
-                                 first=first))
+                                 prior=None, first=first))
         none += [not f for f in w.families]
         sets += [name] * len(w.graphs)
     return Searched(np.concatenate(xs), first, np.array(none, dtype=bool), np.array(sets, dtype=object))
