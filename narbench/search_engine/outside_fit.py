@@ -73,9 +73,9 @@ TIE = 0.005
 #: worse, so none is made
 #:
 #: Since session 82 every validation set read before the index was built (named, so a set added later changes no
-#: rebuild until it is read and named here), and `prior` (the share of
-#: them that fit no family among those whose first hit is of the query's first hit's family, `FamilyPrior`, pulled
-#: toward the share over all by `PRIOR_STRENGTH` models) read with the two. Why (issue 59, validation only; the 26
+#: rebuild until it is read and named here), and `prior` read with the two (of those sets' models whose first hit is
+#: of the query's first hit's family, the share that fit no family, `FamilyPrior`, pulled toward the share over all
+#: by `PRIOR_STRENGTH` models). Why (issue 59, validation only; the 26
 #: sets under f1e21438ab6a, each left out in turn and scored by a regression fitted on the other 25, thresholded at
 #: most 1 in 10 of their fitting models: `python -m benchmarks.search.outside_prior`): `top1, gap` flags 42 of 429
 #: fitting and 181 of 267 `none` models of the sets left out, with `prior` 41 and 200 (AUROC 0.883 -> 0.905); the
