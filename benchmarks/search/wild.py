@@ -30,6 +30,7 @@
     python -m benchmarks.search.wild --set wildval25      # the twenty-fifth, built after canonical 2.16
     python -m benchmarks.search.wild --set wildval26      # the twenty-sixth, likewise (audio, RL, generative)
     python -m benchmarks.search.wild --set wildval27      # the twenty-seventh, the carry set of the family prior
+    python -m benchmarks.search.wild --set wildval28      # the twenty-eighth, built after the family prior shipped
     python -m benchmarks.search.wild --set wildval4 --canonical-version 2.11  # a set's rows re-extracted under 2.11
 
 Each graph of the wild file under the index's canonical rules (`wild-1.0.narg`, 2.2;
@@ -84,7 +85,8 @@ twenty-second (25 more GitHub repositories): built after the `buffer-writes` and
 twenty-fifth (19 more; its graphs under 2.16): built after canonical 2.16, nothing chosen on it before its first read.
 `--set wildval26` the twenty-sixth (9 more; under 2.16): likewise, the rows of `wildval25`'s third helper, which came
 late. `--set wildval27` the twenty-seventh (29 more; under 2.16): the carry set of the out-of-family score's family
-prior, built after it was written.
+prior, built after it was written. `--set wildval28` the twenty-eighth (19 more; under 2.16): built after the family
+prior was shipped, nothing chosen on it before its first read.
 """
 
 from __future__ import annotations
