@@ -184,7 +184,7 @@ def test_an_index_without_a_novel_split_has_no_score():
 def test_validation_queries_treat_a_graph_that_keeps_several_families_by_all_of_them():
     """real 2.3: a graph of a held-out family that also keeps a corpus family is no out-of-family positive (a
     family of the corpus fits it), and a corpus graph keeping a held-out family leaves the corpus with it."""
-    from narbench.search_engine.outside_fit import validation_queries
+    from narbench.search_engine.outside_validation import validation_queries
 
     graphs = family_graphs(families=12)
     split = novel_split(graphs, min_families=2, min_queries=10)
@@ -325,7 +325,7 @@ def test_the_threshold_bounds_each_kind_of_in_family_query_by_its_own_share():
 
 
 def test_validation_queries_hold_out_a_source_of_families_that_two_sources_implement():
-    from narbench.search_engine.outside_fit import validation_queries
+    from narbench.search_engine.outside_validation import validation_queries
 
     graphs = family_graphs(families=12)
     split = novel_split(graphs, min_families=2, min_queries=10)
@@ -348,7 +348,7 @@ def test_validation_queries_take_outside_models_by_whether_the_corpus_copy_holds
     when none is (`none`, or only a held-out family); the corpus copy is unchanged by them."""
     import copy
 
-    from narbench.search_engine.outside_fit import validation_queries
+    from narbench.search_engine.outside_validation import validation_queries
 
     graphs = family_graphs(families=12)
     split = novel_split(graphs, min_families=2, min_queries=10)

@@ -146,7 +146,7 @@ def unknown_study(cfg, ds, seed: int) -> list[dict]:
     from narbench.data.ops import UNKNOWN_OP
     from narbench.search_engine.backends import ExactBackend
     from narbench.search_engine.index_build import build_index
-    from narbench.search_engine.outside_fit import validation_queries
+    from narbench.search_engine.outside_validation import validation_queries
 
     sides = validation_queries(ds, ds.core_graphs, seed=cfg.seed)
     index = build_index(cfg, dataset=sides.corpus)

@@ -6,7 +6,7 @@ The index's score is fitted on zoo hold-outs (`narbench.search_engine.outside_fi
 sources in a copy of the corpus). This builds that copy as `narbench index build` does and fits the score four
 times: on the zoo hold-outs alone (the index build until 2026-11-29); with the validation set `wildval`
 (docs/wildval.md: models from packages outside the zoos, crossimpl and the wild set) joining the copy's queries
-(`validation_queries(outside=...)`: a model of a family the copy holds is an in-family query of kind `outside`, at
+(`outside_validation.validation_queries(outside=...)`: a model of a family the copy holds is an in-family query of kind `outside`, at
 most `OUTSIDE_FALSE_FLAG` of them flagged; one of no family there a positive); a third time with them as training
 rows of the regression but no bound of theirs; and as the index build fits it now, features and threshold chosen on
 `wildval` searched in the index (`fit(choose_on=...)`). Each score is then applied to `wildval` searched in the
@@ -35,8 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     from narbench.search_engine.index_build import IndexConfig, build_index, newest_corpus
     from narbench.search_engine.index_file import load_index
     from narbench.search_engine.outside import FEATURES, NEAREST
-    from narbench.search_engine.outside_fit import (fit, nearest_other, outside_queries, query_features,
-                                                    validation_queries)
+    from narbench.search_engine.outside_fit import fit, nearest_other, outside_queries, query_features
+    from narbench.search_engine.outside_validation import validation_queries
 
     parser = study_parser(__doc__)
     parser.add_argument("--seed", type=int, default=0)

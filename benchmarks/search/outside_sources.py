@@ -5,7 +5,7 @@
 Until 2026-11-29 the index's score was calibrated on in-family queries that are *models held out of their own
 zoo*: the flag fired on 5% of them. Code a user brings comes from another package. This measures, on validation
 data only, how often the flag fires on a known family's graphs written by another source: the index's
-validation copy (`narbench.search_engine.outside_fit.validation_queries`) also leaves out, for some of the
+validation copy (`narbench.search_engine.outside_validation.validation_queries`) also leaves out, for some of the
 families that more than one source implements, the graphs of one source (`narbench.eval.holdout.cross_source_split`,
 the hold-out `graf-lda` is chosen on), and those are searched in it as a saved graph is. No test query of any
 split, no `crossimpl` query and no wild-set model is read.
@@ -32,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     from narbench.data.dataset import load_dataset
     from narbench.search_engine.index_build import IndexConfig, build_index, newest_corpus
     from narbench.search_engine.outside import NEAREST
-    from narbench.search_engine.outside_fit import fit, nearest_other, query_features, validation_queries
+    from narbench.search_engine.outside_fit import fit, nearest_other, query_features
+    from narbench.search_engine.outside_validation import validation_queries
 
     parser = study_parser(__doc__)
     parser.add_argument("--seed", type=int, default=0)
