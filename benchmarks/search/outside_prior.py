@@ -6,9 +6,9 @@ it was not fitted on? Each validation set left out in turn.
 Every validation set of outside models (docs/wildval.md) is searched in the index as its build searches them
 (`outside_fit.query_features`, each set's newest file the index reads). Then, for each candidate (`top1, gap`, the
 score shipped before session 82; `top1, gap, prior` at each `--strength`; the same with `agree, margin, size`), one
-set at a time is left out: the regression (`outside_fit._logistic`, as the build fits it) is fitted on the other
+set at a time is left out: the regression (`outside_fit._fitted`, as the build fits it) is fitted on the other
 sets' models, `prior` counted from them (each of their models valued by the others alone, `FamilyPrior.left_out`),
-the threshold the lowest score flagging at most `OUTSIDE_FALSE_FLAG` of their fitting models, and the left-out
+the threshold the lowest score flagging at most `OUTSIDE_FALSE_FLAG` of their fitting models (`lowest_within`), and the left-out
 set's models scored and flagged. Printed per candidate, pooled over the sets left out: AUROC (`none` against
 fitting), fitting flagged, `none` flagged; and with `--per-set` each set's. These are figures of sets chosen on
 (validation only; no test set is read): what a set built later reads is the test of the choice.
@@ -53,9 +53,8 @@ def left_out(s: Searched, names: tuple[str, ...], strength: float | None, bound:
              ) -> tuple[np.ndarray, np.ndarray]:
     """Each model's score and flag with its set left out of the fit (module docstring); `strength` None: no prior."""
     from narbench.search_engine.outside import FEATURES, FamilyPrior
-    from narbench.search_engine.outside_fit import _logistic
+    from narbench.search_engine.outside_fit import _fitted, lowest_within
 
-    cols = [FEATURES.index(f) for f in names]
     p, flag = np.zeros(len(s.none)), np.zeros(len(s.none), dtype=bool)
     first = np.array(s.first, dtype=object)
     for held in dict.fromkeys(s.sets.tolist()):
@@ -65,15 +64,9 @@ def left_out(s: Searched, names: tuple[str, ...], strength: float | None, bound:
             prior = FamilyPrior.counted(first[train], s.none[train], strength)
             x[train, FEATURES.index("prior")] = prior.left_out(first[train], s.none[train])
             x[test, FEATURES.index("prior")] = [prior(f) for f in first[test]]
-        mean, scale, coef, intercept = _logistic(x[train][:, cols], s.none[train].astype(np.int64))
-
-        def score(rows):
-            return 1.0 / (1.0 + np.exp(-np.clip((((rows[:, cols] - mean) / scale) @ np.asarray(coef)) + intercept,
-                                                -60, 60)))
-
-        pt, fits = score(x[train]), ~s.none[train]
-        t = min((float(v) for v in np.unique(pt) if (pt[fits] >= v).mean() <= bound), default=1.0)
-        p[test] = score(x[test])
+        score = _fitted(x[train], s.none[train].astype(np.int64), names)
+        t = lowest_within(score.scores(x[train]), ~s.none[train], bound)
+        p[test] = score.scores(x[test])
         flag[test] = p[test] >= t
     return p, flag
 

@@ -70,12 +70,13 @@ class FamilyPrior:
 
     @property
     def default(self) -> float:
-        none, total = (sum(c[i] for c in self.counts.values()) for i in (0, 1))
-        return none / total if total else 0.5
+        return _share(*(sum(c[i] for c in self.counts.values()) for i in (0, 1)))
 
     def __call__(self, family: Any) -> float:
-        none, total = self.counts.get(str(family), (0, 0))
-        return (none + self.strength * self.default) / (total + self.strength)
+        return self._value(*self.counts.get(str(family), (0, 0)), self.default)
+
+    def _value(self, none: int, total: int, default: float) -> float:
+        return (none + self.strength * default) / (total + self.strength)
 
     @classmethod
     def counted(cls, first: Sequence[Any], none: Sequence[bool], strength: float) -> FamilyPrior:
@@ -90,11 +91,12 @@ class FamilyPrior:
     def left_out(self, first: Sequence[Any], none: Sequence[bool]) -> np.ndarray:
         """Each of the models it was counted from (`counted`'s arguments), valued by the others alone: what a
         regression is fitted on, so no model reads its own label."""
+        all_none, all_total = (sum(c[i] for c in self.counts.values()) for i in (0, 1))
         out = []
         for family, positive in zip(first, none):
             n, t = self.counts.get(str(family), (0, 0))
-            rest = FamilyPrior({**self.counts, str(family): (n - int(bool(positive)), t - 1)}, self.strength)
-            out.append(rest(family))
+            y = int(bool(positive))
+            out.append(self._value(n - y, t - 1, _share(all_none - y, all_total - 1)))
         return np.asarray(out, dtype=np.float64)
 
     def to_header(self) -> dict[str, Any]:
@@ -166,6 +168,11 @@ class OutsideScore:
         prior = None if entry.get("prior") is None else FamilyPrior.from_header(entry["prior"])
         return cls(tuple(names), *(tuple(float(v) for v in vectors[key]) for key in ("mean", "scale", "coef")),
                    float(entry["intercept"]), float(entry["threshold"]), k, dict(entry.get("validation") or {}), prior)
+
+
+def _share(none: int, total: int) -> float:
+    """`none` of `total`; 0.5 (no evidence either way) of none."""
+    return none / total if total else 0.5
 
 
 def _finite(value: Any) -> bool:

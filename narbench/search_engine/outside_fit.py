@@ -286,8 +286,7 @@ def fit(x: np.ndarray, y: np.ndarray, groups: Sequence[str], *, kinds: Sequence[
         bounds.append(_youden(ps, ~fits))
     if refit_on is not None:
         pr = score.scores(xr)
-        bounds.append(min((float(t) for t in np.unique(pr) if (pr[fits_r] >= t).mean() <= outside_false_flag),
-                          default=1.0))
+        bounds.append(lowest_within(pr, fits_r, outside_false_flag))
     # stored to 6 decimals, rounded down, so the query a bound or Youden's J stops at is still flagged on read
     threshold = math.floor((max(bounds) if bounds else 0.5) * 1e6) / 1e6
     validation = {"queries": int(y.sum()), "in_family": int(model.sum()),
@@ -322,6 +321,12 @@ def _fitted(x: np.ndarray, y: np.ndarray, names: tuple[str, ...]) -> OutsideScor
     """The regression on the features `names` of the rows `x` (threshold not set)."""
     mean, scale, coef, intercept = _logistic(x[:, [FEATURES.index(f) for f in names]], y)
     return OutsideScore(names, mean, scale, coef, intercept, threshold=1.0)
+
+
+def lowest_within(p: np.ndarray, fits: np.ndarray, share: float) -> float:
+    """The lowest of the scores `p` at which at most `share` of the `fits` rows are flagged (a score at or above it);
+    1.0 when none is."""
+    return min((float(t) for t in np.unique(p) if (p[fits] >= t).mean() <= share), default=1.0)
 
 
 def _youden(p: np.ndarray, positive: np.ndarray) -> float:
