@@ -38,6 +38,12 @@ of code from another source, graf-lda's own split kept g = 1 and a fixed 256 put
 families implemented by several sources, one source's graphs query the others'), which measures what
 cross-implementation search asks.
 
+**Spellings as nuisance** (issue 59, a candidate, session 83): `--encoder-param spellings=G` adds G times the
+scatter of the feature moves that one design's spelling variants make (`narbench.data.spellings`: every batch norm
+left out, one after every convolution, every activation another; of 3,000 training graphs drawn with seed 0) to the
+within-family scatter, so the directions along which two implementations of a design differ weigh less. 0 (the
+default) is off.
+
 **Starting from the floors' features** (issue 38): `--encoder-param wl_rounds=3` appends one more
 unit-length block to graf's, the `wl-binary` floor's features (whether the graph holds each
 Weisfeiler-Lehman label of levels 0..3, signed-hashed to 2048 dims, `wl_weighted_features` with
@@ -75,6 +81,8 @@ SELECTION_METRIC = "ndcg@20"
 #: fixed before any run; ties keep the smaller)
 NUISANCE: tuple[float, ...] = (1.0, 4.0, 16.0, 64.0, 256.0)
 SOURCES = ("ignore", "nuisance")
+#: the training graphs whose spelling variants make the `spellings` scatter (drawn with seed 0)
+SPELLING_SAMPLE = 3000
 #: the hashed width and weight of the WL block (`wl_rounds` > 0): the `wl-binary` floor's width, the op pairs' weight
 WL_DIM = 2048
 WL_WEIGHT = 1.0
@@ -88,13 +96,13 @@ def one_thread():
 
 
 def lda(x: np.ndarray, y: np.ndarray, shrinkage: float, groups: np.ndarray | None = None,
-        nuisance: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        nuisance: float = 1.0, extra: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(mean [d], projection [d, r], eigenvalues [r]) of the shrunk Fisher discriminant of `x` by
     labels `y`, r = min(classes - 1, d), the eigenvectors by decreasing eigenvalue. `groups` (one id
     per row, nested in `y`: a family's source) with `nuisance` g: the within-class scatter is the
     within-group scatter plus g times the scatter of the group means about their class's mean."""
     with one_thread():
-        return _lda(x, y, shrinkage, groups, nuisance)
+        return _lda(x, y, shrinkage, groups, nuisance, extra)
 
 
 def _within(x: np.ndarray, inv: np.ndarray, means: np.ndarray, groups: np.ndarray, nuisance: float) -> np.ndarray:
@@ -114,7 +122,7 @@ def _within(x: np.ndarray, inv: np.ndarray, means: np.ndarray, groups: np.ndarra
 
 
 def _lda(x: np.ndarray, y: np.ndarray, shrinkage: float, groups: np.ndarray | None = None,
-         nuisance: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+         nuisance: float = 1.0, extra: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     from scipy.linalg import cholesky, solve_triangular, svd
 
     x = np.asarray(x, dtype=np.float64)
@@ -132,6 +140,8 @@ def _lda(x: np.ndarray, y: np.ndarray, shrinkage: float, groups: np.ndarray | No
         sw = xc.T @ xc / n
     else:
         sw = _within(x, inv, means, np.asarray(groups), nuisance)
+    if extra is not None:  # `spellings`: the scatter of the moves one design's spellings make, weighted
+        sw = sw + extra
     sw = (1.0 - shrinkage) * sw + shrinkage * (np.trace(sw) / d) * np.eye(d)
     if not np.trace(sw) > 0:  # every class a single graph or constant features: no within-class spread
         sw = sw + np.eye(d)
@@ -160,7 +170,7 @@ class GrafLdaEncoder(Encoder):
     #: `wl_alphabet`: the block's labels read in `ops` or in `roles` (`narbench.data.roles`);
     #: `nuisance`: with `sources=nuisance`, g fixed instead of chosen (0: chosen in NUISANCE)
     PARAMS: ClassVar[dict[str, object]] = {"holdout": "family", "sources": "ignore", "wl_rounds": 0,
-                                           "wl_alphabet": "ops", "nuisance": 0.0}
+                                           "wl_alphabet": "ops", "nuisance": 0.0, "spellings": 0.0}
 
     def params_changed(self) -> None:
         from narbench.eval.holdout import HOLDOUT_RULES
@@ -174,6 +184,9 @@ class GrafLdaEncoder(Encoder):
             raise ValueError(f"encoder {self.name!r}: wl_rounds must be >= 0 (0: graf's features alone), "
                              f"got {self.wl_rounds}")
         check_alphabet(self.wl_alphabet, f"encoder {self.name!r}: wl_alphabet")
+        if self.spellings < 0:
+            raise ValueError(f"encoder {self.name!r}: spellings weighs the scatter of spelling variants' moves (a "
+                             f"number >= 0; 0: off), got {self.spellings:g}")
         if self.nuisance < 0 or (self.nuisance and self.sources != "nuisance"):
             raise ValueError(f"encoder {self.name!r}: nuisance fixes the weight g of sources=nuisance (a positive "
                              f"number; 0: chosen on validation), got {self.nuisance:g} with sources={self.sources}")
@@ -196,6 +209,25 @@ class GrafLdaEncoder(Encoder):
         if self.sources != "nuisance":
             return (1.0,)
         return (self.nuisance,) if self.nuisance else NUISANCE
+
+    def _spelling_scatter(self, graphs: list[ArchGraph], pairs: np.ndarray) -> np.ndarray | None:
+        """`spellings` times the scatter of the feature moves that spelling variants make
+        (`narbench.data.spellings`) of `SPELLING_SAMPLE` of `graphs` (seed 0); None when off."""
+        if not self.spellings:
+            return None
+        from narbench.data.spellings import spelling_variants
+
+        rng = np.random.default_rng(0)
+        chosen = np.sort(rng.choice(len(graphs), min(SPELLING_SAMPLE, len(graphs)), replace=False))
+        base, variants = [], []
+        for i in chosen.tolist():
+            for v in spelling_variants(graphs[i], self.vocab):
+                base.append(graphs[i])
+                variants.append(v)
+        if not variants:
+            return None
+        moves = self._features(variants, pairs) - self._features(base, pairs)
+        return self.spellings * (moves.T @ moves / len(moves))
 
     def _features(self, graphs: list[ArchGraph], pairs: np.ndarray) -> np.ndarray:
         x = graf.features(graphs, self.num_ops, np.asarray(pairs, dtype=np.int64), GrafEncoder.weights)
@@ -230,9 +262,10 @@ class GrafLdaEncoder(Encoder):
         keys = tiebreak_keys(pool_graphs)
         k = int(SELECTION_METRIC.split("@")[1])
         scores, fits = {}, {}
+        extra = self._spelling_scatter(pool_graphs, np.unique(pair_ids(pool_graphs, self.num_ops)[1]))
         for g in self._nuisances():
             for a in SHRINKAGES:
-                fits[g, a] = lda(x[: len(pool)], labels[pool], a, sources, g)
+                fits[g, a] = lda(x[: len(pool)], labels[pool], a, sources, g, extra)
         for g, a, dims in settings:
             mean, proj, _ = fits[g, a]
             with one_thread():
@@ -259,7 +292,8 @@ class GrafLdaEncoder(Encoder):
         (nuisance, shrinkage, dims), record = self.select(graphs, y)
         pairs = np.unique(pair_ids(graphs, self.num_ops)[1])
         sources = np.array([str(g.source) for g in graphs]) if self.sources == "nuisance" else None
-        mean, proj, values = lda(self._features(graphs, pairs), y, shrinkage, sources, nuisance)
+        mean, proj, values = lda(self._features(graphs, pairs), y, shrinkage, sources, nuisance,
+                                 self._spelling_scatter(graphs, pairs))
         proj = proj[:, :dims]
         self.pairs = torch.from_numpy(pairs.astype(np.int64))
         self.mean = torch.from_numpy(mean)

@@ -127,7 +127,14 @@ def candidates(shares=SHARES) -> list[Candidate]:
               for s in shares),
             *(Candidate(f"graf-lda/roles+wl/roles@{s:g}", "graf-lda",
                         {**roles, "fuse_wl": s, "fuse_wl_alphabet": "roles"}) for s in shares),
-            *nuisance_candidates(shares)]
+            *nuisance_candidates(shares), *spelling_candidates()]
+
+
+def spelling_candidates(weights=(32.0,)) -> list[Candidate]:
+    """The unfused nuisance candidate with one design's spelling variants as nuisance too (`graf-lda`'s `spellings`,
+    session 83, a candidate; docs/search.md "Spellings as nuisance")."""
+    nuis = {**LDA, "wl_alphabet": "roles", "sources": "nuisance", "nuisance": 256.0}
+    return [Candidate(f"graf-lda/roles/nuisance/spellings@{g:g}", "graf-lda", {**nuis, "spellings": g}) for g in weights]
 
 
 def nuisance_candidates(shares=SHARES) -> list[Candidate]:
