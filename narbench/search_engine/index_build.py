@@ -27,7 +27,7 @@ from narbench.search_engine.weak import WEAK_QUANTILE, WEAK_SAMPLE, model_group,
 DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
     "wl": {"dim": 256},
     "graf-lda": {"holdout": "cross-source", "wl_rounds": 3, "wl_alphabet": "roles", "sources": "nuisance",
-                 "nuisance": 256.0}}
+                 "nuisance": 256.0, "spellings": 32.0}}
 
 
 @dataclass(frozen=True)

@@ -83,11 +83,12 @@ TIE = 0.005
 #: gain comes from families that code the corpus lacks lands on (VGG, Sequencer, the video ResNets): `none` flagged
 #: rises on 14 of the 26 sets and falls on 2. Written before `wildval27`, its carry set, was searched; on it
 #: (first read, 32 models) `none` flagged 9 -> 10 of 13, fitting 3 -> 3 of 19 (the index fitted on wildval 1-26,
-#: 0dd78555cfd1). Shipped fitted on the 27 (wildval27 named once read)
+#: 0dd78555cfd1). Shipped fitted on the 27 (wildval27 named once read); since session 83 (the index with `spellings`)
+#: on the 30 read by then
 REFIT_SETS = ("wildval", "wildval2", "wildval3", "wildval4", "wildval5", "wildval6", "wildval7", "wildval8", "wildval9",
               "wildval10", "wildval11", "wildval12", "wildval13", "wildval14", "wildval15", "wildval16", "wildval17",
               "wildval18", "wildval19", "wildval20", "wildval21", "wildval22", "wildval23", "wildval24", "wildval25",
-              "wildval26", "wildval27")
+              "wildval26", "wildval27", "wildval28", "wildval29", "wildval30")
 REFIT = ("top1", "gap", "prior")
 #: how many models' weight pulls a family's `prior` toward the share over all (chosen with the sets left out, of 1,
 #: 3, 10, 30, 50, 100, 300 and 1,000: 30 to 100 flag 200-201 `none` at 41-42 fitting, the most with at most 1 in 10
