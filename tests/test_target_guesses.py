@@ -484,3 +484,60 @@ def test_a_keras_model_declaring_images_of_any_side_is_tried_at_each_side_right_
         assert info["input"] == f"tensor [1, {side}, {side}, 3]"
     fixed = _declared("Fixed", 64, (None, 64, 64, 3))()
     assert _keras_sides(fixed, (1, 64, 64, 3)) == [] and _keras_sides(TinyCNN(), (1, 224, 224, 3)) == []
+
+
+class DigitCaps(nn.Module):
+    """A capsule-style network sized for MNIST: its primary capsules are a fixed grid a 28-pixel digit leaves."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv, self.caps = nn.Conv2d(1, 4, 9), nn.Parameter(torch.zeros(1, 4 * 20 * 20))
+
+    def forward(self, x):
+        return self.conv(x).flatten(1) + self.caps
+
+
+class FullClip(nn.Module):
+    """I3D's and S3D's head: 16 frames of 224 pixels pooled by 8 and 32, then a fixed 2 x 7 x 7 average."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv3d(3, 4, 3, padding=1)
+
+    def forward(self, x):
+        h = torch.nn.functional.avg_pool3d(self.conv(x), (8, 32, 32))
+        return torch.nn.functional.avg_pool3d(h, (2, 7, 7)).flatten(1)
+
+
+class WordLM(nn.Module):
+    """PyTorch's word language model: `forward(input, hidden)`, the state `init_hidden()` would make (zeros)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb, self.rnn, self.out = nn.Embedding(50, 8), nn.GRU(8, 8, batch_first=True), nn.Linear(8, 50)
+
+    def forward(self, input, hidden):
+        out, hidden = self.rnn(self.emb(input), hidden)
+        return self.out(out), hidden
+
+
+class ClassConditional(nn.Module):
+    """A DiT-style denoiser: `forward(x, t, y)`, a step and a class label beside the noisy image."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv, self.step, self.label = nn.Conv2d(3, 8, 3, padding=1), nn.Linear(1, 8), nn.Embedding(10, 8)
+
+    def forward(self, x, t, y):
+        return self.conv(x) + (self.step(t.float()[:, None]) + self.label(y))[..., None, None]
+
+
+@pytest.mark.parametrize("cls, want, op", [
+    (DigitCaps, "tensor [1, 1, 28, 28]", "ConvolutionBackward0"),  # session 83: a digit, a full clip,
+    (FullClip, "tensor [1, 3, 16, 224, 224]", "ConvolutionBackward0"),
+    (WordLM, "token ids [1, 16], NoneType", "EmbeddingBackward0"),  # an initial state, a class label
+    (ClassConditional, "tensor [1, 3, 224, 224], token ids [1], token ids [1]", "EmbeddingBackward0"),
+])
+def test_digits_full_clips_initial_states_and_class_labels_are_guessed(cls, want, op):
+    raw, info = extract(cls.__name__, cls)
+    assert info["input"] == want and op in "".join(raw.ops)

@@ -18,7 +18,9 @@ inputs (`benchmarks/search/inputs.py`): the first guesses on `wildval` 1-4 (chec
 diffusion steps on `wildval` 1-5 (checked on `wildval7`), small images, cubes, wide spectrograms and `trg` on
 `wildval` 1-7 (checked on `wildval8`); the wild test set was read once after the first guesses and once after
 the two later changes; a Keras 3 embedding's table chosen on `wildval10` (checked on `wildval11`); a Keras model's
-channels-last images chosen on `wildval` 9, 10 and 14 (keras-climate's SatMAE). When all
+channels-last images chosen on `wildval` 9, 10 and 14 (keras-climate's SatMAE); a 28-pixel digit, a 16-frame
+224-pixel clip, an initial state given as None and a class label beside a step chosen on `wildval` 19-30 (two
+CapsNets; two I3Ds and an S3D; two GRU language models; two DiTs), checked on `wildval31`. When all
 fail, inputs repaired from their errors (`narbench.search_engine._target_repairs`).
 """
 
@@ -38,6 +40,12 @@ MAX_GUESSES = 14
 SIDES = (256, 32, 64, 299, 512)
 #: the sides of a volume a 3-D network takes (medical images: a cube whose side 32 divides, or a fixed 128)
 CUBES = (64, 128)
+#: a clip at full resolution, tried last for a 3-D network: I3D and S3D pool 16 frames of 224 pixels to 2 x 7 x 7 and
+#: then average over a fixed 2 x 7 x 7 window, so any smaller clip fails (session 83)
+CLIP = (16, 224, 224)
+#: the side of a one-channel image tried after the other sides: MNIST's 28 pixels, which capsule networks and other
+#: small hand-written CNNs size their layers for (session 83)
+DIGIT = 28
 #: a waveform's length in samples (one second at 16 kHz), a 1-D signal's length otherwise, a spectrogram's mel bins
 #: (80, or 128 as Whisper v3, AST and NeMo's larger models take)
 WAVE, LENGTH, MELS, MELS_WIDE = 16000, 1024, 80, 128
@@ -105,6 +113,8 @@ def _by_layer(first, depth: int = 0) -> list[tuple[str, tuple[int, ...], int]]:
     if isinstance(first, (nn.Conv2d, nn.ConvTranspose2d, nn.BatchNorm2d)):
         c = first.in_channels if hasattr(first, "in_channels") else first.num_features
         out = [_spec("float", (1, c, s, s)) for s in SIDES] + [_spec("float", (1, 224, 224, c))]
+        if c == 1:  # a digit after the other sides (before the channels-last image)
+            out.insert(len(SIDES), _spec("float", (1, 1, DIGIT, DIGIT)))
         if c == 1:  # a spectrogram the model unsqueezes itself: any size, or 80 / 128 mel bins, frames last or first
             out[:0] = [_spec("float", (1, 224, 224)), _spec("float", (1, 200, MELS)), _spec("float", (1, MELS, 200)),
                        _spec("float", (1, 200, MELS_WIDE)), _spec("float", (1, MELS_WIDE, 200))]
@@ -122,7 +132,7 @@ def _by_layer(first, depth: int = 0) -> list[tuple[str, tuple[int, ...], int]]:
     if isinstance(first, (nn.Conv3d, nn.ConvTranspose3d)):
         c = first.in_channels  # a clip, or an image a U-Net's 3-D convolutions (frame kernel 1) run on
         return ([_spec("float", (1, c, 8, 64, 64))] + [_spec("float", (1, c, s, s, s)) for s in CUBES]
-                + [_spec("float", (1, c, s, s)) for s in (224, *SIDES)])
+                + [_spec("float", (1, c, s, s)) for s in (224, *SIDES)] + [_spec("float", (1, c, *CLIP))])
     width = None
     if isinstance(first, nn.Linear):
         width = first.in_features
@@ -184,6 +194,10 @@ def _missing(model, given: int) -> list[str]:
 MAX_COMPLETIONS = 3
 #: names of a diffusion model's step (`timestep`, `diffusion_step`) and of its noise level, beside its input
 STEPS = ("t", "time", "timestep", "timesteps", "diffusion_step", "diffusion_steps")
+#: names of a recurrent model's initial state, given as None (torch's recurrent layers then start from zeros: the
+#: same graph as the zeros `init_hidden()` makes); of a class-conditional model's labels, given as class 0 (session 83)
+HIDDEN = ("hidden", "hx", "h0", "h_0", "hidden_state", "init_hidden")
+LABELS = ("y", "label", "labels", "class_labels", "class_label")
 NOISE = ("noise_level", "noise_scale", "sigma")
 
 
@@ -220,6 +234,10 @@ def _filler(name: str, x) -> list | None:
         return _masks(x)
     if low in STEPS:
         return [torch.tensor([10], device=x.device)]
+    if low in HIDDEN:
+        return [None]
+    if low in LABELS:
+        return [torch.zeros(x.shape[0] if x.dim() > 1 else 1, dtype=torch.long, device=x.device)]
     if low in NOISE:
         return [torch.tensor([0.5], device=x.device)]
     return None
