@@ -38,11 +38,12 @@ of code from another source, graf-lda's own split kept g = 1 and a fixed 256 put
 families implemented by several sources, one source's graphs query the others'), which measures what
 cross-implementation search asks.
 
-**Spellings as nuisance** (issue 59, a candidate, session 83): `--encoder-param spellings=G` adds G times the
+**Spellings as nuisance** (issue 59, session 83): `--encoder-param spellings=G` adds G times the
 scatter of the feature moves that one design's spelling variants make (`narbench.data.spellings`: every batch norm
 left out, one after every convolution, every activation another; of 3,000 training graphs drawn with seed 0) to the
 within-family scatter, so the directions along which two implementations of a design differ weigh less. 0 (the
-default) is off.
+default for runs) is off; the shipped search index uses 32 (docs/search.md, "Spellings as nuisance"). It needs the
+dataset's vocabulary (`use_vocabulary`), as `wl_alphabet=roles` does.
 
 **Starting from the floors' features** (issue 38): `--encoder-param wl_rounds=3` appends one more
 unit-length block to graf's, the `wl-binary` floor's features (whether the graph holds each
@@ -100,7 +101,8 @@ def lda(x: np.ndarray, y: np.ndarray, shrinkage: float, groups: np.ndarray | Non
     """(mean [d], projection [d, r], eigenvalues [r]) of the shrunk Fisher discriminant of `x` by
     labels `y`, r = min(classes - 1, d), the eigenvectors by decreasing eigenvalue. `groups` (one id
     per row, nested in `y`: a family's source) with `nuisance` g: the within-class scatter is the
-    within-group scatter plus g times the scatter of the group means about their class's mean."""
+    within-group scatter plus g times the scatter of the group means about their class's mean; `extra` ([d, d], the
+    `spellings` scatter) is added to it before the shrinkage."""
     with one_thread():
         return _lda(x, y, shrinkage, groups, nuisance, extra)
 
@@ -215,6 +217,9 @@ class GrafLdaEncoder(Encoder):
         (`narbench.data.spellings`) of `SPELLING_SAMPLE` of `graphs` (seed 0); None when off."""
         if not self.spellings:
             return None
+        if self.vocab is None:
+            raise ValueError(f"encoder {self.name!r}: spellings reads op names; give the dataset's vocabulary "
+                             "(use_vocabulary), as a run and an index build do")
         from narbench.data.spellings import spelling_variants
 
         rng = np.random.default_rng(0)

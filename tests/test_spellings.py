@@ -62,3 +62,16 @@ def test_graf_lda_refuses_a_negative_spellings_weight():
         setattr(enc, key, value)
     with pytest.raises(ValueError, match="spellings"):
         enc.params_changed()
+
+
+def test_graf_lda_spellings_needs_the_vocabulary_and_off_adds_nothing():
+    from narbench.baselines.graf_lda import GrafLdaEncoder
+
+    enc = GrafLdaEncoder.__new__(GrafLdaEncoder)
+    for key, value in {**GrafLdaEncoder.PARAMS, "spellings": 0.0}.items():
+        setattr(enc, key, value)
+    enc.vocab = None
+    assert enc._spelling_scatter([RESIDUAL], np.zeros(0, dtype=np.int64)) is None  # off: no term
+    enc.spellings = 8.0
+    with pytest.raises(ValueError, match="vocabulary"):
+        enc._spelling_scatter([RESIDUAL], np.zeros(0, dtype=np.int64))
