@@ -212,9 +212,10 @@ class GrafLdaEncoder(Encoder):
             return (1.0,)
         return (self.nuisance,) if self.nuisance else NUISANCE
 
-    def _spelling_scatter(self, graphs: list[ArchGraph], pairs: np.ndarray) -> np.ndarray | None:
+    def _spelling_scatter(self, graphs: list[ArchGraph], pairs: np.ndarray, x: np.ndarray) -> np.ndarray | None:
         """`spellings` times the scatter of the feature moves that spelling variants make
-        (`narbench.data.spellings`) of `SPELLING_SAMPLE` of `graphs` (seed 0); None when off."""
+        (`narbench.data.spellings`) of `SPELLING_SAMPLE` of `graphs` (seed 0), `x` their features (a row each, by
+        `pairs`); None when off."""
         if not self.spellings:
             return None
         if self.vocab is None:
@@ -224,14 +225,14 @@ class GrafLdaEncoder(Encoder):
 
         rng = np.random.default_rng(0)
         chosen = np.sort(rng.choice(len(graphs), min(SPELLING_SAMPLE, len(graphs)), replace=False))
-        base, variants = [], []
+        owner, variants = [], []
         for i in chosen.tolist():
             for v in spelling_variants(graphs[i], self.vocab):
-                base.append(graphs[i])
+                owner.append(i)
                 variants.append(v)
         if not variants:
             return None
-        moves = self._features(variants, pairs) - self._features(base, pairs)
+        moves = self._features(variants, pairs) - x[owner]
         return self.spellings * (moves.T @ moves / len(moves))
 
     def _features(self, graphs: list[ArchGraph], pairs: np.ndarray) -> np.ndarray:
@@ -262,12 +263,13 @@ class GrafLdaEncoder(Encoder):
             return (1.0, *DEFAULT), {"picked": {"shrinkage": DEFAULT[0], "dims": DEFAULT[1]}, "skipped": str(exc)}
         t = time.perf_counter()
         pool_graphs = [graphs[i] for i in pool]
-        x = self._features(pool_graphs + [graphs[i] for i in val], np.unique(pair_ids(pool_graphs, self.num_ops)[1]))
+        pool_pairs = np.unique(pair_ids(pool_graphs, self.num_ops)[1])
+        x = self._features(pool_graphs + [graphs[i] for i in val], pool_pairs)
         sources = np.array([str(g.source) for g in pool_graphs]) if self.sources == "nuisance" else None
         keys = tiebreak_keys(pool_graphs)
         k = int(SELECTION_METRIC.split("@")[1])
         scores, fits = {}, {}
-        extra = self._spelling_scatter(pool_graphs, np.unique(pair_ids(pool_graphs, self.num_ops)[1]))
+        extra = self._spelling_scatter(pool_graphs, pool_pairs, x[: len(pool)])
         for g in self._nuisances():
             for a in SHRINKAGES:
                 fits[g, a] = lda(x[: len(pool)], labels[pool], a, sources, g, extra)
@@ -297,8 +299,8 @@ class GrafLdaEncoder(Encoder):
         (nuisance, shrinkage, dims), record = self.select(graphs, y)
         pairs = np.unique(pair_ids(graphs, self.num_ops)[1])
         sources = np.array([str(g.source) for g in graphs]) if self.sources == "nuisance" else None
-        mean, proj, values = lda(self._features(graphs, pairs), y, shrinkage, sources, nuisance,
-                                 self._spelling_scatter(graphs, pairs))
+        x = self._features(graphs, pairs)
+        mean, proj, values = lda(x, y, shrinkage, sources, nuisance, self._spelling_scatter(graphs, pairs, x))
         proj = proj[:, :dims]
         self.pairs = torch.from_numpy(pairs.astype(np.int64))
         self.mean = torch.from_numpy(mean)

@@ -54,24 +54,27 @@ def test_variants_keep_the_labels_and_differ_from_the_graph():
     assert all(not np.array_equal(v.ops, RESIDUAL.ops) or not np.array_equal(v.edges, RESIDUAL.edges) for v in out)
 
 
-def test_graf_lda_refuses_a_negative_spellings_weight():
+def _graf_lda(**params):
+    """A `graf-lda` encoder with its default parameters but `params`, not fitted."""
     from narbench.baselines.graf_lda import GrafLdaEncoder
 
     enc = GrafLdaEncoder.__new__(GrafLdaEncoder)
-    for key, value in {**GrafLdaEncoder.PARAMS, "spellings": -1.0}.items():
+    for key, value in {**GrafLdaEncoder.PARAMS, **params}.items():
         setattr(enc, key, value)
+    return enc
+
+
+def test_graf_lda_refuses_a_negative_spellings_weight():
+    enc = _graf_lda(spellings=-1.0)
     with pytest.raises(ValueError, match="spellings"):
         enc.params_changed()
 
 
 def test_graf_lda_spellings_needs_the_vocabulary_and_off_adds_nothing():
-    from narbench.baselines.graf_lda import GrafLdaEncoder
-
-    enc = GrafLdaEncoder.__new__(GrafLdaEncoder)
-    for key, value in {**GrafLdaEncoder.PARAMS, "spellings": 0.0}.items():
-        setattr(enc, key, value)
+    enc = _graf_lda(spellings=0.0)
     enc.vocab = None
-    assert enc._spelling_scatter([RESIDUAL], np.zeros(0, dtype=np.int64)) is None  # off: no term
+    pairs, x = np.zeros(0, dtype=np.int64), np.zeros((1, 0))
+    assert enc._spelling_scatter([RESIDUAL], pairs, x) is None  # off: no term
     enc.spellings = 8.0
     with pytest.raises(ValueError, match="vocabulary"):
-        enc._spelling_scatter([RESIDUAL], np.zeros(0, dtype=np.int64))
+        enc._spelling_scatter([RESIDUAL], pairs, x)

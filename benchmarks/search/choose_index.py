@@ -104,6 +104,9 @@ from benchmarks.timing import line
 SHARES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 #: the shipped index's encoder parameters (index_build.DEFAULT_PARAMS before this choice)
 LDA = {"holdout": "cross-source", "wl_rounds": 3}
+#: both parts in op roles, a family's sources as nuisance at the largest g of `graf-lda`'s grid (the shipped settings but
+#: for session 83's `spellings`)
+NUISANCE = {**LDA, "wl_alphabet": "roles", "sources": "nuisance", "nuisance": 256.0}
 FLOORS = ("ophist", "ophist-tfidf", "graphstats", "graf", "wl-count", "wl-binary", "wl-tfidf", "best-floor")
 METRIC = "map_capped@20"
 
@@ -133,17 +136,16 @@ def candidates(shares=SHARES) -> list[Candidate]:
 def spelling_candidates(weights=(32.0,)) -> list[Candidate]:
     """The unfused nuisance candidate with one design's spelling variants as nuisance too (`graf-lda`'s `spellings`,
     session 83, a candidate; docs/search.md "Spellings as nuisance")."""
-    nuis = {**LDA, "wl_alphabet": "roles", "sources": "nuisance", "nuisance": 256.0}
-    return [Candidate(f"graf-lda/roles/nuisance/spellings@{g:g}", "graf-lda", {**nuis, "spellings": g}) for g in weights]
+    return [Candidate(f"graf-lda/roles/nuisance/spellings@{g:g}", "graf-lda", {**NUISANCE, "spellings": g})
+            for g in weights]
 
 
 def nuisance_candidates(shares=SHARES) -> list[Candidate]:
     """Both parts in op roles, the discriminant treating a family's sources as nuisance with g fixed at the
     largest of `graf-lda`'s grid (`sources=nuisance, nuisance=256`): unfused and fused at every share."""
-    nuis = {**LDA, "wl_alphabet": "roles", "sources": "nuisance", "nuisance": 256.0}
-    return [Candidate("graf-lda/roles/nuisance", "graf-lda", dict(nuis)),
+    return [Candidate("graf-lda/roles/nuisance", "graf-lda", dict(NUISANCE)),
             *(Candidate(f"graf-lda/roles/nuisance+wl/roles@{s:g}", "graf-lda",
-                        {**nuis, "fuse_wl": s, "fuse_wl_alphabet": "roles"}) for s in shares)]
+                        {**NUISANCE, "fuse_wl": s, "fuse_wl_alphabet": "roles"}) for s in shares)]
 
 
 def admissible(cells: dict, label: str) -> bool:

@@ -40,7 +40,7 @@ def bn_in(graph: ArchGraph, vocab: Sequence[str]) -> ArchGraph | None:
     if "batchnorm" not in vocab:
         return None
     bn = vocab.index("batchnorm")
-    conv = set(_ids(vocab, {op for op in vocab if op.startswith("conv")}).tolist())
+    conv = {i for i, op in enumerate(vocab) if op.startswith("conv")}
     src, dst = graph.edges
     consumers: dict[int, list[int]] = {}
     for s, d in zip(src.tolist(), dst.tolist()):
@@ -76,9 +76,9 @@ def act_swap(graph: ArchGraph, vocab: Sequence[str]) -> ArchGraph | None:
 
 def spelling_variants(graph: ArchGraph, vocab: Sequence[str]) -> list[ArchGraph]:
     """The variants of `graph` (`SPELLINGS`) that differ from it."""
-    out = []
+    out, vocab = [], list(vocab)
     for make in (bn_out, bn_in, act_swap):
-        v = make(graph, list(vocab))
+        v = make(graph, vocab)
         if v is not None and not (np.array_equal(v.ops, graph.ops) and np.array_equal(v.edges, graph.edges)):
             out.append(v)
     return out

@@ -113,9 +113,9 @@ def _by_layer(first, depth: int = 0) -> list[tuple[str, tuple[int, ...], int]]:
     if isinstance(first, (nn.Conv2d, nn.ConvTranspose2d, nn.BatchNorm2d)):
         c = first.in_channels if hasattr(first, "in_channels") else first.num_features
         out = [_spec("float", (1, c, s, s)) for s in SIDES] + [_spec("float", (1, 224, 224, c))]
-        if c == 1:  # a digit after the other sides (before the channels-last image)
+        if c == 1:  # a digit after the other sides (before the channels-last image); first, a spectrogram the
+            # model unsqueezes itself: any size, or 80 / 128 mel bins, frames last or first
             out.insert(len(SIDES), _spec("float", (1, 1, DIGIT, DIGIT)))
-        if c == 1:  # a spectrogram the model unsqueezes itself: any size, or 80 / 128 mel bins, frames last or first
             out[:0] = [_spec("float", (1, 224, 224)), _spec("float", (1, 200, MELS)), _spec("float", (1, MELS, 200)),
                        _spec("float", (1, 200, MELS_WIDE)), _spec("float", (1, MELS_WIDE, 200))]
         if c != 3:
