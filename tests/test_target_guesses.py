@@ -202,9 +202,24 @@ def test_a_forward_that_requires_lengths_or_a_target_gets_them(cls, want):
     assert info["input"] == want and "EmbeddingBackward0" in raw.ops
 
 
-def test_an_argument_whose_name_says_nothing_is_left_to_the_user():
-    with pytest.raises(TargetError, match="missing 1 required positional argument: 'attention_bias'"):
-        extract("NeedsAMask", NeedsAMask)
+class NeedsOptions(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(40, 8)
+
+    def forward(self, x, options):
+        return self.embed(x) * options["scale"]
+
+
+def test_an_argument_no_layer_reads_is_shaped_as_the_error_says():
+    # session 84 (`_target_readers`): it was left to the user; the sum's error names the width
+    assert extract("NeedsAMask", NeedsAMask)[1]["input"] == "token ids [1, 16], tensor [1, 16, 8]"
+
+
+@pytest.mark.filterwarnings("ignore:Using a non-tuple sequence")
+def test_an_argument_no_tensor_can_be_is_left_to_the_user():
+    with pytest.raises(TargetError, match="missing 1 required positional argument: 'options'"):
+        extract("NeedsOptions", NeedsOptions)
 
 
 class MaskedFrames(nn.Module):

@@ -21,7 +21,8 @@ the two later changes; a Keras 3 embedding's table chosen on `wildval10` (checke
 channels-last images chosen on `wildval` 9, 10 and 14 (keras-climate's SatMAE); a 28-pixel digit, a 16-frame
 224-pixel clip, an initial state given as None and a class label beside a step chosen on `wildval` 19-30 (two
 CapsNets; two I3Ds and an S3D; two GRU language models; two DiTs), checked on `wildval31`. When all
-fail, inputs repaired from their errors (`narbench.search_engine._target_repairs`).
+fail, inputs repaired from their errors (`narbench.search_engine._target_repairs`), and last, for a forward of several
+required arguments, each made as the layer that first reads it (`narbench.search_engine._target_readers`).
 """
 
 from __future__ import annotations
@@ -272,7 +273,9 @@ def guesses(model, device: str, errors: list | None = None) -> Iterator[tuple[tu
     (`example_inputs`; skipped when it cannot tell, or when making it raises), then up to `MAX_GUESSES` others, none
     twice; each completed by the further arguments its forward requires, where their names say what they are
     (`_completions`: a mask may give a few). Then, when all failed, inputs repaired from their errors (`_repaired`;
-    `errors`: the caller's record of failures, (device, step, exception, description, round) each)."""
+    `errors`: the caller's record of failures, (device, step, exception, description, round) each), and last, for a
+    forward of several required arguments, each argument as the layer that reads it makes it (`_by_readers`); both
+    only where `errors` is given."""
     seen: set[str] = set()
     made: dict[str, tuple] = {}
     try:
@@ -302,11 +305,21 @@ def guesses(model, device: str, errors: list | None = None) -> Iterator[tuple[tu
             break
         made[described] = args
         yield args, kwargs, described
-    if errors is not None:
-        try:
-            yield from _repaired(model, device, errors, made, seen)
-        except Exception:  # noqa: BLE001 - a repair that cannot be made (user code probed) ends the repairs, not the search
-            return
+    if errors is None:
+        return
+    try:
+        yield from _repaired(model, device, errors, made, seen)
+    except Exception:  # noqa: BLE001 - a repair that cannot be made (user code probed) ends the repairs, not the search
+        pass
+    try:
+        readers = _by_readers(model, device)
+    except Exception:  # noqa: BLE001 - user code probed may raise anything: no such inputs
+        readers = []
+    for args in readers:
+        described = describe(args, {})
+        if described not in seen:
+            seen.add(described)
+            yield args, {}, described
 
 
 def _repaired(model, device: str, errors: list, made: dict[str, tuple], seen: set[str]):
@@ -337,6 +350,13 @@ def _repaired(model, device: str, errors: list, made: dict[str, tuple], seen: se
             made[text] = new_args
             tried += 1
             yield new_args, kwargs, text
+
+
+def _by_readers(model, device: str) -> list[tuple]:
+    """`_target_readers.by_readers`, reading layers and names as the guesses here do."""
+    from narbench.search_engine._target_readers import by_readers
+
+    return by_readers(model, device, filler=_filler, by_layer=_by_layer, table_rows=_table_rows)
 
 
 def to_try(model, device: str, shape, inputs, errors: list | None = None) -> Iterator[tuple[tuple, dict, str]]:
