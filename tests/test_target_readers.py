@@ -91,3 +91,22 @@ def test_a_forward_of_unnamed_arguments_is_searched_with_no_inputs_given(cls, wa
 
 def test_a_forward_of_one_argument_gets_none():
     assert by_readers(nn.Linear(3, 4), "cpu") == []
+
+
+class StepAsFloat(nn.Module):
+    """A denoiser whose step must be a float while gradients are on (mindiffusion's U-Net, given the step as ids, fails
+    with gradients on and runs with them off)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv, self.step = nn.Conv2d(3, 8, 3), nn.Linear(1, 8)
+
+    def forward(self, x, t):
+        if torch.is_grad_enabled() and not t.is_floating_point():
+            raise RuntimeError("Autograd not support dtype: Long")
+        return self.conv(x).mean((2, 3)) + self.step(t.float().reshape(-1, 1))
+
+
+def test_a_first_input_that_fails_only_with_gradients_on_does_not_end_the_guesses():
+    raw, info = extract("StepAsFloat", StepAsFloat)
+    assert info["input"] == "tensor [1, 3, 224, 224], tensor [1, 16, 1]" and "ConvolutionBackward0" in raw.ops

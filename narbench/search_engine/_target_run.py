@@ -11,8 +11,9 @@ a value, `.item()`), the model runs on the CPU (an instance: on its own device).
 given, the `real` build's guess runs first and further guesses after it until one runs (`_target_guesses.to_try`); a
 Keras 3 model built from code (or an instance whose configuration makes one, `keras_afresh`), which makes its weights
 at its first call, is built afresh for each input tried (`built_at_first_call`). The graph is
-autograd's record of the pass, so a forward that fails only with gradients on is refused in one line
-saying so (`narbench.zoo.extract.GradientsNeededError`).
+autograd's record of the pass, so a forward that fails only with gradients on (`narbench.zoo.extract.
+GradientsNeededError`) is tried on the further guesses too (a diffusion step given as ids that one op refuses with
+gradients on, session 84), and refused in one line saying so when none runs.
 
 User code may also hang or quit. `narbench search` and `narbench.search` run a model given as
 code in a child process whose time limit the parent keeps (`narbench.search_engine._target_child`);
@@ -245,8 +246,8 @@ def _extract(label, build, instance, shape, inputs):
     devices = _devices(instance)
     unbuilt = instance is not None and built_at_first_call(instance)  # before a probe's call builds it
     for round_ in (0, 1):
-        if round_ and (inputs is not None or shape is not None or needs_gradients(errors)):
-            break
+        if round_ and (inputs is not None or shape is not None):
+            break  # a first input that fails only with gradients on: another guess may not (a step given as ids)
         for dev in devices:
             got = _on_device(label, build, instance, dev, errors, round_, shape, inputs)
             if got is None:
@@ -277,8 +278,6 @@ def _on_device(label, build, instance, dev: str, errors: list, round_: int, shap
 
     import torch
 
-    from narbench.zoo.extract import GradientsNeededError
-
     step, described = "construct", None
     threads = torch.get_num_threads()
     try:
@@ -306,9 +305,10 @@ def _on_device(label, build, instance, dev: str, errors: list, round_: int, shap
                         ran = _construct(label, build, dev)
                         _built(ran, args, kwargs)
                     return _run(label, ran, instance is not None, dev, args, kwargs), described
-            except (TargetError, GradientsNeededError):  # the input runs, the gradients do not: whatever the input
+            except TargetError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - user code may raise anything; try the next guess
+            except Exception as exc:  # noqa: BLE001 - user code may raise anything (or run only with gradients off,
+                # `GradientsNeededError`, which `last_failure` names first if no guess runs); try the next guess
                 errors.append((dev, step, exc, described, round_))
                 step = "input"
                 with _no_exit(f"making the example input of {label}"):
