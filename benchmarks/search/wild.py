@@ -35,6 +35,7 @@
     python -m benchmarks.search.wild --set wildval30      # the thirtieth, the carry set of the spellings candidate
     python -m benchmarks.search.wild --set wildval31      # the thirty-first, the carry set of session 83's input guesses
     python -m benchmarks.search.wild --set wildval32      # the thirty-second, the carry set of the argument readers
+    python -m benchmarks.search.wild --set wildval33      # the thirty-third, the carry set of the miss_kinds candidate
     python -m benchmarks.search.wild --set wildval4 --canonical-version 2.11  # a set's rows re-extracted under 2.11
 
 Each graph of the wild file under the index's canonical rules (`wild-1.0.narg`, 2.2;
@@ -94,7 +95,8 @@ prior was shipped, nothing chosen on it before its first read. `--set wildval29`
 2.16): likewise, built after the `topk-softmax` study was decided (not adopted). `--set wildval30` the thirtieth
 (21 more; under 2.16): the carry set of `graf-lda`'s `spellings` candidate, built after its rule was committed.
 `--set wildval31` the thirty-first (18 more; under 2.16): the carry set of session 83's input guesses. `--set
-wildval32` the thirty-second (52 more; under 2.16): the carry set of session 84's argument readers.
+wildval32` the thirty-second (52 more; under 2.16): the carry set of session 84's argument readers. `--set wildval33`
+the thirty-third (40 more; under 2.16): the carry set of the out-of-family score's `miss_kinds` candidate.
 """
 
 from __future__ import annotations
