@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from narbench.search_engine.outside import FEATURES, KEY, FamilyPrior, OutsideScore, features
+from narbench.search_engine.outside import FEATURES, KEY, FamilyPrior, OutsideScore, features, missing_kinds
 from tests.test_out_of_family import HELD_MODEL, _toy_world
 
 
@@ -107,5 +107,15 @@ def test_the_index_build_counts_the_prior_from_every_outside_set_and_fits_on_the
 
     write_graphs(tmp_path / "q.narg", [outside[0]], list(VOCAB), {"name": "q"})
     result = search(str(tmp_path / "q.narg"), 10, index=index, progress=False, order="cosine")
-    assert judge(index, result.hits, outside[0].num_nodes)[0] == result.out_of_family
+    kinds = {VOCAB[int(o)] for o in outside[0].ops.tolist()}
+    assert judge(index, result.hits, outside[0].num_nodes, kinds)[0] == result.out_of_family
+    assert "miss_kinds" in REFIT and x[0, FEATURES.index("miss_kinds")] == missing_kinds(
+        kinds, index.op_counts(index.row_of(result.hits[0].name)))
     assert result.out_of_family == pytest.approx(score.scores(x[:1])[0], abs=1e-3)
+
+
+def test_missing_kinds_is_the_share_of_the_hits_op_kinds_the_query_lacks():
+    assert missing_kinds({"conv", "relu"}, {"conv": 4, "relu": 3, "layernorm": 2, "gelu": 1}) == 0.5
+    assert missing_kinds({"lstm", "embedding"}, ["lstm"]) == 0.0 and missing_kinds({"lstm"}, {}) == 0.0
+    f = features([0.9, 0.8], ["a", "a"], 10, 10, kinds=({"lstm"}, {"lstm": 2, "conv": 1}))
+    assert f["miss_kinds"] == 0.5 and features([0.9], ["a"], 10, 10)["miss_kinds"] == 0.0

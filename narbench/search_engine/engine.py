@@ -291,7 +291,7 @@ def run_search(target: Any, k: int = 10, *, encoder: str | None = None, index: S
             num_nodes += sum(query.unknown_ops.values())
     t_embed = time.perf_counter() - t1
     hits, duplicates = _rank(index, vec, query.row, digest, depth(max(k, outside.K), order), backend)
-    score, no_fit = outside.judge(index, hits, num_nodes)  # from the first K hits by cosine, whatever k and order
+    score, no_fit = outside.judge(index, hits, num_nodes, query.ops)  # from the first K hits by cosine, whatever k and order
     hits = order_hits(hits, order, k)
     why = explain(query.ops, index.op_counts(index.row_of(hits[0].name)), roles=index.reads_roles) if hits else ""
     timings = {"index": t_index, "target": query.info.pop("seconds", 0.0), "embed": t_embed,

@@ -63,7 +63,8 @@ class ShippedIndex:
 #: 0c3a9c2f84d4..., read by 2.10, and of ab1370ce4d85..., read by 2.9); chosen on 2.3's validation sides and `wildval` by
 #: benchmarks/search/choose_index.py on 2026-11-29; docs/search.md "real 2.3: its index, measured"); its out-of-family
 #: score fitted on `wildval` 1-4's models from session 67, and since session 82 (f63da0bcd9d9..., f1e21438ab6a...'s
-#: arrays) on every validation set read, wildval 1-27 (1-30 since session 83), reading a family prior too (`outside_fit.REFIT`, `REFIT_SETS`;
+#: arrays) on every validation set read, wildval 1-27 (1-30 since session 83; 1-33 since session 84, reading
+#: `miss_kinds` too, decided by its carry rule on `wildval33`: d1d87198905c... before it, the same arrays), reading a family prior too (`outside_fit.REFIT`, `REFIT_SETS`;
 #: the same arrays as 0d6b1bb62c16..., whose score was fitted on the corpus' hold-outs and thresholded on `wildval`). Before it,
 #: `index-real-2.3-graf-lda+wl.nari`: the discriminant without `sources`, fused with wl read in op roles at share
 #: 0.2 (sha256 c2b532ccae00... reading queries by 2.4, 5033e998a59c... by 2.3; e64b3a9a8cc2... with both WL parts
@@ -73,7 +74,7 @@ class ShippedIndex:
 #: --param holdout=cross-source --param wl_rounds=3 --param fuse_wl=0.1` rebuilds the fused one byte for byte; the
 #: same without fuse_wl rebuilds the unfused one's embeddings exactly (its fitted weights to 1e-11; the header
 #: now adds the out-of-family score, so its sha256 differs).
-SHIPPED = ShippedIndex("graf-lda", "d1d87198905ced7b85b4f64ba83ce158a261372ae6d9c1a7aea4d6b5f2a2dc73")
+SHIPPED = ShippedIndex("graf-lda", "9d8dbdc2988dc1ae01e56bc68300dbb154c02a557cc42a8e5a305649304d4c76")
 
 
 class IndexFileError(CorruptFileError):

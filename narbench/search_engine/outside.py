@@ -11,7 +11,8 @@ nearest graph of another model (`nearest`, an index array: a tight family's grap
 mean of that over the K (`lead_mean`); and, from outside models searched when the index was built
 (`FamilyPrior`), the share of them that fit no family among those whose first hit is of the query's first
 hit's family (`prior`): some families' graphs are what many designs the corpus lacks land on (a plain CNN
-on VGG, an LSTM on Sequencer, a 3-D CNN on the video ResNets).
+on VGG, an LSTM on Sequencer, a 3-D CNN on the video ResNets); and the share of the first hit's op kinds the query
+has none of (`miss_kinds`: a text LSTM has no patch convolution, norm or GELU of the Sequencer it lands on).
 
 The score is a logistic regression on some of them, fitted on validation families when the index
 is built (`narbench.search_engine.outside_fit`); its output is the probability, at even odds, that
@@ -33,7 +34,7 @@ import numpy as np
 K = 10
 #: the features read from a query's hits alone
 HITS = ("top1", "gap", "mean", "agree", "families", "margin", "size", "lead", "lead_mean")
-FEATURES = HITS + ("prior",)
+FEATURES = HITS + ("prior", "miss_kinds")
 #: the features that read the index's `NEAREST` array
 RELATIVE = ("lead", "lead_mean")
 #: the header key, and the index array of each graph's cosine to its nearest graph of another model
@@ -42,10 +43,12 @@ NEAREST = "nearest_other"
 
 
 def features(sims: Sequence[float], families: Sequence[Any], query_nodes: int, hit_nodes: int,
-             nearest: Sequence[float] | None = None, prior: FamilyPrior | None = None) -> dict[str, float]:
+             nearest: Sequence[float] | None = None, prior: FamilyPrior | None = None,
+             kinds: tuple[Any, Any] | None = None) -> dict[str, float]:
     """The features of one query from its first hits' cosines (best first), families and `nearest` values (the
     index's `NEAREST` of each; zeros when None), its node count and the first hit's; `prior` of the first hit's
-    family (0 without one). Cosines are taken as a hit shows them (clipped to [-1, 1], 4 decimals)."""
+    family (0 without one); `kinds`, (the query's op kinds, the first hit's), for `miss_kinds` (0 without them).
+    Cosines are taken as a hit shows them (clipped to [-1, 1], 4 decimals)."""
     s = np.round(np.clip(np.asarray(sims, dtype=np.float64), -1.0, 1.0), 4)
     if not len(s):
         return dict.fromkeys(FEATURES, 0.0)
@@ -56,7 +59,14 @@ def features(sims: Sequence[float], families: Sequence[Any], query_nodes: int, h
             "agree": sum(f == fam[0] for f in fam) / len(fam), "families": float(len(set(fam))),
             "margin": float(s[0] - other), "size": abs(math.log((query_nodes + 1) / (hit_nodes + 1))),
             "lead": float(s[0] - near[0]), "lead_mean": float((s - near).mean()),
-            "prior": 0.0 if prior is None else prior(fam[0])}
+            "prior": 0.0 if prior is None else prior(fam[0]), "miss_kinds": missing_kinds(*(kinds or ((), ())))}
+
+
+def missing_kinds(query: Any, hit: Any) -> float:
+    """The share of the op kinds of `hit` (names; any iterable, a dict's keys) that `query` has none of; 0 for a hit
+    of no ops."""
+    h = set(hit)
+    return len(h - set(query)) / len(h) if h else 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -205,15 +215,17 @@ def stored(index) -> OutsideScore | None:
     return index._cache[KEY]
 
 
-def judge(index, hits: Sequence[Any], query_nodes: int) -> tuple[float | None, bool]:
+def judge(index, hits: Sequence[Any], query_nodes: int, query_ops: Any = ()) -> tuple[float | None, bool]:
     """(score, flag) of a search's hits (`Hit`s, best first, at least the score's `k` when the index has
-    them); (None, False) when the index has no score or there are no hits."""
+    them), of a query of `query_ops` (op names: its kinds); (None, False) when the index has no score or there are
+    no hits."""
     score = stored(index)
     if score is None or not hits:
         return None, False
     top = hits[: score.k]
     near = index.arrays.get(NEAREST)
     nearest = None if near is None else [float(near[index.row_of(h.name)]) for h in top]
+    kinds = (query_ops, index.op_counts(index.row_of(top[0].name))) if "miss_kinds" in score.features else None
     p = score(features([h.similarity for h in top], [h.family for h in top], query_nodes, top[0].num_nodes,
-                       nearest, score.prior))
+                       nearest, score.prior, kinds))
     return round(p, 4), p >= score.threshold

@@ -84,12 +84,18 @@ TIE = 0.005
 #: rises on 14 of the 26 sets and falls on 2. Written before `wildval27`, its carry set, was searched; on it
 #: (first read, 32 models) `none` flagged 9 -> 10 of 13, fitting 3 -> 3 of 19 (the index fitted on wildval 1-26,
 #: 0dd78555cfd1). Shipped fitted on the 27 (wildval27 named once read); since session 83 (the index with `spellings`)
-#: on the 30 read by then
+#: on the 30 read by then; since session 84 on the 33.
+#:
+#: `miss_kinds` since session 84 (docs/search.md, "Missing op kinds"): the share of the first hit's op kinds the query
+#: has none of, which a text LSTM landing on a Sequencer shows and the family prior does not. With each of the 32 sets
+#: then read left out, AUROC 0.898 -> 0.899, `none` flagged 234 -> 238 of 337 at fitting 52 -> 53 of 521; its carry
+#: rule, committed before `wildval33` existed, met there: fitted on wildval 1-32, `none` flagged 13 = 13 of 17, fitting
+#: 10 = 10 of 23; each of the 33 sets left out, AUROC 0.891 -> 0.892 (`benchmarks/results/missing-ops-study-2026-12-03`)
 REFIT_SETS = ("wildval", "wildval2", "wildval3", "wildval4", "wildval5", "wildval6", "wildval7", "wildval8", "wildval9",
               "wildval10", "wildval11", "wildval12", "wildval13", "wildval14", "wildval15", "wildval16", "wildval17",
               "wildval18", "wildval19", "wildval20", "wildval21", "wildval22", "wildval23", "wildval24", "wildval25",
-              "wildval26", "wildval27", "wildval28", "wildval29", "wildval30")
-REFIT = ("top1", "gap", "prior")
+              "wildval26", "wildval27", "wildval28", "wildval29", "wildval30", "wildval31", "wildval32", "wildval33")
+REFIT = ("top1", "gap", "prior", "miss_kinds")
 #: how many models' weight pulls a family's `prior` toward the share over all (chosen with the sets left out, of 1,
 #: 3, 10, 30, 50, 100, 300 and 1,000: 30 to 100 flag 200-201 `none` at 41-42 fitting, the most with at most 1 in 10
 #: fitting flagged; 30, the smallest of them, has the highest AUROC of them)
@@ -234,8 +240,9 @@ def query_features(index, graphs: Sequence[Any], k: int = K, batch: int = 256,
         part = list(graphs[lo : lo + batch])
         rows, scores = backend.search(index.embed(part), k)
         for g, r, s in zip(part, rows, scores):
+            kinds = ({index.vocab[int(o)] for o in g.ops.tolist()}, index.op_counts(int(r[0])))
             f = features(s, [names[int(c)] for c in fam[r]], g.num_nodes, int(nodes[r[0]]),
-                         None if near is None else near[r], prior)
+                         None if near is None else near[r], prior, kinds)
             out.append([f[name] for name in FEATURES])
             if first is not None:  # the family's name, as a search's first hit shows it (`family` holds codes)
                 first.append(names[int(fam[r[0]])])
