@@ -77,8 +77,6 @@ def _first_consumer(model, args: tuple, kwargs: dict[str, Any]):
     made from `torch.arange`) is passed over. A forward that fails (or exits) before such a layer,
     or a module that takes no hooks, gives None. What the forward did before the stop (a counter it
     increments) is not undone."""
-    import torch
-
     from narbench.zoo.extract import iter_tensors
 
     derived = _derived_class()(iter_tensors((args, kwargs)))
@@ -87,17 +85,25 @@ def _first_consumer(model, args: tuple, kwargs: dict[str, Any]):
         if _is_layer(module, model) and derived.reads((a, kw)):
             raise _Found(module)
 
+    stopped = run_until(model, hook, derived, args, kwargs)  # a failure: None, the real pass reports it
+    return stopped.module if isinstance(stopped, _Found) else None
+
+
+def run_until(model, hook, mode, args: tuple, kwargs: dict[str, Any]) -> BaseException | None:
+    """`model(*args, **kwargs)` run in eval mode, without gradients, under the `TorchFunctionMode` `mode`, `hook` a
+    forward pre-hook (with kwargs) on every submodule: the `_Found` a hook raised, or the exception the forward
+    raised (user code may raise anything, or exit), or None when it ran to the end. The hooks are removed after."""
+    import torch
+
     handles = []
     try:
         for mod in model.modules():
             if mod is not model:
                 handles.append(mod.register_forward_pre_hook(hook, with_kwargs=True))
-        with eval_mode(list(model.modules())), torch.no_grad(), derived:
+        with eval_mode(list(model.modules())), torch.no_grad(), mode:
             model(*args, **kwargs)
-    except _Found as found:
-        return found.module
-    except (Exception, SystemExit):  # noqa: BLE001 - user code may raise anything; the real pass reports it
-        return None
+    except (_Found, Exception, SystemExit) as stopped:  # noqa: BLE001 - see above
+        return stopped
     finally:
         for handle in handles:
             handle.remove()

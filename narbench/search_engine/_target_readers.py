@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from narbench.search_engine._target_inputs import SEQ_LEN, _Found, _is_layer, eval_mode, forward_params
+from narbench.search_engine._target_inputs import SEQ_LEN, _Found, _is_layer, forward_params, run_until
 
 #: the frames tried: (name, the placeholder's shape, whether features carry a sequence axis)
 FRAMES = (("sequence", (1, SEQ_LEN, SEQ_LEN), True), ("vector", (1, SEQ_LEN), False))
@@ -86,9 +86,7 @@ def _holds_layers(module) -> bool:
 def _reader(model, args: list, tracked: set[int]) -> _FoundArg | BaseException | None:
     """The first layer (`_is_layer`) handed a tensor computed from one of the `tracked` arguments of `model(*args)`;
     the exception where the forward fails first; None where it ends first (or takes no hooks). Eval mode, no
-    gradients; stopped before that layer runs."""
-    import torch
-
+    gradients; stopped before that layer runs (`_target_inputs.run_until`)."""
     mode = _sources_class()({i: args[i] for i in tracked})
 
     def hook(module, a, kw):
@@ -99,21 +97,7 @@ def _reader(model, args: list, tracked: set[int]) -> _FoundArg | BaseException |
             if hit:
                 raise _FoundArg(module, hit[0], position)
 
-    handles = []
-    try:
-        for mod in model.modules():
-            if mod is not model:
-                handles.append(mod.register_forward_pre_hook(hook, with_kwargs=True))
-        with eval_mode(list(model.modules())), torch.no_grad(), mode:
-            model(*args)
-    except _FoundArg as found:
-        return found
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code may raise anything: no reader found
-        return exc
-    finally:
-        for handle in handles:
-            handle.remove()
-    return None
+    return run_until(model, hook, mode, tuple(args), {})
 
 
 def _read_as(found: _FoundArg, sequence: bool, device: str, by_layer, table_rows):
