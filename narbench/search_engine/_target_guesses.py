@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from narbench.search_engine._target_inputs import (SEQ_LEN, TargetError, _first_layer, describe, example_inputs,
-                                                   forward_params, one_input, to_device)
+                                                   one_input, required_args, to_device)
 
 #: at most this many guesses after the first (each costs a forward pass up to where it fails)
 MAX_GUESSES = 14
@@ -186,9 +186,7 @@ SECOND_SEQUENCE = ("_", "tgt", "trg", "target", "targets", "dec_input", "decoder
 
 def _missing(model, given: int) -> list[str]:
     """The names of `model.forward`'s required positional arguments after the first `given`."""
-    required = [p for p in forward_params(model)
-                if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return [p.name for p in required[given:]]
+    return required_args(model)[given:]
 
 
 #: the most completions tried for one input (a mask's few shapes)

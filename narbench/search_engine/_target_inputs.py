@@ -280,6 +280,12 @@ def forward_params(model) -> list:
         return []
 
 
+def required_args(model) -> list[str]:
+    """The names of `model.forward`'s required positional arguments (`forward_params`), in order."""
+    return [p.name for p in forward_params(model)
+            if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
 def one_input(shape, device: str, rows: int | None = None) -> tuple[tuple, dict, str]:
     """(args, kwargs, description) of one example input of `shape`: token ids 0, 1, ... modulo `rows` (an
     embedding table's) when `rows` is given, else a random float tensor."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from narbench.search_engine._target_inputs import SEQ_LEN, _Found, _is_layer, forward_params, run_until
+from narbench.search_engine._target_inputs import SEQ_LEN, _Found, _is_layer, required_args, run_until
 
 #: the frames tried: (name, the placeholder's shape, whether features carry a sequence axis)
 FRAMES = (("sequence", (1, SEQ_LEN, SEQ_LEN), True), ("vector", (1, SEQ_LEN), False))
@@ -131,38 +131,34 @@ def _read_as(found: _FoundArg, sequence: bool, device: str, by_layer, table_rows
     return torch.randn(*lead, width, device=device)
 
 
-def _required(model) -> list[str]:
-    """The names of `model.forward`'s required positional arguments."""
-    return [p.name for p in forward_params(model)
-            if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-
-
 def by_readers(model, device: str, *, filler, by_layer, table_rows) -> list[tuple]:
     """Positional inputs for `model.forward` when it requires two or more arguments: per frame (`FRAMES`), each
     argument made as the layer that first reads it reads it, found one argument per run; those no layer read whose
-    names say what they are (`filler`, beside the first) filled by name. At most one input per frame, none twice; []
-    for a forward of fewer required arguments. `filler`, `by_layer`, `table_rows`: `_target_guesses`' (which calls
+    names say what they are (`filler`, beside the first) filled by name. One input per frame (the caller skips one
+    it has tried); [] for a forward of fewer required arguments. `filler`, `by_layer`, `table_rows`: `_target_guesses`' (which calls
     this), passed in so that this module does not import it back."""
     import torch
 
     from narbench.search_engine._target_repairs import shapes
 
-    names = _required(model)
+    names = required_args(model)
     if len(names) < 2:
         return []
-    out, seen = [], set()
+    out = []
     for _, shape, sequence in FRAMES:
         args: list = [torch.randn(*shape, device=device) for _ in names]
         open_ = set(range(len(names)))
         repairs = 0
         for _ in range(len(names) + MAX_REPAIRS):
             found = _reader(model, args, open_)
-            if not isinstance(found, _FoundArg):  # the forward failed first: an open argument reshaped as the error
-                # says (`_target_repairs.shapes`: `b, t, c = x.shape` given [1, 16], a Linear's width), the open ones first
+            if not isinstance(found, _FoundArg):  # the forward failed first (or ended): an argument reshaped as the
+                # error says (`_target_repairs.shapes`: `b, t, c = x.shape` given [1, 16], a Linear's width), the open
+                # ones first
+                if not isinstance(found, Exception) or repairs >= MAX_REPAIRS:
+                    break
                 order = sorted(open_) + sorted(set(range(len(names))) - open_)
-                fixed = next(((i, new[0]) for i in order if isinstance(found, Exception)
-                              for new in [shapes(args[i], found)] if new), None)
-                if fixed is None or repairs >= MAX_REPAIRS:
+                fixed = next(((i, new[0]) for i in order for new in [shapes(args[i], found)] if new), None)
+                if fixed is None:
                     break
                 repairs += 1
                 args[fixed[0]] = fixed[1]
@@ -177,8 +173,5 @@ def by_readers(model, device: str, *, filler, by_layer, table_rows) -> list[tupl
             options = filler(names[i], args[0])
             if options:
                 args[i] = options[0]
-        key = tuple((tuple(a.shape), str(a.dtype)) if isinstance(a, torch.Tensor) else repr(a) for a in args)
-        if key not in seen:
-            seen.add(key)
-            out.append(tuple(args))
+        out.append(tuple(args))
     return out
