@@ -626,6 +626,53 @@ def test_family_vote_orders_hits_by_the_votes_of_their_families():
     assert reorder(list("ba"), one, "cosine") == list("ba") and reorder(list("babbc"), one, "vote") == list("bbbac")
 
 
+def test_op_kinds_reorder_hits_before_the_vote_only_when_weighted():
+    """`order.kind_overlap` is the Jaccard overlap of op kinds; `by_kinds` orders by cosine + weight x overlap, so
+    of two graphs equally near by cosine the one using the query's op kinds goes first and can win the vote; weight 0
+    and the cosine order leave the hits as they are."""
+    from narbench.search_engine.engine import Hit
+    from narbench.search_engine.order import by_kinds, kind_overlap, order_hits
+
+    assert kind_overlap({"conv", "relu"}, {"conv": 3, "gelu": 1}) == pytest.approx(1 / 3)
+    assert kind_overlap([], {}) == 1.0 and kind_overlap(["a"], ["a", "a"]) == 1.0
+    assert by_kinds(list("ab"), [0.9, 0.9], [0.2, 0.8], 0.0) == list("ab")
+    assert by_kinds(list("ab"), [0.9, 0.9], [0.2, 0.8], 0.3) == list("ba")
+    assert by_kinds(list("ab"), [0.95, 0.5], [0.0, 1.0], 0.3) == list("ab")  # a far graph is not pulled ahead
+    with pytest.raises(ValueError):
+        by_kinds(list("ab"), [0.9], [0.2, 0.8], 0.3)
+    # an exact twin of family x (overlap 0.5: a ReLU where the query has GELU) then two y graphs that use the
+    # query's kinds, a hair less near: by cosine x wins the vote, with the kinds y does
+    sims, fams, over = [0.990, 0.989, 0.988, 0.5], "xyyz", [0.5, 1.0, 1.0, 0.0]
+    hits = [Hit(rank=i + 1, name=f"g{i}", family=f, coarse="cnn", source="s", similarity=s_, num_nodes=3,
+                num_edges=2) for i, (f, s_) in enumerate(zip(fams, sims))]
+    assert [h.family for h in order_hits(hits, "vote", overlaps=over, kinds=0.0)] == list("xyyz")
+    assert [h.family for h in order_hits(hits, "vote", overlaps=over, kinds=0.3)] == list("yyxz")
+    assert [h.rank for h in order_hits(hits, "vote", overlaps=over, kinds=0.3)] == [1, 2, 3, 4]
+    assert order_hits(hits, "cosine", overlaps=over, kinds=0.3) == hits
+
+
+def test_search_reads_the_op_kind_weight_at_search_time(index, monkeypatch):
+    """`engine.run_search` orders the hits by `order.KINDS` as it is when it searches (a study sets it): with a
+    weight, the vote's hits are the `POOL` hits by cosine ordered by `by_kinds` then voted; the cosine order and the
+    out-of-family judgement (on the hits by cosine) do not move."""
+    from narbench.search_engine import order as orders
+    from narbench.search_engine.order import POOL, by_kinds, family_vote, kind_overlap
+
+    name = next(n for n in index.names if n.startswith("timm/resnet50/"))
+    plain = narbench.search(name, k=20, index=index)
+    pool = narbench.search(name, k=POOL, index=index, order="cosine")
+    monkeypatch.setattr(orders, "KINDS", 5.0)
+    weighted = narbench.search(name, k=20, index=index)
+    by_cosine = narbench.search(name, k=POOL, index=index, order="cosine")
+    query = index.op_counts(index.row_of(name))
+    over = [kind_overlap(query, index.op_counts(index.row_of(h.name))) for h in pool.hits]
+    want = family_vote(by_kinds(pool.hits, [h.similarity for h in pool.hits], over, 5.0), lambda h: h.families)
+    assert [h.name for h in weighted.hits] == [h.name for h in want[:20]]
+    assert [h.name for h in weighted.hits] != [h.name for h in plain.hits]  # the weight moved some
+    assert [h.name for h in by_cosine.hits] == [h.name for h in pool.hits]
+    assert weighted.out_of_family == plain.out_of_family and weighted.no_family_fits == plain.no_family_fits
+
+
 def test_search_orders_the_hits_it_asks_for(index):
     """`search(order=...)`: by vote by default (the order `family_vote` gives the first `POOL` hits by cosine),
     family first on request (the first hit as by cosine, every hit's group, the first position any of its families

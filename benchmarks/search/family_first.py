@@ -33,7 +33,7 @@ from narbench.search_engine.order import POOL
 ORDERS = {"cosine": "cosine", "family": "family-first", "vote": "vote"}
 
 
-def side_figures(ds, name: str) -> dict:
+def side_figures(ds, name: str, kinds: list[float] = ()) -> dict:
     """The `standard` or `unseen` validation side: P@10, MAP@20 and family@1 per family, by cosine and family first."""
     from benchmarks.search.choose_index import candidates
     from benchmarks.search.index_quality import BY_FAMILY, per_query, summarise
@@ -50,8 +50,9 @@ def side_figures(ds, name: str) -> dict:
     fitted = fit_encoder(IndexConfig(encoder=cand.encoder, dataset=ds.name, params=own, progress=False), sub, train=pool)
     _, index, _ = next(side_indexes(fitted, [cand], sub, ds.name))
     out = {}
-    for order, label in ORDERS.items():
-        each = per_query(index, graphs, pool, val, order)
+    runs = [(order, label, 0.0) for order, label in ORDERS.items()] + [("vote", f"vote+kinds@{w}", w) for w in kinds]
+    for order, label, weight in runs:
+        each = per_query(index, graphs, pool, val, order, weight)
         figures = summarise({m: each[m] for m in ("map_capped@20", "family@1", "p@10")},
                             [str(graphs[i].family) for i in val])
         out[label] = {k: round(v, 4) for k, v in figures.items()}
@@ -82,10 +83,13 @@ def main(argv: list[str] | None = None) -> int:
     from narbench.data.dataset import load_dataset
     from narbench.search_engine.index_build import newest_corpus
 
-    args = study_parser(__doc__).parse_args(argv)
+    parser = study_parser(__doc__)
+    parser.add_argument("--kinds", type=float, nargs="*", default=[], metavar="W",
+                        help="also the vote with the op-kind overlap at these weights (order.KINDS; zoo sides only)")
+    args = parser.parse_args(argv)
     ds = newest_corpus(load_dataset(args.dataset))
     summary = {"dataset": f"{ds.name} {ds.version}", "read_under": ds.canonical_version, "pool": POOL,
-               "wildval": wildval_figures(ds), "sides": {name: side_figures(ds, name) for name in ("standard", "unseen")}}
+               "wildval": wildval_figures(ds), "sides": {name: side_figures(ds, name, args.kinds) for name in ("standard", "unseen")}}
     report(summary, args.out)
     return 0
 

@@ -30,9 +30,10 @@ def search_score(row: dict[str, float]) -> float:
     return float(np.mean([row[m + BY_FAMILY] for m in SEARCH]))
 
 
-def ranked_pool(index, graphs: list, pool: np.ndarray, val: np.ndarray, k: int) -> np.ndarray:
+def ranked_pool(index, graphs: list, pool: np.ndarray, val: np.ndarray, k: int, scores: bool = False):
     """[len(val), k]: the validation queries `val` searching the pool `pool` (positions into `graphs`) in the
-    index's rows (cosine, the benchmark's tie-break); each row the first k hits as positions into `pool`."""
+    index's rows (cosine, the benchmark's tie-break); each row the first k hits as positions into `pool`; with
+    `scores`, (those, their cosines)."""
     import torch
 
     from narbench.eval.retrieval import tiebreak_keys, top_k_cosine
@@ -40,23 +41,30 @@ def ranked_pool(index, graphs: list, pool: np.ndarray, val: np.ndarray, k: int) 
     emb = index.embeddings
     q = torch.from_numpy(emb[[index.row_of(graphs[i].name) for i in val]])
     c = torch.from_numpy(emb[[index.row_of(graphs[i].name) for i in pool]])
-    return top_k_cosine(q, c, k, tiebreak=tiebreak_keys([graphs[i] for i in pool]))[0].numpy()
+    rows, cos = top_k_cosine(q, c, k, tiebreak=tiebreak_keys([graphs[i] for i in pool]))
+    return (rows.numpy(), cos.numpy()) if scores else rows.numpy()
 
 
-def per_query(index, graphs: list, pool: np.ndarray, val: np.ndarray, order: str = "cosine") -> dict[str, np.ndarray]:
+def per_query(index, graphs: list, pool: np.ndarray, val: np.ndarray, order: str = "cosine",
+              kinds: float | None = None) -> dict[str, np.ndarray]:
     """The validation queries `val` searching the pool `pool` (`ranked_pool`), the hits in `order` (cosine, or family
-    first as search orders them: `narbench.search_engine.order`): each of `QUALITY`'s figures per query (arrays over
-    `val`)."""
+    first as search orders them: `narbench.search_engine.order`, with the op-kind overlap at weight `kinds`, default
+    search's): each of `QUALITY`'s figures per query (arrays over `val`)."""
     from narbench.eval.metrics import score_rankings
     from narbench.eval.relevance import families_of, relevance_labels
-    from narbench.search_engine.order import depth, reorder
+    from narbench.search_engine.order import KINDS, depth, kind_overlap, reorder
 
-    ranked = ranked_pool(index, graphs, pool, val, depth(100, order))
+    kinds = KINDS if kinds is None else kinds
+    ranked, cos = ranked_pool(index, graphs, pool, val, depth(100, order), scores=True)
     labels = relevance_labels(graphs)  # real 2.3: a graph's every family (relevant: sharing one)
     lab_q, lab_c = labels[val], labels[pool]
     fams_q = [set(families_of(lab)) for lab in lab_q.tolist()]
     fams_c = [set(families_of(lab)) for lab in lab_c.tolist()]
-    ranked = np.array([reorder(row, fams_c.__getitem__, order) for row in ranked.tolist()])
+    kinds_of = [set(graphs[i].ops.tolist()) for i in pool] if kinds else None
+    ranked = np.array([reorder(row, fams_c.__getitem__, order, scores.tolist(),
+                               [kind_overlap(graphs[q].ops.tolist(), kinds_of[j]) for j in row] if kinds else None,
+                               kinds)
+                       for q, row, scores in zip(val.tolist(), ranked.tolist(), cos)])
     _, each = score_rankings(lab_q, lab_c, ranked, ks=(20,))
     hits = np.array([[bool(fams_q[i] & fams_c[j]) for j in row[:10]] for i, row in enumerate(ranked.tolist())])
     return {**{m: np.asarray(each[m], dtype=np.float64) for m in QUALITY[:3]}, "family@1": hits[:, 0].astype(float),

@@ -3,6 +3,7 @@
     python -m benchmarks.search.pooled                          # every validation set, the shipped index
     python -m benchmarks.search.pooled --index OLD.nari --index NEW.nari --matched 31
     python -m benchmarks.search.pooled --sets wildval22 wildval23 wildval24
+    python -m benchmarks.search.pooled --kinds 0 --kinds 0.35      # hits ordered with op kinds at these weights
 
 Each set is read from its newest shipped file the index's rules allow (`narbench.datasets.wild.readable`: a rule on
 raw names reaches a set only through a file re-extracted under it) and searched as `benchmarks.search.wild` searches
@@ -81,18 +82,27 @@ def main(argv=None) -> int:
                         help="an index file (repeat to compare; default: the shipped index)")
     parser.add_argument("--sets", nargs="+", choices=list(VALIDATIONS), default=list(VALIDATIONS), metavar="SET",
                         help="validation sets to pool (default: every one)")
+    parser.add_argument("--kinds", type=float, action="append", metavar="W",
+                        help="the weight of the op-kind overlap in the hits' order (narbench.search_engine.order.KINDS; "
+                             "repeat to compare; default: search's)")
     parser.add_argument("--matched", type=int, action="append", metavar="J", default=[],
                         help="also the most `none` flagged with at most J fitting flagged (repeatable)")
     args = parser.parse_args(argv)
-    for path in args.index or [None]:
+    from narbench.search_engine import order as orders
+
+    default = orders.KINDS
+    for path, kinds in [(p, w) for p in args.index or [None] for w in args.kinds or [default]]:
         index = load_index(None, path)
+        orders.KINDS = kinds  # read by every search (`engine.run_search`)
         try:
             p = pool(index, args.sets)
         except ValueError as exc:
             print(exc, file=sys.stderr)
             return 2
-        print(f"{path or 'shipped'} ({index.describe()}, sha256 {index.sha256[:12]}, canonical {index.canonical_version}): "
-              f"{len(args.sets)} sets, {p.line()}")
+        finally:
+            orders.KINDS = default
+        print(f"{path or 'shipped'} ({index.describe()}, sha256 {index.sha256[:12]}, canonical {index.canonical_version}"
+              f"{'' if kinds == default else f', op kinds at {kinds}'}): {len(args.sets)} sets, {p.line()}")
         print("   ", " ".join(f"{n}@{c}:{k}/{t}" for n, c, k, t in p.sets))
         for j in args.matched:
             none, fit = matched(p.score[p.fits], p.score[~p.fits], j)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TypeVar
 
 ORDERS = ("vote", "family", "cosine")
@@ -39,6 +39,10 @@ POOL = 100
 #: how many hits by cosine vote (`family_vote`), and how fast a vote's weight falls with rank (r^-DECAY)
 VOTERS = 10
 DECAY = 2.0
+#: the weight of the op-kind overlap (`kind_overlap`) added to a hit's cosine before the family-first and vote orders
+#: group the `POOL` hits (`by_kinds`); 0 leaves the cosine order as it is. A candidate (session 85, docs/search.md
+#: "Op kinds in the order"), off until its carry rule decides
+KINDS = 0.0
 
 T = TypeVar("T")
 
@@ -53,6 +57,23 @@ def check_order(order: str) -> str:
 def depth(k: int, order: str) -> int:
     """How many hits by cosine a search must rank to give `k` hits in `order` (family first and vote reorder `POOL`)."""
     return k if check_order(order) == "cosine" else max(k, POOL)
+
+
+def kind_overlap(query: Iterable[Hashable], hit: Iterable[Hashable]) -> float:
+    """The Jaccard overlap of two sets of op kinds (names; any iterable, a dict's keys): shared / either; 1.0 when
+    both are empty. The embedding is built to ignore how a design is spelled (`spellings`), so two graphs a query
+    is equally near by cosine can differ in the op kinds they use; this says which uses the query's."""
+    a, b = set(query), set(hit)
+    return len(a & b) / len(a | b) if a | b else 1.0
+
+
+def by_kinds(items: Sequence[T], cosines: Sequence[float], overlaps: Sequence[float], weight: float) -> list[T]:
+    """`items` (best first by cosine) ordered by cosine + `weight` x op-kind overlap, then by position; as they are
+    when `weight` is 0."""
+    if not weight:
+        return list(items)
+    score = [c + weight * o for c, o in zip(cosines, overlaps, strict=True)]
+    return [items[p] for p in sorted(range(len(items)), key=lambda p: (-score[p], p))]
 
 
 def family_first(items: Sequence[T], families_of: Callable[[T], Sequence[Hashable]]) -> list[T]:
@@ -80,9 +101,16 @@ def family_vote(items: Sequence[T], families_of: Callable[[T], Sequence[Hashable
     return [items[p] for p in sorted(range(len(items)), key=lambda p: (-score[p], p))]
 
 
-def reorder(items: Sequence[T], families_of: Callable[[T], Sequence[Hashable]], order: str) -> list[T]:
-    """`items` (best first by cosine) in `order`: the one place every order is applied (search, the benchmarks)."""
+def reorder(items: Sequence[T], families_of: Callable[[T], Sequence[Hashable]], order: str,
+            cosines: Sequence[float] | None = None, overlaps: Sequence[float] | None = None,
+            kinds: float | None = None) -> list[T]:
+    """`items` (best first by cosine) in `order`: the one place every order is applied (search, the benchmarks).
+    Given each item's cosine and op-kind overlap with the query, the family-first and vote orders first order them
+    by `by_kinds` (weight `kinds`, default `KINDS`); the cosine order never."""
     order = check_order(order)
+    kinds = KINDS if kinds is None else kinds
+    if order != "cosine" and kinds and overlaps is not None:
+        items = by_kinds(items, cosines, overlaps, kinds)
     if order == "family":
         return family_first(items, families_of)
     if order == "vote":
@@ -90,8 +118,12 @@ def reorder(items: Sequence[T], families_of: Callable[[T], Sequence[Hashable]], 
     return list(items)
 
 
-def order_hits(hits: list, order: str, k: int | None = None) -> list:
-    """The first `k` (all: None) of search's hits (`engine.Hit`, by cosine) in `order`, ranks numbered from 1."""
+def order_hits(hits: list, order: str, k: int | None = None, overlaps: Sequence[float] | None = None,
+               kinds: float | None = None) -> list:
+    """The first `k` (all: None) of search's hits (`engine.Hit`, by cosine) in `order`, ranks numbered from 1;
+    `overlaps`: each hit's op-kind overlap with the query (`kind_overlap`), read when `kinds` (default `KINDS`)
+    is not 0."""
     if check_order(order) == "cosine":
         return hits[:k]
-    return [dataclasses.replace(h, rank=i + 1) for i, h in enumerate(reorder(hits, lambda h: h.families, order)[:k])]
+    ordered = reorder(hits, lambda h: h.families, order, [h.similarity for h in hits], overlaps, kinds)
+    return [dataclasses.replace(h, rank=i + 1) for i, h in enumerate(ordered[:k])]
