@@ -85,7 +85,7 @@ class SearchResult:
     out_of_family: float | None = None  # how likely no family fits (`narbench.search_engine.outside`; None: no score)
     no_family_fits: bool = False  # the score is at or above the index's threshold: "no family in the index fits"
     unknown_share: float = 0.0  # share of the query's nodes whose op the index does not know (`unknown`)
-    order: str = "cosine"  # the hits' order (`narbench.search_engine.order`): "family" first, or by "cosine" alone
+    order: str = "cosine"  # the hits' order (`narbench.search_engine.order.ORDERS`): "vote", "family" first, "cosine"
 
     def __iter__(self):
         return iter(self.hits)
@@ -223,9 +223,9 @@ def search(
     are). `isolate=False` runs everything in this process (the time limit then by SIGALRM, in the
     main thread; no memory cap); `isolate=True` runs an instance in a child even without a limit.
     A saved graph or an index graph name runs no code and no child. `progress`: the
-    first search in a process says on stderr that it loads torch and the index (`_announce`). `order`: "family"
-    (default) lists the nearest graph's families first, then the next family's (`narbench.search_engine.order`);
-    "cosine" by cosine alone.
+    first search in a process says on stderr that it loads torch and the index (`_announce`). `order`: "vote"
+    (default) the first ten hits vote for their families, "family" lists the nearest graph's families first, then
+    the next family's, "cosine" by cosine alone (`narbench.search_engine.order`).
     Raises `TargetError`, `IndexFileError` or `BackendError` with a one-line message and fix, and
     `narbench.eval.retrieval.EmbeddingError` when the index's encoder embeds the target's graph
     as NaN or inf (nothing to rank it by).
