@@ -649,17 +649,23 @@ def test_op_kinds_reorder_hits_before_the_vote_only_when_weighted():
     assert [h.family for h in order_hits(hits, "vote", overlaps=over, kinds=0.3)] == list("yyxz")
     assert [h.rank for h in order_hits(hits, "vote", overlaps=over, kinds=0.3)] == [1, 2, 3, 4]
     assert order_hits(hits, "cosine", overlaps=over, kinds=0.3) == hits
+    assert [h.family for h in order_hits(hits, "family", overlaps=over, kinds=0.3)] == list("xyyz")  # the vote's only
 
 
 def test_search_reads_the_op_kind_weight_at_search_time(index, monkeypatch):
-    """`engine.run_search` orders the hits by `order.KINDS` as it is when it searches (a study sets it): with a
-    weight, the vote's hits are the `POOL` hits by cosine ordered by `by_kinds` then voted; the cosine order and the
+    """`engine.run_search` orders the hits by `order.KINDS` as it is when it searches (a study sets it): at 0 the
+    vote reads the hits by cosine; with a weight, the vote's hits are the `POOL` hits by cosine ordered by `by_kinds` then voted; the cosine order and the
     out-of-family judgement (on the hits by cosine) do not move."""
     from narbench.search_engine import order as orders
     from narbench.search_engine.order import POOL, by_kinds, family_vote, kind_overlap
 
+    def pool_of(target):
+        return narbench.search(target, k=POOL, index=index, order="cosine").hits
+
     name = next(n for n in index.names if n.startswith("timm/resnet50/"))
+    monkeypatch.setattr(orders, "KINDS", 0.0)
     plain = narbench.search(name, k=20, index=index)
+    assert [h.name for h in plain.hits] == [h.name for h in family_vote(pool_of(name), lambda h: h.families)[:20]]
     pool = narbench.search(name, k=POOL, index=index, order="cosine")
     monkeypatch.setattr(orders, "KINDS", 5.0)
     weighted = narbench.search(name, k=20, index=index)
@@ -674,10 +680,11 @@ def test_search_reads_the_op_kind_weight_at_search_time(index, monkeypatch):
 
 
 def test_search_orders_the_hits_it_asks_for(index):
-    """`search(order=...)`: by vote by default (the order `family_vote` gives the first `POOL` hits by cosine),
+    """`search(order=...)`: by vote by default (the order `family_vote` gives the first `POOL` hits by cosine, ordered
+    first by cosine + `order.KINDS` x their op-kind overlap with the query),
     family first on request (the first hit as by cosine, every hit's group, the first position any of its families
     reaches, never before the previous hit's); an unknown order is refused."""
-    from narbench.search_engine.order import POOL, family_vote
+    from narbench.search_engine.order import KINDS, POOL, by_kinds, family_vote, kind_overlap
 
     name = next(n for n in index.names if n.startswith("timm/resnet50/"))
     by_vote = narbench.search(name, k=20, index=index)
@@ -685,7 +692,10 @@ def test_search_orders_the_hits_it_asks_for(index):
     by_cosine = narbench.search(name, k=20, index=index, order="cosine")
     pool = narbench.search(name, k=POOL, index=index, order="cosine")
     assert by_vote.order == "vote" and by_family.order == "family" and by_cosine.order == "cosine"
-    assert [h.name for h in by_vote.hits] == [h.name for h in family_vote(pool.hits, lambda h: h.families)[:20]]
+    query = index.op_counts(index.row_of(name))
+    over = [kind_overlap(query, index.op_counts(index.row_of(h.name))) for h in pool.hits]
+    weighted = by_kinds(pool.hits, [h.similarity for h in pool.hits], over, KINDS)
+    assert [h.name for h in by_vote.hits] == [h.name for h in family_vote(weighted, lambda h: h.families)[:20]]
     assert [h.rank for h in by_vote.hits] == list(range(1, 21))
     assert by_family.hits[0].name == by_cosine.hits[0].name
     assert all(a.similarity >= b.similarity for a, b in zip(by_cosine.hits, by_cosine.hits[1:]))

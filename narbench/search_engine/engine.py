@@ -294,7 +294,7 @@ def run_search(target: Any, k: int = 10, *, encoder: str | None = None, index: S
     hits, duplicates = _rank(index, vec, query.row, digest, depth(max(k, outside.K), order), backend)
     score, no_fit = outside.judge(index, hits, num_nodes, query.ops)  # from the first K hits by cosine, whatever k and order
     overlaps = ([kind_overlap(query.ops, index.op_counts(index.row_of(h.name))) for h in hits]
-                if orders.KINDS and order != "cosine" else None)  # read now: a study may set orders.KINDS
+                if orders.KINDS and order == "vote" else None)  # read now: a study may set orders.KINDS
     hits = order_hits(hits, order, k, overlaps)
     why = explain(query.ops, index.op_counts(index.row_of(hits[0].name)), roles=index.reads_roles) if hits else ""
     timings = {"index": t_index, "target": query.info.pop("seconds", 0.0), "embed": t_embed,

@@ -23,6 +23,12 @@ construction. The vote (2026-12-01, benchmarks/results/order-vote-2026-12-01; it
 re-extracted under canonical 2.11, its adoption by a rule written before the zoo's figures): `standard` family@1
 0.979 -> 0.988 and P@10 0.905 -> 0.909 per family, `unseen` the same (0.924, 0.757), `wildval` 1-13's pinned graphs
 pooled top-1 0.756 -> 0.774 and P@10 0.710 -> 0.728, no set lower.
+
+Before the vote, the hits are ordered by cosine + `KINDS` x the overlap of query's and hit's op kinds
+(`kind_overlap`, `by_kinds`): the embedding ignores how a design is spelled (`spellings`), so of graphs equally near
+the one using the query's own ops goes first and leads the vote (a hand-written GPT-2 with GELU before OPT's ReLU
+twin). Chosen on `wildval` 1-33 (top-1 412 -> 424 of 544, P@10 0.698 -> 0.717) within 0.005 of the vote on the zoo's
+sides; adopted at 0.3 by its carry rule on `wildval34` (2026-12-04, benchmarks/results/order-kinds-2026-12-04).
 """
 
 from __future__ import annotations
@@ -39,10 +45,11 @@ POOL = 100
 #: how many hits by cosine vote (`family_vote`), and how fast a vote's weight falls with rank (r^-DECAY)
 VOTERS = 10
 DECAY = 2.0
-#: the weight of the op-kind overlap (`kind_overlap`) added to a hit's cosine before the family-first and vote orders
-#: group the `POOL` hits (`by_kinds`); 0 leaves the cosine order as it is. A candidate (session 85, docs/search.md
-#: "Op kinds in the order"), off until its carry rule decides
-KINDS = 0.0
+#: the weight of the op-kind overlap (`kind_overlap`) added to a hit's cosine before the vote groups the `POOL` hits
+#: (`by_kinds`; family first and the cosine order never read it); 0 leaves the cosine order as it is. 0.3 since session 86: chosen on the
+#: validation sets `wildval` 1-33 and the zoo's validation sides, adopted by its carry rule on `wildval34`
+#: (docs/search.md "Op kinds in the order")
+KINDS = 0.3
 
 T = TypeVar("T")
 
@@ -105,11 +112,12 @@ def reorder(items: Sequence[T], families_of: Callable[[T], Sequence[Hashable]], 
             cosines: Sequence[float] | None = None, overlaps: Sequence[float] | None = None,
             kinds: float | None = None) -> list[T]:
     """`items` (best first by cosine) in `order`: the one place every order is applied (search, the benchmarks).
-    Given each item's cosine and op-kind overlap with the query, the family-first and vote orders first order them
-    by `by_kinds` (weight `kinds`, default `KINDS`); the cosine order never."""
+    Given each item's cosine and op-kind overlap with the query, the vote first orders them by `by_kinds` (weight
+    `kinds`, default `KINDS`: what was chosen and carried); family first (its first hit is the cosine order's) and
+    the cosine order never."""
     order = check_order(order)
     kinds = KINDS if kinds is None else kinds
-    if order != "cosine" and kinds and overlaps is not None:
+    if order == "vote" and kinds and overlaps is not None:
         items = by_kinds(items, cosines, overlaps, kinds)
     if order == "family":
         return family_first(items, families_of)
