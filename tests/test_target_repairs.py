@@ -12,7 +12,7 @@ from torch import nn  # noqa: E402
 from torch.nn import functional as F  # noqa: E402
 
 from narbench.search_engine._target_guesses import guesses  # noqa: E402
-from narbench.search_engine._target_repairs import MAX_REPAIRS, completed, shapes  # noqa: E402
+from narbench.search_engine._target_repairs import MAX_REPAIRS, MAX_SIZED, completed, shapes, sized  # noqa: E402
 from narbench.search_engine._target_run import extract  # noqa: E402
 
 DEVICES = ("meta", "cpu")
@@ -182,7 +182,7 @@ def test_repairs_are_bounded_and_end_in_the_first_guess_error():
         tried.append(described)
         errors.append(("meta", "forward", error_of(lambda: model(*args, **kwargs)), described, 1))
     planned = [d for _, _, d in guesses(model, "meta")]
-    assert tried[:len(planned)] == planned and 0 < len(tried) - len(planned) <= MAX_REPAIRS
+    assert tried[:len(planned)] == planned and 0 < len(tried) - len(planned) <= MAX_REPAIRS + MAX_SIZED
     assert len(set(tried)) == len(tried)  # none twice
     with pytest.raises(Exception, match="forward pass of Refuses"):
         extract("Refuses", Refuses)
@@ -240,10 +240,11 @@ def test_an_argument_named_as_an_id_beside_features_is_one_id_per_example():
 def test_a_repair_that_raises_ends_the_repairs_not_the_search(monkeypatch):
     from narbench.search_engine import _target_repairs
 
-    def broken(x, exc):
+    def broken(*_args):
         raise RuntimeError("a repair that cannot be made")
 
     monkeypatch.setattr(_target_repairs, "shapes", broken)
+    monkeypatch.setattr(_target_repairs, "sized", broken)
     model, errors, tried = Refuses(), [], []
     for args, kwargs, described in guesses(model, "meta", errors):
         tried.append(described)
@@ -278,7 +279,8 @@ def test_a_further_argument_is_of_the_kind_its_name_says():
 @pytest.mark.parametrize("device", DEVICES)
 def test_a_flattened_image_names_its_side(device):
     """LightCNN (`wildval15`) flattens a 128-pixel feature map into a fixed Linear: from 224 pixels its width is
-    (224 / 128)^2 times too large, so the side is 128; a width no whole side gives repairs nothing."""
+    (224 / 128)^2 times too large, so the side is 128; a width no whole side gives repairs nothing (a side is
+    searched for it last: `sized`, rounded)."""
     x = torch.randn(1, 1, 224, 224, device=device)
     w = torch.randn(256, 8 * 8 * 128, device=device)
     feats = torch.randn(1, 14 * 14 * 128, device=device)
@@ -286,6 +288,8 @@ def test_a_flattened_image_names_its_side(device):
     assert list(got.shape) == [1, 1, 128, 128] and got.is_floating_point()
     odd = torch.randn(1, 14 * 14 * 128 + 1, device=device)
     assert shapes(x, error_of(lambda: F.linear(odd, w))) == []
+    (near,) = sized(x, error_of(lambda: F.linear(odd, w)))
+    assert list(near.shape) == [1, 1, 128, 128]
     sequence = torch.randn(16, 14 * 14 * 128, device=device)  # a row per position, not per example: no image
     assert shapes(x, error_of(lambda: F.linear(sequence, w))) == []
 
@@ -307,3 +311,61 @@ def test_a_classifier_for_an_unguessed_side_runs_on_the_side_its_error_names():
     assert "tensor [1, 3, 40, 40]" not in planned
     raw, info = extract("FortyPixels", FortyPixels)
     assert info["input"] == "tensor [1, 3, 40, 40]" and raw.ops
+
+
+class AtariNet(nn.Module):
+    """The Nature DQN (`wildval32`, `wildval33`): 84-pixel frames, three strided convs, a fixed 7 x 7 x 64 map into a
+    Linear. From 224 pixels no whole scaling gives 7 (the convs cut pixels off), so `_flattened` names no side."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.convs = nn.Sequential(nn.Conv2d(4, 32, 8, 4), nn.ReLU(), nn.Conv2d(32, 64, 4, 2), nn.ReLU(),
+                                   nn.Conv2d(64, 64, 3, 1), nn.ReLU())
+        self.head = nn.Linear(7 * 7 * 64, 6)
+
+    def forward(self, x):
+        return self.head(self.convs(x).flatten(1))
+
+
+class FixedPoints(nn.Module):
+    """PointNet as `wildval34`'s row builds it: per-point convs, a max pool over a fixed 256 points, a Linear."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.convs = nn.Sequential(nn.Conv1d(3, 16, 1), nn.ReLU(), nn.Conv1d(16, 64, 1))
+        self.pool = nn.MaxPool1d(256)
+        self.head = nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.head(self.pool(self.convs(x)).flatten(1))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_fixed_side_is_searched_from_the_tries_before(device):
+    """No whole scaling of 224 gives the DQN's 7 x 7 map (`shapes` names nothing): the first try scales the side by
+    the square root of the widths' ratio (65, a 4 x 4 map), the next reads the side off the line through both tries
+    (89, in 84-91, the sides that give 7 x 7); a length is scaled as is (1,024 points -> 256); a side already tried
+    is not named again."""
+    model = AtariNet().to(device)
+    x = torch.randn(1, 4, 224, 224, device=device)
+    first = error_of(lambda: model(x))
+    assert shapes(x, first) == []
+    (y,) = sized(x, first)
+    assert list(y.shape) == [1, 4, 65, 65]
+    (z,) = sized(y, error_of(lambda: model(y)), [(x, first)])
+    assert z.shape[0] == 1 and z.shape[1] == 4 and z.shape[-1] == z.shape[-2] and 84 <= z.shape[-1] <= 91
+    assert model(z).shape == (1, 6)
+    assert sized(x, first, [(y, first)]) == []  # the scaling names 65 again, tried already
+    points = FixedPoints().to(device)
+    p = torch.randn(1, 3, 1024, device=device)
+    (q,) = sized(p, error_of(lambda: points(p)))
+    assert list(q.shape) == [1, 3, 256] and points(q).shape == (1, 10)
+
+
+@pytest.mark.parametrize("cls, runs", [(AtariNet, [f"tensor [1, 4, {s}, {s}]" for s in range(84, 92)]),
+                                       (FixedPoints, ["tensor [1, 3, 256]"])])
+def test_a_model_of_a_fixed_size_no_guess_runs_runs_on_the_size_searched(cls, runs):
+    planned = [d for _, _, d in guesses(cls(), "meta")]
+    assert not set(runs) & set(planned)  # no guess, and no repair: the size is searched after every other input
+    raw, info = extract(cls.__name__, cls)
+    assert info["input"] in runs and raw.ops

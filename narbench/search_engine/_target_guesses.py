@@ -22,7 +22,9 @@ channels-last images chosen on `wildval` 9, 10 and 14 (keras-climate's SatMAE); 
 224-pixel clip, an initial state given as None and a class label beside a step chosen on `wildval` 19-30 (two
 CapsNets; two I3Ds and an S3D; two GRU language models; two DiTs), checked on `wildval31`. When all
 fail, inputs repaired from their errors (`narbench.search_engine._target_repairs`), and last, for a forward of several
-required arguments, each made as the layer that first reads it (`narbench.search_engine._target_readers`).
+required arguments, each made as the layer that first reads it (`narbench.search_engine._target_readers`); after
+those, a fixed side searched for a Linear that refused every flattened feature map (`_fixed_sizes`: Atari's
+84-pixel frames, PointNet's points).
 """
 
 from __future__ import annotations
@@ -318,6 +320,38 @@ def guesses(model, device: str, errors: list | None = None) -> Iterator[tuple[tu
         if described not in seen:
             seen.add(described)
             yield args, {}, described
+    try:
+        yield from _fixed_sizes(model, device, errors, made, seen)
+    except Exception:  # noqa: BLE001 - user code probed may raise anything: no such inputs
+        pass
+
+
+def _fixed_sizes(model, device: str, errors: list, made: dict[str, tuple], seen: set[str]):
+    """Last, inputs of a fixed size searched from the errors of every input tried on `device` whose Linear refused
+    its flattened feature map (`_target_repairs.sized`), each new try's error read in its turn; at most
+    `MAX_SIZED`."""
+    import torch
+
+    from narbench.search_engine._target_repairs import MAX_SIZED, sized
+
+    i = tried = 0
+    earlier: list = []  # (first input, error) of the inputs read so far
+    while i < len(errors) and tried < MAX_SIZED:
+        dev, step, exc, described, _ = errors[i]
+        i += 1
+        args = made.get(described) if dev == device and step == "forward" else None
+        if not args or not isinstance(args[0], torch.Tensor):
+            continue
+        x = args[0]
+        for new in sized(x, exc, earlier):
+            for new_args, kwargs, text in _completions(model, (new, *args[1:]), {}, describe((new, *args[1:]), {})):
+                if text in seen or tried >= MAX_SIZED:
+                    continue
+                seen.add(text)
+                made[text] = new_args
+                tried += 1
+                yield new_args, kwargs, text
+        earlier.append((x, exc))
 
 
 def _repaired(model, device: str, errors: list, made: dict[str, tuple], seen: set[str]):

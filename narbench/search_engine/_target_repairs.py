@@ -12,7 +12,9 @@ Chosen on the validation sets of outside code searched as a new user would (`wil
 `benchmarks/search/inputs.py`), checked on `wildval9`, built after; the arguments that default to None (`optional`) and
 ids by name (`names_an_id`) chosen on `wildval` 1-9, checked on `wildval10`; kinds by name (`_of_kind`) chosen on
 `wildval` 1-10, checked on `wildval11`; a flattened image's side (`_flattened`) chosen on `wildval` 1-15 (its rows
-LightCNN and AlphaZero), with no set built after it read yet.
+LightCNN and AlphaZero), with no set built after it read yet; a fixed side searched where no whole scaling gives it
+(`_sized`) chosen on the five rows of `wildval` 19-34 whose Linear refused every guessed side (SAC-AE's and two
+Atari networks' 84-pixel frames, TS-TCC's 128-step series, PointNet's 256 points), its carry rule in docs/search.md.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from narbench.search_engine._target_inputs import SEQ_LEN, forward_params, one_i
 
 #: at most this many repaired inputs per device (each costs a forward pass up to where it fails)
 MAX_REPAIRS = 6
+#: at most this many inputs of a searched fixed size per device (`sized`), after every other input
+MAX_SIZED = 4
 
 _LINEAR = (re.compile(r"a and b must have same reduction dim, but got \[(\d+), (\d+)\] X \[(\d+), (\d+)\]"),
            re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)"))
@@ -76,13 +80,57 @@ def _flattened(x, rows: int, got: int, want: int) -> list[int] | None:
     return [*x.shape[:-2], side, side] if not left and side * side == area and side != x.shape[-1] else None
 
 
-def _new_shape(x, text: str) -> list[int] | None:
-    """The shape the error `text` says a forward given `x` wanted, or None when it names none."""
-    for pattern in _LINEAR:  # a Linear of C inputs given a last side of B: B -> C (or a flattened image's side)
+def _linear_widths(text: str) -> tuple[int, int, int] | None:
+    """(rows, width given, width wanted) of a Linear that refused its input, as its error `text` says; else None."""
+    for pattern in _LINEAR:
         m = pattern.search(text)
         if m:
             rows, b, c, _ = map(int, m.groups())
-            return _resized(x, b, c) or _flattened(x, rows, b, c)
+            return rows, b, c
+    return None
+
+
+def _spatial(x) -> int:
+    """How many last axes of `x` a fixed size is searched over: 2 for a square image [B, C, S, S], 1 for a
+    channels-first sequence [B, C, L] (float); 0 for any other input."""
+    if not x.is_floating_point():
+        return 0
+    return 2 if x.dim() == 4 and x.shape[-1] == x.shape[-2] else 1 if x.dim() == 3 else 0
+
+
+def _sized(x, rows: int, got: int, want: int, earlier) -> list[int] | None:
+    """The side of a square image (or the length of a channels-first sequence) whose flattened feature map gives a
+    Linear the `want` inputs it was built for, where no whole scaling does (`_flattened`): the map's width to the
+    power 1/d (d: 2 for the square, 1 for the length) grows about linearly with the side, less what the convolutions
+    and pools cut off, so the side is read off the line through the two tries nearest the target, `x`'s and those in
+    `earlier` ((input, error) pairs of inputs tried before, of `x`'s other sides, refused by a Linear of `want`
+    inputs); with one try, through the origin. A DQN's 84-pixel Atari frames from 224 pixels: 65, then 89 (84 to 91
+    give its 7 x 7 map); PointNet's 256 points from 1,024: 256. None when it names a side already tried."""
+    d = _spatial(x)
+    if not d or rows != x.shape[0] or got == want:
+        return None
+    points = {x.shape[-1]: got ** (1 / d)}
+    for y, exc in earlier:
+        seen = _linear_widths(" ".join(str(exc).split()))
+        if (seen and seen[2] == want and seen[0] == y.shape[0] and _spatial(y) == d and y.dim() == x.dim()
+                and y.shape[:-d] == x.shape[:-d]):
+            points.setdefault(y.shape[-1], seen[1] ** (1 / d))
+    target = want ** (1 / d)
+    near = sorted(points, key=lambda s: (abs(points[s] - target), s != x.shape[-1]))[:2]
+    if len(near) == 2 and points[near[0]] != points[near[1]]:
+        (s1, r1), (s2, r2) = [(s, points[s]) for s in near]
+        side = round(s1 + (target - r1) * (s2 - s1) / (r2 - r1))
+    else:
+        side = round(x.shape[-1] * target / points[x.shape[-1]])
+    return None if side < 1 or side in points else [*x.shape[:-d], *[side] * d]
+
+
+def _new_shape(x, text: str) -> list[int] | None:
+    """The shape the error `text` says a forward given `x` wanted, or None when it names none."""
+    widths = _linear_widths(text)  # a Linear of C inputs given a last side of B: B -> C (or a flattened map's side)
+    if widths:
+        rows, b, c = widths
+        return _resized(x, b, c) or _flattened(x, rows, b, c)
     m = _NORM.search(text)  # a norm over the last sides N given the input itself: the last sides -> N
     if m:
         want, got = _ints(m.group(1)), _ints(m.group(2))
@@ -111,13 +159,26 @@ def _new_shape(x, text: str) -> list[int] | None:
     return None
 
 
-def shapes(x, exc: BaseException) -> list:
-    """New first inputs for a forward that failed on `x` with `exc`, from what the error names (possibly none; none
-    of more than `MAX_ELEMENTS` values)."""
-    shape = _new_shape(x, " ".join(str(exc).split()))
+def _made(x, shape) -> list:
+    """[a tensor of `shape` like `x`], or [] when there is no shape or it holds more than `MAX_ELEMENTS` values."""
     if shape is None or any(s < 1 for s in shape) or math.prod(shape) > MAX_ELEMENTS:
         return []
     return [_like(x, shape)]
+
+
+def shapes(x, exc: BaseException) -> list:
+    """New first inputs for a forward that failed on `x` with `exc`, from what the error names (possibly none; none
+    of more than `MAX_ELEMENTS` values)."""
+    return _made(x, _new_shape(x, " ".join(str(exc).split())))
+
+
+def sized(x, exc: BaseException, earlier=()) -> list:
+    """A new first input for a forward whose Linear refused the flattened feature map of `x` (`exc`), at the side
+    searched from this try and the `earlier` ones ((input, error) pairs; `_sized`); [] when the error is no such
+    refusal or names no new side. Tried after every other input (`MAX_SIZED`), so no model another input runs
+    changes input."""
+    widths = _linear_widths(" ".join(str(exc).split()))
+    return _made(x, _sized(x, *widths, earlier)) if widths else []
 
 
 def _takes_any(model) -> bool:
