@@ -326,48 +326,61 @@ def guesses(model, device: str, errors: list | None = None) -> Iterator[tuple[tu
         pass
 
 
+def _failures(errors: list, device: str, made: dict[str, tuple]):
+    """(arguments, error) of each input tried on `device` whose forward failed, in the order they failed, those
+    recorded while this is read included (a new try's error is read in its turn); only inputs made here, whose first
+    argument is a tensor."""
+    import torch
+
+    i = 0
+    while i < len(errors):
+        dev, step, exc, described, _ = errors[i]
+        i += 1
+        args = made.get(described) if dev == device and step == "forward" else None
+        if args and isinstance(args[0], torch.Tensor):
+            yield args, exc
+
+
+def _offered(options, budget: int, made: dict[str, tuple], seen: set[str], tried: list[int]):
+    """The `options` ((arguments, keywords, description)) not tried before, recorded as tried, while `tried[0]` (a
+    count shared across calls) is under `budget`."""
+    for new_args, kwargs, text in options:
+        if tried[0] >= budget:
+            return
+        if text in seen:
+            continue
+        seen.add(text)
+        made[text] = new_args
+        tried[0] += 1
+        yield new_args, kwargs, text
+
+
 def _fixed_sizes(model, device: str, errors: list, made: dict[str, tuple], seen: set[str]):
     """Last, inputs of a fixed size searched from the errors of every input tried on `device` whose Linear refused
     its flattened feature map (`_target_repairs.sized`), each new try's error read in its turn; at most
     `MAX_SIZED`."""
-    import torch
-
     from narbench.search_engine._target_repairs import MAX_SIZED, sized
 
-    i = tried = 0
-    earlier: list = []  # (first input, error) of the inputs read so far
-    while i < len(errors) and tried < MAX_SIZED:
-        dev, step, exc, described, _ = errors[i]
-        i += 1
-        args = made.get(described) if dev == device and step == "forward" else None
-        if not args or not isinstance(args[0], torch.Tensor):
-            continue
+    tried, earlier = [0], []  # earlier: (first input, error) of the inputs read so far
+    for args, exc in _failures(errors, device, made):
+        if tried[0] >= MAX_SIZED:
+            return
         x = args[0]
         for new in sized(x, exc, earlier):
-            for new_args, kwargs, text in _completions(model, (new, *args[1:]), {}, describe((new, *args[1:]), {})):
-                if text in seen or tried >= MAX_SIZED:
-                    continue
-                seen.add(text)
-                made[text] = new_args
-                tried += 1
-                yield new_args, kwargs, text
+            yield from _offered(_completions(model, (new, *args[1:]), {}, describe((new, *args[1:]), {})),
+                                MAX_SIZED, made, seen, tried)
         earlier.append((x, exc))
 
 
 def _repaired(model, device: str, errors: list, made: dict[str, tuple], seen: set[str]):
     """Inputs repaired from the errors of the inputs tried on `device` (`_target_repairs`), in the order they failed,
     a repaired input's own error read in its turn; at most `MAX_REPAIRS`, none twice."""
-    import torch
-
     from narbench.search_engine._target_repairs import MAX_REPAIRS, completed, optional, shapes
 
-    i = tried = 0
-    while i < len(errors) and tried < MAX_REPAIRS:
-        dev, step, exc, described, _ = errors[i]
-        i += 1
-        args = made.get(described) if dev == device and step == "forward" else None
-        if not args or not isinstance(args[0], torch.Tensor):
-            continue
+    tried = [0]
+    for args, exc in _failures(errors, device, made):
+        if tried[0] >= MAX_REPAIRS:
+            return
         x = args[0]
         fills = completed(model, x, exc, _missing(model, 1), _filler) if len(args) == 1 else None
         options = [(fills, {}, describe(fills, {}))] if fills else []
@@ -375,13 +388,7 @@ def _repaired(model, device: str, errors: list, made: dict[str, tuple], seen: se
         options += [((x,), named, describe((x,), named))] if named else []
         for new in shapes(x, exc):
             options += _completions(model, (new, *args[1:]), {}, describe((new, *args[1:]), {}))
-        for new_args, kwargs, text in options:
-            if text in seen or tried >= MAX_REPAIRS:
-                continue
-            seen.add(text)
-            made[text] = new_args
-            tried += 1
-            yield new_args, kwargs, text
+        yield from _offered(options, MAX_REPAIRS, made, seen, tried)
 
 
 def _by_readers(model, device: str) -> list[tuple]:
