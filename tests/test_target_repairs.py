@@ -356,6 +356,7 @@ def test_a_fixed_side_is_searched_from_the_tries_before(device):
     assert z.shape[0] == 1 and z.shape[1] == 4 and z.shape[-1] == z.shape[-2] and 84 <= z.shape[-1] <= 91
     assert model(z).shape == (1, 6)
     assert sized(x, first, [(y, first)]) == []  # the scaling names 65 again, tried already
+    assert sized(x, RuntimeError("mat1 and mat2 shapes cannot be multiplied (1x0 and 3136x6)")) == []  # no width
     points = FixedPoints().to(device)
     p = torch.randn(1, 3, 1024, device=device)
     (q,) = sized(p, error_of(lambda: points(p)))

@@ -104,10 +104,11 @@ def _sized(x, rows: int, got: int, want: int, earlier) -> list[int] | None:
     power 1/d (d: 2 for the square, 1 for the length) grows about linearly with the side, less what the convolutions
     and pools cut off, so the side is read off the line through the two tries nearest the target, `x`'s and those in
     `earlier` ((input, error) pairs of inputs tried before, of `x`'s other sides, refused by a Linear of `want`
-    inputs); with one try, through the origin. A DQN's 84-pixel Atari frames from 224 pixels: 65, then 89 (84 to 91
-    give its 7 x 7 map); PointNet's 256 points from 1,024: 256. None when it names a side already tried."""
+    inputs); with one try, through the origin. A DQN's 84-pixel Atari frames from 224 pixels: 65, then 88 or 89, by
+    which tries are nearest (84 to 91 give its 7 x 7 map); PointNet's 256 points from 1,024: 256. None when it names
+    a side already tried."""
     d = _spatial(x)
-    if not d or rows != x.shape[0] or got == want:
+    if not d or rows != x.shape[0] or got == want or got < 1:
         return None
     points = {x.shape[-1]: got ** (1 / d)}
     for y, exc in earlier:
