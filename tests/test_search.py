@@ -631,7 +631,7 @@ def test_op_kinds_reorder_hits_before_the_vote_only_when_weighted():
     of two graphs equally near by cosine the one using the query's op kinds goes first and can win the vote; weight 0
     and the cosine order leave the hits as they are."""
     from narbench.search_engine.engine import Hit
-    from narbench.search_engine.order import by_kinds, kind_overlap, order_hits
+    from narbench.search_engine.order import by_kinds, kind_overlap, order_hits, weighs_kinds
 
     assert kind_overlap({"conv", "relu"}, {"conv": 3, "gelu": 1}) == pytest.approx(1 / 3)
     assert kind_overlap([], {}) == 1.0 and kind_overlap(["a"], ["a", "a"]) == 1.0
@@ -650,12 +650,13 @@ def test_op_kinds_reorder_hits_before_the_vote_only_when_weighted():
     assert [h.rank for h in order_hits(hits, "vote", overlaps=over, kinds=0.3)] == [1, 2, 3, 4]
     assert order_hits(hits, "cosine", overlaps=over, kinds=0.3) == hits
     assert [h.family for h in order_hits(hits, "family", overlaps=over, kinds=0.3)] == list("xyyz")  # the vote's only
+    assert weighs_kinds("vote", 0.3) and not weighs_kinds("vote", 0.0) and not weighs_kinds("family", 0.3)
 
 
 def test_search_reads_the_op_kind_weight_at_search_time(index, monkeypatch):
     """`engine.run_search` orders the hits by `order.KINDS` as it is when it searches (a study sets it): at 0 the
-    vote reads the hits by cosine; with a weight, the vote's hits are the `POOL` hits by cosine ordered by `by_kinds` then voted; the cosine order and the
-    out-of-family judgement (on the hits by cosine) do not move."""
+    vote reads the hits by cosine; with a weight, the vote's hits are the `POOL` hits by cosine ordered by
+    `by_kinds` then voted; the cosine order and the out-of-family judgement (on the hits by cosine) do not move."""
     from narbench.search_engine import order as orders
     from narbench.search_engine.order import POOL, by_kinds, family_vote, kind_overlap
 

@@ -52,17 +52,18 @@ def per_query(index, graphs: list, pool: np.ndarray, val: np.ndarray, order: str
     search's): each of `QUALITY`'s figures per query (arrays over `val`)."""
     from narbench.eval.metrics import score_rankings
     from narbench.eval.relevance import families_of, relevance_labels
-    from narbench.search_engine.order import KINDS, depth, kind_overlap, reorder
+    from narbench.search_engine.order import KINDS, depth, kind_overlap, reorder, weighs_kinds
 
     kinds = KINDS if kinds is None else kinds
+    weighed = weighs_kinds(order, kinds)  # only the vote reads the overlaps
     ranked, cos = ranked_pool(index, graphs, pool, val, depth(100, order), scores=True)
     labels = relevance_labels(graphs)  # real 2.3: a graph's every family (relevant: sharing one)
     lab_q, lab_c = labels[val], labels[pool]
     fams_q = [set(families_of(lab)) for lab in lab_q.tolist()]
     fams_c = [set(families_of(lab)) for lab in lab_c.tolist()]
-    kinds_of = [set(graphs[i].ops.tolist()) for i in pool] if kinds else None
+    kinds_of = [set(graphs[i].ops.tolist()) for i in pool] if weighed else None
     ranked = np.array([reorder(row, fams_c.__getitem__, order, scores.tolist(),
-                               [kind_overlap(graphs[q].ops.tolist(), kinds_of[j]) for j in row] if kinds else None,
+                               [kind_overlap(graphs[q].ops.tolist(), kinds_of[j]) for j in row] if weighed else None,
                                kinds)
                        for q, row, scores in zip(val.tolist(), ranked.tolist(), cos)])
     _, each = score_rankings(lab_q, lab_c, ranked, ks=(20,))

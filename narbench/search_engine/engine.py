@@ -24,12 +24,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from narbench.data.ops import UNKNOWN_OP
-from narbench.search_engine import order as orders
 from narbench.search_engine._target_child import MAX_MEMORY, resolve_apart, runs_apart
 from narbench.search_engine.backends import exact_scores
 from narbench.search_engine.index import SearchIndex
 from narbench.search_engine.index_file import load_index, row_families
-from narbench.search_engine.order import DEFAULT_ORDER, check_order, depth, kind_overlap, order_hits
+from narbench.search_engine.order import DEFAULT_ORDER, check_order, depth, kind_overlap, order_hits, weighs_kinds
 from narbench.search_engine.target import Query, query_of, resolve
 from narbench.search_engine.target_check import Served
 from narbench.search_engine.unknown import caveats, unknown_share
@@ -294,7 +293,7 @@ def run_search(target: Any, k: int = 10, *, encoder: str | None = None, index: S
     hits, duplicates = _rank(index, vec, query.row, digest, depth(max(k, outside.K), order), backend)
     score, no_fit = outside.judge(index, hits, num_nodes, query.ops)  # from the first K hits by cosine, whatever k and order
     overlaps = ([kind_overlap(query.ops, index.op_counts(index.row_of(h.name))) for h in hits]
-                if orders.KINDS and order == "vote" else None)  # read now: a study may set orders.KINDS
+                if weighs_kinds(order) else None)
     hits = order_hits(hits, order, k, overlaps)
     why = explain(query.ops, index.op_counts(index.row_of(hits[0].name)), roles=index.reads_roles) if hits else ""
     timings = {"index": t_index, "target": query.info.pop("seconds", 0.0), "embed": t_embed,

@@ -46,9 +46,9 @@ POOL = 100
 VOTERS = 10
 DECAY = 2.0
 #: the weight of the op-kind overlap (`kind_overlap`) added to a hit's cosine before the vote groups the `POOL` hits
-#: (`by_kinds`; family first and the cosine order never read it); 0 leaves the cosine order as it is. 0.3 since session 86: chosen on the
-#: validation sets `wildval` 1-33 and the zoo's validation sides, adopted by its carry rule on `wildval34`
-#: (docs/search.md "Op kinds in the order")
+#: (`by_kinds`; family first and the cosine order never read it: `weighs_kinds`); 0 leaves the cosine order as it
+#: is. 0.3 since session 86: chosen on the validation sets `wildval` 1-33 and the zoo's validation sides, adopted by
+#: its carry rule on `wildval34` (docs/search.md "Op kinds in the order")
 KINDS = 0.3
 
 T = TypeVar("T")
@@ -64,6 +64,13 @@ def check_order(order: str) -> str:
 def depth(k: int, order: str) -> int:
     """How many hits by cosine a search must rank to give `k` hits in `order` (family first and vote reorder `POOL`)."""
     return k if check_order(order) == "cosine" else max(k, POOL)
+
+
+def weighs_kinds(order: str, kinds: float | None = None) -> bool:
+    """Whether `order` reads the op-kind overlaps at weight `kinds` (default `KINDS`, read now: a study may set it):
+    the vote does at any weight but 0; family first and the cosine order never. Callers compute the overlaps only
+    then."""
+    return check_order(order) == "vote" and bool(KINDS if kinds is None else kinds)
 
 
 def kind_overlap(query: Iterable[Hashable], hit: Iterable[Hashable]) -> float:
@@ -116,9 +123,8 @@ def reorder(items: Sequence[T], families_of: Callable[[T], Sequence[Hashable]], 
     `kinds`, default `KINDS`: what was chosen and carried); family first (its first hit is the cosine order's) and
     the cosine order never."""
     order = check_order(order)
-    kinds = KINDS if kinds is None else kinds
-    if order == "vote" and kinds and overlaps is not None:
-        items = by_kinds(items, cosines, overlaps, kinds)
+    if weighs_kinds(order, kinds) and overlaps is not None:
+        items = by_kinds(items, cosines, overlaps, KINDS if kinds is None else kinds)
     if order == "family":
         return family_first(items, families_of)
     if order == "vote":
