@@ -3,10 +3,13 @@
 #   1. breakdown.txt  where an epoch's time goes on the GPU (benchmarks.speed.breakdown --device cuda,
 #                     narbench beside the plain-PyG peer, GPU utilisation sampled) -- issue 60
 #   1b. layer-memory.txt  what recomputing layers saves on a paper-size real batch (benchmarks.speed.layer_memory)
+#   1c. probe.txt     with PROBES="gps:real-2.3:unseen ...": seconds per paper-profile step of an encoder too slow to
+#                     finish in a lease, and its whole run's training time at that rate (benchmarks.speed.epoch_probe)
 #   2. solo.txt       one paper-profile run alone (nas gcn, seed 0: 35-54 s before issue 60's trainer), after a
 #                     smoke run that warms numba's kernels: its wall time and peak GPU memory -- issue 60
 #   3. the paper grid GRID through benchmarks/gpu/paper_sweep.sh until the lease's budget -- issue 62
-# Each step has its own time limit, so the sweep gets what is left of BUDGET_S.
+# Each step has its own time limit (BREAKDOWN_S, LAYER_S, PROBE_S, SOLO_S; 0 skips 1b and 2), so the sweep gets what
+# is left of BUDGET_S.
 #
 #   GRID=benchmarks/gpu/paper-gpu-62-23.toml bash benchmarks/gpu/lease.sh "$OUT" 570    # on the device
 # Carry .whl (`bash benchmarks/gpu/wheels.sh`: ranx and its needs, zstandard; py3.12 wheels) and .gpucache
@@ -33,11 +36,20 @@ cd "$bench" || exit 3
 PYTHONPATH=$site:$bench timeout -k 5 ${BREAKDOWN_S:-100} $py -m benchmarks.speed.breakdown --device cuda --rounds 1 \
     > "$out/breakdown.txt" 2>&1; echo "breakdown rc $? after $(( $(date +%s) - start )) s" | tee -a "$out/breakdown.txt"
 # 1b. what recomputing layers saves and costs on a paper-size real batch (gcn, gat, gin) -- issue 60
-PYTHONPATH=$site:$bench timeout -k 5 ${LAYER_S:-45} $py -m benchmarks.speed.layer_memory --device cuda \
-    > "$out/layer-memory.txt" 2>&1; echo "layer-memory rc $? after $(( $(date +%s) - start )) s" | tee -a "$out/layer-memory.txt"
-# 2. one paper-profile run alone: wall time and peak GPU memory of the process
+[ "${LAYER_S:-45}" -gt 0 ] && { PYTHONPATH=$site:$bench timeout -k 5 ${LAYER_S:-45} $py -m benchmarks.speed.layer_memory \
+    --device cuda > "$out/layer-memory.txt" 2>&1
+    echo "layer-memory rc $? after $(( $(date +%s) - start )) s" | tee -a "$out/layer-memory.txt"; }
+# 1c. PROBES ("encoder:dataset:split ..."): seconds per paper-profile step of encoders too slow to finish in a lease,
+#     and the whole run's training time at that rate (benchmarks.speed.epoch_probe), PROBE_S each -- issues 60, 62
+for p in ${PROBES:-}; do
+    IFS=: read -r enc ds split <<< "$p"
+    PYTHONPATH=$site:$bench timeout -k 5 ${PROBE_S:-60} $py -m benchmarks.speed.epoch_probe --encoder "$enc" \
+        --dataset "$ds" --split "$split" --graphs ${PROBE_GRAPHS:-1024} --device cuda >> "$out/probe.txt" 2>&1
+    echo "probe $p rc $? after $(( $(date +%s) - start )) s" | tee -a "$out/probe.txt"
+done
+# 2. one paper-profile run alone: wall time and peak GPU memory of the process (SOLO_S=0 skips it)
 cd /tmp || exit 3
-timeout -k 5 ${SOLO_S:-90} $py - > "$out/solo.txt" 2>&1 <<'PY'
+[ "${SOLO_S:-90}" -gt 0 ] && timeout -k 5 ${SOLO_S:-90} $py - > "$out/solo.txt" 2>&1 <<'PY'
 import time, torch
 from narbench.cli import main
 # a smoke run first, in the same process: numba compiles ranx's kernels on a fresh machine (14.7 s of the 2026-11-30
@@ -52,7 +64,7 @@ print(f"solo nas gcn paper s0: rc {rc}, wall {time.perf_counter() - t:.1f} s, "
       f"peak allocated {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB, "
       f"peak reserved {torch.cuda.max_memory_reserved() / 2**30:.2f} GiB")
 PY
-echo "solo rc $? after $(( $(date +%s) - start )) s" | tee -a "$out/solo.txt"
+[ "${SOLO_S:-90}" -gt 0 ] && echo "solo rc $? after $(( $(date +%s) - start )) s" | tee -a "$out/solo.txt"
 # 3. the grid, with what is left (paper_sweep.sh keeps 25 s for packing the results)
 left=$(( budget - ($(date +%s) - start) ))
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv -l 2 > "$out/gpu-apps.csv" 2>&1 &
