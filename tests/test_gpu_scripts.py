@@ -78,3 +78,51 @@ def test_a_benchmark_child_runs_here_once_cuda_is_initialised(monkeypatch):
     assert peer_training._in_child(fn, 2, fork=False) == 4 and seen == [2]
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
     assert peer_training._in_child(fn, 3) == 6 and seen == [2, 3]
+
+
+def test_the_epoch_probe_times_steps_and_scales_them_to_a_whole_run(toy_dataset):
+    """benchmarks.speed.epoch_probe (lease.sh's PROBES): steps of a probed epoch as the batch size makes them, and
+    a whole run's estimate as seconds per step x the steps of a full epoch x the profile's epochs."""
+    import math
+
+    from benchmarks.speed.epoch_probe import probe
+    from narbench.train.profiles import get_profile
+
+    smoke = get_profile("smoke")
+    r = probe("gcn", toy_dataset, "standard", 30, 2, "smoke", "cpu")
+    n_train = len(toy_dataset.get_split("standard").train)
+    assert r["steps_per_epoch"] == math.ceil(min(30, n_train) / smoke.train.batch_size)
+    assert r["train_graphs"] == min(n_train, smoke.max_train)
+    assert r["full_steps"] == math.ceil(r["train_graphs"] / smoke.train.batch_size)
+    assert r["estimate_train_s"] == pytest.approx(r["seconds_per_step"] * r["full_steps"] * smoke.train.epochs)
+    assert 0 < sum(r["phases"].values()) <= r["seconds_per_step"]
+    assert math.isnan(r["peak_gib"])  # no CUDA memory on a CPU run
+
+
+def test_warming_the_encodings_fills_the_cache_a_gps_run_reads(toy_dataset, tmp_path, monkeypatch):
+    """benchmarks/gpu/warm_encodings.py (lease.sh's WARM_GPS): every graph's encoding is in the on-disk cache after
+    it, under the kind a gps encoder reads, with the values that encoder computes itself."""
+    import importlib.util
+
+    import numpy as np
+
+    from narbench.baselines.gnn import random_walk_pe
+    from narbench.core import registry
+    from narbench.train.encodingcache import EncodingCache, source_digest
+    from narbench.train.profiles import get_profile
+
+    monkeypatch.setenv("NARBENCH_CACHE", str(tmp_path / "cache"))
+    spec = importlib.util.spec_from_file_location("warm_encodings", GPU / "warm_encodings.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.warm(toy_dataset, jobs=2)
+    enc = registry.load("encoder", "gps")(8, 4, get_profile("smoke"))
+    kind = f"rwpe:L{enc.walk_length}:{source_digest(random_walk_pe)}"
+    hashes = [g.content_hash() for g in toy_dataset.graphs]
+    cache = EncodingCache()
+    assert cache.path.is_relative_to(tmp_path) and cache.path.is_file()
+    stored = cache.get_arrays(kind, hashes)
+    assert set(stored) == set(hashes)
+    enc.encoding_cache = None  # computed afresh, without the cache
+    for g, pe in zip(toy_dataset.graphs[:5], enc.positional_encodings(toy_dataset.graphs[:5])):
+        np.testing.assert_array_equal(stored[g.content_hash()], pe.numpy())

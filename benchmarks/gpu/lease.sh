@@ -5,6 +5,7 @@
 #   1b. layer-memory.txt  what recomputing layers saves on a paper-size real batch (benchmarks.speed.layer_memory)
 #   1c. probe.txt     with PROBES="gps:real-2.3:unseen ...": seconds per paper-profile step of an encoder too slow to
 #                     finish in a lease, and its whole run's training time at that rate (benchmarks.speed.epoch_probe)
+#   1d. warm.txt      with WARM_GPS=DATASET: gps' encodings of its graphs computed once in every core, into the cache
 #   2. solo.txt       one paper-profile run alone (nas gcn, seed 0: 35-54 s before issue 60's trainer), after a
 #                     smoke run that warms numba's kernels: its wall time and peak GPU memory -- issue 60
 #   3. the paper grid GRID through benchmarks/gpu/paper_sweep.sh until the lease's budget -- issue 62
@@ -47,6 +48,10 @@ for p in ${PROBES:-}; do
         --dataset "$ds" --split "$split" --graphs ${PROBE_GRAPHS:-1024} --device cuda >> "$out/probe.txt" 2>&1
     echo "probe $p rc $? after $(( $(date +%s) - start )) s" | tee -a "$out/probe.txt"
 done
+# 1d. WARM_GPS=DATASET: gps' random-walk encodings of all its graphs computed once in every core, into the cache the
+#     grid's gps runs read (each would otherwise compute them on its own THREADS) -- issue 62
+[ -n "${WARM_GPS:-}" ] && { PYTHONPATH=$site timeout -k 5 ${WARM_S:-120} $py "$bench/benchmarks/gpu/warm_encodings.py" \
+    --dataset "$WARM_GPS" > "$out/warm.txt" 2>&1; echo "warm rc $? after $(( $(date +%s) - start )) s" | tee -a "$out/warm.txt"; }
 # 2. one paper-profile run alone: wall time and peak GPU memory of the process (SOLO_S=0 skips it)
 cd /tmp || exit 3
 [ "${SOLO_S:-90}" -gt 0 ] && timeout -k 5 ${SOLO_S:-90} $py - > "$out/solo.txt" 2>&1 <<'PY'

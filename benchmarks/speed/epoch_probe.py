@@ -29,18 +29,16 @@ from narbench.train.steptimes import PHASES, StepTimes
 from narbench.train.trainer import Trainer, seed_everything
 
 
-def probe(encoder: str, dataset: str, split: str, graphs: int, epochs: int, profile: str, device: str) -> dict:
-    """Seconds per training step of `encoder` (mean over epochs 2..E), per phase, and the whole run's estimate."""
-    ds = load_dataset(dataset)
+def probe(encoder: str, ds, split: str, graphs: int, epochs: int, profile: str, device: str) -> dict:
+    """Seconds per training step of `encoder` on dataset `ds` (mean over epochs 2..E), per phase, and the
+    whole run's training time at that rate."""
     fam = ds.family_ids()
     train = ds.get_split(split).train
     idx = stratified_subset(train, fam[train], min(graphs, len(train)), seed=0)
     full = get_profile(profile)
-    prof = get_profile(profile, epochs=epochs)
     seed_everything(0)
-    enc = registry.load("encoder", encoder)(len(ds.vocab), len(ds.families), prof)
-    if hasattr(enc, "use_vocabulary"):
-        enc.use_vocabulary(ds.vocab)
+    enc = registry.load("encoder", encoder)(len(ds.vocab), len(ds.families), get_profile(profile, epochs=epochs))
+    enc.use_vocabulary(ds.vocab)
     trainer = Trainer(device, 0, progress=False, jobs=1, malloc_tuning=True)
     trainer.step_times = StepTimes(trainer.device)
     if trainer.device.type == "cuda":
@@ -49,14 +47,13 @@ def probe(encoder: str, dataset: str, split: str, graphs: int, epochs: int, prof
     enc.fit(trainer, [ds.graphs[i] for i in idx], Labels(fam[idx], fam[idx], len(ds.families)))
     total = time.perf_counter() - t
     done = trainer.step_times.epochs
-    measured = done[1:] or done
-    steps = [e.steps for e in measured if e.steps]
-    per_step = statistics.mean(e.wall / e.steps for e in measured if e.steps)
+    measured = [e for e in (done[1:] or done) if e.steps]
+    per_step = statistics.mean(e.wall / e.steps for e in measured)
     n_train = len(train) if full.max_train is None else min(len(train), full.max_train)
     full_steps = math.ceil(n_train / full.train.batch_size)
     return {
-        "steps_per_epoch": steps[0] if steps else 0, "seconds_per_step": per_step,
-        "phases": {p: statistics.mean(e.host[p] / e.steps for e in measured if e.steps) for p in PHASES},
+        "steps_per_epoch": measured[0].steps, "seconds_per_step": per_step,
+        "phases": {p: statistics.mean(e.host[p] / e.steps for e in measured) for p in PHASES},
         "prepare": total - sum(e.wall for e in done), "train_graphs": n_train, "full_steps": full_steps,
         "estimate_train_s": per_step * full_steps * full.train.epochs,
         "peak_gib": torch.cuda.max_memory_allocated() / 2**30 if trainer.device.type == "cuda" else float("nan"),
@@ -73,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="paper")
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
-    r = probe(args.encoder, args.dataset, args.split, args.graphs, args.epochs, args.profile, args.device)
+    r = probe(args.encoder, load_dataset(args.dataset), args.split, args.graphs, args.epochs, args.profile, args.device)
     print(f"# epoch-probe: {args.encoder} on {args.dataset} {args.split}, {args.profile} recipe, {args.graphs} graphs, "
           f"device {args.device}: {r['steps_per_epoch']} steps an epoch, {r['seconds_per_step']:.3f} s a step "
           f"({', '.join(f'{p} {s:.3f}' for p, s in r['phases'].items())}); prepare {r['prepare']:.1f} s; "
