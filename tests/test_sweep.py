@@ -464,3 +464,28 @@ def test_two_sweeps_started_together_share_the_runs(toy_env):
     ran = [int(re.search(r"sweep: (\d+) runs finished", " ".join(o.split())).group(1)) for o, _ in done]
     assert sum(ran) == 4, [o for o, _ in done]
     assert not [p for p in (out / ".sweep" / "claims").iterdir() if not p.name.endswith(".done") and p.name != ".lock"]
+
+
+def test_a_parameter_an_encoder_gains_keeps_the_committed_runs_done():
+    """The sweep plans a run's encoder parameters as the encoder's `PARAMS` under the grid's (`planned_fields`); a
+    committed result records the parameters of its day. A parameter added since, at its default, must leave the hash
+    alone (`confighash.ADDED_PARAMS`), or a sweep re-runs every committed run of that encoder: graf-lda's `spellings`
+    did, unnoticed, from session 83 to 87. Files whose own recorded configuration no longer gives their stored hash
+    (an old default that changed the numbers, `narbench.eval.olddefaults`) are meant to run again and are skipped."""
+    from narbench.harness.confighash import result_fields
+
+    results = Path(__file__).resolve().parents[1] / "leaderboard" / "results"
+    checked, stale = 0, []
+    for path in sorted(results.glob("*.json")):
+        stored = json.loads(path.read_text()).get("config_hash")
+        result = RunResult.read(path)
+        if stored is None or result_hash(result) != stored:
+            continue
+        fields = result_fields(result)
+        params = getattr(registry.load("encoder", result.encoder), "PARAMS", None)
+        planned = {**fields, "encoder_params": {**params, **fields["encoder_params"]} if params else {}}
+        checked += 1
+        if config_hash(planned) != stored:
+            stale.append(f"{path.name}: {sorted(set(params or {}) - set(fields['encoder_params']))}")
+    assert checked > 100, checked
+    assert not stale, "parameters missing from confighash.ADDED_PARAMS:\n" + "\n".join(stale[:10])

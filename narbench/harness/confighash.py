@@ -51,9 +51,10 @@ OPTIONAL_FIELDS = ("compile", "epochs", "curve", "holdout")
 #: behaviour before them: at that value a parameter is hashed as absent, so those runs keep their hash
 #: (`ours-ft`'s `stage1_positive`, issue 39; `best-floor`'s `holdout` and `fuse`, `graf-lda`'s `holdout`,
 #: `sources` and `wl_rounds`, issue 38; `gps`' `norm_stats`, whose old value a file on `real` implies instead:
-#: `narbench.eval.olddefaults`; `graf-lda`'s `wl_alphabet`, issue 59).
+#: `narbench.eval.olddefaults`; `graf-lda`'s `wl_alphabet`, `nuisance`, `spellings` and `outside`, issue 59:
+#: `spellings` was left out when it came, so from session 83 to 87 a sweep re-ran the graf-lda runs made before it).
 ADDED_PARAMS = {"stage1_positive": "context", "holdout": "family", "fuse": 1, "sources": "ignore", "wl_rounds": 0,
-                "norm_stats": "once", "wl_alphabet": "ops", "nuisance": 0.0}
+                "norm_stats": "once", "wl_alphabet": "ops", "nuisance": 0.0, "spellings": 0.0, "outside": 0.0}
 _ABSENT = object()
 
 
