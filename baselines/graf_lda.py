@@ -45,6 +45,12 @@ within-family scatter, so the directions along which two implementations of a de
 default for runs) is off; the shipped search index uses 32 (docs/search.md, "Spellings as nuisance"). It needs the
 dataset's vocabulary (`use_vocabulary`), as `wl_alphabet=roles` does.
 
+**Outside implementations as nuisance** (issue 59, session 87; a candidate, 0 = off): `--encoder-param outside=G`
+adds G times the scatter of the feature moves from a family's mean (of the training graphs) to models of it written
+outside the corpus: validation sets' fitting models, each with its expected families (`use_outside`; the move to
+the nearest of them), which `narbench index build` gives from `narbench.search_engine.outside_fit.REFIT_SETS`. Where
+`spellings` makes up another spelling of a design, this reads how people outside the zoos actually write it.
+
 **Starting from the floors' features** (issue 38): `--encoder-param wl_rounds=3` appends one more
 unit-length block to graf's, the `wl-binary` floor's features (whether the graph holds each
 Weisfeiler-Lehman label of levels 0..3, signed-hashed to 2048 dims, `wl_weighted_features` with
@@ -102,7 +108,7 @@ def lda(x: np.ndarray, y: np.ndarray, shrinkage: float, groups: np.ndarray | Non
     labels `y`, r = min(classes - 1, d), the eigenvectors by decreasing eigenvalue. `groups` (one id
     per row, nested in `y`: a family's source) with `nuisance` g: the within-class scatter is the
     within-group scatter plus g times the scatter of the group means about their class's mean; `extra` ([d, d], the
-    `spellings` scatter) is added to it before the shrinkage."""
+    `spellings` and `outside` scatters) is added to it before the shrinkage."""
     with one_thread():
         return _lda(x, y, shrinkage, groups, nuisance, extra)
 
@@ -142,7 +148,7 @@ def _lda(x: np.ndarray, y: np.ndarray, shrinkage: float, groups: np.ndarray | No
         sw = xc.T @ xc / n
     else:
         sw = _within(x, inv, means, np.asarray(groups), nuisance)
-    if extra is not None:  # `spellings`: the scatter of the moves one design's spellings make, weighted
+    if extra is not None:  # `spellings`, `outside`: the scatters of the moves other spellings of a design make
         sw = sw + extra
     sw = (1.0 - shrinkage) * sw + shrinkage * (np.trace(sw) / d) * np.eye(d)
     if not np.trace(sw) > 0:  # every class a single graph or constant features: no within-class spread
@@ -172,7 +178,12 @@ class GrafLdaEncoder(Encoder):
     #: `wl_alphabet`: the block's labels read in `ops` or in `roles` (`narbench.data.roles`);
     #: `nuisance`: with `sources=nuisance`, g fixed instead of chosen (0: chosen in NUISANCE)
     PARAMS: ClassVar[dict[str, object]] = {"holdout": "family", "sources": "ignore", "wl_rounds": 0,
-                                           "wl_alphabet": "ops", "nuisance": 0.0, "spellings": 0.0}
+                                           "wl_alphabet": "ops", "nuisance": 0.0, "spellings": 0.0, "outside": 0.0}
+    #: `outside` came after the shipped index 9d8dbdc2988d: off, its config does not name it (the file rebuilds as is)
+    QUIET_DEFAULTS: ClassVar[frozenset[str]] = frozenset({"outside"})
+    #: with `outside` > 0: the outside models (graph, class ids it may belong to) and the sets they come from
+    outside_examples: list[tuple[ArchGraph, tuple[int, ...]]] | None = None
+    outside_sets: tuple[str, ...] = ()
 
     def params_changed(self) -> None:
         from narbench.eval.holdout import HOLDOUT_RULES
@@ -189,6 +200,9 @@ class GrafLdaEncoder(Encoder):
         if self.spellings < 0:
             raise ValueError(f"encoder {self.name!r}: spellings weighs the scatter of spelling variants' moves (a "
                              f"number >= 0; 0: off), got {self.spellings:g}")
+        if self.outside < 0:
+            raise ValueError(f"encoder {self.name!r}: outside weighs the scatter of outside models' moves from their "
+                             f"family's mean (a number >= 0; 0: off), got {self.outside:g}")
         if self.nuisance < 0 or (self.nuisance and self.sources != "nuisance"):
             raise ValueError(f"encoder {self.name!r}: nuisance fixes the weight g of sources=nuisance (a positive "
                              f"number; 0: chosen on validation), got {self.nuisance:g} with sources={self.sources}")
@@ -202,7 +216,43 @@ class GrafLdaEncoder(Encoder):
                                       if self.wl_rounds else ""),
                 "weights": {**GrafEncoder.weights, **({"wl": WL_WEIGHT} if self.wl_rounds else {})}, "grid": grid,
                 **({"uses_sources": "the source (zoo) of the training graphs: the between-source scatter within a "
-                                    "family is nuisance"} if self.sources == "nuisance" else {})}
+                                    "family is nuisance"} if self.sources == "nuisance" else {}),
+                **({"uses_outside": {"sets": list(self.outside_sets), "models": len(self.outside_examples or ())}}
+                   if self.outside else {})}
+
+    def use_outside(self, graphs: list[ArchGraph], classes: list[tuple[int, ...]], sets: tuple[str, ...] = ()) -> None:
+        """The outside models whose moves make the `outside` scatter: each graph (in the dataset's vocabulary) with
+        the class ids (`labels.ce`) it may belong to (none: a model no class fits, left out), and the sets named."""
+        if len(graphs) != len(classes):
+            raise ValueError(f"use_outside: {len(graphs)} graphs but {len(classes)} class lists")
+        self.outside_examples = [(g, tuple(int(c) for c in cs)) for g, cs in zip(graphs, classes)]
+        self.outside_sets = tuple(sets)
+
+    def _outside_scatter(self, pairs: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+        """`outside` times the scatter of the moves from the mean of `x`'s rows of a class (labels `y`) to each outside
+        model of it (the nearest of its classes among `y`'s; models of none of them left out); None when off."""
+        if not self.outside:
+            return None
+        if not self.outside_examples:
+            raise ValueError(f"encoder {self.name!r}: outside reads outside models of the training classes; give them "
+                             "(use_outside), as `narbench index build` does")
+        present = set(np.unique(y).tolist())
+        kept = [(g, [c for c in cs if c in present]) for g, cs in self.outside_examples]
+        kept = [(g, cs) for g, cs in kept if cs]
+        if not kept:
+            return None
+        xo = self._features([g for g, _ in kept], pairs)
+        wanted = sorted({c for _, cs in kept for c in cs})
+        means = {c: x[y == c].mean(axis=0) for c in wanted}
+        moves = np.stack([min((xo[i] - means[c] for c in cs), key=lambda m: float(m @ m))
+                          for i, (_, cs) in enumerate(kept)])
+        return self.outside * (moves.T @ moves / len(moves))
+
+    def _extra(self, graphs: list[ArchGraph], pairs: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+        """The scatters added to the within-family one: `spellings`' and `outside`'s (None when both are off)."""
+        parts = [e for e in (self._spelling_scatter(graphs, pairs, x), self._outside_scatter(pairs, x, y))
+                 if e is not None]
+        return sum(parts[1:], parts[0]) if parts else None
 
     def _alphabet_note(self) -> str:
         return "" if self.wl_alphabet == "ops" else f",alphabet={self.wl_alphabet}"
@@ -269,7 +319,7 @@ class GrafLdaEncoder(Encoder):
         keys = tiebreak_keys(pool_graphs)
         k = int(SELECTION_METRIC.split("@")[1])
         scores, fits = {}, {}
-        extra = self._spelling_scatter(pool_graphs, pool_pairs, x[: len(pool)])
+        extra = self._extra(pool_graphs, pool_pairs, x[: len(pool)], labels[pool])
         for g in self._nuisances():
             for a in SHRINKAGES:
                 fits[g, a] = lda(x[: len(pool)], labels[pool], a, sources, g, extra)
@@ -300,7 +350,7 @@ class GrafLdaEncoder(Encoder):
         pairs = np.unique(pair_ids(graphs, self.num_ops)[1])
         sources = np.array([str(g.source) for g in graphs]) if self.sources == "nuisance" else None
         x = self._features(graphs, pairs)
-        mean, proj, values = lda(x, y, shrinkage, sources, nuisance, self._spelling_scatter(graphs, pairs, x))
+        mean, proj, values = lda(x, y, shrinkage, sources, nuisance, self._extra(graphs, pairs, x, y))
         proj = proj[:, :dims]
         self.pairs = torch.from_numpy(pairs.astype(np.int64))
         self.mean = torch.from_numpy(mean)

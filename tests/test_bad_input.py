@@ -720,3 +720,12 @@ def test_tiebreak_keys_that_do_not_match_the_corpus_say_which_is_which():
 
     with pytest.raises(ValueError, match=r"tiebreak has 1000 keys for a corpus of 500 rows; it needs one key per"):
         top_k_cosine(torch.ones(2, 3), torch.ones(500, 3), tiebreak=np.arange(1000))
+
+
+def test_an_outside_index_without_outside_models_names_the_dataset_and_the_sets(toy_dataset):
+    """graf-lda's `outside` scatter reads validation sets' fitting models; a dataset with none says so, before fitting."""
+    from narbench.search_engine.index_build import IndexConfig, fit_encoder
+
+    cfg = IndexConfig(encoder="graf-lda", dataset="toy", params={"outside": 8.0}, progress=False)
+    with pytest.raises(ValueError, match="outside=8 reads the fitting models.*'toy' has none of wildval2"):
+        fit_encoder(cfg, toy_dataset, outside_sets=("wildval2",))

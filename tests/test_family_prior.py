@@ -119,3 +119,45 @@ def test_missing_kinds_is_the_share_of_the_hits_op_kinds_the_query_lacks():
     assert missing_kinds({"lstm", "embedding"}, ["lstm"]) == 0.0 and missing_kinds({"lstm"}, {}) == 0.0
     f = features([0.9, 0.8], ["a", "a"], 10, 10, kinds=({"lstm"}, {"lstm": 2, "conv": 1}))
     assert f["miss_kinds"] == 0.5 and features([0.9], ["a"], 10, 10)["miss_kinds"] == 0.0
+
+
+def test_an_index_that_read_outside_models_fits_its_score_on_them_searched_where_their_set_was_not_read(monkeypatch):
+    """graf-lda's `outside` scatter reads validation sets' models, so the out-of-family score is fitted on each one
+    searched in an index built the same way without its set's fold (`outside_fit.cross_fitted`); a set the scatter did
+    not read is searched in the index itself."""
+    import dataclasses
+
+    from narbench.search_engine import outside_fit
+    from narbench.search_engine.index_build import IndexConfig, assemble, build_index, fit_encoder
+    from narbench.search_engine.outside_fit import cross_fitted, query_features
+    from tests.family_toys import VOCAB
+
+    graphs, test, val, corpus = _toy_world()
+    models = [g for g in graphs if g.meta["model"] == HELD_MODEL and g.family not in test | val]
+    sets = {"s1": models[0::3], "s2": models[1::3], "s3": models[2::3]}
+
+    def outside_sets(names, upto=None):
+        chosen = [g for n in names for g in sets[n]]
+        return chosen, list(VOCAB), [(g.family,) for g in chosen]
+
+    monkeypatch.setattr(outside_fit, "REFIT_SETS", ("s1", "s2", "s3"))
+    ds = corpus()
+    ds.outside_sets = outside_sets
+    cfg = IndexConfig(encoder="graf-lda", params={"outside": 8.0}, progress=False)
+    index = build_index(cfg, dataset=ds)
+    assert outside_fit._scatter_sets(index) == ("s1", "s2", "s3")
+    first: list = []
+    got = cross_fitted(cfg, ds, index, ("s1", "s2"), first, folds=2)
+
+    def searched_in(outside_sets_read, name):
+        fitted = fit_encoder(dataclasses.replace(cfg), ds, outside_sets=outside_sets_read)
+        fold = assemble(cfg, ds, fitted, fitted.embedder.embed(fitted.trainer, ds.core_graphs))
+        return query_features(fold, sets[name], prior=None)
+
+    n1, n2 = len(sets["s1"]), len(sets["s2"])
+    np.testing.assert_allclose(got[:n1], searched_in(("s2",), "s1"))
+    np.testing.assert_allclose(got[n1:n1 + n2], searched_in(("s1",), "s2"))
+    np.testing.assert_allclose(got[n1 + n2:], query_features(index, sets["s3"], prior=None))
+    assert len(first) == len(got) == sum(map(len, sets.values()))
+    # searched in the index that read them, the same models sit nearer their families than the folds put them
+    assert not np.allclose(got[:n1], query_features(index, sets["s1"], prior=None))

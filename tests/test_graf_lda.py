@@ -229,3 +229,76 @@ def test_wl_rounds_appends_the_wl_binary_floor_as_one_more_block_and_hashes_apar
     for bad in (-1, "3", True, 1.5):
         with pytest.raises(ValueError, match="wl_rounds"):
             base.set_params({"wl_rounds": bad})
+
+
+def _outside_encoder(**params):
+    enc = registry.load("encoder", "graf-lda")(NUM_OPS, 4, get_profile("smoke"))
+    enc.set_params(params)
+    return enc
+
+
+def test_outside_refuses_a_negative_weight_and_needs_its_models():
+    with pytest.raises(ValueError, match="outside"):
+        _outside_encoder(outside=-1.0)
+    graphs = toy_graphs(per_family=6)
+    y = _family_ids(graphs)
+    enc = _outside_encoder(outside=4.0)
+    with pytest.raises(ValueError, match="use_outside"):  # on, but nobody gave the outside models
+        enc.fit(Trainer("cpu", 0, progress=False), graphs, Labels(y, y, 4))
+    with pytest.raises(ValueError, match="2 graphs but 1"):
+        enc.use_outside(graphs[:2], [(0,)])
+    off = _outside_encoder()
+    assert off._outside_scatter(np.zeros(0, dtype=np.int64), np.zeros((3, 2)), np.zeros(3)) is None
+
+
+def test_the_outside_scatter_is_the_weighted_scatter_of_moves_to_the_nearest_family():
+    """Each outside model moves from the mean of the nearest of its families (among the training labels); a model of
+    no training family is left out; the weight scales the scatter; none left: no term."""
+    from narbench.baselines.graf import pair_ids
+
+    graphs = toy_graphs(per_family=6)
+    y = _family_ids(graphs)
+    outside = toy_graphs(per_family=2, seed=5)
+    fams = _family_ids(outside)
+    enc = _outside_encoder(outside=3.0)
+    # each model given its own family and another, and one of a family the training labels lack (7)
+    enc.use_outside(outside + outside[:1], [(int(f), int((f + 1) % 4)) for f in fams] + [(7,)], sets=("a", "b"))
+    pairs = np.unique(pair_ids(graphs, NUM_OPS)[1])
+    x = enc._features(graphs, pairs)
+    xo = enc._features(outside, pairs)
+    means = np.stack([x[y == c].mean(axis=0) for c in range(4)])
+    moves = []
+    for row, f in zip(xo, fams):
+        a, b = row - means[f], row - means[(f + 1) % 4]
+        moves.append(a if a @ a <= b @ b else b)
+    moves = np.stack(moves)
+    got = enc._outside_scatter(pairs, x, y)
+    np.testing.assert_allclose(got, 3.0 * moves.T @ moves / len(moves))
+    assert enc.config()["uses_outside"] == {"sets": ["a", "b"], "models": len(outside) + 1}
+    enc.use_outside(outside[:1], [(7,)])
+    assert enc._outside_scatter(pairs, x, y) is None
+
+
+def test_outside_changes_the_discriminant_and_off_leaves_it_as_it_was():
+    graphs = toy_graphs(per_family=8)
+    y = _family_ids(graphs)
+    outside = toy_graphs(per_family=2, seed=3)
+
+    def fitted(**params):
+        enc = _outside_encoder(**params)
+        enc.use_outside(outside, [(int(f),) for f in _family_ids(outside)])
+        enc.fit(Trainer("cpu", 0, progress=False), graphs, Labels(y, y, 4))
+        return enc.projection.numpy()
+
+    plain = _fit(graphs, y)[0].projection.numpy()
+    np.testing.assert_array_equal(fitted(), plain)  # outside=0: the models given change nothing
+    assert not np.allclose(fitted(outside=64.0)[:, :1], plain[:, :1])
+
+
+def test_outside_off_is_not_named_in_the_config_so_the_shipped_index_rebuilds_as_is():
+    """`outside` came after the pinned index: off, the encoder's recorded config is the one before it (the index
+    header, and so its sha256, unchanged); on, it is recorded. Other parameters at their default stay named."""
+    off, on = _outside_encoder(), _outside_encoder(outside=8.0)
+    assert "outside" not in off.config()["params"] and off.config()["params"]["spellings"] == 0.0
+    assert on.config()["params"]["outside"] == 8.0 and on.variant() == "outside=8.0"
+    assert off.params()["outside"] == 0.0  # still a parameter: set_params and the variant read it

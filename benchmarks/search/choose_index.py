@@ -130,7 +130,7 @@ def candidates(shares=SHARES) -> list[Candidate]:
               for s in shares),
             *(Candidate(f"graf-lda/roles+wl/roles@{s:g}", "graf-lda",
                         {**roles, "fuse_wl": s, "fuse_wl_alphabet": "roles"}) for s in shares),
-            *nuisance_candidates(shares), *spelling_candidates()]
+            *nuisance_candidates(shares), *spelling_candidates(), *outside_candidates()]
 
 
 def spelling_candidates(weights=(32.0,)) -> list[Candidate]:
@@ -138,6 +138,14 @@ def spelling_candidates(weights=(32.0,)) -> list[Candidate]:
     session 83, a candidate; docs/search.md "Spellings as nuisance")."""
     return [Candidate(f"graf-lda/roles/nuisance/spellings@{g:g}", "graf-lda", {**NUISANCE, "spellings": g})
             for g in weights]
+
+
+def outside_candidates(weights=(8.0, 64.0)) -> list[Candidate]:
+    """The shipped settings (spellings at 32) with the validation sets' fitting models as nuisance too (`graf-lda`'s
+    `outside`, session 87, a candidate; docs/search.md "Outside implementations as nuisance"). Its `wildval` side is
+    in-sample: the scatter reads those models."""
+    return [Candidate(f"graf-lda/roles/nuisance/spellings@32/outside@{g:g}", "graf-lda",
+                      {**NUISANCE, "spellings": 32.0, "outside": g}) for g in weights]
 
 
 def nuisance_candidates(shares=SHARES) -> list[Candidate]:

@@ -27,7 +27,8 @@ def side_dataset(ds, side: Side):
 
     graphs = [ds.graphs[i] for i in side.index]
     split = Split(np.arange(len(graphs)), np.zeros(0, dtype=np.int64), 0, 0.0)
-    return GraphDataset(ds.name, ds.version, list(ds.vocab), graphs, ds.sha256, split, meta=ds.meta)
+    return GraphDataset(ds.name, ds.version, list(ds.vocab), graphs, ds.sha256, split, meta=ds.meta,
+                        outside_sets=ds.outside_sets)  # graf-lda's `outside` reads the validation sets' models
 
 
 def source_folds(ds, seed: int = 0, folds: int = SOURCE_FOLDS, train: np.ndarray | None = None) -> list[Side]:

@@ -109,10 +109,13 @@ def newest_corpus(ds, upto: str | None = None):
     return replace(ds, graphs=graphs, meta={**ds.meta, "ops": read})
 
 
-def fit_encoder(cfg: IndexConfig, ds, train: np.ndarray | None = None, *, console=None) -> Fitted:
+def fit_encoder(cfg: IndexConfig, ds, train: np.ndarray | None = None, *, console=None,
+                outside_sets: tuple[str, ...] | None = None) -> Fitted:
     """`cfg.encoder` fitted on `ds.core_graphs[train]` (default: the profile's stratified subset of them,
     seed `cfg.seed`), with the index's parameters (`DEFAULT_PARAMS` unless `cfg.params`; `fuse_*` ask for a
-    fusion with WL, `narbench.search_engine.fusion`)."""
+    fusion with WL, `narbench.search_engine.fusion`). An encoder that reads outside models (`use_outside`:
+    `graf-lda` with `outside` > 0) gets the fitting models of `outside_sets` (default: the validation sets the
+    out-of-family score is fitted on, `outside_fit.REFIT_SETS`) in the rules the index reads its corpus by."""
     from narbench.core.registry import plugin_call
     from narbench.data.dataset import stratified_subset
     from narbench.harness.runner import RunConfig, make_labels, resolve
@@ -134,6 +137,20 @@ def fit_encoder(cfg: IndexConfig, ds, train: np.ndarray | None = None, *, consol
         encoder = encoder_cls(len(ds.vocab), labels.num_ce_classes, profile, splitter)
     apply_params(encoder, params)
     encoder.use_vocabulary(ds.vocab)  # as the runner gives it: an encoder may read ops by name
+    if getattr(encoder, "outside", 0) and hasattr(encoder, "use_outside"):
+        from narbench.search_engine.outside_fit import REFIT_SETS, fitting_models
+
+        if cfg.protocol != "family":
+            raise ValueError(f"the outside models' families are labels of protocol 'family', not {cfg.protocol!r}")
+        sets = REFIT_SETS if outside_sets is None else tuple(outside_sets)
+        ops = ds.meta.get("ops")
+        rules = corpus_rules(ops.get("version") if isinstance(ops, dict) else None, ds.core_graphs, ds.vocab)
+        graphs_out, classes = fitting_models(ds, sets, rules)
+        if not graphs_out:
+            raise ValueError(f"encoder {cfg.encoder!r} with outside={encoder.outside:g} reads the fitting models of "
+                             f"validation sets, and dataset {ds.name!r} has none of {', '.join(sets) or 'no sets'} in "
+                             "its vocabulary")
+        encoder.use_outside(graphs_out, classes, sets=sets)
     with plugin_call("encoder", cfg.encoder, "fit()"):
         encoder.fit(trainer, [graphs[i] for i in train], labels)
     embedder = encoder

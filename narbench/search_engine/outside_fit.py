@@ -130,7 +130,11 @@ def attach(cfg, ds, index, build: Callable[..., Any]) -> None:
     prior = None
     if 0 < refit_fits.sum() < len(refit_fits):  # both kinds of model to fit on
         first: list = []
-        xr = query_features(index, refit_graphs, prior=None, first=first)
+        scatter = _scatter_sets(index)
+        if scatter:  # the index's discriminant read some of them: each searched in an index that did not
+            xr = cross_fitted(cfg, ds, index, scatter, first)
+        else:
+            xr = query_features(index, refit_graphs, prior=None, first=first)
         if "prior" in REFIT:  # each fitted on the others' counts; the copy's queries read them all
             prior = FamilyPrior.counted(first, ~refit_fits, PRIOR_STRENGTH)
             xr[:, FEATURES.index("prior")] = prior.left_out(first, ~refit_fits)
@@ -180,6 +184,69 @@ def refit_queries(ds, index) -> tuple[list, list[tuple[str, ...]]]:
     if not graphs or list(vocab) != list(ds.vocab):
         return [], []
     return _as_queries(graphs, vocab, ds.vocab, index.canonical_version), [tuple(f) for f in families]
+
+
+#: folds of the sets an index's `outside` scatter read, for the out-of-family score's cross-fitted features
+CROSS_FOLDS = 4
+
+
+def _scatter_sets(index) -> tuple[str, ...]:
+    """The validation sets whose models the index's discriminant read (graf-lda's `outside`); () for none."""
+    used = ((index.header.get("encoder") or {}).get("config") or {}).get("uses_outside") or {}
+    return tuple(used.get("sets") or ())
+
+
+def cross_fitted(cfg, ds, index, scatter: Sequence[str], first: list, folds: int = CROSS_FOLDS) -> np.ndarray:
+    """`query_features` of `REFIT_SETS`' models (`refit_queries`' rows, in its order), each searched in an index
+    whose discriminant never read its set: an index built as `index` was, with graf-lda's `outside` scatter from the
+    sets of `scatter` outside the set's fold (set i of `scatter` in fold i mod `folds`); a set the scatter did not
+    read, in `index` itself. A model searched in an index that read it sits nearer its family than a user's code
+    would, so a score fitted on such rows flags the new code it should not (a study's folds, 2026-12-04: 167 of 580
+    fitting models). Appends each one's first hit's family to `first`."""
+    from narbench.search_engine.index_build import assemble, fit_encoder
+
+    per_set = []
+    for name in REFIT_SETS:
+        graphs, vocab, families = ds.outside_sets((name,), upto=index.canonical_version)
+        per_set.append((name, _as_queries(graphs, vocab, ds.vocab, index.canonical_version) if graphs else []))
+    rows: dict[str, tuple[np.ndarray, list]] = {}
+    fold_of = {name: i % folds for i, name in enumerate(scatter)}
+    for f in range(folds):
+        held = {n for n, k in fold_of.items() if k == f}
+        todo = [(n, g) for n, g in per_set if n in held and g]
+        if not todo:
+            continue
+        fcfg = dataclasses.replace(cfg, progress=False)
+        fitted = fit_encoder(fcfg, ds, outside_sets=tuple(n for n in scatter if n not in held))
+        fold_index = assemble(fcfg, ds, fitted, fitted.embedder.embed(fitted.trainer, ds.core_graphs))
+        for n, g in todo:
+            got: list = []
+            rows[n] = (query_features(fold_index, g, prior=None, first=got), got)
+    out = []
+    for n, g in per_set:
+        if not g:
+            continue
+        if n not in rows:
+            got = []
+            rows[n] = (query_features(index, g, prior=None, first=got), got)
+        out.append(rows[n][0])
+        first.extend(rows[n][1])
+    return np.concatenate(out) if out else np.zeros((0, len(FEATURES)))
+
+
+def fitting_models(ds, sets: Sequence[str], rules: str) -> tuple[list, list[tuple[int, ...]]]:
+    """The models of the validation sets `sets` that some family of `ds` fits, each set's newest file `rules` reads,
+    read as an index of those rules reads a saved graph, and each one's expected families as `ds.families` indexes
+    (`graf-lda`'s `outside` scatter: `narbench.search_engine.index_build.fit_encoder`). Empty when `ds` has none in
+    its vocabulary."""
+    if ds.outside_sets is None or not sets:
+        return [], []
+    graphs, vocab, families = ds.outside_sets(tuple(sets), upto=rules)
+    if not graphs or list(vocab) != list(ds.vocab):
+        return [], []
+    ids = [tuple(ds.families.index(f) for f in fams if f in ds.families) for fams in families]
+    keep = [i for i, c in enumerate(ids) if c]
+    return _as_queries([graphs[i] for i in keep], vocab, ds.vocab, rules), [ids[i] for i in keep]
 
 
 def _as_queries(graphs: Sequence[Any], vocab: Sequence[str], onto: Sequence[str], rules: str) -> list:

@@ -55,7 +55,8 @@ def validation_queries(ds, graphs: list, *, seed: int = 0, in_family: float = 0.
     n = len(kept)
     corpus = GraphDataset(ds.name, ds.version, list(ds.vocab), kept, ds.sha256,
                           Split(train=np.arange(n, dtype=np.int64), test=np.zeros(0, dtype=np.int64), seed=seed,
-                                test_size=0.0), meta=ds.meta)
+                                test_size=0.0), meta=ds.meta,
+                          outside_sets=ds.outside_sets)  # an index that reads them (graf-lda's `outside`): its copy too
     queries = positive + negative + sources
     kinds = np.array(["family"] * len(positive) + ["model"] * len(negative) + ["source"] * len(sources), dtype=object)
     labels = (kinds == "family").astype(np.int64)

@@ -49,6 +49,9 @@ class Encoder(torch.nn.Module):
     #: the encoder's parameters and their defaults (attributes from `__init__` on; `set_params`, `narbench
     #: run --encoder-param` change them): ablations and recipe switches that are not part of the profile
     PARAMS: ClassVar[dict[str, object]] = {}
+    #: parameters added after a file recording this encoder's config shipped (the pinned search index): at their
+    #: default they are left out of `config()["params"]`, so that file rebuilds byte for byte (its sha256 holds)
+    QUIET_DEFAULTS: ClassVar[frozenset[str]] = frozenset()
     #: buffers holding what `fit` computed from the training graphs other than trained weights (an idf,
     #: a standardisation, a feature vocabulary, a choice): registered as None by `__init__` (not fitted),
     #: set by `fit`, and resized to the saved shapes when a state dict loads, so that saved weights and
@@ -123,7 +126,8 @@ class Encoder(torch.nn.Module):
         """Everything that defines this encoder, recorded in the result file."""
         from dataclasses import asdict
 
-        extra = {"params": self.params(), "variant": self.variant()} if self.PARAMS else {}
+        params = {k: v for k, v in self.params().items() if not (k in self.QUIET_DEFAULTS and v == self.PARAMS[k])}
+        extra = {"params": params, "variant": self.variant()} if self.PARAMS else {}
         if not self.trainable:
             return {"trainable": False, **extra}
         return {"model": asdict(self.profile.model), "train": asdict(self.profile.train), "trainable": True, **extra}
