@@ -39,6 +39,7 @@
     python -m benchmarks.search.wild --set wildval34      # the thirty-fourth, the carry set of the op kinds at 0.3
     python -m benchmarks.search.wild --set wildval35      # the thirty-fifth, the carry set of the fixed input sizes
     python -m benchmarks.search.wild --set wildval36      # the thirty-sixth, a fresh set after both
+    python -m benchmarks.search.wild --set wildval37      # the thirty-seventh, the carry set of graf-lda's outside
     python -m benchmarks.search.wild --set wildval4 --canonical-version 2.11  # a set's rows re-extracted under 2.11
 
 Each graph of the wild file under the index's canonical rules (`wild-1.0.narg`, 2.2;
@@ -102,7 +103,8 @@ wildval32` the thirty-second (52 more; under 2.16): the carry set of session 84'
 the thirty-third (40 more; under 2.16): the carry set of the out-of-family score's `miss_kinds` candidate. `--set
 wildval34` the thirty-fourth (31 more; under 2.16): the carry set of the op kinds in the hits' order at 0.3. `--set
 wildval35` the thirty-fifth (17 more; under 2.16): the carry set of the fixed sizes searched for a new user's inputs. `--set
-wildval36` the thirty-sixth (17 more; under 2.16): a fresh set after the op kinds and the fixed sizes.
+wildval36` the thirty-sixth (17 more; under 2.16): a fresh set after the op kinds and the fixed sizes. `--set
+wildval37` the thirty-seventh (38 more; under 2.16): the carry set of `graf-lda`'s `outside` candidate.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ their expectations are the ones frozen in 1.0, so an index searches the newest f
 
 `wildval` (docs/wildval.md) is a second table of the same kind, from other packages, and a *validation* set:
 rules, settings and the out-of-family flag's threshold are chosen on it, so the wild set stays unread; `wildval2` to
-`wildval36` are more, each built after a choice made on the ones before (`wildval19` on, code from GitHub repositories
+`wildval37` are more, each built after a choice made on the ones before (`wildval19` on, code from GitHub repositories
 pinned at commits, `narbench.zoo.wild_sources`). `SETS` names every set, read from the table
 `narbench/data/outside-sets.csv` (one row per shipped file, its sha256 pinned there); every function here takes the
 set's `name` (default `wild`).

@@ -45,7 +45,8 @@ SHAPES = {"wild": (30, 10, 7, 20), "wildval": (90, 40, 30, 55), "wildval2": (30,
           "wildval33": (40, 40, 17, 23),
           "wildval34": (31, 31, 12, 19),
           "wildval35": (17, 17, 9, 8),
-          "wildval36": (17, 17, 8, 9)}
+          "wildval36": (17, 17, 8, 9),
+          "wildval37": (38, 38, 19, 19)}
 
 
 @pytest.fixture(scope="module", params=sorted(SHAPES))
@@ -441,6 +442,7 @@ def test_extraction_command_needs_its_folder():
                                            ("wildval22", "2.11"), ("wildval23", "2.11"), ("wildval24", "2.11"),
                                            ("wildval25", "2.16"), ("wildval26", "2.16"), ("wildval27", "2.16"), ("wildval28", "2.16"), ("wildval29", "2.16"), ("wildval30", "2.16"),
                                            ("wildval31", "2.16"), ("wildval32", "2.16"), ("wildval33", "2.16"), ("wildval34", "2.16"), ("wildval35", "2.16"), ("wildval36", "2.16"),
+                                           ("wildval37", "2.16"),
                                            ("wild", "2.16"),
                                            *((f"wildval{n}", "2.16") for n in ["", *range(2, 25)]),
                                            *((f"wildval{n}", "2.11") for n in ["", *range(2, 13)])])
