@@ -729,3 +729,20 @@ def test_an_outside_index_without_outside_models_names_the_dataset_and_the_sets(
     cfg = IndexConfig(encoder="graf-lda", dataset="toy", params={"outside": 8.0}, progress=False)
     with pytest.raises(ValueError, match="outside=8 reads the fitting models.*'toy' has none of wildval2"):
         fit_encoder(cfg, toy_dataset, outside_sets=("wildval2",))
+
+
+def test_the_default_outside_is_off_with_a_warning_where_the_dataset_has_no_outside_models(toy_dataset):
+    """The index's defaults (`DEFAULT_PARAMS`: graf-lda `outside=64`) build an index of any dataset: without
+    validation sets in its vocabulary the scatter is off, said, and not recorded; asked for by name, it is an error."""
+    from narbench.search_engine.index_build import DEFAULT_PARAMS, IndexConfig, fit_encoder
+
+    assert DEFAULT_PARAMS["graf-lda"]["outside"] > 0  # else this test reads nothing
+    cfg = IndexConfig(encoder="graf-lda", dataset="toy", profile="smoke", progress=False)
+    with pytest.warns(UserWarning, match=r"'toy' has none of wildval, .*: the default outside=64 is off"):
+        fitted = fit_encoder(cfg, toy_dataset)
+    assert fitted.encoder.outside == 0 and "outside" not in fitted.params
+    assert fitted.params == {k: v for k, v in DEFAULT_PARAMS["graf-lda"].items() if k != "outside"}
+    asked = IndexConfig(encoder="graf-lda", dataset="toy", profile="smoke", params=dict(DEFAULT_PARAMS["graf-lda"]),
+                        progress=False)
+    with pytest.raises(ValueError, match="outside=64 reads the fitting models.*'toy' has none of wildval, "):
+        fit_encoder(asked, toy_dataset)

@@ -128,8 +128,9 @@ def test_an_index_that_read_outside_models_fits_its_score_on_them_searched_where
     import dataclasses
 
     from narbench.search_engine import outside_fit
-    from narbench.search_engine.index_build import IndexConfig, assemble, build_index, fit_encoder
+    from narbench.search_engine.index_build import IndexConfig, build_index, scatter_index
     from narbench.search_engine.outside_fit import cross_fitted, query_features
+    from narbench.search_engine.outside_models import scatter_sets
     from tests.family_toys import VOCAB
 
     graphs, test, val, corpus = _toy_world()
@@ -145,13 +146,12 @@ def test_an_index_that_read_outside_models_fits_its_score_on_them_searched_where
     ds.outside_sets = outside_sets
     cfg = IndexConfig(encoder="graf-lda", params={"outside": 8.0}, progress=False)
     index = build_index(cfg, dataset=ds)
-    assert outside_fit._scatter_sets(index) == ("s1", "s2", "s3")
+    assert scatter_sets(index) == ("s1", "s2", "s3")
     first: list = []
-    got = cross_fitted(cfg, ds, index, ("s1", "s2"), first, folds=2)
+    got = cross_fitted(cfg, ds, index, ("s1", "s2"), first, scatter_index, folds=2)
 
     def searched_in(outside_sets_read, name):
-        fitted = fit_encoder(dataclasses.replace(cfg), ds, outside_sets=outside_sets_read)
-        fold = assemble(cfg, ds, fitted, fitted.embedder.embed(fitted.trainer, ds.core_graphs))
+        fold = scatter_index(dataclasses.replace(cfg), ds, outside_sets_read)
         return query_features(fold, sets[name], prior=None)
 
     n1, n2 = len(sets["s1"]), len(sets["s2"])

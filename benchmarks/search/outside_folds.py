@@ -34,13 +34,12 @@ def fold_sets(sets: tuple[str, ...], folds: int = FOLDS) -> list[tuple[str, ...]
 
 def fold_index(ds, weight: float, fitted_on: tuple[str, ...]):
     """The shipped index's build with `outside=weight`, its scatter from `fitted_on`'s fitting models."""
-    from narbench.search_engine.index_build import DEFAULT_PARAMS, IndexConfig, assemble, build_index, fit_encoder
+    from narbench.search_engine.index_build import DEFAULT_PARAMS, IndexConfig, build_index, scatter_index
     from narbench.search_engine.outside_fit import attach
 
     cfg = IndexConfig(params={**DEFAULT_PARAMS["graf-lda"], "outside": float(weight)}, progress=False)
-    fitted = fit_encoder(cfg, ds, outside_sets=fitted_on)
-    index = assemble(cfg, ds, fitted, fitted.embedder.embed(fitted.trainer, ds.core_graphs))
-    attach(cfg, ds, index, build_index)
+    index = scatter_index(cfg, ds, fitted_on)
+    attach(cfg, ds, index, build_index, scatter_index)
     return index
 
 

@@ -37,12 +37,13 @@ class Searched:
 def searched(index, names) -> Searched:
     """`names`' models searched in `index` (each set's newest file it reads), as the index build searches them."""
     from narbench.datasets.wild import read_newest
-    from narbench.search_engine.outside_fit import _as_queries, query_features
+    from narbench.search_engine.outside_fit import query_features
+    from narbench.search_engine.outside_models import as_queries
 
     xs, first, none, sets = [], [], [], []
     for name in names:
         w = read_newest(name, index.canonical_version, index.vocab)
-        xs.append(query_features(index, _as_queries(w.graphs, w.vocab, index.vocab, index.canonical_version),
+        xs.append(query_features(index, as_queries(w.graphs, w.vocab, index.vocab, index.canonical_version),
                                  prior=None, first=first))
         none += [not f for f in w.families]
         sets += [name] * len(w.graphs)

@@ -54,7 +54,10 @@ class ShippedIndex:
 #: The default index (`narbench index build --encoder graf-lda` on `real` 2.3: `index_build.DEFAULT_PARAMS`'
 #: holdout=cross-source, wl_rounds=3 with its WL block read in op roles, a family's sources as nuisance (g = 256),
 #: since session 83 one design's spelling variants as nuisance too (spellings=32, decided by its carry rule on
-#: `wildval30`: docs/search.md "Spellings as nuisance"; f63da0bcd9d9... before it, whose arrays differ),
+#: `wildval30`: docs/search.md "Spellings as nuisance"; f63da0bcd9d9... before it, whose arrays differ), since
+#: session 87 the validation sets' fitting models as nuisance too (outside=64, its scatter and its out-of-family score
+#: from wildval 1-37, decided by its carry rule on `wildval37`: "Outside implementations as nuisance"; 9d8dbdc2988d...
+#: before it, whose arrays differ),
 #: unfused, 256-d, float16, corpus and queries read by canonical 2.16 (docs/search.md "The index": 2.16's rule reads raw
 #: names, so its arrays are 9448f6d66b38...'s, read by 2.15, and its out-of-family score was refitted on `wildval` 1-4's
 #: 2.16 files; 2.13's to 2.15's passes read corpus graphs differently, so the discriminant and the score were fitted
@@ -74,7 +77,7 @@ class ShippedIndex:
 #: --param holdout=cross-source --param wl_rounds=3 --param fuse_wl=0.1` rebuilds the fused one byte for byte; the
 #: same without fuse_wl rebuilds the unfused one's embeddings exactly (its fitted weights to 1e-11; the header
 #: now adds the out-of-family score, so its sha256 differs).
-SHIPPED = ShippedIndex("graf-lda", "9d8dbdc2988dc1ae01e56bc68300dbb154c02a557cc42a8e5a305649304d4c76")
+SHIPPED = ShippedIndex("graf-lda", "7dd3f4695a6c2acd39c47c9832f1149ff8a01efd56fbd2a8ca1d476807c138d4")
 
 
 class IndexFileError(CorruptFileError):

@@ -27,7 +27,7 @@ from narbench.search_engine.weak import WEAK_QUANTILE, WEAK_SAMPLE, model_group,
 DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
     "wl": {"dim": 256},
     "graf-lda": {"holdout": "cross-source", "wl_rounds": 3, "wl_alphabet": "roles", "sources": "nuisance",
-                 "nuisance": 256.0, "spellings": 32.0}}
+                 "nuisance": 256.0, "spellings": 32.0, "outside": 64.0}}
 
 
 @dataclass(frozen=True)
@@ -86,8 +86,15 @@ def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
     index = assemble(cfg, ds, fitted, raw)
     from narbench.search_engine.outside_fit import attach
 
-    attach(cfg, ds, index, build_index)  # the out-of-family score, fitted on the `novel` split's validation families
+    attach(cfg, ds, index, build_index, scatter_index)  # the out-of-family score, fitted on the `novel` split's validation families
     return index
+
+
+def scatter_index(cfg: IndexConfig, ds, outside_sets: tuple[str, ...]) -> SearchIndex:
+    """An index built as `cfg` asks on `ds` (`newest_corpus`'s) with graf-lda's `outside` scatter from `outside_sets`
+    only and no out-of-family score: a fold of `outside_fit.cross_fitted`, whose models it never read."""
+    fitted = fit_encoder(cfg, ds, outside_sets=outside_sets)
+    return assemble(cfg, ds, fitted, fitted.embedder.embed(fitted.trainer, ds.core_graphs))
 
 
 def newest_corpus(ds, upto: str | None = None):
@@ -138,19 +145,7 @@ def fit_encoder(cfg: IndexConfig, ds, train: np.ndarray | None = None, *, consol
     apply_params(encoder, params)
     encoder.use_vocabulary(ds.vocab)  # as the runner gives it: an encoder may read ops by name
     if getattr(encoder, "outside", 0) and hasattr(encoder, "use_outside"):
-        from narbench.search_engine.outside_fit import REFIT_SETS, fitting_models
-
-        if cfg.protocol != "family":
-            raise ValueError(f"the outside models' families are labels of protocol 'family', not {cfg.protocol!r}")
-        sets = REFIT_SETS if outside_sets is None else tuple(outside_sets)
-        ops = ds.meta.get("ops")
-        rules = corpus_rules(ops.get("version") if isinstance(ops, dict) else None, ds.core_graphs, ds.vocab)
-        graphs_out, classes = fitting_models(ds, sets, rules)
-        if not graphs_out:
-            raise ValueError(f"encoder {cfg.encoder!r} with outside={encoder.outside:g} reads the fitting models of "
-                             f"validation sets, and dataset {ds.name!r} has none of {', '.join(sets) or 'no sets'} in "
-                             "its vocabulary")
-        encoder.use_outside(graphs_out, classes, sets=sets)
+        params = _give_outside(cfg, ds, encoder, params, outside_sets)
     with plugin_call("encoder", cfg.encoder, "fit()"):
         encoder.fit(trainer, [graphs[i] for i in train], labels)
     embedder = encoder
@@ -159,6 +154,38 @@ def fit_encoder(cfg: IndexConfig, ds, train: np.ndarray | None = None, *, consol
         embedder = FusedEncoder(encoder, fusion, ds.vocab, profile)
     return Fitted(encoder, encoder_cls, splitter_name, splitter, params, fusion, labels, np.asarray(train), trainer,
                   embedder)
+
+
+def _give_outside(cfg: IndexConfig, ds, encoder, params: dict[str, Any],
+                  outside_sets: tuple[str, ...] | None) -> dict[str, Any]:
+    """Give `encoder` (`outside` > 0) the fitting models of `outside_sets` (default `outside_fit.REFIT_SETS`) read
+    under the corpus's rules; the parameters the index records. Where the dataset has none of them in its vocabulary
+    (any dataset but real 2.3) or the labels are not families: an error when the parameters were asked for
+    (`cfg.params`), and with `DEFAULT_PARAMS` a warning and `outside` off, so the defaults build an index of any
+    dataset, recorded without it (what was built)."""
+    import warnings
+
+    from narbench.search_engine.outside_fit import REFIT_SETS
+    from narbench.search_engine.outside_models import fitting_models
+
+    sets = REFIT_SETS if outside_sets is None else tuple(outside_sets)
+    graphs_out: list = []
+    if cfg.protocol != "family":
+        why = f"the outside models' families are labels of protocol 'family', not {cfg.protocol!r}"
+    else:
+        ops = ds.meta.get("ops")
+        rules = corpus_rules(ops.get("version") if isinstance(ops, dict) else None, ds.core_graphs, ds.vocab)
+        graphs_out, classes = fitting_models(ds, sets, rules)
+        why = (f"encoder {cfg.encoder!r} with outside={encoder.outside:g} reads the fitting models of validation sets, "
+               f"and dataset {ds.name!r} has none of {', '.join(sets) or 'no sets'} in its vocabulary")
+    if graphs_out:
+        encoder.use_outside(graphs_out, classes, sets=sets)
+        return params
+    if cfg.params is not None or outside_sets is not None:
+        raise ValueError(why)
+    warnings.warn(f"{why}: the default outside={encoder.outside:g} is off for this index", stacklevel=3)
+    encoder.outside = 0.0
+    return {k: v for k, v in params.items() if k != "outside"}
 
 
 def index_params(cfg: IndexConfig) -> tuple[dict[str, Any], Fusion | None]:

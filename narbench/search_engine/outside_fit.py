@@ -39,6 +39,7 @@ import numpy as np
 
 from narbench.search_engine.outside import (FEATURES, HITS, K, KEY, NEAREST, RELATIVE, FamilyPrior, OutsideScore,
                                            features)
+from narbench.search_engine.outside_models import as_queries, scatter_sets
 from narbench.search_engine.outside_validation import model_of, validation_queries
 
 #: the share of held-out-model validation queries the flag may fire on (issue 59's target is 1 in 10; half of
@@ -84,7 +85,8 @@ TIE = 0.005
 #: rises on 14 of the 26 sets and falls on 2. Written before `wildval27`, its carry set, was searched; on it
 #: (first read, 32 models) `none` flagged 9 -> 10 of 13, fitting 3 -> 3 of 19 (the index fitted on wildval 1-26,
 #: 0dd78555cfd1). Shipped fitted on the 27 (wildval27 named once read); since session 83 (the index with `spellings`)
-#: on the 30 read by then; since session 84 on the 33.
+#: on the 30 read by then; since session 84 on the 33; since session 87 (`graf-lda`'s `outside`, whose scatter reads
+#: these sets too) on the 37, the rows of each set searched in an index whose scatter did not read it (`cross_fitted`).
 #:
 #: `miss_kinds` since session 84 (docs/search.md, "Missing op kinds"): the share of the first hit's op kinds the query
 #: has none of, which a text LSTM landing on a Sequencer shows and the family prior does not. With each of the 32 sets
@@ -94,7 +96,8 @@ TIE = 0.005
 REFIT_SETS = ("wildval", "wildval2", "wildval3", "wildval4", "wildval5", "wildval6", "wildval7", "wildval8", "wildval9",
               "wildval10", "wildval11", "wildval12", "wildval13", "wildval14", "wildval15", "wildval16", "wildval17",
               "wildval18", "wildval19", "wildval20", "wildval21", "wildval22", "wildval23", "wildval24", "wildval25",
-              "wildval26", "wildval27", "wildval28", "wildval29", "wildval30", "wildval31", "wildval32", "wildval33")
+              "wildval26", "wildval27", "wildval28", "wildval29", "wildval30", "wildval31", "wildval32", "wildval33",
+              "wildval34", "wildval35", "wildval36", "wildval37")
 REFIT = ("top1", "gap", "prior", "miss_kinds")
 #: how many models' weight pulls a family's `prior` toward the share over all (chosen with the sets left out, of 1,
 #: 3, 10, 30, 50, 100, 300 and 1,000: 30 to 100 flag 200-201 `none` at 41-42 fitting, the most with at most 1 in 10
@@ -113,11 +116,12 @@ CANDIDATES: tuple[tuple[str, ...], ...] = (
 )
 
 
-def attach(cfg, ds, index, build: Callable[..., Any]) -> None:
+def attach(cfg, ds, index, build: Callable[..., Any], rebuild: Callable[..., Any] | None = None) -> None:
     """Give `index` (built with `cfg` on `ds`'s core graphs by `build`, `index_build.build_index`) its score
     and, when the score reads it, its `NEAREST` array; nothing when `ds` has no `novel` split. Where `ds` has outside
     models in its vocabulary (`outside_queries`), the features and threshold are chosen on them searched in `index`
-    (`fit`'s `choose_on`)."""
+    (`fit`'s `choose_on`). `rebuild` (`index_build.scatter_index`) builds the folds of `cross_fitted` where the
+    index's discriminant read validation sets."""
     sides = validation_queries(ds, ds.core_graphs, seed=cfg.seed)
     if sides is None:
         return
@@ -130,9 +134,11 @@ def attach(cfg, ds, index, build: Callable[..., Any]) -> None:
     prior = None
     if 0 < refit_fits.sum() < len(refit_fits):  # both kinds of model to fit on
         first: list = []
-        scatter = _scatter_sets(index)
+        scatter = scatter_sets(index)
         if scatter:  # the index's discriminant read some of them: each searched in an index that did not
-            xr = cross_fitted(cfg, ds, index, scatter, first)
+            if rebuild is None:
+                raise ValueError("the index's discriminant read validation sets: attach needs `rebuild` for its folds")
+            xr = cross_fitted(cfg, ds, index, scatter, first, rebuild)
         else:
             xr = query_features(index, refit_graphs, prior=None, first=first)
         if "prior" in REFIT:  # each fitted on the others' counts; the copy's queries read them all
@@ -171,7 +177,7 @@ def outside_queries(ds, index=None) -> tuple[list, list[tuple[str, ...]]]:
         return [], []
     rules = index.canonical_version if index is not None else corpus_rules(ds.canonical_version, ds.core_graphs,
                                                                             ds.vocab)
-    return _as_queries(graphs, vocab, ds.vocab, rules), list(families)
+    return as_queries(graphs, vocab, ds.vocab, rules), list(families)
 
 
 def refit_queries(ds, index) -> tuple[list, list[tuple[str, ...]]]:
@@ -183,32 +189,25 @@ def refit_queries(ds, index) -> tuple[list, list[tuple[str, ...]]]:
     graphs, vocab, families = ds.outside_sets(REFIT_SETS, upto=index.canonical_version)
     if not graphs or list(vocab) != list(ds.vocab):
         return [], []
-    return _as_queries(graphs, vocab, ds.vocab, index.canonical_version), [tuple(f) for f in families]
+    return as_queries(graphs, vocab, ds.vocab, index.canonical_version), [tuple(f) for f in families]
 
 
 #: folds of the sets an index's `outside` scatter read, for the out-of-family score's cross-fitted features
 CROSS_FOLDS = 4
 
 
-def _scatter_sets(index) -> tuple[str, ...]:
-    """The validation sets whose models the index's discriminant read (graf-lda's `outside`); () for none."""
-    used = ((index.header.get("encoder") or {}).get("config") or {}).get("uses_outside") or {}
-    return tuple(used.get("sets") or ())
-
-
-def cross_fitted(cfg, ds, index, scatter: Sequence[str], first: list, folds: int = CROSS_FOLDS) -> np.ndarray:
+def cross_fitted(cfg, ds, index, scatter: Sequence[str], first: list, rebuild: Callable[..., Any],
+                 folds: int = CROSS_FOLDS) -> np.ndarray:
     """`query_features` of `REFIT_SETS`' models (`refit_queries`' rows, in its order), each searched in an index
-    whose discriminant never read its set: an index built as `index` was, with graf-lda's `outside` scatter from the
-    sets of `scatter` outside the set's fold (set i of `scatter` in fold i mod `folds`); a set the scatter did not
+    whose discriminant never read its set: an index built as `index` was (`rebuild(cfg, ds, outside_sets)`,
+    `index_build.scatter_index`), with graf-lda's `outside` scatter from the sets of `scatter` outside the set's fold (set i of `scatter` in fold i mod `folds`); a set the scatter did not
     read, in `index` itself. A model searched in an index that read it sits nearer its family than a user's code
     would, so a score fitted on such rows flags the new code it should not (a study's folds, 2026-12-04: 167 of 580
     fitting models). Appends each one's first hit's family to `first`."""
-    from narbench.search_engine.index_build import assemble, fit_encoder
-
     per_set = []
     for name in REFIT_SETS:
         graphs, vocab, families = ds.outside_sets((name,), upto=index.canonical_version)
-        per_set.append((name, _as_queries(graphs, vocab, ds.vocab, index.canonical_version) if graphs else []))
+        per_set.append((name, as_queries(graphs, vocab, ds.vocab, index.canonical_version) if graphs else []))
     rows: dict[str, tuple[np.ndarray, list]] = {}
     fold_of = {name: i % folds for i, name in enumerate(scatter)}
     for f in range(folds):
@@ -216,9 +215,7 @@ def cross_fitted(cfg, ds, index, scatter: Sequence[str], first: list, folds: int
         todo = [(n, g) for n, g in per_set if n in held and g]
         if not todo:
             continue
-        fcfg = dataclasses.replace(cfg, progress=False)
-        fitted = fit_encoder(fcfg, ds, outside_sets=tuple(n for n in scatter if n not in held))
-        fold_index = assemble(fcfg, ds, fitted, fitted.embedder.embed(fitted.trainer, ds.core_graphs))
+        fold_index = rebuild(dataclasses.replace(cfg, progress=False), ds, tuple(n for n in scatter if n not in held))
         for n, g in todo:
             got: list = []
             rows[n] = (query_features(fold_index, g, prior=None, first=got), got)
@@ -232,35 +229,6 @@ def cross_fitted(cfg, ds, index, scatter: Sequence[str], first: list, folds: int
         out.append(rows[n][0])
         first.extend(rows[n][1])
     return np.concatenate(out) if out else np.zeros((0, len(FEATURES)))
-
-
-def fitting_models(ds, sets: Sequence[str], rules: str) -> tuple[list, list[tuple[int, ...]]]:
-    """The models of the validation sets `sets` that some family of `ds` fits, each set's newest file `rules` reads,
-    read as an index of those rules reads a saved graph, and each one's expected families as `ds.families` indexes
-    (`graf-lda`'s `outside` scatter: `narbench.search_engine.index_build.fit_encoder`). Empty when `ds` has none in
-    its vocabulary."""
-    if ds.outside_sets is None or not sets:
-        return [], []
-    graphs, vocab, families = ds.outside_sets(tuple(sets), upto=rules)
-    if not graphs or list(vocab) != list(ds.vocab):
-        return [], []
-    ids = [tuple(ds.families.index(f) for f in fams if f in ds.families) for fams in families]
-    keep = [i for i, c in enumerate(ids) if c]
-    return _as_queries([graphs[i] for i in keep], vocab, ds.vocab, rules), [ids[i] for i in keep]
-
-
-def _as_queries(graphs: Sequence[Any], vocab: Sequence[str], onto: Sequence[str], rules: str) -> list:
-    """Outside models' graphs (ops in `vocab`) mapped onto the vocabulary `onto` under canonical `rules`, as an index
-    reads a saved graph; name, family, source and meta kept."""
-    from narbench.data.graph import ArchGraph
-    from narbench.data.mapping import onto_vocabulary
-
-    out = []
-    for g in graphs:
-        m = onto_vocabulary([vocab[i] for i in g.ops.tolist()], g.edges, onto, rules, g.coarse or None)
-        out.append(ArchGraph(ops=m.ops, edges=m.edges, name=g.name, family=g.family, coarse=m.coarse,
-                             source=g.source, meta=g.meta))
-    return out
 
 
 def nearest_other(index, graphs: Sequence[Any], block: int = 512) -> np.ndarray:
