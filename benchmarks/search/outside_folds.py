@@ -65,6 +65,7 @@ def main(argv=None) -> int:
     from narbench.datasets.wild import VALIDATIONS
     from narbench.search_engine.index_build import newest_corpus
     from narbench.search_engine.index_file import load_index
+    from narbench.search_engine.outside_models import scatter_sets
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.search.outside_folds", description=__doc__.split("\n\n")[0])
     parser.add_argument("--weight", type=float, action="append", required=True, metavar="W")
@@ -83,15 +84,13 @@ def main(argv=None) -> int:
     folds = fold_sets(sets)
     shipped = load_index(None, None)
     base = pool(shipped, sets)
-    read = (shipped.header.get("encoder") or {}).get("config", {}).get("uses_outside") or {}
     print(f"shipped ({shipped.sha256[:12]}), {len(sets)} sets: {base.line()}"
-          + (" (in-sample: its scatter read them)" if set(sets) & set(read.get("sets") or ()) else ""), flush=True)
+          + (" (in-sample: its scatter read them)" if set(sets) & set(scatter_sets(shipped)) else ""), flush=True)
     ds = None
     for weight, k in [(w, k) for w in args.weight for k in reads]:
         parts = []
+        tag = ("" if k == FOLDS - 1 else f"-read{k}") + ("-hits" if args.hits_only else "")
         for f, held in enumerate(folds):
-            tag = "" if k == FOLDS - 1 else f"-read{k}"
-            tag += "-hits" if args.hits_only else ""
             path = out / f"w{weight:g}{tag}-fold{f}.json"
             if not path.is_file():
                 if ds is None:
@@ -109,12 +108,13 @@ def main(argv=None) -> int:
             fits = np.array(d["fits"])
             print(f"  w {weight:g} read {k} fold {f} ({d['seconds']} s, {d['sha256'][:12]}): top-1 "
                   f"{int(np.array(d['top1'])[fits].sum())}/{int(fits.sum())}  "
-                  + " ".join(f"{n}:{k}/{t}" for n, _, k, t in d["sets"]), flush=True)
+                  + " ".join(f"{n}:{got}/{total}" for n, _, got, total in d["sets"]), flush=True)
         fits = np.concatenate([np.array(d["fits"]) for d in parts])
         top1 = np.concatenate([np.array(d["top1"]) for d in parts])
         p10 = np.concatenate([np.array(d["p10"]) for d in parts])
         flagged = np.concatenate([np.array(d["flagged"]) for d in parts])
-        print(f"outside={weight:g}, each fold read by an index fitted on {k} other fold(s): top-1 {top1[fits].mean():.4f} "
+        print(f"outside={weight:g}, each fold read by an index fitted on {k} other fold(s): "
+              f"top-1 {top1[fits].mean():.4f} "
               f"({int(top1[fits].sum())}/{int(fits.sum())}) P@10 {p10[fits].mean():.4f} none flagged "
               f"{int(flagged[~fits].sum())}/{int((~fits).sum())} fit flagged {int(flagged[fits].sum())}/{int(fits.sum())}"
               "", flush=True)

@@ -86,7 +86,8 @@ def build_index(cfg: IndexConfig, *, dataset=None, console=None) -> SearchIndex:
     index = assemble(cfg, ds, fitted, raw)
     from narbench.search_engine.outside_fit import attach
 
-    attach(cfg, ds, index, build_index, scatter_index)  # the out-of-family score, fitted on the `novel` split's validation families
+    # the out-of-family score, fitted on the `novel` split's validation families
+    attach(cfg, ds, index, build_index, scatter_index)
     return index
 
 

@@ -116,7 +116,7 @@ CANDIDATES: tuple[tuple[str, ...], ...] = (
 )
 
 
-def attach(cfg, ds, index, build: Callable[..., Any], rebuild: Callable[..., Any] | None = None) -> None:
+def attach(cfg, ds, index, build: Callable[..., Any], rebuild: Callable[..., Any]) -> None:
     """Give `index` (built with `cfg` on `ds`'s core graphs by `build`, `index_build.build_index`) its score
     and, when the score reads it, its `NEAREST` array; nothing when `ds` has no `novel` split. Where `ds` has outside
     models in its vocabulary (`outside_queries`), the features and threshold are chosen on them searched in `index`
@@ -136,8 +136,6 @@ def attach(cfg, ds, index, build: Callable[..., Any], rebuild: Callable[..., Any
         first: list = []
         scatter = scatter_sets(index)
         if scatter:  # the index's discriminant read some of them: each searched in an index that did not
-            if rebuild is None:
-                raise ValueError("the index's discriminant read validation sets: attach needs `rebuild` for its folds")
             xr = cross_fitted(cfg, ds, index, scatter, first, rebuild)
         else:
             xr = query_features(index, refit_graphs, prior=None, first=first)
@@ -200,8 +198,8 @@ def cross_fitted(cfg, ds, index, scatter: Sequence[str], first: list, rebuild: C
                  folds: int = CROSS_FOLDS) -> np.ndarray:
     """`query_features` of `REFIT_SETS`' models (`refit_queries`' rows, in its order), each searched in an index
     whose discriminant never read its set: an index built as `index` was (`rebuild(cfg, ds, outside_sets)`,
-    `index_build.scatter_index`), with graf-lda's `outside` scatter from the sets of `scatter` outside the set's fold (set i of `scatter` in fold i mod `folds`); a set the scatter did not
-    read, in `index` itself. A model searched in an index that read it sits nearer its family than a user's code
+    `index_build.scatter_index`), with graf-lda's `outside` scatter from the sets of `scatter` outside the set's fold
+    (set i of `scatter` in fold i mod `folds`); a set the scatter did not read, in `index` itself. A model searched in an index that read it sits nearer its family than a user's code
     would, so a score fitted on such rows flags the new code it should not (a study's folds, 2026-12-04: 167 of 580
     fitting models). Appends each one's first hit's family to `first`."""
     per_set = []
